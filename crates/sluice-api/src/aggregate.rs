@@ -1,0 +1,63 @@
+/// Combines values at emit time (Phoenix++'s associative combiner).
+///
+/// The engine keeps one accumulator per distinct key, starting as a copy of
+/// the key's first value, and folds every further value into it. The fold
+/// must be associative and commutative: accumulators from different map
+/// slots and spills are folded together again before the reducer sees them.
+pub trait Aggregator: Send + Sync {
+    /// Folds `value` into `acc` in place when the result has the same length
+    /// as `acc`; returns `false` (and leaves `acc` alone) otherwise.
+    fn fold_in_place(&self, acc: &mut [u8], value: &[u8]) -> bool;
+
+    /// Folds `value` into `acc`, writing the result to `out` (which is empty).
+    /// Called only when [`Aggregator::fold_in_place`] returned `false`.
+    fn fold(&self, acc: &[u8], value: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(acc);
+        let folded = self.fold_in_place(out, value);
+        debug_assert!(folded, "an aggregator must fold accumulators of its own width");
+    }
+}
+
+/// Sums 8-byte little-endian `u64` values (word count's combiner).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SumU64;
+
+impl SumU64 {
+    /// Encodes a count as this aggregator's value.
+    #[inline]
+    pub fn encode(n: u64) -> [u8; 8] {
+        n.to_le_bytes()
+    }
+
+    /// Decodes a value; `None` unless it is exactly 8 bytes.
+    #[inline]
+    pub fn decode(v: &[u8]) -> Option<u64> {
+        v.try_into().ok().map(u64::from_le_bytes)
+    }
+}
+
+impl Aggregator for SumU64 {
+    #[inline]
+    fn fold_in_place(&self, acc: &mut [u8], value: &[u8]) -> bool {
+        match (Self::decode(acc), Self::decode(value)) {
+            (Some(a), Some(b)) => {
+                acc.copy_from_slice(&a.wrapping_add(b).to_le_bytes());
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sum_folds_in_place() {
+        let mut acc = SumU64::encode(5);
+        assert!(SumU64.fold_in_place(&mut acc, &SumU64::encode(7)));
+        assert_eq!(SumU64::decode(&acc), Some(12));
+        assert!(!SumU64.fold_in_place(&mut acc, b"xyz"));
+    }
+}

@@ -1,0 +1,81 @@
+use crate::{Counters, Result};
+
+/// Where emitted records go: the map output collector, a combiner's output,
+/// or the job's output files. Implemented by the engine.
+pub trait Sink {
+    /// Emits one key/value pair.
+    fn emit(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+
+    /// Emits a key with no value. Output files write it as `key` alone on
+    /// its line (Hadoop's `NullWritable` value); elsewhere the value is empty.
+    fn emit_key(&mut self, key: &[u8]) -> Result<()> {
+        self.emit(key, &[])
+    }
+}
+
+/// The values of one key group, read one at a time without allocation.
+pub trait Values {
+    /// The next value, or `None` at the end of the group. The slice is valid
+    /// until the next call.
+    fn next_value(&mut self) -> Option<&[u8]>;
+}
+
+/// What a mapper sees besides its input record.
+pub struct MapContext<'a> {
+    sink: &'a mut dyn Sink,
+    counters: &'a mut Counters,
+}
+
+impl<'a> MapContext<'a> {
+    /// A context writing to `sink` and counting into `counters`.
+    pub fn new(sink: &'a mut dyn Sink, counters: &'a mut Counters) -> Self {
+        MapContext { sink, counters }
+    }
+
+    /// Emits one intermediate (or, in a map-only job, output) record.
+    #[inline]
+    pub fn emit(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.sink.emit(key, value)
+    }
+
+    /// Emits a key with no value.
+    #[inline]
+    pub fn emit_key(&mut self, key: &[u8]) -> Result<()> {
+        self.sink.emit_key(key)
+    }
+
+    /// The task's counters, for user counters.
+    pub fn counters(&mut self) -> &mut Counters {
+        self.counters
+    }
+}
+
+/// What a reducer (or combiner) sees besides its key group.
+pub struct ReduceContext<'a> {
+    sink: &'a mut dyn Sink,
+    counters: &'a mut Counters,
+}
+
+impl<'a> ReduceContext<'a> {
+    /// A context writing to `sink` and counting into `counters`.
+    pub fn new(sink: &'a mut dyn Sink, counters: &'a mut Counters) -> Self {
+        ReduceContext { sink, counters }
+    }
+
+    /// Writes one output record (`key<TAB>value` in text output).
+    #[inline]
+    pub fn write(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.sink.emit(key, value)
+    }
+
+    /// Writes a key with no value (`key` alone in text output).
+    #[inline]
+    pub fn write_key(&mut self, key: &[u8]) -> Result<()> {
+        self.sink.emit_key(key)
+    }
+
+    /// The task's counters, for user counters.
+    pub fn counters(&mut self) -> &mut Counters {
+        self.counters
+    }
+}

@@ -1,0 +1,159 @@
+use std::sync::Arc;
+
+use crate::{Aggregator, HashPartitioner, MapContext, Partitioner, ReduceContext, Result, Values};
+
+/// Turns input records into intermediate key/value pairs.
+///
+/// One instance serves one map task slot and is called for many records, so
+/// it may keep reusable buffers to avoid allocating per record.
+pub trait Mapper: Send {
+    /// Called once before the first record of a task.
+    fn setup(&mut self, _ctx: &mut MapContext<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Called once per input record; `offset` is the record's byte offset in
+    /// its (decompressed) file.
+    fn map(&mut self, offset: u64, record: &[u8], ctx: &mut MapContext<'_>) -> Result<()>;
+
+    /// Called once after the last record of a task.
+    fn cleanup(&mut self, _ctx: &mut MapContext<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Turns one key and all its values into output records. Also the type of a
+/// combiner, which must emit records with the key it was given.
+pub trait Reducer: Send {
+    /// Called once before the first group of a task.
+    fn setup(&mut self, _ctx: &mut ReduceContext<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Called once per key group, in key order.
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn Values,
+        ctx: &mut ReduceContext<'_>,
+    ) -> Result<()>;
+
+    /// Called once after the last group of a task.
+    fn cleanup(&mut self, _ctx: &mut ReduceContext<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// How intermediate keys are ordered within a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyOrder {
+    /// Bytewise (unsigned lexicographic) order, as Hadoop's `Text`. Sort
+    /// entries carry an 8-byte big-endian key prefix; full keys are compared
+    /// only when prefixes tie.
+    #[default]
+    Bytewise,
+    /// Order by a 32-bit key fingerprint, then bytewise: groups equal keys
+    /// together without a meaningful order, and compares full keys far less
+    /// often. For jobs whose output order does not matter.
+    Fingerprint,
+}
+
+/// A factory for mappers.
+pub type MapperFactory = Arc<dyn Fn() -> Box<dyn Mapper> + Send + Sync>;
+/// A factory for reducers and combiners.
+pub type ReducerFactory = Arc<dyn Fn() -> Box<dyn Reducer> + Send + Sync>;
+
+/// Everything the engine needs to know about a job's user code.
+#[derive(Clone)]
+pub struct JobSpec {
+    /// Name shown in reports.
+    pub name: String,
+    /// Creates one mapper per map slot.
+    pub mapper: MapperFactory,
+    /// Creates one reducer per reduce task; `None` makes a map-only job.
+    pub reducer: Option<ReducerFactory>,
+    /// Creates combiners, applied when spilling and when merging.
+    pub combiner: Option<ReducerFactory>,
+    /// Combines values at emit time into a hash table (Phoenix++ style)
+    /// instead of sorting map output; needs no combiner.
+    pub aggregator: Option<Arc<dyn Aggregator>>,
+    /// Assigns keys to reduce partitions.
+    pub partitioner: Arc<dyn Partitioner>,
+    /// Order of keys within a partition.
+    pub key_order: KeyOrder,
+}
+
+impl JobSpec {
+    /// A job with the given mapper, no reducer (map-only), the hash
+    /// partitioner and bytewise key order.
+    pub fn new<M, F>(name: &str, mapper: F) -> Self
+    where
+        M: Mapper + 'static,
+        F: Fn() -> M + Send + Sync + 'static,
+    {
+        JobSpec {
+            name: name.to_owned(),
+            mapper: Arc::new(move || Box::new(mapper())),
+            reducer: None,
+            combiner: None,
+            aggregator: None,
+            partitioner: Arc::new(HashPartitioner),
+            key_order: KeyOrder::Bytewise,
+        }
+    }
+
+    /// Sets the reducer.
+    pub fn reducer<R, F>(mut self, reducer: F) -> Self
+    where
+        R: Reducer + 'static,
+        F: Fn() -> R + Send + Sync + 'static,
+    {
+        self.reducer = Some(Arc::new(move || Box::new(reducer())));
+        self
+    }
+
+    /// Sets the combiner.
+    pub fn combiner<R, F>(mut self, combiner: F) -> Self
+    where
+        R: Reducer + 'static,
+        F: Fn() -> R + Send + Sync + 'static,
+    {
+        self.combiner = Some(Arc::new(move || Box::new(combiner())));
+        self
+    }
+
+    /// Sets the emit-time aggregator (enables hash grouping).
+    pub fn aggregator(mut self, agg: impl Aggregator + 'static) -> Self {
+        self.aggregator = Some(Arc::new(agg));
+        self
+    }
+
+    /// Sets the partitioner.
+    pub fn partitioner(mut self, p: impl Partitioner + 'static) -> Self {
+        self.partitioner = Arc::new(p);
+        self
+    }
+
+    /// Sets the key order.
+    pub fn key_order(mut self, order: KeyOrder) -> Self {
+        self.key_order = order;
+        self
+    }
+
+    /// Whether the job has a reduce phase.
+    pub fn is_map_only(&self) -> bool {
+        self.reducer.is_none()
+    }
+}
+
+impl std::fmt::Debug for JobSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobSpec")
+            .field("name", &self.name)
+            .field("map_only", &self.is_map_only())
+            .field("combiner", &self.combiner.is_some())
+            .field("aggregator", &self.aggregator.is_some())
+            .field("key_order", &self.key_order)
+            .finish()
+    }
+}

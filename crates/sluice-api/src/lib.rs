@@ -1,0 +1,27 @@
+//! The Sluice job API.
+//!
+//! A job is a [`JobSpec`]: factories for a [`Mapper`], an optional [`Reducer`]
+//! and combiner, an optional [`Aggregator`] for hash grouping, a
+//! [`Partitioner`] and a [`KeyOrder`]. Keys and values are byte strings; the
+//! engine never interprets them except through the partitioner and the key
+//! order.
+//!
+//! Architecture invariant: this crate does no I/O, starts no threads, and
+//! depends on no other Sluice crate.
+
+mod aggregate;
+mod context;
+mod counters;
+mod error;
+mod job;
+mod partition;
+
+pub use aggregate::{Aggregator, SumU64};
+pub use context::{MapContext, ReduceContext, Sink, Values};
+pub use counters::{Counters, TaskCounter};
+pub use error::Error;
+pub use job::{JobSpec, KeyOrder, Mapper, Reducer};
+pub use partition::{hadoop_hash, HashPartitioner, Partitioner, RangePartitioner};
+
+/// Result type of user code.
+pub type Result<T> = std::result::Result<T, Error>;

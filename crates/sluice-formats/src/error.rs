@@ -1,0 +1,102 @@
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// Everything that can go wrong reading or writing Sluice's formats. Each
+/// variant names the file, and the byte offset where one is known.
+#[derive(Debug, Error)]
+pub enum FormatError {
+    /// An I/O call failed.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        /// What was being done ("reading", "writing spill file", ...).
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An input path or pattern matched nothing.
+    #[error("input path does not exist: {0}")]
+    InputNotFound(String),
+    /// A glob pattern is malformed.
+    #[error("bad input pattern {pattern}: {detail}")]
+    BadPattern {
+        /// The pattern.
+        pattern: String,
+        /// Why.
+        detail: String,
+    },
+    /// A record is longer than the configured limit.
+    #[error(
+        "{}: record at offset {offset} exceeds the record size limit of {limit} bytes \
+         (raise it with --max-record-size)",
+        path.display()
+    )]
+    RecordTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Offset of the record's first byte.
+        offset: u64,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// A file ends in the middle of a record, block or trailer.
+    #[error("{}: truncated at offset {offset}: {detail}", path.display())]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Where the data ran out.
+        offset: u64,
+        /// What was expected.
+        detail: String,
+    },
+    /// A checksum, length or magic number does not validate.
+    #[error("{}: corrupt at offset {offset}: {detail}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Offset of the bad block or field.
+        offset: u64,
+        /// What failed to validate.
+        detail: String,
+    },
+    /// A gzip stream could not be decoded.
+    #[error("{}: gzip stream is corrupt or truncated near decompressed offset {offset}: {source}", path.display())]
+    Gzip {
+        /// The file.
+        path: PathBuf,
+        /// Decompressed bytes delivered before the failure.
+        offset: u64,
+        /// The decoder's error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl FormatError {
+    pub(crate) fn io(op: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
+        FormatError::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    pub(crate) fn corrupt(path: &std::path::Path, offset: u64, detail: impl Into<String>) -> Self {
+        FormatError::Corrupt {
+            path: path.to_owned(),
+            offset,
+            detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn truncated(path: &std::path::Path, offset: u64, detail: impl Into<String>) -> Self {
+        FormatError::Truncated {
+            path: path.to_owned(),
+            offset,
+            detail: detail.into(),
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Sluice's formats: where input comes from and how bytes become records.
+//!
+//! - [`input`]: resolving files, directories and globs; planning splits.
+//! - [`read`]: record readers (text lines, gzip text, fixed-length binary)
+//!   that push borrowed records to a callback, never allocating per record.
+//! - [`delimited`]: a mutable decoder for delimited text (`a|b|c`).
+//! - [`spill`]: the checksummed, partitioned run file that map output is
+//!   spilled to and merged from.
+//!
+//! Architecture invariant: this crate knows nothing of jobs, threads or
+//! memory budgets; it reads and writes bytes it is told to.
+
+pub mod delimited;
+mod error;
+pub mod input;
+pub mod read;
+pub mod spill;
+pub mod varint;
+
+pub use error::FormatError;
+
+/// Result type of this crate.
+pub type Result<T> = std::result::Result<T, FormatError>;

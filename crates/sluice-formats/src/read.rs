@@ -1,0 +1,361 @@
+//! Record readers.
+//!
+//! Readers push each record to a callback as a borrowed slice of one reused
+//! buffer: no allocation per record.
+//!
+//! Split ownership of lines: a line starting at byte `p` belongs to the split
+//! `[start, end)` with `start <= p < end`. A reader of a split with
+//! `start > 0` therefore starts at `start - 1` and discards everything up to
+//! and including the first `\n`; it reads on past `end` to finish a line that
+//! started before `end`. Every line is read by exactly one split.
+//!
+//! Fixed-length records start at multiples of the record size, and splits of
+//! such files are planned at multiples too (see [`crate::input::plan_splits`]).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use flate2::read::MultiGzDecoder;
+
+use crate::input::{Codec, RecordFormat, Split};
+use crate::{FormatError, Result};
+
+/// Reader settings.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOptions {
+    /// Bytes read per system call, and the initial buffer size.
+    pub buffer_size: usize,
+    /// Longest record accepted; a longer one fails with
+    /// [`FormatError::RecordTooLarge`].
+    pub max_record: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            buffer_size: 1 << 20,
+            max_record: 64 << 20,
+        }
+    }
+}
+
+/// Reads every record of `split`, calling `f(offset, record)` for each, and
+/// returns the bytes of the file consumed (decompressed bytes for gzip).
+pub fn read_split<E, F>(split: &Split, format: RecordFormat, opts: &ReadOptions, f: F) -> std::result::Result<u64, E>
+where
+    E: From<FormatError>,
+    F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
+{
+    let path = split.file.path.as_path();
+    let (src, first, end) = open_at(split, format)?;
+    match format {
+        RecordFormat::Lines => scan_lines(src, path, first, split.start > 0, end, opts, f),
+        RecordFormat::Fixed(n) => scan_fixed(src, path, first, end, n, opts, f),
+    }
+}
+
+/// A byte source with errors that name the file.
+enum Source {
+    Plain(File),
+    Gzip(Box<MultiGzDecoder<File>>),
+}
+
+impl Source {
+    fn read(&mut self, path: &Path, at: u64, buf: &mut [u8]) -> Result<usize> {
+        loop {
+            let r = match self {
+                Source::Plain(f) => f.read(buf),
+                Source::Gzip(g) => g.read(buf),
+            };
+            match r {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(match self {
+                        Source::Plain(_) => FormatError::io("reading", path, e),
+                        Source::Gzip(_) => FormatError::Gzip {
+                            path: path.to_owned(),
+                            offset: at,
+                            source: e,
+                        },
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// Opens the split's file positioned where its reader starts: returns the
+/// source, the file offset of its first byte and the split end.
+fn open_at(split: &Split, format: RecordFormat) -> Result<(Source, u64, u64)> {
+    let path = split.file.path.as_path();
+    let mut file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
+    if split.file.codec == Codec::Gzip {
+        return Ok((Source::Gzip(Box::new(MultiGzDecoder::new(file))), 0, u64::MAX));
+    }
+    let first = match format {
+        RecordFormat::Lines => split.start.saturating_sub(1),
+        RecordFormat::Fixed(_) => split.start,
+    };
+    file.seek(SeekFrom::Start(first))
+        .map_err(|e| FormatError::io("seeking", path, e))?;
+    Ok((Source::Plain(file), first, split.end))
+}
+
+/// A growable window over the source: `buf[lo..hi]` holds unread bytes whose
+/// first byte is at file offset `base + lo`.
+struct Window {
+    buf: Vec<u8>,
+    lo: usize,
+    hi: usize,
+    base: u64,
+}
+
+impl Window {
+    fn new(size: usize, base: u64) -> Self {
+        Window {
+            buf: vec![0; size.max(64)],
+            lo: 0,
+            hi: 0,
+            base,
+        }
+    }
+
+    fn offset(&self) -> u64 {
+        self.base + self.lo as u64
+    }
+
+    /// Moves unread bytes to the front, grows the buffer if it is full, and
+    /// reads more. Returns the bytes read (0 at end of input).
+    fn refill(&mut self, src: &mut Source, path: &Path) -> Result<usize> {
+        if self.lo > 0 {
+            self.buf.copy_within(self.lo..self.hi, 0);
+            self.base += self.lo as u64;
+            self.hi -= self.lo;
+            self.lo = 0;
+        }
+        if self.hi == self.buf.len() {
+            let grown = self.buf.len() * 2;
+            self.buf.resize(grown, 0);
+        }
+        let at = self.base + self.hi as u64;
+        let n = src.read(path, at, &mut self.buf[self.hi..])?;
+        self.hi += n;
+        Ok(n)
+    }
+}
+
+fn strip_cr(line: &[u8]) -> &[u8] {
+    match line.split_last() {
+        Some((b'\r', rest)) => rest,
+        _ => line,
+    }
+}
+
+fn scan_lines<E, F>(
+    mut src: Source,
+    path: &Path,
+    first: u64,
+    mut skip_first: bool,
+    end: u64,
+    opts: &ReadOptions,
+    mut f: F,
+) -> std::result::Result<u64, E>
+where
+    E: From<FormatError>,
+    F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
+{
+    let mut w = Window::new(opts.buffer_size, first);
+    let mut consumed = 0u64;
+    // `scanned` bytes of the pending line are known to hold no newline.
+    let mut scanned = 0usize;
+    loop {
+        while let Some(i) = memchr::memchr(b'\n', &w.buf[w.lo + scanned..w.hi]) {
+            let len = scanned + i;
+            scanned = 0;
+            let off = w.offset();
+            if !skip_first && off >= end {
+                return Ok(consumed);
+            }
+            check_len(path, off, len, opts.max_record)?;
+            if !skip_first {
+                f(off, strip_cr(&w.buf[w.lo..w.lo + len]))?;
+                consumed += len as u64 + 1;
+            }
+            skip_first = false;
+            w.lo += len + 1;
+        }
+        scanned = w.hi - w.lo;
+        if !skip_first && w.offset() >= end {
+            return Ok(consumed);
+        }
+        check_len(path, w.offset(), scanned, opts.max_record)?;
+        if w.refill(&mut src, path)? == 0 {
+            break;
+        }
+    }
+    if w.hi > w.lo && !skip_first {
+        f(w.offset(), strip_cr(&w.buf[w.lo..w.hi]))?;
+        consumed += (w.hi - w.lo) as u64;
+    }
+    Ok(consumed)
+}
+
+fn check_len(path: &Path, offset: u64, len: usize, limit: usize) -> Result<()> {
+    if len > limit {
+        return Err(FormatError::RecordTooLarge {
+            path: path.to_owned(),
+            offset,
+            limit,
+        });
+    }
+    Ok(())
+}
+
+fn scan_fixed<E, F>(
+    mut src: Source,
+    path: &Path,
+    first: u64,
+    end: u64,
+    size: usize,
+    opts: &ReadOptions,
+    mut f: F,
+) -> std::result::Result<u64, E>
+where
+    E: From<FormatError>,
+    F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
+{
+    let size = size.max(1);
+    let mut w = Window::new(opts.buffer_size.max(size), first);
+    loop {
+        while w.hi - w.lo >= size {
+            let off = w.offset();
+            if off >= end {
+                return Ok(off - first);
+            }
+            f(off, &w.buf[w.lo..w.lo + size])?;
+            w.lo += size;
+        }
+        if w.offset() >= end {
+            return Ok(w.offset() - first);
+        }
+        if w.refill(&mut src, path)? == 0 {
+            break;
+        }
+    }
+    if w.hi > w.lo {
+        let detail = format!("{} trailing bytes, records are {size} bytes", w.hi - w.lo);
+        return Err(FormatError::truncated(path, w.offset(), detail).into());
+    }
+    Ok(w.offset() - first)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::input::{plan_splits, resolve};
+
+    fn lines_of(path: &Path, split_size: u64, opts: &ReadOptions) -> Vec<(u64, Vec<u8>)> {
+        let files = resolve(path.to_str().unwrap()).unwrap();
+        let mut out = Vec::new();
+        for s in plan_splits(&files, split_size, RecordFormat::Lines) {
+            read_split::<FormatError, _>(&s, RecordFormat::Lines, opts, |o, l| {
+                out.push((o, l.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn every_line_is_read_once_for_every_split_size() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.txt");
+        let text = b"alpha\nbeta\r\n\ngamma delta\nlast-no-newline";
+        std::fs::write(&p, text).unwrap();
+        let small = ReadOptions {
+            buffer_size: 64,
+            max_record: 1 << 20,
+        };
+        let want = lines_of(&p, 1 << 20, &small);
+        assert_eq!(want.len(), 5);
+        assert_eq!(want[1], (6, b"beta".to_vec()));
+        assert_eq!(want[4].1, b"last-no-newline");
+        for size in 1..=text.len() as u64 {
+            assert_eq!(lines_of(&p, size, &small), want, "split size {size}");
+        }
+    }
+
+    #[test]
+    fn gzip_reads_like_plain_text() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.gz");
+        let mut enc = flate2::write::GzEncoder::new(File::create(&p).unwrap(), Default::default());
+        enc.write_all(b"one\ntwo\nthree\n").unwrap();
+        enc.finish().unwrap();
+        let got = lines_of(&p, 2, &ReadOptions::default());
+        let lines: Vec<_> = got.into_iter().map(|(_, l)| l).collect();
+        assert_eq!(lines, [b"one".to_vec(), b"two".to_vec(), b"three".to_vec()]);
+    }
+
+    #[test]
+    fn truncated_gzip_is_an_error_naming_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.gz");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), Default::default());
+        enc.write_all(&vec![b'a'; 100_000]).unwrap();
+        let bytes = enc.finish().unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+        let files = resolve(p.to_str().unwrap()).unwrap();
+        let s = &plan_splits(&files, 1 << 20, RecordFormat::Lines)[0];
+        let err = read_split::<FormatError, _>(s, RecordFormat::Lines, &ReadOptions::default(), |_, _| Ok(()))
+            .unwrap_err();
+        assert!(matches!(err, FormatError::Gzip { .. }), "{err}");
+        assert!(err.to_string().contains("t.gz"));
+    }
+
+    #[test]
+    fn overlong_line_is_refused_naming_the_limit() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big.txt");
+        std::fs::write(&p, [b"ok\n".as_slice(), &vec![b'x'; 5000]].concat()).unwrap();
+        let files = resolve(p.to_str().unwrap()).unwrap();
+        let s = &plan_splits(&files, 1 << 20, RecordFormat::Lines)[0];
+        let opts = ReadOptions {
+            buffer_size: 256,
+            max_record: 1000,
+        };
+        let err = read_split::<FormatError, _>(s, RecordFormat::Lines, &opts, |_, _| Ok(())).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("offset 3") && msg.contains("--max-record-size"), "{msg}");
+    }
+
+    #[test]
+    fn fixed_records_split_cleanly_and_truncation_fails() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.bin");
+        let data: Vec<u8> = (0..1000u32).map(|i| (i / 100) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let files = resolve(p.to_str().unwrap()).unwrap();
+        let mut seen = Vec::new();
+        for s in plan_splits(&files, 250, RecordFormat::Fixed(100)) {
+            read_split::<FormatError, _>(&s, RecordFormat::Fixed(100), &ReadOptions::default(), |o, r| {
+                assert_eq!(r.len(), 100);
+                seen.push((o, r[0]));
+                Ok(())
+            })
+            .unwrap();
+        }
+        assert_eq!(seen, (0..10u64).map(|i| (i * 100, i as u8)).collect::<Vec<_>>());
+        std::fs::write(&p, &data[..950]).unwrap();
+        let files = resolve(p.to_str().unwrap()).unwrap();
+        let s = &plan_splits(&files, 1 << 20, RecordFormat::Fixed(100))[0];
+        let err = read_split::<FormatError, _>(s, RecordFormat::Fixed(100), &ReadOptions::default(), |_, _| Ok(()))
+            .unwrap_err();
+        assert!(err.to_string().contains("truncated at offset 900"), "{err}");
+    }
+}
