@@ -20,7 +20,7 @@ pub use aggregate::{Aggregator, SumU64};
 pub use context::{MapContext, ReduceContext, Sink, Values};
 pub use counters::{Counters, TaskCounter};
 pub use error::Error;
-pub use job::{JobSpec, KeyOrder, Mapper, Reducer};
+pub use job::{JobSpec, KeyOrder, Mapper, MapperFactory, Reducer, ReducerFactory};
 pub use partition::{hadoop_hash, HashPartitioner, Partitioner, RangePartitioner};
 
 /// Result type of user code.

@@ -1,0 +1,240 @@
+//! The sort collector and the sink that writes combiner output to a spill.
+
+use std::sync::Arc;
+
+use sluice_api::{
+    Counters, Error as ApiError, KeyOrder, Partitioner, ReduceContext, Reducer, Sink, TaskCounter,
+    Values,
+};
+use sluice_formats::spill::SpillWriter;
+use sluice_formats::FormatError;
+
+use crate::order::{key_cmp, prefix};
+use crate::{Result, SortError};
+
+/// Collects map output in memory until the engine spills it.
+pub trait Collector: Send {
+    /// Adds one map output record.
+    fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+
+    /// Bytes of memory the collected records hold.
+    fn memory(&self) -> usize;
+
+    /// Whether nothing is collected.
+    fn is_empty(&self) -> bool;
+
+    /// Writes everything collected to `w` sorted by (partition, key order),
+    /// combined where the job allows, and empties the collector.
+    fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()>;
+}
+
+/// Index entry of one record in the arena: 24 bytes, and all the sort moves.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    prefix: u64,
+    part: u32,
+    off: u32,
+    klen: u32,
+    vlen: u32,
+}
+
+/// Hadoop-style map output buffer: serialized key/value bytes in one arena,
+/// fixed-size index entries sorted by (partition, key prefix, full key).
+pub struct SortCollector {
+    arena: Vec<u8>,
+    entries: Vec<Entry>,
+    partitioner: Arc<dyn Partitioner>,
+    partitions: u32,
+    order: KeyOrder,
+    combiner: Option<sluice_api::ReducerFactory>,
+}
+
+impl SortCollector {
+    /// A collector for `partitions` partitions.
+    pub fn new(
+        partitioner: Arc<dyn Partitioner>,
+        partitions: u32,
+        order: KeyOrder,
+        combiner: Option<sluice_api::ReducerFactory>,
+    ) -> Self {
+        SortCollector {
+            arena: Vec::new(),
+            entries: Vec::new(),
+            partitioner,
+            partitions: partitions.max(1),
+            order,
+            combiner,
+        }
+    }
+
+    fn key(&self, e: &Entry) -> &[u8] {
+        &self.arena[e.off as usize..(e.off + e.klen) as usize]
+    }
+
+    fn value(&self, e: &Entry) -> &[u8] {
+        let start = (e.off + e.klen) as usize;
+        &self.arena[start..start + e.vlen as usize]
+    }
+
+    fn sort(&mut self) {
+        let (arena, order) = (&self.arena, self.order);
+        let key = |e: &Entry| &arena[e.off as usize..(e.off + e.klen) as usize];
+        self.entries.sort_unstable_by(|a, b| {
+            (a.part, a.prefix)
+                .cmp(&(b.part, b.prefix))
+                .then_with(|| key_cmp(order, key(a), key(b)))
+        });
+    }
+
+    /// End of the group starting at entry `i`: entries with the same
+    /// partition and key.
+    fn group_end(&self, i: usize) -> usize {
+        let first = &self.entries[i];
+        let k = self.key(first);
+        let mut j = i + 1;
+        while j < self.entries.len() {
+            let e = &self.entries[j];
+            if e.part != first.part || e.prefix != first.prefix || self.key(e) != k {
+                break;
+            }
+            j += 1;
+        }
+        j
+    }
+
+    fn write_plain(&self, w: &mut SpillWriter) -> Result<()> {
+        for e in &self.entries {
+            w.append(e.part, self.key(e), self.value(e))?;
+        }
+        Ok(())
+    }
+
+    fn write_combined(&self, w: &mut SpillWriter, c: &mut dyn Reducer, counters: &mut Counters) -> Result<()> {
+        let mut i = 0;
+        let mut sink = SpillSink::new(w);
+        while i < self.entries.len() {
+            let j = self.group_end(i);
+            let e = self.entries[i];
+            sink.part = e.part;
+            let mut values = EntryValues {
+                collector: self,
+                entries: &self.entries[i..j],
+            };
+            counters.add(TaskCounter::CombineInputRecords, (j - i) as u64);
+            let r = c.reduce(self.key(&e), &mut values, &mut ReduceContext::new(&mut sink, counters));
+            sink.check(r)?;
+            i = j;
+        }
+        counters.add(TaskCounter::CombineOutputRecords, sink.records);
+        Ok(())
+    }
+}
+
+impl Collector for SortCollector {
+    #[inline]
+    fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let off = self.arena.len();
+        let end = off + key.len() + value.len();
+        if end > u32::MAX as usize {
+            return Err(SortError::RecordTooLarge(key.len() + value.len()));
+        }
+        self.arena.extend_from_slice(key);
+        self.arena.extend_from_slice(value);
+        self.entries.push(Entry {
+            prefix: prefix(self.order, key),
+            part: self.partitioner.partition(key, self.partitions),
+            off: off as u32,
+            klen: key.len() as u32,
+            vlen: value.len() as u32,
+        });
+        Ok(())
+    }
+
+    fn memory(&self) -> usize {
+        self.arena.len() + self.entries.len() * std::mem::size_of::<Entry>()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()> {
+        self.sort();
+        match self.combiner.clone() {
+            Some(factory) => {
+                let mut c = factory();
+                let mut sink = SpillSink::new(w);
+                let r = c.setup(&mut ReduceContext::new(&mut sink, counters));
+                sink.check(r)?;
+                self.write_combined(w, c.as_mut(), counters)?;
+                let mut sink = SpillSink::new(w);
+                let r = c.cleanup(&mut ReduceContext::new(&mut sink, counters));
+                sink.check(r)?;
+            }
+            None => self.write_plain(w)?,
+        }
+        self.arena.clear();
+        self.entries.clear();
+        Ok(())
+    }
+}
+
+struct EntryValues<'a> {
+    collector: &'a SortCollector,
+    entries: &'a [Entry],
+}
+
+impl Values for EntryValues<'_> {
+    fn next_value(&mut self) -> Option<&[u8]> {
+        let (first, rest) = self.entries.split_first()?;
+        self.entries = rest;
+        Some(self.collector.value(first))
+    }
+}
+
+/// A [`Sink`] appending to one partition of a spill file. A write error is
+/// kept here and user code sees [`ApiError::Aborted`].
+pub struct SpillSink<'w> {
+    writer: &'w mut SpillWriter,
+    /// The partition records go to.
+    pub part: u32,
+    /// Records written.
+    pub records: u64,
+    err: Option<FormatError>,
+}
+
+impl<'w> SpillSink<'w> {
+    /// A sink writing to partition 0 of `writer` until `part` is set.
+    pub fn new(writer: &'w mut SpillWriter) -> Self {
+        SpillSink {
+            writer,
+            part: 0,
+            records: 0,
+            err: None,
+        }
+    }
+
+    /// Turns the outcome of a user call into this crate's result, preferring
+    /// the stored write error over the `Aborted` the user code passed on.
+    pub fn check(&mut self, r: sluice_api::Result<()>) -> Result<()> {
+        if let Some(e) = self.err.take() {
+            return Err(e.into());
+        }
+        r.map_err(SortError::User)
+    }
+}
+
+impl Sink for SpillSink<'_> {
+    fn emit(&mut self, key: &[u8], value: &[u8]) -> sluice_api::Result<()> {
+        match self.writer.append(self.part, key, value) {
+            Ok(()) => {
+                self.records += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.err = Some(e);
+                Err(ApiError::Aborted)
+            }
+        }
+    }
+}

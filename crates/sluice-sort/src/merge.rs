@@ -1,0 +1,198 @@
+//! K-way merge of sorted spill segments and grouping by key.
+
+use std::cmp::Ordering;
+
+use sluice_api::{Counters, KeyOrder, ReduceContext, Reducer, Sink, Values};
+use sluice_formats::spill::SegmentReader;
+
+use crate::order::fingerprint;
+use crate::{Result, SortError};
+
+/// Merges sorted segment readers into one sorted stream.
+///
+/// A binary min-heap of source indices, ordered by each source's current
+/// key (then source index, so equal keys come out in source order). Written
+/// by hand because `std::collections::BinaryHeap` cannot compare elements by
+/// data borrowed from elsewhere without copying every key.
+pub struct Merger {
+    sources: Vec<SegmentReader>,
+    fps: Vec<u32>,
+    heap: Vec<usize>,
+    order: KeyOrder,
+}
+
+impl Merger {
+    /// A merger over `sources`, each positioned before its first record.
+    pub fn new(mut sources: Vec<SegmentReader>, order: KeyOrder) -> Result<Self> {
+        let mut heap = Vec::with_capacity(sources.len());
+        let mut fps = vec![0; sources.len()];
+        for (i, s) in sources.iter_mut().enumerate() {
+            if s.advance()? {
+                fps[i] = fingerprint_if(order, s.key());
+                heap.push(i);
+            }
+        }
+        let mut m = Merger {
+            sources,
+            fps,
+            heap,
+            order,
+        };
+        for i in (0..m.heap.len() / 2).rev() {
+            m.sift_down(i);
+        }
+        Ok(m)
+    }
+
+    /// The current record, or `None` when every source is exhausted.
+    #[inline]
+    pub fn current(&self) -> Option<(&[u8], &[u8])> {
+        self.heap.first().map(|&s| (self.sources[s].key(), self.sources[s].value()))
+    }
+
+    /// Moves past the current record.
+    pub fn advance(&mut self) -> Result<()> {
+        let Some(&top) = self.heap.first() else {
+            return Ok(());
+        };
+        if self.sources[top].advance()? {
+            self.fps[top] = fingerprint_if(self.order, self.sources[top].key());
+        } else {
+            let last = self.heap.len() - 1;
+            self.heap.swap(0, last);
+            self.heap.pop();
+        }
+        self.sift_down(0);
+        Ok(())
+    }
+
+    fn less(&self, a: usize, b: usize) -> bool {
+        let (sa, sb) = (self.heap[a], self.heap[b]);
+        let ord = match self.order {
+            KeyOrder::Bytewise => self.sources[sa].key().cmp(self.sources[sb].key()),
+            KeyOrder::Fingerprint => self.fps[sa]
+                .cmp(&self.fps[sb])
+                .then_with(|| self.sources[sa].key().cmp(self.sources[sb].key())),
+        };
+        ord.then(sa.cmp(&sb)) == Ordering::Less
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < n && self.less(l, m) {
+                m = l;
+            }
+            if r < n && self.less(r, m) {
+                m = r;
+            }
+            if m == i {
+                return;
+            }
+            self.heap.swap(i, m);
+            i = m;
+        }
+    }
+
+    fn at_key(&self, key: &[u8]) -> bool {
+        self.current().is_some_and(|(k, _)| k == key)
+    }
+}
+
+fn fingerprint_if(order: KeyOrder, key: &[u8]) -> u32 {
+    match order {
+        KeyOrder::Bytewise => 0,
+        KeyOrder::Fingerprint => fingerprint(key),
+    }
+}
+
+/// Counts of one [`reduce_groups`] call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupStats {
+    /// Key groups.
+    pub groups: u64,
+    /// Records read.
+    pub records: u64,
+}
+
+/// The values of the current key group, read from the merger.
+struct GroupValues<'a> {
+    merger: &'a mut Merger,
+    key: &'a [u8],
+    started: bool,
+    done: bool,
+    records: u64,
+    err: Option<SortError>,
+}
+
+impl Values for GroupValues<'_> {
+    fn next_value(&mut self) -> Option<&[u8]> {
+        if self.done {
+            return None;
+        }
+        if self.started {
+            if let Err(e) = self.merger.advance() {
+                self.err = Some(e);
+                self.done = true;
+                return None;
+            }
+        }
+        self.started = true;
+        if !self.merger.at_key(self.key) {
+            self.done = true;
+            return None;
+        }
+        self.records += 1;
+        self.merger.current().map(|(_, v)| v)
+    }
+}
+
+impl GroupValues<'_> {
+    /// Skips values the reducer left unread, leaving the merger at the next
+    /// group.
+    fn finish(mut self) -> Result<u64> {
+        while self.next_value().is_some() {}
+        match self.err {
+            Some(e) => Err(e),
+            None => Ok(self.records),
+        }
+    }
+}
+
+/// Feeds every key group of `merger` to `reducer` (with setup and cleanup),
+/// writing to `sink`. `check` turns the reducer's result into this crate's,
+/// letting the caller substitute an error its sink kept.
+pub fn reduce_groups(
+    merger: &mut Merger,
+    reducer: &mut dyn Reducer,
+    sink: &mut dyn Sink,
+    counters: &mut Counters,
+    check: &mut dyn FnMut(&mut dyn Sink, sluice_api::Result<()>) -> Result<()>,
+) -> Result<GroupStats> {
+    let mut stats = GroupStats::default();
+    let r = reducer.setup(&mut ReduceContext::new(sink, counters));
+    check(sink, r)?;
+    let mut key = Vec::new();
+    while let Some((k, _)) = merger.current() {
+        key.clear();
+        key.extend_from_slice(k);
+        let mut values = GroupValues {
+            merger,
+            key: &key,
+            started: false,
+            done: false,
+            records: 0,
+            err: None,
+        };
+        let r = reducer.reduce(&key, &mut values, &mut ReduceContext::new(sink, counters));
+        let finished = values.finish();
+        check(sink, r)?;
+        stats.records += finished?;
+        stats.groups += 1;
+    }
+    let r = reducer.cleanup(&mut ReduceContext::new(sink, counters));
+    check(sink, r)?;
+    Ok(stats)
+}

@@ -1,0 +1,126 @@
+//! Collect, spill, merge and group: the map-side path end to end.
+
+use std::sync::Arc;
+
+use sluice_api::{
+    Counters, HashPartitioner, KeyOrder, ReduceContext, Reducer, Sink, SumU64, TaskCounter, Values,
+};
+use sluice_formats::spill::{SpillFile, SpillWriter};
+use sluice_sort::{reduce_groups, Collector, HashCollector, Merger, SortCollector};
+
+struct Sum;
+
+impl Reducer for Sum {
+    fn reduce(&mut self, key: &[u8], values: &mut dyn Values, ctx: &mut ReduceContext<'_>) -> sluice_api::Result<()> {
+        let mut n = 0;
+        while let Some(v) = values.next_value() {
+            n += SumU64::decode(v).unwrap();
+        }
+        ctx.write(key, &SumU64::encode(n))
+    }
+}
+
+#[derive(Default)]
+struct Collect(Vec<(Vec<u8>, u64)>);
+
+impl Sink for Collect {
+    fn emit(&mut self, key: &[u8], value: &[u8]) -> sluice_api::Result<()> {
+        self.0.push((key.to_vec(), SumU64::decode(value).unwrap()));
+        Ok(())
+    }
+}
+
+fn words(n: usize) -> Vec<Vec<u8>> {
+    (0..n).map(|i| format!("w{}", (i * 7919) % 97).into_bytes()).collect()
+}
+
+/// Collects `words` with `make`, spilling every `every` records into runs,
+/// then merges partition `p` of all runs and sums by key.
+fn run(make: &dyn Fn() -> Box<dyn Collector>, every: usize, order: KeyOrder) -> (Vec<(Vec<u8>, u64)>, Counters) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut counters = Counters::default();
+    let mut runs = Vec::new();
+    let mut c = make();
+    for (i, w) in words(5000).iter().enumerate() {
+        c.collect(w, &SumU64::encode(1)).unwrap();
+        if (i + 1) % every == 0 {
+            runs.push(spill(c.as_mut(), dir.path(), runs.len(), &mut counters));
+        }
+    }
+    if !c.is_empty() {
+        runs.push(spill(c.as_mut(), dir.path(), runs.len(), &mut counters));
+    }
+    let mut out = Collect::default();
+    for p in 0..3 {
+        let readers = runs.iter().map(|f| f.reader(p)).collect();
+        let mut m = Merger::new(readers, order).unwrap();
+        let mut check = |_: &mut dyn Sink, r: sluice_api::Result<()>| r.map_err(Into::into);
+        reduce_groups(&mut m, &mut Sum, &mut out, &mut counters, &mut check).unwrap();
+    }
+    (out.0, counters)
+}
+
+fn spill(c: &mut dyn Collector, dir: &std::path::Path, n: usize, counters: &mut Counters) -> SpillFile {
+    let path = dir.join(format!("run{n}"));
+    let mut w = SpillWriter::create(&path, 3).unwrap().with_block_size(100);
+    c.spill(&mut w, counters).unwrap();
+    w.finish().unwrap();
+    SpillFile::open(&path).unwrap()
+}
+
+fn expected() -> Vec<(Vec<u8>, u64)> {
+    let mut m = std::collections::BTreeMap::new();
+    for w in words(5000) {
+        *m.entry(w).or_insert(0u64) += 1;
+    }
+    m.into_iter().collect()
+}
+
+fn sorted(mut v: Vec<(Vec<u8>, u64)>) -> Vec<(Vec<u8>, u64)> {
+    v.sort();
+    v
+}
+
+#[test]
+fn sort_path_with_and_without_combiner_counts_exactly() {
+    for combine in [false, true] {
+        let make = move || -> Box<dyn Collector> {
+            let comb: Option<sluice_api::ReducerFactory> =
+                combine.then(|| Arc::new(|| Box::new(Sum) as Box<dyn Reducer>) as _);
+            Box::new(SortCollector::new(Arc::new(HashPartitioner), 3, KeyOrder::Bytewise, comb))
+        };
+        let (out, counters) = run(&make, 700, KeyOrder::Bytewise);
+        // Within each partition keys come out in byte order.
+        assert_eq!(sorted(out), expected());
+        assert_eq!(counters.get(TaskCounter::CombineInputRecords), if combine { 5000 } else { 0 });
+    }
+}
+
+#[test]
+fn partitions_are_key_ordered_and_fingerprint_order_groups() {
+    let make = || -> Box<dyn Collector> {
+        Box::new(SortCollector::new(Arc::new(HashPartitioner), 3, KeyOrder::Fingerprint, None))
+    };
+    let (out, _) = run(&make, 333, KeyOrder::Fingerprint);
+    assert_eq!(sorted(out), expected());
+}
+
+#[test]
+fn hash_path_folds_at_emit_time() {
+    let make = || -> Box<dyn Collector> {
+        Box::new(HashCollector::new(Arc::new(SumU64), Arc::new(HashPartitioner), 3, KeyOrder::Bytewise))
+    };
+    let (out, counters) = run(&make, 1000, KeyOrder::Bytewise);
+    assert_eq!(sorted(out.clone()), expected());
+    // Each spill of 1000 records writes at most 97 distinct keys.
+    assert_eq!(counters.get(TaskCounter::CombineInputRecords), 5000);
+    assert!(counters.get(TaskCounter::CombineOutputRecords) <= 5 * 97);
+    // Keys within each partition are in byte order.
+    let mut by_part: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 3];
+    for (k, _) in out {
+        by_part[sluice_api::Partitioner::partition(&HashPartitioner, &k, 3) as usize].push(k);
+    }
+    for p in by_part {
+        assert!(p.windows(2).all(|w| w[0] < w[1]));
+    }
+}
