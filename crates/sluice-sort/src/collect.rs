@@ -9,6 +9,7 @@ use sluice_api::{
 use sluice_formats::spill::SpillWriter;
 use sluice_formats::FormatError;
 
+use crate::merge::ErrorSink;
 use crate::order::{key_cmp, prefix};
 use crate::{Result, SortError};
 
@@ -214,13 +215,11 @@ impl<'w> SpillSink<'w> {
         }
     }
 
-    /// Turns the outcome of a user call into this crate's result, preferring
-    /// the stored write error over the `Aborted` the user code passed on.
-    pub fn check(&mut self, r: sluice_api::Result<()>) -> Result<()> {
-        if let Some(e) = self.err.take() {
-            return Err(e.into());
-        }
-        r.map_err(SortError::User)
+}
+
+impl ErrorSink for SpillSink<'_> {
+    fn take_error(&mut self) -> Option<SortError> {
+        self.err.take().map(SortError::Format)
     }
 }
 

@@ -23,7 +23,7 @@ mod order;
 pub use collect::{Collector, SortCollector, SpillSink};
 pub use error::SortError;
 pub use hash::HashCollector;
-pub use merge::{reduce_groups, GroupStats, Merger};
+pub use merge::{reduce_groups, ErrorSink, GroupStats, Merger};
 pub use order::{fingerprint, key_cmp, prefix};
 
 /// Result type of this crate.

@@ -161,19 +161,33 @@ impl GroupValues<'_> {
     }
 }
 
+/// A [`Sink`] that keeps its own write errors: user code sees
+/// [`sluice_api::Error::Aborted`], and the engine reports the kept error.
+pub trait ErrorSink: Sink {
+    /// The error a failed write kept, if any.
+    fn take_error(&mut self) -> Option<SortError>;
+
+    /// Turns the outcome of a user call into this crate's result, preferring
+    /// a kept write error over the `Aborted` the user code passed on.
+    fn check(&mut self, r: sluice_api::Result<()>) -> Result<()> {
+        if let Some(e) = self.take_error() {
+            return Err(e);
+        }
+        r.map_err(SortError::User)
+    }
+}
+
 /// Feeds every key group of `merger` to `reducer` (with setup and cleanup),
-/// writing to `sink`. `check` turns the reducer's result into this crate's,
-/// letting the caller substitute an error its sink kept.
-pub fn reduce_groups(
+/// writing to `sink`.
+pub fn reduce_groups<S: ErrorSink>(
     merger: &mut Merger,
     reducer: &mut dyn Reducer,
-    sink: &mut dyn Sink,
+    sink: &mut S,
     counters: &mut Counters,
-    check: &mut dyn FnMut(&mut dyn Sink, sluice_api::Result<()>) -> Result<()>,
 ) -> Result<GroupStats> {
     let mut stats = GroupStats::default();
     let r = reducer.setup(&mut ReduceContext::new(sink, counters));
-    check(sink, r)?;
+    sink.check(r)?;
     let mut key = Vec::new();
     while let Some((k, _)) = merger.current() {
         key.clear();
@@ -188,11 +202,11 @@ pub fn reduce_groups(
         };
         let r = reducer.reduce(&key, &mut values, &mut ReduceContext::new(sink, counters));
         let finished = values.finish();
-        check(sink, r)?;
+        sink.check(r)?;
         stats.records += finished?;
         stats.groups += 1;
     }
     let r = reducer.cleanup(&mut ReduceContext::new(sink, counters));
-    check(sink, r)?;
+    sink.check(r)?;
     Ok(stats)
 }

@@ -6,7 +6,7 @@ use sluice_api::{
     Counters, HashPartitioner, KeyOrder, ReduceContext, Reducer, Sink, SumU64, TaskCounter, Values,
 };
 use sluice_formats::spill::{SpillFile, SpillWriter};
-use sluice_sort::{reduce_groups, Collector, HashCollector, Merger, SortCollector};
+use sluice_sort::{reduce_groups, Collector, ErrorSink, HashCollector, Merger, SortCollector};
 
 struct Sum;
 
@@ -22,6 +22,12 @@ impl Reducer for Sum {
 
 #[derive(Default)]
 struct Collect(Vec<(Vec<u8>, u64)>);
+
+impl ErrorSink for Collect {
+    fn take_error(&mut self) -> Option<sluice_sort::SortError> {
+        None
+    }
+}
 
 impl Sink for Collect {
     fn emit(&mut self, key: &[u8], value: &[u8]) -> sluice_api::Result<()> {
@@ -54,8 +60,7 @@ fn run(make: &dyn Fn() -> Box<dyn Collector>, every: usize, order: KeyOrder) -> 
     for p in 0..3 {
         let readers = runs.iter().map(|f| f.reader(p)).collect();
         let mut m = Merger::new(readers, order).unwrap();
-        let mut check = |_: &mut dyn Sink, r: sluice_api::Result<()>| r.map_err(Into::into);
-        reduce_groups(&mut m, &mut Sum, &mut out, &mut counters, &mut check).unwrap();
+        reduce_groups(&mut m, &mut Sum, &mut out, &mut counters).unwrap();
     }
     (out.0, counters)
 }

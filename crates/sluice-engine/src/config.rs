@@ -1,0 +1,125 @@
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sluice_formats::input::RecordFormat;
+
+use crate::EngineError;
+
+/// What to do with a record the mapper rejects as malformed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BadRecordPolicy {
+    /// Fail the job, naming the file and offset.
+    #[default]
+    Fail,
+    /// Skip it, count it in `BAD_RECORDS`, and write it to
+    /// `_bad_records/part-m-NNNNN` in the output.
+    Skip,
+}
+
+/// A callback the engine calls with each spill file it finished writing
+/// (tests use it to damage spills).
+pub type SpillHook = Arc<dyn Fn(&Path) + Send + Sync>;
+
+/// Engine settings. [`EngineConfig::default`] uses every core and 1 GiB.
+#[derive(Clone)]
+pub struct EngineConfig {
+    /// Worker threads for map and reduce tasks.
+    pub threads: usize,
+    /// Memory budget in bytes for everything the job holds.
+    pub memory: u64,
+    /// Reduce partitions (ignored by map-only jobs).
+    pub reducers: u32,
+    /// Split size in bytes; `None` picks one from input size and threads.
+    pub split_size: Option<u64>,
+    /// Longest input record accepted.
+    pub max_record: usize,
+    /// Where spill files go; `None` uses the job's staging directory.
+    pub spill_dir: Option<PathBuf>,
+    /// Most runs merged at once; more runs are merged in passes.
+    pub merge_factor: usize,
+    /// Malformed-record policy.
+    pub bad_records: BadRecordPolicy,
+    /// How input files are cut into records.
+    pub format: RecordFormat,
+    /// Replace an existing output directory.
+    pub overwrite: bool,
+    /// Called after each spill file is written.
+    pub spill_hook: Option<SpillHook>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        EngineConfig {
+            threads,
+            memory: 1 << 30,
+            reducers: threads as u32,
+            split_size: None,
+            max_record: 64 << 20,
+            spill_dir: None,
+            merge_factor: 64,
+            bad_records: BadRecordPolicy::Fail,
+            format: RecordFormat::Lines,
+            overwrite: false,
+            spill_hook: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("threads", &self.threads)
+            .field("memory", &self.memory)
+            .field("reducers", &self.reducers)
+            .field("split_size", &self.split_size)
+            .field("max_record", &self.max_record)
+            .field("merge_factor", &self.merge_factor)
+            .field("bad_records", &self.bad_records)
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Smallest memory budget accepted.
+pub const MIN_MEMORY: u64 = 8 << 20;
+/// Share of the budget given to map output collectors; the rest covers read
+/// buffers, spill and merge block buffers and the process itself.
+pub const COLLECT_SHARE: f64 = 0.7;
+
+impl EngineConfig {
+    /// Checks ranges; returns a message naming the setting.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        if self.threads == 0 {
+            return Err(EngineError::Config("--threads must be at least 1".into()));
+        }
+        if self.memory < MIN_MEMORY {
+            return Err(EngineError::Config(format!(
+                "--memory must be at least {} MiB",
+                MIN_MEMORY >> 20
+            )));
+        }
+        if self.reducers == 0 {
+            return Err(EngineError::Config("--reducers must be at least 1".into()));
+        }
+        if self.merge_factor < 2 {
+            return Err(EngineError::Config("merge factor must be at least 2".into()));
+        }
+        if let RecordFormat::Fixed(0) = self.format {
+            return Err(EngineError::Config("fixed record size must be positive".into()));
+        }
+        Ok(())
+    }
+
+    /// Bytes each map thread may collect before spilling.
+    pub fn collect_budget(&self) -> usize {
+        ((self.memory as f64 * COLLECT_SHARE) / self.threads as f64) as usize
+    }
+
+    /// The split size to use for `total` input bytes: about eight splits per
+    /// thread, between 1 MiB and 64 MiB.
+    pub fn split_size_for(&self, total: u64) -> u64 {
+        self.split_size
+            .unwrap_or_else(|| (total / (self.threads as u64 * 8)).clamp(1 << 20, 64 << 20))
+    }
+}

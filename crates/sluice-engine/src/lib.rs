@@ -1,0 +1,164 @@
+//! The Sluice local engine.
+//!
+//! [`run_job`] runs a [`JobSpec`] over input files on every core within a
+//! memory budget: map tasks per split on a worker pool, map output collected
+//! and spilled as sorted runs, merge passes when runs exceed the merge
+//! factor, one reduce task per partition, and an atomic output commit (see
+//! [`commit`]).
+//!
+//! Architecture invariant: CPU work runs on scoped OS threads ([`pool`]);
+//! this crate has no async runtime and no terminal output.
+
+pub mod commit;
+mod config;
+mod error;
+mod map;
+pub mod memory;
+pub mod output;
+pub mod pool;
+mod progress;
+mod reduce;
+mod report;
+mod sample;
+mod task;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+pub use config::{BadRecordPolicy, EngineConfig, SpillHook, COLLECT_SHARE, MIN_MEMORY};
+pub use error::EngineError;
+pub use progress::{Phase, Progress};
+pub use report::{JobReport, PhaseTimes};
+pub use sample::sample_records;
+use sluice_api::JobSpec;
+use sluice_formats::input;
+
+use crate::commit::Committer;
+use crate::map::MapPhase;
+use crate::reduce::{open_runs, ReducePhase, ReduceOutput};
+
+/// Runs `job` over `input` (files, directories, globs, comma-separated),
+/// committing to `output`. Nothing appears at `output` unless the job
+/// succeeds.
+pub fn run_job(
+    job: &JobSpec,
+    input: &str,
+    output: &Path,
+    cfg: &EngineConfig,
+    progress: &Progress,
+) -> Result<JobReport, EngineError> {
+    cfg.validate()?;
+    let t0 = Instant::now();
+    let files = input::resolve(input)?;
+    let committer = Committer::create(output, cfg.overwrite)?;
+    let spill = SpillDir::create(cfg, &committer)?;
+    let total = input::total_len(&files);
+    let splits = input::plan_splits(&files, cfg.split_size_for(total), cfg.format);
+    Progress::add(&progress.input_total, total);
+    let mut report = JobReport {
+        job: job.name.clone(),
+        input: input.to_owned(),
+        output: output.display().to_string(),
+        threads: cfg.threads,
+        memory_budget: cfg.memory,
+        reducers: if job.is_map_only() { 0 } else { cfg.reducers },
+        input_files: files.len(),
+        splits: splits.len(),
+        input_bytes: total,
+        ..JobReport::default()
+    };
+    report.phases.setup_s = t0.elapsed().as_secs_f64();
+
+    progress.set_phase(Phase::Map);
+    let t = Instant::now();
+    let map = MapPhase {
+        job,
+        cfg,
+        splits: &splits,
+        committer: &committer,
+        spill_dir: &spill.path,
+        progress,
+        spill_seq: AtomicUsize::new(0),
+    }
+    .run()?;
+    report.phases.map_s = t.elapsed().as_secs_f64();
+    report.spill_files = map.runs.len();
+    let mut counters = map.counters;
+    report.output_records = map.output_records;
+    report.output_bytes = map.output_bytes;
+
+    if !job.is_map_only() {
+        let red = run_reduce(job, cfg, &committer, &spill.path, progress, &map.runs, &mut report)?;
+        counters.merge(&red.counters);
+        report.output_records = red.output_records;
+        report.output_bytes = red.output_bytes;
+        report.merge_passes = red.merge_passes;
+    }
+
+    progress.set_phase(Phase::Commit);
+    let t = Instant::now();
+    drop(spill);
+    committer.commit_job()?;
+    report.phases.commit_s = t.elapsed().as_secs_f64();
+    progress.set_phase(Phase::Done);
+
+    report.set_counters(&counters);
+    report.phases.total_s = t0.elapsed().as_secs_f64();
+    report.peak_rss_bytes = memory::peak_rss();
+    report.throughput_mb_s = total as f64 / 1e6 / report.phases.total_s.max(1e-9);
+    Ok(report)
+}
+
+fn run_reduce(
+    job: &JobSpec,
+    cfg: &EngineConfig,
+    committer: &Committer,
+    spill_dir: &Path,
+    progress: &Progress,
+    runs: &[PathBuf],
+    report: &mut JobReport,
+) -> Result<ReduceOutput, EngineError> {
+    let phase = ReducePhase {
+        job,
+        cfg,
+        committer,
+        spill_dir,
+        progress,
+    };
+    let mut out = ReduceOutput::default();
+    progress.set_phase(Phase::Merge);
+    let t = Instant::now();
+    let runs = phase.merge_passes(open_runs(runs)?, &mut out)?;
+    report.phases.merge_s = t.elapsed().as_secs_f64();
+    progress.set_phase(Phase::Reduce);
+    let t = Instant::now();
+    phase.reduce(&runs, &mut out)?;
+    report.phases.reduce_s = t.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+/// The job's spill directory, removed when dropped.
+struct SpillDir {
+    path: PathBuf,
+}
+
+impl SpillDir {
+    fn create(cfg: &EngineConfig, committer: &Committer) -> Result<Self, EngineError> {
+        let path = match &cfg.spill_dir {
+            Some(base) => {
+                let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+                base.join(format!("sluice-spill-{}-{nanos}", std::process::id()))
+            }
+            None => committer.stage().join("_temporary").join("_spill"),
+        };
+        std::fs::create_dir_all(&path).map_err(|e| EngineError::io("creating spill directory", &path, e))?;
+        Ok(SpillDir { path })
+    }
+}
+
+impl Drop for SpillDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}

@@ -1,0 +1,264 @@
+//! The map phase.
+//!
+//! Each worker thread takes splits from the queue and runs one map task per
+//! split (a fresh mapper with setup and cleanup). Map output of every task a
+//! thread runs goes into that thread's collector, which spills a sorted run
+//! whenever it reaches the thread's share of the memory budget, and once
+//! more when the thread runs out of splits. Map-only jobs write each split's
+//! output straight to its `part-m-NNNNN` file instead.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sluice_api::{Counters, Error as ApiError, JobSpec, MapContext, Sink, TaskCounter};
+use sluice_formats::input::Split;
+use sluice_formats::read::{read_split, ReadOptions};
+use sluice_formats::spill::SpillWriter;
+use sluice_sort::{Collector, HashCollector, SortCollector};
+
+use crate::commit::Committer;
+use crate::config::{BadRecordPolicy, EngineConfig};
+use crate::output::TextOutput;
+use crate::pool::{run_workers, Queue};
+use crate::progress::Progress;
+use crate::task::{user_error, TaskSink};
+use crate::EngineError;
+
+type Result<T> = std::result::Result<T, EngineError>;
+
+/// Everything a map worker needs.
+pub struct MapPhase<'a> {
+    pub job: &'a JobSpec,
+    pub cfg: &'a EngineConfig,
+    pub splits: &'a [Split],
+    pub committer: &'a Committer,
+    pub spill_dir: &'a Path,
+    pub progress: &'a Progress,
+    pub spill_seq: AtomicUsize,
+}
+
+/// What one map worker (or the whole phase) produced.
+#[derive(Debug, Default)]
+pub struct MapOutput {
+    pub counters: Counters,
+    pub runs: Vec<PathBuf>,
+    pub output_records: u64,
+    pub output_bytes: u64,
+}
+
+impl MapOutput {
+    fn absorb(&mut self, o: MapOutput) {
+        self.counters.merge(&o.counters);
+        self.runs.extend(o.runs);
+        self.output_records += o.output_records;
+        self.output_bytes += o.output_bytes;
+    }
+}
+
+impl MapPhase<'_> {
+    /// Runs every split; returns merged counters and the spill runs.
+    pub fn run(&self) -> Result<MapOutput> {
+        let queue = Queue::new(self.splits.len());
+        let threads = self.cfg.threads.min(self.splits.len().max(1));
+        let outs = run_workers(threads, &queue, |_| self.worker(&queue))?;
+        let mut all = MapOutput::default();
+        for o in outs {
+            all.absorb(o);
+        }
+        all.runs.sort();
+        Ok(all)
+    }
+
+    fn partitions(&self) -> u32 {
+        self.cfg.reducers
+    }
+
+    fn worker(&self, queue: &Queue) -> Result<MapOutput> {
+        let mut out = MapOutput::default();
+        if self.job.is_map_only() {
+            while let Some(i) = queue.take() {
+                self.map_only_split(&self.splits[i], queue, &mut out)?;
+            }
+            return Ok(out);
+        }
+        let mut sink = CollectSink::new(self);
+        while let Some(i) = queue.take() {
+            self.run_split(&self.splits[i], &mut sink, queue, &mut out.counters)?;
+        }
+        if queue.aborted() {
+            return Err(EngineError::Cancelled);
+        }
+        if !sink.collector.is_empty() {
+            sink.spill()?;
+        }
+        out.counters.merge(&sink.counters);
+        out.runs = sink.runs;
+        Ok(out)
+    }
+
+    fn map_only_split(&self, split: &Split, queue: &Queue, out: &mut MapOutput) -> Result<()> {
+        let name = format!("part-m-{:05}", split.index);
+        let mut sink = TextOutput::create(&self.committer.attempt_path(&name, 0)?)?;
+        self.run_split(split, &mut sink, queue, &mut out.counters)?;
+        let (records, bytes) = sink.finish()?;
+        out.counters.add(TaskCounter::MapOutputWritten, records);
+        out.output_records += records;
+        out.output_bytes += bytes;
+        self.committer.commit_task(&name, 0)?;
+        Ok(())
+    }
+
+    /// One map task: setup, every record of the split, cleanup.
+    fn run_split(&self, split: &Split, sink: &mut dyn TaskSink, queue: &Queue, counters: &mut Counters) -> Result<()> {
+        let path = &split.file.path;
+        let mut mapper = (self.job.mapper)();
+        let mut bad = BadRecords::new(self, split);
+        let r = mapper.setup(&mut MapContext::new(sink, counters));
+        r.map_err(|e| user_error(sink, e, "map setup", None))?;
+        let opts = ReadOptions {
+            buffer_size: 1 << 20,
+            max_record: self.cfg.max_record,
+        };
+        let mut records = 0u64;
+        let consumed = read_split(split, self.cfg.format, &opts, |off, rec| {
+            records += 1;
+            if records % 65_536 == 0 && queue.aborted() {
+                return Err(EngineError::Cancelled);
+            }
+            match mapper.map(off, rec, &mut MapContext::new(sink, counters)) {
+                Ok(()) => Ok(()),
+                Err(ApiError::BadRecord(msg)) => bad.handle(path, off, rec, msg, counters),
+                Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
+            }
+        })?;
+        let r = mapper.cleanup(&mut MapContext::new(sink, counters));
+        r.map_err(|e| user_error(sink, e, "map cleanup", None))?;
+        counters.add(TaskCounter::MapInputRecords, records);
+        counters.add(TaskCounter::MapInputBytes, consumed);
+        Progress::add(&self.progress.input_done, split.len());
+        bad.finish()
+    }
+}
+
+/// Malformed records of one split under the configured policy.
+struct BadRecords<'a> {
+    phase: &'a MapPhase<'a>,
+    name: String,
+    out: Option<TextOutput>,
+}
+
+impl<'a> BadRecords<'a> {
+    fn new(phase: &'a MapPhase<'a>, split: &Split) -> Self {
+        BadRecords {
+            phase,
+            name: format!("_bad_records/part-m-{:05}", split.index),
+            out: None,
+        }
+    }
+
+    fn handle(&mut self, path: &Path, offset: u64, rec: &[u8], msg: String, counters: &mut Counters) -> Result<()> {
+        if self.phase.cfg.bad_records == BadRecordPolicy::Fail {
+            return Err(EngineError::BadRecord {
+                path: path.to_owned(),
+                offset,
+                msg,
+            });
+        }
+        counters.add(TaskCounter::BadRecords, 1);
+        if self.out.is_none() {
+            let p = self.phase.committer.attempt_path(&self.name, 0)?;
+            self.out = Some(TextOutput::create(&p)?);
+        }
+        let out = self.out.as_mut().expect("created above");
+        if out.emit_key(rec).is_err() {
+            return Err(out.take_engine_error().unwrap_or(EngineError::Cancelled));
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<()> {
+        if let Some(out) = self.out {
+            out.finish()?;
+            self.phase.committer.commit_task(&self.name, 0)?;
+        }
+        Ok(())
+    }
+}
+
+/// Collects map output and spills it when the thread's budget is reached.
+struct CollectSink<'a> {
+    phase: &'a MapPhase<'a>,
+    collector: Box<dyn Collector>,
+    budget: usize,
+    counters: Counters,
+    runs: Vec<PathBuf>,
+    err: Option<EngineError>,
+}
+
+impl<'a> CollectSink<'a> {
+    fn new(phase: &'a MapPhase<'a>) -> Self {
+        let job = phase.job;
+        let parts = phase.partitions();
+        let collector: Box<dyn Collector> = match &job.aggregator {
+            Some(agg) => Box::new(HashCollector::new(agg.clone(), job.partitioner.clone(), parts, job.key_order)),
+            None => Box::new(SortCollector::new(
+                job.partitioner.clone(),
+                parts,
+                job.key_order,
+                job.combiner.clone(),
+            )),
+        };
+        CollectSink {
+            phase,
+            collector,
+            budget: phase.cfg.collect_budget(),
+            counters: Counters::default(),
+            runs: Vec::new(),
+            err: None,
+        }
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        let seq = self.phase.spill_seq.fetch_add(1, Ordering::Relaxed);
+        let path = self.phase.spill_dir.join(format!("spill-{seq:06}.run"));
+        let mut w = SpillWriter::create(&path, self.phase.partitions())?;
+        self.collector.spill(&mut w, &mut self.counters)?;
+        let (segments, size) = w.finish()?;
+        let records: u64 = segments.iter().map(|s| s.records).sum();
+        self.counters.add(TaskCounter::SpilledRecords, records);
+        self.counters.add(TaskCounter::SpilledBytes, size);
+        if let Some(hook) = &self.phase.cfg.spill_hook {
+            hook(&path);
+        }
+        self.runs.push(path);
+        Ok(())
+    }
+
+    fn fail(&mut self, e: EngineError) -> ApiError {
+        self.err = Some(e);
+        ApiError::Aborted
+    }
+}
+
+impl Sink for CollectSink<'_> {
+    #[inline]
+    fn emit(&mut self, key: &[u8], value: &[u8]) -> sluice_api::Result<()> {
+        self.counters.add(TaskCounter::MapOutputRecords, 1);
+        self.counters.add(TaskCounter::MapOutputBytes, (key.len() + value.len()) as u64);
+        if let Err(e) = self.collector.collect(key, value) {
+            return Err(self.fail(e.into()));
+        }
+        if self.collector.memory() >= self.budget {
+            if let Err(e) = self.spill() {
+                return Err(self.fail(e));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl TaskSink for CollectSink<'_> {
+    fn take_engine_error(&mut self) -> Option<EngineError> {
+        self.err.take()
+    }
+}

@@ -1,0 +1,16 @@
+//! Sluice's built-in jobs, written against the public job API exactly as a
+//! user's own job would be.
+//!
+//! - [`wordcount`]: Hadoop's WordCount (tokens split on space, `\t`, `\n`,
+//!   `\r`, `\f`, counted per distinct byte string).
+//! - [`grep`]: a map-only job writing every line that matches a regex.
+//! - [`sort`]: bytewise total order of lines with a sampled range
+//!   partitioner; duplicates kept.
+
+mod grep;
+mod sort;
+mod wordcount;
+
+pub use grep::grep;
+pub use sort::sort;
+pub use wordcount::{is_delimiter, wordcount, Grouping, SumReducer, WordCountMapper};
