@@ -1,0 +1,82 @@
+//! `sluice demo`: the embedded default, end to end.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+
+use crate::units::parse_size;
+use crate::{BadRecordsArg, GroupingArg, JobName, RunArgs};
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Size of the generated text.
+    #[arg(long, default_value = "64MB", value_parser = parse_size)]
+    size: u64,
+    /// Working directory for the data and the output.
+    #[arg(long, default_value = "sluice-demo")]
+    dir: PathBuf,
+}
+
+pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
+    let data = args.dir.join("text");
+    let out = args.dir.join("wordcount");
+    if !data.join("part-00000").exists() {
+        crate::gen::run(crate::gen::GenKind::Text {
+            size: args.size,
+            seed: 7,
+            out: data.clone(),
+            vocabulary: 100_000,
+            exponent: 1.0,
+            threads: None,
+            overwrite: true,
+        })?;
+    }
+    let run = RunArgs {
+        job: JobName::Wordcount,
+        input: data.display().to_string(),
+        output: out.clone(),
+        threads: None,
+        memory: 512 << 20,
+        reducers: None,
+        report: Some(args.dir.join("wordcount-report.json")),
+        overwrite: true,
+        pattern: None,
+        grouping: GroupingArg::Hash,
+        max_record_size: 64 << 20,
+        split_size: None,
+        spill_dir: None,
+        merge_factor: 64,
+        bad_records: BadRecordsArg::Fail,
+        quiet: false,
+    };
+    crate::run::run(&run)?;
+    print_top(&out, 10)?;
+    println!("output: {}  report: {}", out.display(), args.dir.join("wordcount-report.json").display());
+    Ok(())
+}
+
+/// Prints the `n` most frequent words of a word count output.
+fn print_top(out: &Path, n: usize) -> anyhow::Result<()> {
+    let mut rows: Vec<(u64, String)> = Vec::new();
+    for ent in std::fs::read_dir(out)? {
+        let path = ent?.path();
+        if !path.file_name().is_some_and(|f| f.to_string_lossy().starts_with("part-")) {
+            continue;
+        }
+        let f = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        for line in std::io::BufReader::new(f).lines() {
+            let line = line?;
+            if let Some((w, c)) = line.rsplit_once('\t') {
+                rows.push((c.parse()?, w.to_owned()));
+            }
+        }
+    }
+    rows.sort_unstable_by(|a, b| b.cmp(a));
+    println!("top {n} words:");
+    for (c, w) in rows.iter().take(n) {
+        println!("  {w:<16} {c:>12}");
+    }
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! `sluice`: generate data, run MapReduce jobs, report what happened.
+
+mod demo;
+mod gen;
+mod run;
+mod summary;
+mod units;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Sluice: a MapReduce engine that runs jobs at the speed the hardware allows.
+#[derive(Debug, Parser)]
+#[command(name = "sluice", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate a data set.
+    Gen {
+        #[command(subcommand)]
+        kind: gen::GenKind,
+    },
+    /// Run a job on the local engine.
+    Run(RunArgs),
+    /// Generate a small text data set, count its words, and show the result.
+    Demo(demo::DemoArgs),
+}
+
+/// The built-in jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum JobName {
+    /// Count words (split on space, tab, CR, LF, form feed).
+    Wordcount,
+    /// Write every line matching --pattern (map-only).
+    Grep,
+    /// Sort lines bytewise into a total order across part files.
+    Sort,
+}
+
+/// Map-output grouping for aggregation jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GroupingArg {
+    /// Combine at emit time in a hash table.
+    Hash,
+    /// Sort map output, combine on spill and merge.
+    Sort,
+}
+
+/// Malformed-record policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BadRecordsArg {
+    /// Fail the job naming the file and offset.
+    Fail,
+    /// Skip, count in BAD_RECORDS, and keep the lines in OUTPUT/_bad_records.
+    Skip,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The job to run.
+    job: JobName,
+    /// Input files, directories or globs (comma-separated).
+    #[arg(long)]
+    input: String,
+    /// Output directory (must not exist unless --overwrite).
+    #[arg(long)]
+    output: PathBuf,
+    /// Worker threads [default: all cores].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Memory budget for the whole job.
+    #[arg(long, default_value = "1GiB", value_parser = units::parse_size)]
+    memory: u64,
+    /// Reduce partitions (part files) [default: threads].
+    #[arg(long)]
+    reducers: Option<u32>,
+    /// Write the JSON report to this file.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Replace an existing output directory.
+    #[arg(long)]
+    overwrite: bool,
+    /// Regular expression for grep.
+    #[arg(long)]
+    pattern: Option<String>,
+    /// Grouping for word count.
+    #[arg(long, value_enum, default_value = "hash")]
+    grouping: GroupingArg,
+    /// Longest input record accepted.
+    #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
+    max_record_size: u64,
+    /// Split size [default: about eight splits per thread, 1-64 MiB].
+    #[arg(long, value_parser = units::parse_size)]
+    split_size: Option<u64>,
+    /// Directory for spill files [default: inside the job's staging directory].
+    #[arg(long)]
+    spill_dir: Option<PathBuf>,
+    /// Most spill runs merged at once.
+    #[arg(long, default_value_t = 64)]
+    merge_factor: usize,
+    /// What to do with malformed records.
+    #[arg(long, value_enum, default_value = "fail")]
+    bad_records: BadRecordsArg,
+    /// Print no summary (errors still go to stderr).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Command::Gen { kind } => gen::run(kind),
+        Command::Run(args) => run::run(&args).map(|_| ()),
+        Command::Demo(args) => demo::run(&args),
+    };
+    if let Err(e) = r {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,65 @@
+//! Terminal output: progress bars and the end-of-job summary.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sluice_api::TaskCounter;
+use sluice_engine::JobReport;
+
+use crate::units::human;
+
+/// A progress bar on stderr, hidden when stderr is not a terminal.
+pub fn bar(len: u64, msg: &'static str) -> ProgressBar {
+    let pb = ProgressBar::new(len);
+    if !std::io::stderr().is_terminal() {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    let style = ProgressStyle::with_template("{msg:>8} [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    pb.set_style(style);
+    pb.set_message(msg);
+    pb
+}
+
+/// Prints the one-screen summary of a job to stderr.
+pub fn print_summary(r: &JobReport) {
+    let p = &r.phases;
+    eprintln!("== {} ==  {} -> {}", r.job, r.input, r.output);
+    eprintln!(
+        "input    {} in {} files, {} splits; {} threads, memory budget {}, {} reducers",
+        human(r.input_bytes),
+        r.input_files,
+        r.splits,
+        r.threads,
+        human(r.memory_budget),
+        r.reducers
+    );
+    eprintln!(
+        "time     {:.2}s total: setup {:.2}s, map {:.2}s, merge {:.2}s, reduce {:.2}s, commit {:.2}s",
+        p.total_s, p.setup_s, p.map_s, p.merge_s, p.reduce_s, p.commit_s
+    );
+    eprintln!(
+        "speed    {:.1} MB/s of input; peak RSS {}",
+        r.throughput_mb_s,
+        human(r.peak_rss_bytes)
+    );
+    eprintln!(
+        "output   {} records, {}; spilled {} in {} runs, {} merge passes",
+        r.output_records,
+        human(r.output_bytes),
+        human(r.spilled_bytes),
+        r.spill_files,
+        r.merge_passes
+    );
+    for row in TaskCounter::ALL.chunks(2) {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|&c| format!("{:<24}{:>16}", c.name(), r.counter(c)))
+            .collect();
+        eprintln!("  {}", cells.join("    "));
+    }
+    for (name, v) in &r.user_counters {
+        eprintln!("  {name:<24}{v:>16}");
+    }
+}
