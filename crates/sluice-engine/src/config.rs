@@ -82,7 +82,7 @@ impl std::fmt::Debug for EngineConfig {
 }
 
 /// Smallest memory budget accepted.
-pub const MIN_MEMORY: u64 = 8 << 20;
+pub const MIN_MEMORY: u64 = 1 << 20;
 /// Share of the budget given to map output collectors; the rest covers read
 /// buffers, spill and merge block buffers and the process itself.
 pub const COLLECT_SHARE: f64 = 0.7;

@@ -178,19 +178,25 @@ where
             if !skip_first && off >= end {
                 return Ok(consumed);
             }
-            check_len(path, off, len, opts.max_record)?;
             if !skip_first {
+                check_len(path, off, len, opts.max_record)?;
                 f(off, strip_cr(&w.buf[w.lo..w.lo + len]))?;
                 consumed += len as u64 + 1;
             }
             skip_first = false;
             w.lo += len + 1;
         }
-        scanned = w.hi - w.lo;
-        if !skip_first && w.offset() >= end {
-            return Ok(consumed);
+        if skip_first {
+            // The partial line belongs to the previous split: drop it unread.
+            w.lo = w.hi;
+            scanned = 0;
+        } else {
+            scanned = w.hi - w.lo;
+            if w.offset() >= end {
+                return Ok(consumed);
+            }
+            check_len(path, w.offset(), scanned, opts.max_record)?;
         }
-        check_len(path, w.offset(), scanned, opts.max_record)?;
         if w.refill(&mut src, path)? == 0 {
             break;
         }
