@@ -119,7 +119,23 @@ fn main() {
         Command::Demo(args) => demo::run(&args),
     };
     if let Err(e) = r {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", describe(&e));
         std::process::exit(1);
     }
+}
+
+/// The error and its causes, leaving out a cause whose text the message
+/// before it already includes.
+fn describe(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !msg.contains(&text) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&text);
+        }
+    }
+    msg
 }

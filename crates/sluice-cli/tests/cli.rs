@@ -1,0 +1,265 @@
+//! The `sluice` binary as a user runs it: flags, errors, exit codes, and
+//! failures of real processes (a full disk, a killed job).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn sluice() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "sluice failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn gen(dir: &Path, size: &str) -> PathBuf {
+    let data = dir.join("text");
+    ok(sluice()
+        .args(["gen", "text", "--size", size, "--seed", "3", "--out"])
+        .arg(&data)
+        .output()
+        .unwrap());
+    data
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn staging_dirs(parent: &Path) -> Vec<String> {
+    std::fs::read_dir(parent)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".sluice-"))
+        .collect()
+}
+
+#[test]
+fn demo_generates_counts_and_prints_the_top_words() {
+    let d = tempfile::tempdir().unwrap();
+    let out = ok(sluice()
+        .args(["demo", "--size", "2MB", "--dir"])
+        .arg(d.path())
+        .output()
+        .unwrap());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("top 10 words:"), "{stdout}");
+    assert!(stderr(&out).contains("REDUCE_OUTPUT_RECORDS"));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("wordcount-report.json")).unwrap()).unwrap();
+    assert!(report["phases"]["total_s"].as_f64().unwrap() > 0.0);
+    assert!(report["counters"]["MAP_INPUT_RECORDS"].as_u64().unwrap() > 0);
+    assert!(report["peak_rss_bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn run_writes_the_report_and_refuses_existing_output() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "500KB");
+    let out = d.path().join("wc");
+    let report = d.path().join("r.json");
+    let args = |o: &Path| {
+        let mut c = sluice();
+        c.args(["run", "wordcount", "--threads", "2", "--input"])
+            .arg(&data)
+            .arg("--output")
+            .arg(o)
+            .arg("--report")
+            .arg(&report);
+        c
+    };
+    ok(args(&out).output().unwrap());
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(r["job"], "wordcount");
+    assert_eq!(r["threads"], 2);
+    let again = args(&out).output().unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("already exists"), "{}", stderr(&again));
+    ok(args(&out).arg("--overwrite").output().unwrap());
+}
+
+#[test]
+fn malformed_flags_and_missing_input_are_clear_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("o");
+    let o = sluice()
+        .args(["run", "wordcount", "--input", "x", "--memory", "banana", "--output"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("invalid size 'banana'"), "{}", stderr(&o));
+    let o = sluice()
+        .args(["run", "wordcount", "--input", "/nonexistent/in", "--output"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("input path does not exist: /nonexistent/in"), "{}", stderr(&o));
+    let o = sluice().args(["run", "grep", "--input", "x", "--output"]).arg(&out).output().unwrap();
+    assert!(stderr(&o).contains("--pattern"), "{}", stderr(&o));
+    assert!(!out.exists());
+}
+
+/// A directory that holds at most about 1 MB: a tmpfs when mounting works
+/// (root), else the process's file size limit (`ulimit -f`, with SIGXFSZ
+/// ignored so writes fail with EFBIG instead of killing the process).
+enum SmallDisk {
+    Tmpfs(PathBuf),
+    Ulimit(PathBuf),
+}
+
+impl SmallDisk {
+    fn new(dir: &Path) -> SmallDisk {
+        let mnt = dir.join("small");
+        std::fs::create_dir_all(&mnt).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .arg(&mnt)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if mounted {
+            SmallDisk::Tmpfs(mnt)
+        } else {
+            SmallDisk::Ulimit(mnt)
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            SmallDisk::Tmpfs(p) | SmallDisk::Ulimit(p) => p,
+        }
+    }
+
+    fn command(&self, args: &[&std::ffi::OsStr]) -> Command {
+        let mut c = Command::new("bash");
+        let limit = match self {
+            SmallDisk::Tmpfs(_) => "",
+            SmallDisk::Ulimit(_) => "trap '' XFSZ; ulimit -f 1024; ",
+        };
+        c.arg("-c")
+            .arg(format!("{limit}exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_sluice"))
+            .args(args);
+        c
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        if let SmallDisk::Tmpfs(p) = self {
+            let _ = Command::new("umount").arg(p).output();
+        }
+    }
+}
+
+#[test]
+fn a_full_disk_during_spill_fails_cleanly() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "6MB");
+    let disk = SmallDisk::new(d.path());
+    let out = d.path().join("sorted");
+    let o = disk
+        .command(&[
+            "run".as_ref(),
+            "sort".as_ref(),
+            "--memory".as_ref(),
+            "64MB".as_ref(),
+            "--input".as_ref(),
+            data.as_os_str(),
+            "--output".as_ref(),
+            out.as_os_str(),
+            "--spill-dir".as_ref(),
+            disk.path().as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("No space left on device") || err.contains("File too large"),
+        "{err}"
+    );
+    assert!(err.contains("spill"), "{err}");
+    assert!(!out.exists());
+    assert!(staging_dirs(d.path()).is_empty());
+    // The job removed its spill files from the small disk.
+    assert_eq!(std::fs::read_dir(disk.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_killed_job_leaves_no_output_and_the_next_run_cleans_up() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "20MB");
+    let out = d.path().join("wc");
+    let mut child = sluice()
+        .args(["run", "wordcount", "--grouping", "sort", "--memory", "4MB", "-q", "--input"])
+        .arg(&data)
+        .arg("--output")
+        .arg(&out)
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    // Kill it once it has started spilling.
+    loop {
+        let spilling = staging_dirs(d.path()).iter().any(|s| {
+            let spill = d.path().join(s).join("_temporary/_spill");
+            std::fs::read_dir(spill).is_ok_and(|mut r| r.next().is_some())
+        });
+        if spilling || start.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("job finished before it could be killed: {status}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!out.exists(), "a killed job must not leave output");
+    assert_eq!(staging_dirs(d.path()).len(), 1, "only the hidden staging directory remains");
+    ok(sluice()
+        .args(["run", "wordcount", "-q", "--input"])
+        .arg(&data)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .unwrap());
+    assert!(out.join("_SUCCESS").exists());
+    assert!(staging_dirs(d.path()).is_empty(), "the stale staging directory was removed");
+}
+
+#[test]
+fn sort_and_grep_through_the_cli_agree_with_coreutils_semantics() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "1MB");
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    for f in files {
+        let b = std::fs::read(f).unwrap();
+        lines.extend(b.split(|&c| c == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec));
+    }
+    let sorted = d.path().join("sorted");
+    ok(sluice()
+        .args(["run", "sort", "--reducers", "3", "--memory", "2MB", "-q", "--input"])
+        .arg(&data)
+        .arg("--output")
+        .arg(&sorted)
+        .output()
+        .unwrap());
+    let mut got = Vec::new();
+    for p in 0..3 {
+        got.extend(std::fs::read(sorted.join(format!("part-r-{p:05}"))).unwrap());
+    }
+    let mut want = lines.clone();
+    want.sort();
+    assert_eq!(got, want.iter().flat_map(|l| [l.as_slice(), b"\n"].concat()).collect::<Vec<u8>>());
+}
