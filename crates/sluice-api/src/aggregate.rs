@@ -14,7 +14,10 @@ pub trait Aggregator: Send + Sync {
     fn fold(&self, acc: &[u8], value: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(acc);
         let folded = self.fold_in_place(out, value);
-        debug_assert!(folded, "an aggregator must fold accumulators of its own width");
+        debug_assert!(
+            folded,
+            "an aggregator must fold accumulators of its own width"
+        );
     }
 }
 

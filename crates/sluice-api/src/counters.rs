@@ -100,7 +100,11 @@ impl Counters {
 
     /// Adds `n` to the user counter `group.name`, creating it at zero.
     pub fn incr(&mut self, group: &str, name: &str, n: u64) {
-        if let Some(v) = self.user.iter_mut().find(|((g, k), _)| g == group && k == name) {
+        if let Some(v) = self
+            .user
+            .iter_mut()
+            .find(|((g, k), _)| g == group && k == name)
+        {
             *v.1 += n;
             return;
         }
@@ -117,7 +121,9 @@ impl Counters {
 
     /// All user counters, sorted by group then name.
     pub fn user_counters(&self) -> impl Iterator<Item = (&str, &str, u64)> {
-        self.user.iter().map(|((g, n), v)| (g.as_str(), n.as_str(), *v))
+        self.user
+            .iter()
+            .map(|((g, n), v)| (g.as_str(), n.as_str(), *v))
     }
 
     /// Adds every counter of `other` into `self`.

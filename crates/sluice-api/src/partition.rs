@@ -8,8 +8,9 @@ pub trait Partitioner: Send + Sync {
 /// starting from 1, in 32-bit wrapping arithmetic.
 #[inline]
 pub fn hadoop_hash(key: &[u8]) -> i32 {
-    key.iter()
-        .fold(1i32, |h, &b| h.wrapping_mul(31).wrapping_add(b as i8 as i32))
+    key.iter().fold(1i32, |h, &b| {
+        h.wrapping_mul(31).wrapping_add(b as i8 as i32)
+    })
 }
 
 /// The default partitioner: Hadoop's `HashPartitioner` over `Text` keys,

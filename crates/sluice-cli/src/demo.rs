@@ -53,7 +53,11 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     };
     crate::run::run(&run)?;
     print_top(&out, 10)?;
-    println!("output: {}  report: {}", out.display(), args.dir.join("wordcount-report.json").display());
+    println!(
+        "output: {}  report: {}",
+        out.display(),
+        args.dir.join("wordcount-report.json").display()
+    );
     Ok(())
 }
 
@@ -62,10 +66,14 @@ fn print_top(out: &Path, n: usize) -> anyhow::Result<()> {
     let mut rows: Vec<(u64, String)> = Vec::new();
     for ent in std::fs::read_dir(out)? {
         let path = ent?.path();
-        if !path.file_name().is_some_and(|f| f.to_string_lossy().starts_with("part-")) {
+        if !path
+            .file_name()
+            .is_some_and(|f| f.to_string_lossy().starts_with("part-"))
+        {
             continue;
         }
-        let f = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        let f =
+            std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
         for line in std::io::BufReader::new(f).lines() {
             let line = line?;
             if let Some((w, c)) = line.rsplit_once('\t') {

@@ -24,7 +24,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<JobReport> {
         run_job(&job, &args.input, &args.output, &cfg, &progress)
     })?;
     if let Some(path) = &args.report {
-        std::fs::write(path, report.to_json()).with_context(|| format!("writing report {}", path.display()))?;
+        std::fs::write(path, report.to_json())
+            .with_context(|| format!("writing report {}", path.display()))?;
     }
     if !args.quiet {
         print_summary(&report);
@@ -58,7 +59,10 @@ fn build_job(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<JobSpec> {
             GroupingArg::Sort => Grouping::Sort,
         }),
         JobName::Grep => {
-            let pattern = args.pattern.as_deref().context("grep needs --pattern REGEX")?;
+            let pattern = args
+                .pattern
+                .as_deref()
+                .context("grep needs --pattern REGEX")?;
             sluice_jobs::grep(pattern).with_context(|| format!("invalid --pattern '{pattern}'"))?
         }
         JobName::Sort => sluice_jobs::sort(sample(args, cfg)?, cfg.reducers),

@@ -14,9 +14,11 @@ pub fn bar(len: u64, msg: &'static str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         pb.set_draw_target(ProgressDrawTarget::hidden());
     }
-    let style = ProgressStyle::with_template("{msg:>8} [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
+    let style = ProgressStyle::with_template(
+        "{msg:>8} [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
     pb.set_style(style);
     pb.set_message(msg);
     pb

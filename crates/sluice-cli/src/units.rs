@@ -4,7 +4,9 @@
 /// Parses a size such as `256MB`, `1.5GiB` or `4096`.
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,

@@ -53,7 +53,8 @@ fn demo_generates_counts_and_prints_the_top_words() {
     assert!(stdout.contains("top 10 words:"), "{stdout}");
     assert!(stderr(&out).contains("REDUCE_OUTPUT_RECORDS"));
     let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.path().join("wordcount-report.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(d.path().join("wordcount-report.json")).unwrap())
+            .unwrap();
     assert!(report["phases"]["total_s"].as_f64().unwrap() > 0.0);
     assert!(report["counters"]["MAP_INPUT_RECORDS"].as_u64().unwrap() > 0);
     assert!(report["peak_rss_bytes"].as_u64().unwrap() > 0);
@@ -81,7 +82,11 @@ fn run_writes_the_report_and_refuses_existing_output() {
     assert_eq!(r["threads"], 2);
     let again = args(&out).output().unwrap();
     assert_eq!(again.status.code(), Some(1));
-    assert!(stderr(&again).contains("already exists"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("already exists"),
+        "{}",
+        stderr(&again)
+    );
     ok(args(&out).arg("--overwrite").output().unwrap());
 }
 
@@ -90,20 +95,40 @@ fn malformed_flags_and_missing_input_are_clear_errors() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("o");
     let o = sluice()
-        .args(["run", "wordcount", "--input", "x", "--memory", "banana", "--output"])
+        .args([
+            "run",
+            "wordcount",
+            "--input",
+            "x",
+            "--memory",
+            "banana",
+            "--output",
+        ])
         .arg(&out)
         .output()
         .unwrap();
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("invalid size 'banana'"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("invalid size 'banana'"),
+        "{}",
+        stderr(&o)
+    );
     let o = sluice()
         .args(["run", "wordcount", "--input", "/nonexistent/in", "--output"])
         .arg(&out)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("input path does not exist: /nonexistent/in"), "{}", stderr(&o));
-    let o = sluice().args(["run", "grep", "--input", "x", "--output"]).arg(&out).output().unwrap();
+    assert!(
+        stderr(&o).contains("input path does not exist: /nonexistent/in"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sluice()
+        .args(["run", "grep", "--input", "x", "--output"])
+        .arg(&out)
+        .output()
+        .unwrap();
     assert!(stderr(&o).contains("--pattern"), "{}", stderr(&o));
     assert!(!out.exists());
 }
@@ -200,7 +225,16 @@ fn a_killed_job_leaves_no_output_and_the_next_run_cleans_up() {
     let data = gen(d.path(), "20MB");
     let out = d.path().join("wc");
     let mut child = sluice()
-        .args(["run", "wordcount", "--grouping", "sort", "--memory", "4MB", "-q", "--input"])
+        .args([
+            "run",
+            "wordcount",
+            "--grouping",
+            "sort",
+            "--memory",
+            "4MB",
+            "-q",
+            "--input",
+        ])
         .arg(&data)
         .arg("--output")
         .arg(&out)
@@ -224,7 +258,11 @@ fn a_killed_job_leaves_no_output_and_the_next_run_cleans_up() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!out.exists(), "a killed job must not leave output");
-    assert_eq!(staging_dirs(d.path()).len(), 1, "only the hidden staging directory remains");
+    assert_eq!(
+        staging_dirs(d.path()).len(),
+        1,
+        "only the hidden staging directory remains"
+    );
     ok(sluice()
         .args(["run", "wordcount", "-q", "--input"])
         .arg(&data)
@@ -233,7 +271,10 @@ fn a_killed_job_leaves_no_output_and_the_next_run_cleans_up() {
         .output()
         .unwrap());
     assert!(out.join("_SUCCESS").exists());
-    assert!(staging_dirs(d.path()).is_empty(), "the stale staging directory was removed");
+    assert!(
+        staging_dirs(d.path()).is_empty(),
+        "the stale staging directory was removed"
+    );
 }
 
 #[test]
@@ -241,15 +282,31 @@ fn sort_and_grep_through_the_cli_agree_with_coreutils_semantics() {
     let d = tempfile::tempdir().unwrap();
     let data = gen(d.path(), "1MB");
     let mut lines: Vec<Vec<u8>> = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(&data).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
     for f in files {
         let b = std::fs::read(f).unwrap();
-        lines.extend(b.split(|&c| c == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec));
+        lines.extend(
+            b.split(|&c| c == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(<[u8]>::to_vec),
+        );
     }
     let sorted = d.path().join("sorted");
     ok(sluice()
-        .args(["run", "sort", "--reducers", "3", "--memory", "2MB", "-q", "--input"])
+        .args([
+            "run",
+            "sort",
+            "--reducers",
+            "3",
+            "--memory",
+            "2MB",
+            "-q",
+            "--input",
+        ])
         .arg(&data)
         .arg("--output")
         .arg(&sorted)
@@ -261,5 +318,10 @@ fn sort_and_grep_through_the_cli_agree_with_coreutils_semantics() {
     }
     let mut want = lines.clone();
     want.sort();
-    assert_eq!(got, want.iter().flat_map(|l| [l.as_slice(), b"\n"].concat()).collect::<Vec<u8>>());
+    assert_eq!(
+        got,
+        want.iter()
+            .flat_map(|l| [l.as_slice(), b"\n"].concat())
+            .collect::<Vec<u8>>()
+    );
 }

@@ -40,7 +40,9 @@ impl Committer {
         }
         let name = output
             .file_name()
-            .ok_or_else(|| EngineError::Config(format!("output path {} has no name", output.display())))?
+            .ok_or_else(|| {
+                EngineError::Config(format!("output path {} has no name", output.display()))
+            })?
             .to_string_lossy()
             .into_owned();
         let parent = match output.parent() {
@@ -49,9 +51,15 @@ impl Committer {
         };
         io(std::fs::create_dir_all(&parent), "creating", &parent)?;
         remove_stale(&parent, &name);
-        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let stage = parent.join(format!(".{name}.sluice-{}-{nanos}", std::process::id()));
-        io(std::fs::create_dir_all(stage.join("_temporary")), "creating", &stage)?;
+        io(
+            std::fs::create_dir_all(stage.join("_temporary")),
+            "creating",
+            &stage,
+        )?;
         Ok(Committer {
             output: output.to_owned(),
             stage,
@@ -68,7 +76,10 @@ impl Committer {
     /// Creates the attempt directory and returns the path an attempt of the
     /// task producing `file` (e.g. `part-r-00003`) writes to.
     pub fn attempt_path(&self, file: &str, attempt: u32) -> Result<PathBuf> {
-        let dir = self.stage.join("_temporary").join(format!("attempt_{file}_{attempt}"));
+        let dir = self
+            .stage
+            .join("_temporary")
+            .join(format!("attempt_{file}_{attempt}"));
         io(std::fs::create_dir_all(&dir), "creating", &dir)?;
         Ok(dir.join(file.rsplit('/').next().unwrap_or(file)))
     }
@@ -99,11 +110,19 @@ impl Committer {
         let old = self.stage.with_extension("old");
         let replaced = self.overwrite && self.output.exists();
         if replaced {
-            io(std::fs::rename(&self.output, &old), "moving aside", &self.output)?;
+            io(
+                std::fs::rename(&self.output, &old),
+                "moving aside",
+                &self.output,
+            )?;
         } else if self.output.exists() {
             return Err(EngineError::OutputExists(self.output.clone()));
         }
-        io(std::fs::rename(&self.stage, &self.output), "committing", &self.output)?;
+        io(
+            std::fs::rename(&self.stage, &self.output),
+            "committing",
+            &self.output,
+        )?;
         self.done = true;
         if replaced {
             io(remove_path(&old), "removing", &old)?;
@@ -165,7 +184,10 @@ mod tests {
         assert!(out.join("_SUCCESS").exists());
         assert!(!out.join("_temporary").exists());
         let err = Committer::create(&out, false).unwrap_err().to_string();
-        assert!(err.contains("already exists") && err.contains("--overwrite"), "{err}");
+        assert!(
+            err.contains("already exists") && err.contains("--overwrite"),
+            "{err}"
+        );
     }
 
     #[test]

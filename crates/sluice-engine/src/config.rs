@@ -103,10 +103,14 @@ impl EngineConfig {
             return Err(EngineError::Config("--reducers must be at least 1".into()));
         }
         if self.merge_factor < 2 {
-            return Err(EngineError::Config("merge factor must be at least 2".into()));
+            return Err(EngineError::Config(
+                "merge factor must be at least 2".into(),
+            ));
         }
         if let RecordFormat::Fixed(0) = self.format {
-            return Err(EngineError::Config("fixed record size must be positive".into()));
+            return Err(EngineError::Config(
+                "fixed record size must be positive".into(),
+            ));
         }
         Ok(())
     }

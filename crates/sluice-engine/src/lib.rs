@@ -36,7 +36,7 @@ use sluice_formats::input;
 
 use crate::commit::Committer;
 use crate::map::MapPhase;
-use crate::reduce::{open_runs, ReducePhase, ReduceOutput};
+use crate::reduce::{open_runs, ReduceOutput, ReducePhase};
 
 /// Runs `job` over `input` (files, directories, globs, comma-separated),
 /// committing to `output`. Nothing appears at `output` unless the job
@@ -89,7 +89,15 @@ pub fn run_job(
     report.output_bytes = map.output_bytes;
 
     if !job.is_map_only() {
-        let red = run_reduce(job, cfg, &committer, &spill.path, progress, &map.runs, &mut report)?;
+        let red = run_reduce(
+            job,
+            cfg,
+            &committer,
+            &spill.path,
+            progress,
+            &map.runs,
+            &mut report,
+        )?;
         counters.merge(&red.counters);
         report.output_records = red.output_records;
         report.output_bytes = red.output_bytes;
@@ -147,12 +155,15 @@ impl SpillDir {
     fn create(cfg: &EngineConfig, committer: &Committer) -> Result<Self, EngineError> {
         let path = match &cfg.spill_dir {
             Some(base) => {
-                let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+                let nanos = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
                 base.join(format!("sluice-spill-{}-{nanos}", std::process::id()))
             }
             None => committer.stage().join("_temporary").join("_spill"),
         };
-        std::fs::create_dir_all(&path).map_err(|e| EngineError::io("creating spill directory", &path, e))?;
+        std::fs::create_dir_all(&path)
+            .map_err(|e| EngineError::io("creating spill directory", &path, e))?;
         Ok(SpillDir { path })
     }
 }

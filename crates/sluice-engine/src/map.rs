@@ -109,7 +109,13 @@ impl MapPhase<'_> {
     }
 
     /// One map task: setup, every record of the split, cleanup.
-    fn run_split(&self, split: &Split, sink: &mut dyn TaskSink, queue: &Queue, counters: &mut Counters) -> Result<()> {
+    fn run_split(
+        &self,
+        split: &Split,
+        sink: &mut dyn TaskSink,
+        queue: &Queue,
+        counters: &mut Counters,
+    ) -> Result<()> {
         let path = &split.file.path;
         let mut mapper = (self.job.mapper)();
         let mut bad = BadRecords::new(self, split);
@@ -122,7 +128,7 @@ impl MapPhase<'_> {
         let mut records = 0u64;
         let consumed = read_split(split, self.cfg.format, &opts, |off, rec| {
             records += 1;
-            if records % 65_536 == 0 && queue.aborted() {
+            if records.is_multiple_of(65_536) && queue.aborted() {
                 return Err(EngineError::Cancelled);
             }
             match mapper.map(off, rec, &mut MapContext::new(sink, counters)) {
@@ -156,7 +162,14 @@ impl<'a> BadRecords<'a> {
         }
     }
 
-    fn handle(&mut self, path: &Path, offset: u64, rec: &[u8], msg: String, counters: &mut Counters) -> Result<()> {
+    fn handle(
+        &mut self,
+        path: &Path,
+        offset: u64,
+        rec: &[u8],
+        msg: String,
+        counters: &mut Counters,
+    ) -> Result<()> {
         if self.phase.cfg.bad_records == BadRecordPolicy::Fail {
             return Err(EngineError::BadRecord {
                 path: path.to_owned(),
@@ -200,7 +213,12 @@ impl<'a> CollectSink<'a> {
         let job = phase.job;
         let parts = phase.partitions();
         let collector: Box<dyn Collector> = match &job.aggregator {
-            Some(agg) => Box::new(HashCollector::new(agg.clone(), job.partitioner.clone(), parts, job.key_order)),
+            Some(agg) => Box::new(HashCollector::new(
+                agg.clone(),
+                job.partitioner.clone(),
+                parts,
+                job.key_order,
+            )),
             None => Box::new(SortCollector::new(
                 job.partitioner.clone(),
                 parts,
@@ -244,7 +262,10 @@ impl Sink for CollectSink<'_> {
     #[inline]
     fn emit(&mut self, key: &[u8], value: &[u8]) -> sluice_api::Result<()> {
         self.counters.add(TaskCounter::MapOutputRecords, 1);
-        self.counters.add(TaskCounter::MapOutputBytes, (key.len() + value.len()) as u64);
+        self.counters.add(
+            TaskCounter::MapOutputBytes,
+            (key.len() + value.len()) as u64,
+        );
         if let Err(e) = self.collector.collect(key, value) {
             return Err(self.fail(e.into()));
         }

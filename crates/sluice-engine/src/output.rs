@@ -59,7 +59,8 @@ impl TextOutput {
             .w
             .into_inner()
             .map_err(|e| EngineError::io("writing", &path, e.into_error()))?;
-        f.sync_all().map_err(|e| EngineError::io("syncing", &path, e))?;
+        f.sync_all()
+            .map_err(|e| EngineError::io("syncing", &path, e))?;
         Ok((self.records, self.bytes))
     }
 }

@@ -44,7 +44,11 @@ pub struct ReduceOutput {
 
 impl ReducePhase<'_> {
     /// Merges `runs` down to the merge factor, counting into `counters`.
-    pub fn merge_passes(&self, mut runs: Vec<SpillFile>, out: &mut ReduceOutput) -> Result<Vec<SpillFile>> {
+    pub fn merge_passes(
+        &self,
+        mut runs: Vec<SpillFile>,
+        out: &mut ReduceOutput,
+    ) -> Result<Vec<SpillFile>> {
         let mut pass = 0;
         while runs.len() > self.cfg.merge_factor {
             pass += 1;
@@ -73,7 +77,12 @@ impl ReducePhase<'_> {
     }
 
     /// Merges a group of runs into one new run at `path`.
-    fn merge_group(&self, group: &[SpillFile], path: &Path, counters: &mut Counters) -> Result<SpillFile> {
+    fn merge_group(
+        &self,
+        group: &[SpillFile],
+        path: &Path,
+        counters: &mut Counters,
+    ) -> Result<SpillFile> {
         let parts = self.cfg.reducers;
         let mut w = SpillWriter::create(path, parts)?;
         for p in 0..parts {
@@ -110,10 +119,13 @@ impl ReducePhase<'_> {
         if let Some(f) = &self.job.combiner {
             return Some(f());
         }
-        self.job
-            .aggregator
-            .clone()
-            .map(|agg| Box::new(AggregateCombiner { agg, acc: Vec::new(), tmp: Vec::new() }) as Box<dyn Reducer>)
+        self.job.aggregator.clone().map(|agg| {
+            Box::new(AggregateCombiner {
+                agg,
+                acc: Vec::new(),
+                tmp: Vec::new(),
+            }) as Box<dyn Reducer>
+        })
     }
 
     /// Runs every reduce partition over `runs`.
@@ -145,7 +157,8 @@ impl ReducePhase<'_> {
         let mut m = Merger::new(readers, self.job.key_order)?;
         let mut reducer = (self.job.reducer.as_ref().expect("reduce job has a reducer"))();
         let c = &mut out.counters;
-        let stats = reduce_groups(&mut m, reducer.as_mut(), &mut sink, c).map_err(|e| sort_error(e, "reduce"))?;
+        let stats = reduce_groups(&mut m, reducer.as_mut(), &mut sink, c)
+            .map_err(|e| sort_error(e, "reduce"))?;
         let (records, bytes) = sink.finish()?;
         self.committer.commit_task(&name, 0)?;
         c.add(TaskCounter::ShuffleBytes, shuffle);
@@ -166,7 +179,12 @@ struct AggregateCombiner {
 }
 
 impl Reducer for AggregateCombiner {
-    fn reduce(&mut self, key: &[u8], values: &mut dyn Values, ctx: &mut ReduceContext<'_>) -> sluice_api::Result<()> {
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn Values,
+        ctx: &mut ReduceContext<'_>,
+    ) -> sluice_api::Result<()> {
         self.acc.clear();
         if let Some(first) = values.next_value() {
             self.acc.extend_from_slice(first);
@@ -184,5 +202,8 @@ impl Reducer for AggregateCombiner {
 
 /// Opens every run file, validating its trailer.
 pub fn open_runs(paths: &[PathBuf]) -> Result<Vec<SpillFile>> {
-    paths.iter().map(|p| SpillFile::open(p).map_err(EngineError::from)).collect()
+    paths
+        .iter()
+        .map(|p| SpillFile::open(p).map_err(EngineError::from))
+        .collect()
 }

@@ -19,7 +19,12 @@ fn cfg(threads: usize, memory: u64, reducers: u32) -> EngineConfig {
     }
 }
 
-fn run(job: &JobSpec, input: &Path, out: &Path, cfg: &EngineConfig) -> Result<JobReport, EngineError> {
+fn run(
+    job: &JobSpec,
+    input: &Path,
+    out: &Path,
+    cfg: &EngineConfig,
+) -> Result<JobReport, EngineError> {
     run_job(job, input.to_str().unwrap(), out, cfg, &Progress::default())
 }
 
@@ -38,12 +43,20 @@ fn gen_text(dir: &Path, size: u64, vocabulary: usize) -> PathBuf {
 }
 
 fn input_lines(dir: &Path) -> Vec<Vec<u8>> {
-    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
     let mut lines = Vec::new();
     for f in files {
         let bytes = std::fs::read(f).unwrap();
-        lines.extend(bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec));
+        lines.extend(
+            bytes
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(<[u8]>::to_vec),
+        );
     }
     lines
 }
@@ -68,7 +81,10 @@ fn output_lines(out: &Path, prefix: &str) -> Vec<Vec<u8>> {
 fn oracle_counts(lines: &[Vec<u8>]) -> BTreeMap<Vec<u8>, u64> {
     let mut m = BTreeMap::new();
     for l in lines {
-        for w in l.split(|&b| sluice_jobs::is_delimiter(b)).filter(|w| !w.is_empty()) {
+        for w in l
+            .split(|&b| sluice_jobs::is_delimiter(b))
+            .filter(|w| !w.is_empty())
+        {
             *m.entry(w.to_vec()).or_insert(0) += 1;
         }
     }
@@ -103,18 +119,34 @@ fn wordcount_matches_the_oracle_under_every_grouping_and_memory() {
     let want = oracle_counts(&input_lines(&data));
     let mut i = 0;
     for grouping in [Grouping::Hash, Grouping::Sort] {
-        for (threads, memory, reducers, merge_factor) in [(2, 1 << 30, 3, 64), (2, 1 << 20, 2, 2), (1, 1 << 20, 1, 3)] {
+        for (threads, memory, reducers, merge_factor) in
+            [(2, 1 << 30, 3, 64), (2, 1 << 20, 2, 2), (1, 1 << 20, 1, 3)]
+        {
             i += 1;
             let out = d.path().join(format!("out{i}"));
             let mut c = cfg(threads, memory, reducers);
             c.merge_factor = merge_factor;
             let r = run(&sluice_jobs::wordcount(grouping), &data, &out, &c).unwrap();
-            assert_eq!(parse_counts(&out), want, "{grouping:?} {threads} {memory} {reducers}");
+            assert_eq!(
+                parse_counts(&out),
+                want,
+                "{grouping:?} {threads} {memory} {reducers}"
+            );
             assert!(out.join("_SUCCESS").exists());
-            assert_eq!(r.counter(TaskCounter::ReduceOutputRecords), want.len() as u64);
-            assert_eq!(r.counter(TaskCounter::MapOutputRecords), want.values().sum::<u64>());
+            assert_eq!(
+                r.counter(TaskCounter::ReduceOutputRecords),
+                want.len() as u64
+            );
+            assert_eq!(
+                r.counter(TaskCounter::MapOutputRecords),
+                want.values().sum::<u64>()
+            );
             if memory == 1 << 20 {
-                assert!(r.spill_files > 2, "a small budget spills ({} runs)", r.spill_files);
+                assert!(
+                    r.spill_files > 2,
+                    "a small budget spills ({} runs)",
+                    r.spill_files
+                );
             }
             if merge_factor == 2 {
                 assert!(r.merge_passes > 0);
@@ -128,13 +160,25 @@ fn part_files_are_key_sorted_and_hadoop_partitioned() {
     let d = tempfile::tempdir().unwrap();
     let data = gen_text(d.path(), 1 << 20, 5_000);
     let out = d.path().join("out");
-    run(&sluice_jobs::wordcount(Grouping::Hash), &data, &out, &cfg(2, 1 << 30, 4)).unwrap();
+    run(
+        &sluice_jobs::wordcount(Grouping::Hash),
+        &data,
+        &out,
+        &cfg(2, 1 << 30, 4),
+    )
+    .unwrap();
     for p in 0..4u32 {
         let lines = output_lines(&out, &format!("part-r-{p:05}"));
-        let keys: Vec<&[u8]> = lines.iter().map(|l| l.split(|&b| b == b'\t').next().unwrap()).collect();
+        let keys: Vec<&[u8]> = lines
+            .iter()
+            .map(|l| l.split(|&b| b == b'\t').next().unwrap())
+            .collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "part {p} sorted");
         for k in keys {
-            assert_eq!(sluice_api::Partitioner::partition(&sluice_api::HashPartitioner, k, 4), p);
+            assert_eq!(
+                sluice_api::Partitioner::partition(&sluice_api::HashPartitioner, k, 4),
+                p
+            );
         }
     }
 }
@@ -147,8 +191,18 @@ fn sort_is_a_total_order_and_a_permutation_with_tiny_memory() {
     want.sort();
     let out = d.path().join("sorted");
     let files = sluice_formats::input::resolve(data.to_str().unwrap()).unwrap();
-    let splits = sluice_formats::input::plan_splits(&files, 64 << 10, sluice_formats::input::RecordFormat::Lines);
-    let sample = sluice_engine::sample_records(&splits, sluice_formats::input::RecordFormat::Lines, 1 << 20, 10).unwrap();
+    let splits = sluice_formats::input::plan_splits(
+        &files,
+        64 << 10,
+        sluice_formats::input::RecordFormat::Lines,
+    );
+    let sample = sluice_engine::sample_records(
+        &splits,
+        sluice_formats::input::RecordFormat::Lines,
+        1 << 20,
+        10,
+    )
+    .unwrap();
     let mut c = cfg(2, 2 << 20, 3);
     c.merge_factor = 4;
     let r = run(&sluice_jobs::sort(sample, 3), &data, &out, &c).unwrap();
@@ -169,7 +223,13 @@ fn grep_writes_matching_lines_in_input_order() {
     let want: Vec<_> = lines.iter().filter(|l| re.is_match(l)).cloned().collect();
     assert!(!want.is_empty());
     let out = d.path().join("g");
-    let r = run(&sluice_jobs::grep("^[a-m]").unwrap(), &data, &out, &cfg(2, 1 << 30, 2)).unwrap();
+    let r = run(
+        &sluice_jobs::grep("^[a-m]").unwrap(),
+        &data,
+        &out,
+        &cfg(2, 1 << 30, 2),
+    )
+    .unwrap();
     assert_eq!(output_lines(&out, "part-m-"), want);
     assert_eq!(r.output_records, want.len() as u64);
 }
@@ -181,7 +241,13 @@ fn empty_input_gives_empty_output_with_success() {
     std::fs::create_dir(&empty_dir).unwrap();
     std::fs::write(empty_dir.join("empty.txt"), b"").unwrap();
     let out = d.path().join("out");
-    let r = run(&sluice_jobs::wordcount(Grouping::Hash), &empty_dir, &out, &cfg(2, 1 << 30, 2)).unwrap();
+    let r = run(
+        &sluice_jobs::wordcount(Grouping::Hash),
+        &empty_dir,
+        &out,
+        &cfg(2, 1 << 30, 2),
+    )
+    .unwrap();
     assert!(out.join("_SUCCESS").exists());
     assert!(output_lines(&out, "part-r-").is_empty());
     assert_eq!(r.output_records, 0);
@@ -191,7 +257,13 @@ fn empty_input_gives_empty_output_with_success() {
 fn missing_input_fails_and_leaves_nothing() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("out");
-    let err = run(&sluice_jobs::wordcount(Grouping::Hash), &d.path().join("nope"), &out, &cfg(1, 1 << 30, 1)).unwrap_err();
+    let err = run(
+        &sluice_jobs::wordcount(Grouping::Hash),
+        &d.path().join("nope"),
+        &out,
+        &cfg(1, 1 << 30, 1),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("does not exist"), "{err}");
     assert_no_output(&out);
 }
@@ -224,8 +296,13 @@ fn a_corrupted_spill_block_fails_the_job_naming_the_file() {
         b[100] ^= 0xff;
         std::fs::write(p, b).unwrap();
     }));
-    let err = run(&sluice_jobs::wordcount(Grouping::Sort), &data, &out, &c).unwrap_err().to_string();
-    assert!(err.contains("checksum mismatch") && err.contains("spill-"), "{err}");
+    let err = run(&sluice_jobs::wordcount(Grouping::Sort), &data, &out, &c)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("checksum mismatch") && err.contains("spill-"),
+        "{err}"
+    );
     assert!(err.contains("offset"), "{err}");
     assert_no_output(&out);
 }
@@ -237,7 +314,8 @@ impl Mapper for PipeMapper {
     fn map(&mut self, _off: u64, line: &[u8], ctx: &mut MapContext<'_>) -> sluice_api::Result<()> {
         let mut dec = sluice_formats::delimited::Decoder::new(b'|');
         let f = dec.decode(line);
-        f.expect_len(2).map_err(|e| ApiError::bad_record(e.to_string()))?;
+        f.expect_len(2)
+            .map_err(|e| ApiError::bad_record(e.to_string()))?;
         let n = f.i64(1).map_err(|e| ApiError::bad_record(e.to_string()))?;
         ctx.emit(f.get(0).unwrap(), &(n as u64).to_le_bytes())
     }
@@ -252,16 +330,27 @@ fn malformed_records_fail_with_file_and_offset_or_are_skipped_and_kept() {
         .reducer(sluice_jobs::SumReducer::output)
         .aggregator(sluice_api::SumU64);
     let out = d.path().join("out");
-    let err = run(&job, &input, &out, &cfg(1, 1 << 30, 1)).unwrap_err().to_string();
-    assert!(err.contains("rows.txt") && err.contains("offset 4") && err.contains("not a number"), "{err}");
+    let err = run(&job, &input, &out, &cfg(1, 1 << 30, 1))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("rows.txt") && err.contains("offset 4") && err.contains("not a number"),
+        "{err}"
+    );
     assert_no_output(&out);
 
     let mut c = cfg(1, 1 << 30, 1);
     c.bad_records = BadRecordPolicy::Skip;
     let r = run(&job, &input, &out, &c).unwrap();
     assert_eq!(r.counter(TaskCounter::BadRecords), 2);
-    assert_eq!(output_lines(&out, "part-r-"), [b"a\t5".to_vec(), b"c\t3".to_vec()]);
-    assert_eq!(output_lines(&out.join("_bad_records"), "part-m-"), [b"b|x".to_vec(), b"junk".to_vec()]);
+    assert_eq!(
+        output_lines(&out, "part-r-"),
+        [b"a\t5".to_vec(), b"c\t3".to_vec()]
+    );
+    assert_eq!(
+        output_lines(&out.join("_bad_records"), "part-m-"),
+        [b"b|x".to_vec(), b"junk".to_vec()]
+    );
 }
 
 #[test]
@@ -274,8 +363,13 @@ fn an_overlong_record_is_refused_naming_the_limit() {
     let out = d.path().join("out");
     let mut c = cfg(2, 1 << 30, 1);
     c.max_record = 1 << 20;
-    let err = run(&sluice_jobs::wordcount(Grouping::Hash), &input, &out, &c).unwrap_err().to_string();
-    assert!(err.contains("big.txt") && err.contains("offset 11") && err.contains("--max-record-size"), "{err}");
+    let err = run(&sluice_jobs::wordcount(Grouping::Hash), &input, &out, &c)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("big.txt") && err.contains("offset 11") && err.contains("--max-record-size"),
+        "{err}"
+    );
     assert_no_output(&out);
     // Within the limit the same line is one (long) word.
     c.max_record = 4 << 20;
@@ -298,8 +392,17 @@ fn binary_garbage_is_counted_as_bytes() {
         .collect();
     std::fs::write(&input, &bytes).unwrap();
     let out = d.path().join("out");
-    run(&sluice_jobs::wordcount(Grouping::Sort), &input, &out, &cfg(2, 1 << 30, 2)).unwrap();
-    let lines: Vec<Vec<u8>> = bytes.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l).to_vec()).collect();
+    run(
+        &sluice_jobs::wordcount(Grouping::Sort),
+        &input,
+        &out,
+        &cfg(2, 1 << 30, 2),
+    )
+    .unwrap();
+    let lines: Vec<Vec<u8>> = bytes
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l).to_vec())
+        .collect();
     assert_eq!(parse_counts(&out), oracle_counts(&lines));
 }
 
@@ -311,7 +414,12 @@ fn user_counters_and_setup_cleanup_are_reported() {
             ctx.counters().incr("app", "tasks", 1);
             Ok(())
         }
-        fn map(&mut self, _o: u64, line: &[u8], ctx: &mut MapContext<'_>) -> sluice_api::Result<()> {
+        fn map(
+            &mut self,
+            _o: u64,
+            line: &[u8],
+            ctx: &mut MapContext<'_>,
+        ) -> sluice_api::Result<()> {
             ctx.counters().incr("app", "bytes", line.len() as u64);
             ctx.emit_key(line)
         }
@@ -319,7 +427,13 @@ fn user_counters_and_setup_cleanup_are_reported() {
     let d = tempfile::tempdir().unwrap();
     let data = gen_text(d.path(), 500_000, 100);
     let out = d.path().join("out");
-    let r = run(&JobSpec::new("count", || Counting), &data, &out, &cfg(2, 1 << 30, 1)).unwrap();
+    let r = run(
+        &JobSpec::new("count", || Counting),
+        &data,
+        &out,
+        &cfg(2, 1 << 30, 1),
+    )
+    .unwrap();
     let bytes: usize = input_lines(&data).iter().map(Vec::len).sum();
     assert_eq!(r.user_counters["app.bytes"], bytes as u64);
     assert_eq!(r.user_counters["app.tasks"], r.splits as u64);
@@ -335,14 +449,22 @@ fn a_failing_reducer_fails_the_job_and_commits_nothing() {
             _v: &mut dyn sluice_api::Values,
             _c: &mut sluice_api::ReduceContext<'_>,
         ) -> sluice_api::Result<()> {
-            Err(ApiError::user(format!("cannot reduce {}", String::from_utf8_lossy(key))))
+            Err(ApiError::user(format!(
+                "cannot reduce {}",
+                String::from_utf8_lossy(key)
+            )))
         }
     }
     let d = tempfile::tempdir().unwrap();
     let data = gen_text(d.path(), 200_000, 100);
     let out = d.path().join("out");
     let job = JobSpec::new("boom", || sluice_jobs::WordCountMapper).reducer(|| Boom);
-    let err = run(&job, &data, &out, &cfg(2, 1 << 30, 4)).unwrap_err().to_string();
-    assert!(err.contains("reduce failed") && err.contains("cannot reduce"), "{err}");
+    let err = run(&job, &data, &out, &cfg(2, 1 << 30, 4))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("reduce failed") && err.contains("cannot reduce"),
+        "{err}"
+    );
     assert_no_output(&out);
 }

@@ -92,7 +92,11 @@ impl FormatError {
         }
     }
 
-    pub(crate) fn truncated(path: &std::path::Path, offset: u64, detail: impl Into<String>) -> Self {
+    pub(crate) fn truncated(
+        path: &std::path::Path,
+        offset: u64,
+        detail: impl Into<String>,
+    ) -> Self {
         FormatError::Truncated {
             path: path.to_owned(),
             offset,

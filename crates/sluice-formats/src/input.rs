@@ -167,7 +167,7 @@ pub fn plan_splits(files: &[InputFile], split_size: u64, format: RecordFormat) -
         let mut start = 0;
         while start < f.len {
             // Avoid a tiny tail split: absorb up to 10% extra, as Hadoop's SPLIT_SLOP.
-            let end = if f.len - start <= step + step / 10 {
+            let end = if f.len - start <= step.saturating_add(step / 10) {
                 f.len
             } else {
                 start + step
@@ -224,7 +224,10 @@ mod tests {
         assert_eq!(files[1].codec, Codec::Gzip);
         let missing = format!("{}/nope.txt", d.path().display());
         let err = resolve(&missing).unwrap_err().to_string();
-        assert!(err.contains("does not exist") && err.contains("nope.txt"), "{err}");
+        assert!(
+            err.contains("does not exist") && err.contains("nope.txt"),
+            "{err}"
+        );
         let none = format!("{}/zz*", d.path().display());
         assert!(resolve(&none).is_err());
     }
@@ -240,6 +243,10 @@ mod tests {
         let bounds: Vec<_> = s.iter().map(|s| (s.start, s.end)).collect();
         assert_eq!(bounds, [(0, 300), (300, 600), (600, 920)]);
         let f = InputFile { len: 1000, ..f };
+        assert_eq!(
+            plan_splits(std::slice::from_ref(&f), u64::MAX, RecordFormat::Lines).len(),
+            1
+        );
         let s = plan_splits(&[f], 250, RecordFormat::Fixed(100));
         assert!(s.iter().all(|s| s.start % 100 == 0 && s.end % 100 == 0));
         assert_eq!(s.last().unwrap().end, 1000);

@@ -42,7 +42,12 @@ impl Default for ReadOptions {
 
 /// Reads every record of `split`, calling `f(offset, record)` for each, and
 /// returns the bytes of the file consumed (decompressed bytes for gzip).
-pub fn read_split<E, F>(split: &Split, format: RecordFormat, opts: &ReadOptions, f: F) -> std::result::Result<u64, E>
+pub fn read_split<E, F>(
+    split: &Split,
+    format: RecordFormat,
+    opts: &ReadOptions,
+    f: F,
+) -> std::result::Result<u64, E>
 where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
@@ -92,7 +97,11 @@ fn open_at(split: &Split, format: RecordFormat) -> Result<(Source, u64, u64)> {
     let path = split.file.path.as_path();
     let mut file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
     if split.file.codec == Codec::Gzip {
-        return Ok((Source::Gzip(Box::new(MultiGzDecoder::new(file))), 0, u64::MAX));
+        return Ok((
+            Source::Gzip(Box::new(MultiGzDecoder::new(file))),
+            0,
+            u64::MAX,
+        ));
     }
     let first = match format {
         RecordFormat::Lines => split.start.saturating_sub(1),
@@ -318,8 +327,13 @@ mod tests {
         std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
         let files = resolve(p.to_str().unwrap()).unwrap();
         let s = &plan_splits(&files, 1 << 20, RecordFormat::Lines)[0];
-        let err = read_split::<FormatError, _>(s, RecordFormat::Lines, &ReadOptions::default(), |_, _| Ok(()))
-            .unwrap_err();
+        let err = read_split::<FormatError, _>(
+            s,
+            RecordFormat::Lines,
+            &ReadOptions::default(),
+            |_, _| Ok(()),
+        )
+        .unwrap_err();
         assert!(matches!(err, FormatError::Gzip { .. }), "{err}");
         assert!(err.to_string().contains("t.gz"));
     }
@@ -335,9 +349,13 @@ mod tests {
             buffer_size: 256,
             max_record: 1000,
         };
-        let err = read_split::<FormatError, _>(s, RecordFormat::Lines, &opts, |_, _| Ok(())).unwrap_err();
+        let err =
+            read_split::<FormatError, _>(s, RecordFormat::Lines, &opts, |_, _| Ok(())).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("offset 3") && msg.contains("--max-record-size"), "{msg}");
+        assert!(
+            msg.contains("offset 3") && msg.contains("--max-record-size"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -349,19 +367,32 @@ mod tests {
         let files = resolve(p.to_str().unwrap()).unwrap();
         let mut seen = Vec::new();
         for s in plan_splits(&files, 250, RecordFormat::Fixed(100)) {
-            read_split::<FormatError, _>(&s, RecordFormat::Fixed(100), &ReadOptions::default(), |o, r| {
-                assert_eq!(r.len(), 100);
-                seen.push((o, r[0]));
-                Ok(())
-            })
+            read_split::<FormatError, _>(
+                &s,
+                RecordFormat::Fixed(100),
+                &ReadOptions::default(),
+                |o, r| {
+                    assert_eq!(r.len(), 100);
+                    seen.push((o, r[0]));
+                    Ok(())
+                },
+            )
             .unwrap();
         }
-        assert_eq!(seen, (0..10u64).map(|i| (i * 100, i as u8)).collect::<Vec<_>>());
+        assert_eq!(
+            seen,
+            (0..10u64).map(|i| (i * 100, i as u8)).collect::<Vec<_>>()
+        );
         std::fs::write(&p, &data[..950]).unwrap();
         let files = resolve(p.to_str().unwrap()).unwrap();
         let s = &plan_splits(&files, 1 << 20, RecordFormat::Fixed(100))[0];
-        let err = read_split::<FormatError, _>(s, RecordFormat::Fixed(100), &ReadOptions::default(), |_, _| Ok(()))
-            .unwrap_err();
+        let err = read_split::<FormatError, _>(
+            s,
+            RecordFormat::Fixed(100),
+            &ReadOptions::default(),
+            |_, _| Ok(()),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("truncated at offset 900"), "{err}");
     }
 }

@@ -69,7 +69,8 @@ pub struct SpillWriter {
 impl SpillWriter {
     /// Creates `path` for a spill of `partitions` partitions.
     pub fn create(path: &Path, partitions: u32) -> Result<Self> {
-        let file = File::create(path).map_err(|e| FormatError::io("creating spill file", path, e))?;
+        let file =
+            File::create(path).map_err(|e| FormatError::io("creating spill file", path, e))?;
         Ok(SpillWriter {
             file: std::io::BufWriter::with_capacity(256 << 10, file),
             path: path.to_owned(),
@@ -94,7 +95,10 @@ impl SpillWriter {
         if p != self.current {
             self.switch_to(p)?;
         }
-        let need = varint::len(key.len() as u64) + varint::len(value.len() as u64) + key.len() + value.len();
+        let need = varint::len(key.len() as u64)
+            + varint::len(value.len() as u64)
+            + key.len()
+            + value.len();
         if !self.block.is_empty() && self.block.len() + need > self.block_target {
             self.flush_block()?;
         }
@@ -107,7 +111,10 @@ impl SpillWriter {
     }
 
     fn switch_to(&mut self, p: usize) -> Result<()> {
-        assert!(p > self.current && p < self.segments.len(), "partitions out of order");
+        assert!(
+            p > self.current && p < self.segments.len(),
+            "partitions out of order"
+        );
         self.flush_block()?;
         self.segments[self.current].len = self.pos - self.segments[self.current].offset;
         for s in &mut self.segments[self.current + 1..=p] {
@@ -231,7 +238,11 @@ fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], at: u64) -> Result<()
 
 fn read_trailer(file: &File, path: &Path, size: u64) -> Result<Vec<Segment>> {
     if size < TRAILER_FIXED as u64 {
-        return Err(FormatError::truncated(path, 0, "shorter than a spill trailer"));
+        return Err(FormatError::truncated(
+            path,
+            0,
+            "shorter than a spill trailer",
+        ));
     }
     let mut fixed = [0u8; TRAILER_FIXED];
     read_exact_at(file, path, &mut fixed, size - TRAILER_FIXED as u64)?;
@@ -242,14 +253,22 @@ fn read_trailer(file: &File, path: &Path, size: u64) -> Result<Vec<Segment>> {
     let want_crc = u32::from_le_bytes(fixed[4..8].try_into().unwrap());
     let index_len = parts * ENTRY as u64;
     if parts == 0 || index_len + TRAILER_FIXED as u64 > size {
-        return Err(FormatError::corrupt(path, size - 16, format!("bad partition count {parts}")));
+        return Err(FormatError::corrupt(
+            path,
+            size - 16,
+            format!("bad partition count {parts}"),
+        ));
     }
     let index_at = size - TRAILER_FIXED as u64 - index_len;
     let mut index = vec![0u8; index_len as usize + 4];
     read_exact_at(file, path, &mut index[..index_len as usize], index_at)?;
     index[index_len as usize..].copy_from_slice(&fixed[..4]);
     if crc32c::crc32c(&index) != want_crc {
-        return Err(FormatError::corrupt(path, index_at, "spill trailer checksum mismatch"));
+        return Err(FormatError::corrupt(
+            path,
+            index_at,
+            "spill trailer checksum mismatch",
+        ));
     }
     let segments: Vec<Segment> = index[..index_len as usize]
         .chunks_exact(ENTRY)
@@ -267,12 +286,20 @@ fn check_tiling(path: &Path, segments: &[Segment], data_end: u64) -> Result<()> 
     let mut at = 0;
     for s in segments {
         if s.offset != at || s.offset.checked_add(s.len).is_none_or(|e| e > data_end) {
-            return Err(FormatError::corrupt(path, data_end, "spill segments do not tile the file"));
+            return Err(FormatError::corrupt(
+                path,
+                data_end,
+                "spill segments do not tile the file",
+            ));
         }
         at = s.offset + s.len;
     }
     if at != data_end {
-        return Err(FormatError::corrupt(path, data_end, "spill segments do not tile the file"));
+        return Err(FormatError::corrupt(
+            path,
+            data_end,
+            "spill segments do not tile the file",
+        ));
     }
     Ok(())
 }
@@ -304,7 +331,9 @@ impl SegmentReader {
         let (vlen, b) = self.varint_at(self.at + a)?;
         let start = self.at + a + b;
         let kend = start.checked_add(klen).filter(|&e| e <= self.block.len());
-        let vend = kend.and_then(|k| k.checked_add(vlen)).filter(|&e| e <= self.block.len());
+        let vend = kend
+            .and_then(|k| k.checked_add(vlen))
+            .filter(|&e| e <= self.block.len());
         let (Some(kend), Some(vend)) = (kend, vend) else {
             return Err(self.corrupt("record overruns its block"));
         };
@@ -348,13 +377,18 @@ impl SegmentReader {
         let len = u32::from_le_bytes(head[..4].try_into().unwrap());
         let crc = u32::from_le_bytes(head[4..].try_into().unwrap());
         if len == 0 || len > MAX_BLOCK || at + 8 + len as u64 > self.end {
-            return Err(FormatError::corrupt(&self.path, at, format!("bad block length {len}")));
+            return Err(FormatError::corrupt(
+                &self.path,
+                at,
+                format!("bad block length {len}"),
+            ));
         }
         self.block.resize(len as usize, 0);
         read_exact_at(&self.file, &self.path, &mut self.block, at + 8)?;
         let got = crc32c::crc32c(&self.block);
         if got != crc {
-            let detail = format!("block checksum mismatch (stored {crc:#010x}, computed {got:#010x})");
+            let detail =
+                format!("block checksum mismatch (stored {crc:#010x}, computed {got:#010x})");
             return Err(FormatError::corrupt(&self.path, at, detail));
         }
         self.block_offset = at;
@@ -371,7 +405,8 @@ mod tests {
     fn write_sample(path: &Path, block: usize) -> Vec<Segment> {
         let mut w = SpillWriter::create(path, 4).unwrap().with_block_size(block);
         for i in 0..50u32 {
-            w.append(1, format!("k{i:03}").as_bytes(), &i.to_le_bytes()).unwrap();
+            w.append(1, format!("k{i:03}").as_bytes(), &i.to_le_bytes())
+                .unwrap();
         }
         w.append(3, b"last", b"").unwrap();
         w.finish().unwrap().0
@@ -391,7 +426,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("s");
         let segs = write_sample(&p, 40);
-        assert_eq!(segs.iter().map(|s| s.records).collect::<Vec<_>>(), [0, 50, 0, 1]);
+        assert_eq!(
+            segs.iter().map(|s| s.records).collect::<Vec<_>>(),
+            [0, 50, 0, 1]
+        );
         let f = SpillFile::open(&p).unwrap();
         assert!(read_all(&f, 0).unwrap().is_empty());
         let one = read_all(&f, 1).unwrap();
@@ -410,7 +448,10 @@ mod tests {
         std::fs::write(&p, &bytes).unwrap();
         let f = SpillFile::open(&p).unwrap();
         let err = read_all(&f, 1).unwrap_err().to_string();
-        assert!(err.contains("checksum mismatch") && err.contains("offset 0"), "{err}");
+        assert!(
+            err.contains("checksum mismatch") && err.contains("offset 0"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -420,13 +461,22 @@ mod tests {
         write_sample(&p, 64);
         let bytes = std::fs::read(&p).unwrap();
         std::fs::write(&p, &bytes[..bytes.len() - 3]).unwrap();
-        assert!(SpillFile::open(&p).unwrap_err().to_string().contains("bad spill magic"));
+        assert!(SpillFile::open(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("bad spill magic"));
         std::fs::write(&p, b"short").unwrap();
-        assert!(SpillFile::open(&p).unwrap_err().to_string().contains("truncated"));
+        assert!(SpillFile::open(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("truncated"));
         let mut bad = bytes.clone();
         let n = bad.len();
         bad[n - 20] ^= 1; // inside the index entries
         std::fs::write(&p, &bad).unwrap();
-        assert!(SpillFile::open(&p).unwrap_err().to_string().contains("trailer checksum"));
+        assert!(SpillFile::open(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("trailer checksum"));
     }
 }

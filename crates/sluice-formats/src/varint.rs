@@ -28,7 +28,7 @@ pub fn get(buf: &[u8]) -> Option<(u64, usize)> {
 /// Bytes `put` uses for `v`.
 #[inline]
 pub fn len(v: u64) -> usize {
-    ((64 - (v | 1).leading_zeros() as usize) + 6) / 7
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 #[cfg(test)]

@@ -58,7 +58,10 @@ pub fn prepare_dir(dir: &std::path::Path, overwrite: bool) -> Result<(), GenErro
         source: e,
     };
     if dir.exists() {
-        let non_empty = std::fs::read_dir(dir).map_err(|e| io("reading", e))?.next().is_some();
+        let non_empty = std::fs::read_dir(dir)
+            .map_err(|e| io("reading", e))?
+            .next()
+            .is_some();
         if non_empty && !overwrite {
             return Err(GenError::NotEmpty(dir.to_owned()));
         }

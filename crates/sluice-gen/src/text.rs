@@ -81,13 +81,20 @@ impl Vocabulary {
     #[inline]
     pub fn sample(&self, rng: &mut impl Rng) -> &[u8] {
         let u: f64 = rng.gen();
-        let i = self.cdf.partition_point(|&c| c < u).min(self.words.len() - 1);
+        let i = self
+            .cdf
+            .partition_point(|&c| c < u)
+            .min(self.words.len() - 1);
         &self.words[i]
     }
 }
 
 /// Writes `spec.size` bytes of text into `dir` as `part-NNNNN` files.
-pub fn generate_text(spec: &TextSpec, dir: &Path, progress: &(dyn Fn(u64) + Sync)) -> Result<GenSummary, GenError> {
+pub fn generate_text(
+    spec: &TextSpec,
+    dir: &Path,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<GenSummary, GenError> {
     let vocab = Vocabulary::new(spec.vocabulary, spec.exponent, spec.seed);
     let parts = spec.size.div_ceil(spec.part_size.max(1)).max(1);
     let next = AtomicUsize::new(0);
@@ -111,7 +118,10 @@ pub fn generate_text(spec: &TextSpec, dir: &Path, progress: &(dyn Fn(u64) + Sync
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("generator thread")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("generator thread"))
+            .collect()
     });
     let mut total = GenSummary::default();
     for r in results {
@@ -123,7 +133,13 @@ pub fn generate_text(spec: &TextSpec, dir: &Path, progress: &(dyn Fn(u64) + Sync
     Ok(total)
 }
 
-fn write_part(vocab: &Vocabulary, seed: u64, part: u64, size: u64, dir: &Path) -> Result<(u64, u64), GenError> {
+fn write_part(
+    vocab: &Vocabulary,
+    seed: u64,
+    part: u64,
+    size: u64,
+    dir: &Path,
+) -> Result<(u64, u64), GenError> {
     let path = dir.join(format!("part-{part:05}"));
     let io = |e| GenError::Io {
         op: "writing",
@@ -183,7 +199,10 @@ mod tests {
     fn words_follow_zipf() {
         let (text, _) = gen(2);
         let mut counts = std::collections::HashMap::new();
-        for w in text.split(|&b| b == b' ' || b == b'\n').filter(|w| !w.is_empty()) {
+        for w in text
+            .split(|&b| b == b' ' || b == b'\n')
+            .filter(|w| !w.is_empty())
+        {
             *counts.entry(w.to_vec()).or_insert(0u64) += 1;
         }
         let mut c: Vec<u64> = counts.into_values().collect();

@@ -1,4 +1,6 @@
-use sluice_api::{JobSpec, KeyOrder, MapContext, Mapper, RangePartitioner, ReduceContext, Reducer, Result, Values};
+use sluice_api::{
+    JobSpec, KeyOrder, MapContext, Mapper, RangePartitioner, ReduceContext, Reducer, Result, Values,
+};
 
 struct LineMapper;
 
@@ -13,7 +15,12 @@ impl Mapper for LineMapper {
 struct RepeatKey;
 
 impl Reducer for RepeatKey {
-    fn reduce(&mut self, key: &[u8], values: &mut dyn Values, ctx: &mut ReduceContext<'_>) -> Result<()> {
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn Values,
+        ctx: &mut ReduceContext<'_>,
+    ) -> Result<()> {
         while values.next_value().is_some() {
             ctx.write_key(key)?;
         }

@@ -1,4 +1,6 @@
-use sluice_api::{JobSpec, KeyOrder, MapContext, Mapper, ReduceContext, Reducer, Result, SumU64, Values};
+use sluice_api::{
+    JobSpec, KeyOrder, MapContext, Mapper, ReduceContext, Reducer, Result, SumU64, Values,
+};
 
 /// How word count groups its map output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,10 +61,16 @@ impl SumReducer {
 }
 
 impl Reducer for SumReducer {
-    fn reduce(&mut self, key: &[u8], values: &mut dyn Values, ctx: &mut ReduceContext<'_>) -> Result<()> {
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn Values,
+        ctx: &mut ReduceContext<'_>,
+    ) -> Result<()> {
         let mut n = 0u64;
         while let Some(v) = values.next_value() {
-            n += SumU64::decode(v).ok_or_else(|| sluice_api::Error::user("count is not 8 bytes"))?;
+            n +=
+                SumU64::decode(v).ok_or_else(|| sluice_api::Error::user("count is not 8 bytes"))?;
         }
         if self.decimal {
             let s = self.buf.format(n);

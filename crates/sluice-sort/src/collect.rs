@@ -110,7 +110,12 @@ impl SortCollector {
         Ok(())
     }
 
-    fn write_combined(&self, w: &mut SpillWriter, c: &mut dyn Reducer, counters: &mut Counters) -> Result<()> {
+    fn write_combined(
+        &self,
+        w: &mut SpillWriter,
+        c: &mut dyn Reducer,
+        counters: &mut Counters,
+    ) -> Result<()> {
         let mut i = 0;
         let mut sink = SpillSink::new(w);
         while i < self.entries.len() {
@@ -122,7 +127,11 @@ impl SortCollector {
                 entries: &self.entries[i..j],
             };
             counters.add(TaskCounter::CombineInputRecords, (j - i) as u64);
-            let r = c.reduce(self.key(&e), &mut values, &mut ReduceContext::new(&mut sink, counters));
+            let r = c.reduce(
+                self.key(&e),
+                &mut values,
+                &mut ReduceContext::new(&mut sink, counters),
+            );
             sink.check(r)?;
             i = j;
         }
@@ -214,7 +223,6 @@ impl<'w> SpillSink<'w> {
             err: None,
         }
     }
-
 }
 
 impl ErrorSink for SpillSink<'_> {

@@ -38,7 +38,12 @@ pub struct HashCollector {
 
 impl HashCollector {
     /// A collector folding values with `agg`.
-    pub fn new(agg: Arc<dyn Aggregator>, partitioner: Arc<dyn Partitioner>, partitions: u32, order: KeyOrder) -> Self {
+    pub fn new(
+        agg: Arc<dyn Aggregator>,
+        partitioner: Arc<dyn Partitioner>,
+        partitions: u32,
+        order: KeyOrder,
+    ) -> Self {
         HashCollector {
             table: HashTable::new(),
             arena: Vec::new(),
@@ -67,7 +72,13 @@ impl HashCollector {
         Ok(())
     }
 
-    fn fold_into(arena: &mut Vec<u8>, scratch: &mut Vec<u8>, agg: &dyn Aggregator, slot: &mut Slot, value: &[u8]) {
+    fn fold_into(
+        arena: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+        agg: &dyn Aggregator,
+        slot: &mut Slot,
+        value: &[u8],
+    ) {
         let acc = &mut arena[slot.voff as usize..(slot.voff + slot.vlen) as usize];
         if agg.fold_in_place(acc, value) {
             return;
@@ -94,7 +105,13 @@ impl Collector for HashCollector {
         );
         match entry {
             TableEntry::Occupied(mut o) => {
-                Self::fold_into(&mut self.arena, &mut self.scratch, self.agg.as_ref(), o.get_mut(), value);
+                Self::fold_into(
+                    &mut self.arena,
+                    &mut self.scratch,
+                    self.agg.as_ref(),
+                    o.get_mut(),
+                    value,
+                );
             }
             TableEntry::Vacant(v) => {
                 let off = self.arena.len() as u32;
@@ -127,7 +144,11 @@ impl Collector for HashCollector {
             .iter()
             .map(|s| {
                 let k = self.key(s);
-                (self.partitioner.partition(k, self.partitions), prefix(self.order, k), *s)
+                (
+                    self.partitioner.partition(k, self.partitions),
+                    prefix(self.order, k),
+                    *s,
+                )
             })
             .collect();
         let ko = self.order;

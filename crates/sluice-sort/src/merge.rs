@@ -47,7 +47,9 @@ impl Merger {
     /// The current record, or `None` when every source is exhausted.
     #[inline]
     pub fn current(&self) -> Option<(&[u8], &[u8])> {
-        self.heap.first().map(|&s| (self.sources[s].key(), self.sources[s].value()))
+        self.heap
+            .first()
+            .map(|&s| (self.sources[s].key(), self.sources[s].value()))
     }
 
     /// Moves past the current record.

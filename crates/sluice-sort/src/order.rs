@@ -7,8 +7,9 @@ use sluice_api::KeyOrder;
 /// A 32-bit key fingerprint (FNV-1a): cheap, well spread, stable across runs.
 #[inline]
 pub fn fingerprint(key: &[u8]) -> u32 {
-    key.iter()
-        .fold(0x811c_9dc5u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+    key.iter().fold(0x811c_9dc5u32, |h, &b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 /// The value index entries are sorted by before full keys are compared:

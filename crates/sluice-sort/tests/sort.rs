@@ -11,7 +11,12 @@ use sluice_sort::{reduce_groups, Collector, ErrorSink, HashCollector, Merger, So
 struct Sum;
 
 impl Reducer for Sum {
-    fn reduce(&mut self, key: &[u8], values: &mut dyn Values, ctx: &mut ReduceContext<'_>) -> sluice_api::Result<()> {
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn Values,
+        ctx: &mut ReduceContext<'_>,
+    ) -> sluice_api::Result<()> {
         let mut n = 0;
         while let Some(v) = values.next_value() {
             n += SumU64::decode(v).unwrap();
@@ -37,12 +42,18 @@ impl Sink for Collect {
 }
 
 fn words(n: usize) -> Vec<Vec<u8>> {
-    (0..n).map(|i| format!("w{}", (i * 7919) % 97).into_bytes()).collect()
+    (0..n)
+        .map(|i| format!("w{}", (i * 7919) % 97).into_bytes())
+        .collect()
 }
 
 /// Collects `words` with `make`, spilling every `every` records into runs,
 /// then merges partition `p` of all runs and sums by key.
-fn run(make: &dyn Fn() -> Box<dyn Collector>, every: usize, order: KeyOrder) -> (Vec<(Vec<u8>, u64)>, Counters) {
+fn run(
+    make: &dyn Fn() -> Box<dyn Collector>,
+    every: usize,
+    order: KeyOrder,
+) -> (Vec<(Vec<u8>, u64)>, Counters) {
     let dir = tempfile::tempdir().unwrap();
     let mut counters = Counters::default();
     let mut runs = Vec::new();
@@ -65,7 +76,12 @@ fn run(make: &dyn Fn() -> Box<dyn Collector>, every: usize, order: KeyOrder) -> 
     (out.0, counters)
 }
 
-fn spill(c: &mut dyn Collector, dir: &std::path::Path, n: usize, counters: &mut Counters) -> SpillFile {
+fn spill(
+    c: &mut dyn Collector,
+    dir: &std::path::Path,
+    n: usize,
+    counters: &mut Counters,
+) -> SpillFile {
     let path = dir.join(format!("run{n}"));
     let mut w = SpillWriter::create(&path, 3).unwrap().with_block_size(100);
     c.spill(&mut w, counters).unwrap();
@@ -92,19 +108,32 @@ fn sort_path_with_and_without_combiner_counts_exactly() {
         let make = move || -> Box<dyn Collector> {
             let comb: Option<sluice_api::ReducerFactory> =
                 combine.then(|| Arc::new(|| Box::new(Sum) as Box<dyn Reducer>) as _);
-            Box::new(SortCollector::new(Arc::new(HashPartitioner), 3, KeyOrder::Bytewise, comb))
+            Box::new(SortCollector::new(
+                Arc::new(HashPartitioner),
+                3,
+                KeyOrder::Bytewise,
+                comb,
+            ))
         };
         let (out, counters) = run(&make, 700, KeyOrder::Bytewise);
         // Within each partition keys come out in byte order.
         assert_eq!(sorted(out), expected());
-        assert_eq!(counters.get(TaskCounter::CombineInputRecords), if combine { 5000 } else { 0 });
+        assert_eq!(
+            counters.get(TaskCounter::CombineInputRecords),
+            if combine { 5000 } else { 0 }
+        );
     }
 }
 
 #[test]
 fn partitions_are_key_ordered_and_fingerprint_order_groups() {
     let make = || -> Box<dyn Collector> {
-        Box::new(SortCollector::new(Arc::new(HashPartitioner), 3, KeyOrder::Fingerprint, None))
+        Box::new(SortCollector::new(
+            Arc::new(HashPartitioner),
+            3,
+            KeyOrder::Fingerprint,
+            None,
+        ))
     };
     let (out, _) = run(&make, 333, KeyOrder::Fingerprint);
     assert_eq!(sorted(out), expected());
@@ -113,7 +142,12 @@ fn partitions_are_key_ordered_and_fingerprint_order_groups() {
 #[test]
 fn hash_path_folds_at_emit_time() {
     let make = || -> Box<dyn Collector> {
-        Box::new(HashCollector::new(Arc::new(SumU64), Arc::new(HashPartitioner), 3, KeyOrder::Bytewise))
+        Box::new(HashCollector::new(
+            Arc::new(SumU64),
+            Arc::new(HashPartitioner),
+            3,
+            KeyOrder::Bytewise,
+        ))
     };
     let (out, counters) = run(&make, 1000, KeyOrder::Bytewise);
     assert_eq!(sorted(out.clone()), expected());
