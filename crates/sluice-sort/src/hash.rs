@@ -3,7 +3,6 @@
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use hashbrown::hash_table::Entry as TableEntry;
 use hashbrown::HashTable;
 use sluice_api::{Aggregator, Counters, KeyOrder, Partitioner, TaskCounter};
 use sluice_formats::spill::SpillWriter;
@@ -12,14 +11,30 @@ use crate::collect::Collector;
 use crate::order::{key_cmp, prefix};
 use crate::{Result, SortError};
 
-/// One distinct key: where its key and accumulator live in the arena.
+/// Keys up to this many bytes live inside their slot.
+const INLINE_KEY: usize = 16;
+/// Accumulators up to this many bytes live inside their slot.
+const INLINE_VALUE: usize = 8;
+
+/// One distinct key, 32 bytes and 32-aligned so a slot never straddles a
+/// cache line. Short keys and accumulators (word count's are both) live in
+/// the slot itself, so a lookup touches one cache line; a longer key or
+/// accumulator lives in the arena, its offset in the first 4 bytes of
+/// `key` or `val`. The hash is not stored: it is recomputed from the key
+/// when the table grows, which is rare next to lookups.
 #[derive(Debug, Clone, Copy)]
+#[repr(C, align(32))]
 struct Slot {
-    hash: u64,
-    off: u32,
+    key: [u8; INLINE_KEY],
+    val: [u8; INLINE_VALUE],
     klen: u32,
-    voff: u32,
     vlen: u32,
+}
+
+impl Slot {
+    fn off(bytes: &[u8]) -> usize {
+        u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize
+    }
 }
 
 /// A hash table from key to accumulator. Memory grows with distinct keys,
@@ -34,6 +49,14 @@ pub struct HashCollector {
     partitions: u32,
     order: KeyOrder,
     folded: u64,
+}
+
+fn padded(key: &[u8]) -> [u8; INLINE_KEY] {
+    let mut k = [0u8; INLINE_KEY];
+    if key.len() <= INLINE_KEY {
+        k[..key.len()].copy_from_slice(key);
+    }
+    k
 }
 
 impl HashCollector {
@@ -57,12 +80,22 @@ impl HashCollector {
         }
     }
 
-    fn key(&self, s: &Slot) -> &[u8] {
-        &self.arena[s.off as usize..(s.off + s.klen) as usize]
+    fn key<'a>(arena: &'a [u8], s: &'a Slot) -> &'a [u8] {
+        let n = s.klen as usize;
+        if n <= INLINE_KEY {
+            &s.key[..n]
+        } else {
+            &arena[Slot::off(&s.key)..Slot::off(&s.key) + n]
+        }
     }
 
-    fn value(&self, s: &Slot) -> &[u8] {
-        &self.arena[s.voff as usize..(s.voff + s.vlen) as usize]
+    fn value<'a>(arena: &'a [u8], s: &'a Slot) -> &'a [u8] {
+        let n = s.vlen as usize;
+        if n <= INLINE_VALUE {
+            &s.val[..n]
+        } else {
+            &arena[Slot::off(&s.val)..Slot::off(&s.val) + n]
+        }
     }
 
     fn check_room(&self, extra: usize) -> Result<()> {
@@ -72,6 +105,17 @@ impl HashCollector {
         Ok(())
     }
 
+    /// Stores `value` as the slot's accumulator, inline when it fits.
+    fn set_value(arena: &mut Vec<u8>, slot: &mut Slot, value: &[u8]) {
+        slot.vlen = value.len() as u32;
+        if value.len() <= INLINE_VALUE {
+            slot.val[..value.len()].copy_from_slice(value);
+        } else {
+            slot.val[..4].copy_from_slice(&(arena.len() as u32).to_le_bytes());
+            arena.extend_from_slice(value);
+        }
+    }
+
     fn fold_into(
         arena: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
@@ -79,15 +123,34 @@ impl HashCollector {
         slot: &mut Slot,
         value: &[u8],
     ) {
-        let acc = &mut arena[slot.voff as usize..(slot.voff + slot.vlen) as usize];
+        let vlen = slot.vlen as usize;
+        let acc = if vlen <= INLINE_VALUE {
+            &mut slot.val[..vlen]
+        } else {
+            let off = Slot::off(&slot.val);
+            &mut arena[off..off + vlen]
+        };
         if agg.fold_in_place(acc, value) {
             return;
         }
         scratch.clear();
         agg.fold(acc, value, scratch);
-        slot.voff = arena.len() as u32;
-        slot.vlen = scratch.len() as u32;
-        arena.extend_from_slice(scratch);
+        Self::set_value(arena, slot, scratch);
+    }
+
+    fn new_slot(&mut self, key: &[u8], value: &[u8]) -> Slot {
+        let mut slot = Slot {
+            key: padded(key),
+            val: [0; INLINE_VALUE],
+            klen: key.len() as u32,
+            vlen: 0,
+        };
+        if key.len() > INLINE_KEY {
+            slot.key[..4].copy_from_slice(&(self.arena.len() as u32).to_le_bytes());
+            self.arena.extend_from_slice(key);
+        }
+        Self::set_value(&mut self.arena, &mut slot, value);
+        slot
     }
 }
 
@@ -97,36 +160,31 @@ impl Collector for HashCollector {
         self.check_room(key.len() + value.len())?;
         self.folded += 1;
         let hash = self.hasher.hash_one(key);
+        let short = padded(key);
+        let klen = key.len() as u32;
         let arena = &self.arena;
-        let entry = self.table.entry(
-            hash,
-            |s| s.hash == hash && &arena[s.off as usize..(s.off + s.klen) as usize] == key,
-            |s| s.hash,
-        );
-        match entry {
-            TableEntry::Occupied(mut o) => {
-                Self::fold_into(
-                    &mut self.arena,
-                    &mut self.scratch,
-                    self.agg.as_ref(),
-                    o.get_mut(),
-                    value,
-                );
-            }
-            TableEntry::Vacant(v) => {
-                let off = self.arena.len() as u32;
-                let slot = Slot {
-                    hash,
-                    off,
-                    klen: key.len() as u32,
-                    voff: off + key.len() as u32,
-                    vlen: value.len() as u32,
-                };
-                v.insert(slot);
-                self.arena.extend_from_slice(key);
-                self.arena.extend_from_slice(value);
-            }
+        let found = self.table.find_mut(hash, |s| {
+            s.klen == klen
+                && if klen as usize <= INLINE_KEY {
+                    s.key == short
+                } else {
+                    Self::key(arena, s) == key
+                }
+        });
+        if let Some(slot) = found {
+            Self::fold_into(
+                &mut self.arena,
+                &mut self.scratch,
+                self.agg.as_ref(),
+                slot,
+                value,
+            );
+            return Ok(());
         }
+        let slot = self.new_slot(key, value);
+        let (arena, hasher) = (&self.arena, &self.hasher);
+        self.table
+            .insert_unique(hash, slot, |s| hasher.hash_one(Self::key(arena, s)));
         Ok(())
     }
 
@@ -143,7 +201,7 @@ impl Collector for HashCollector {
             .table
             .iter()
             .map(|s| {
-                let k = self.key(s);
+                let k = Self::key(&self.arena, s);
                 (
                     self.partitioner.partition(k, self.partitions),
                     prefix(self.order, k),
@@ -153,12 +211,20 @@ impl Collector for HashCollector {
             .collect();
         let ko = self.order;
         order.sort_unstable_by(|a, b| {
-            (a.0, a.1)
-                .cmp(&(b.0, b.1))
-                .then_with(|| key_cmp(ko, self.key(&a.2), self.key(&b.2)))
+            (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| {
+                key_cmp(
+                    ko,
+                    Self::key(&self.arena, &a.2),
+                    Self::key(&self.arena, &b.2),
+                )
+            })
         });
         for (part, _, s) in &order {
-            w.append(*part, self.key(s), self.value(s))?;
+            w.append(
+                *part,
+                Self::key(&self.arena, s),
+                Self::value(&self.arena, s),
+            )?;
         }
         counters.add(TaskCounter::CombineInputRecords, self.folded);
         counters.add(TaskCounter::CombineOutputRecords, order.len() as u64);
@@ -166,5 +232,71 @@ impl Collector for HashCollector {
         self.table.clear();
         self.arena.clear();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use sluice_api::HashPartitioner;
+    use sluice_formats::spill::SpillFile;
+
+    use super::*;
+
+    /// Keeps the bytewise largest value: accumulators change length.
+    struct MaxBytes;
+
+    impl Aggregator for MaxBytes {
+        fn fold_in_place(&self, acc: &mut [u8], value: &[u8]) -> bool {
+            if value.len() != acc.len() {
+                return false;
+            }
+            if value > &*acc {
+                acc.copy_from_slice(value);
+            }
+            true
+        }
+
+        fn fold(&self, acc: &[u8], value: &[u8], out: &mut Vec<u8>) {
+            out.extend_from_slice(acc.max(value));
+        }
+    }
+
+    #[test]
+    fn long_keys_and_growing_accumulators_round_trip() {
+        let mut c = HashCollector::new(
+            Arc::new(MaxBytes),
+            Arc::new(HashPartitioner),
+            1,
+            KeyOrder::Bytewise,
+        );
+        let mut want: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        for i in 0..5000u32 {
+            let key = format!("{}-{}", "k".repeat((i % 40) as usize), i % 300).into_bytes();
+            let value =
+                format!("{:0width$}", i * 7919 % 1000, width = (i % 23) as usize + 1).into_bytes();
+            c.collect(&key, &value).unwrap();
+            let e = want.entry(key).or_insert_with(|| value.clone());
+            if value > *e {
+                *e = value;
+            }
+        }
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("run");
+        let mut w = SpillWriter::create(&p, 1).unwrap();
+        c.spill(&mut w, &mut Counters::default()).unwrap();
+        w.finish().unwrap();
+        let f = SpillFile::open(&p).unwrap();
+        let mut r = f.reader(0);
+        let mut got = BTreeMap::new();
+        let mut last = Vec::new();
+        while r.advance().unwrap() {
+            assert!(r.key() > last.as_slice(), "keys come out sorted");
+            last = r.key().to_vec();
+            got.insert(r.key().to_vec(), r.value().to_vec());
+        }
+        assert_eq!(got, want);
+        assert!(c.is_empty());
     }
 }
