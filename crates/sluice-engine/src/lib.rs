@@ -36,7 +36,7 @@ use sluice_formats::input;
 
 use crate::commit::Committer;
 use crate::map::MapPhase;
-use crate::reduce::{open_runs, ReduceOutput, ReducePhase};
+use crate::reduce::{ReduceOutput, ReducePhase};
 
 /// Runs `job` over `input` (files, directories, globs, comma-separated),
 /// committing to `output`. Nothing appears at `output` unless the job
@@ -137,7 +137,7 @@ fn run_reduce(
     let mut out = ReduceOutput::default();
     progress.set_phase(Phase::Merge);
     let t = Instant::now();
-    let runs = phase.merge_passes(open_runs(runs)?, &mut out)?;
+    let runs = phase.merge_passes(runs.to_vec(), &mut out)?;
     report.phases.merge_s = t.elapsed().as_secs_f64();
     progress.set_phase(Phase::Reduce);
     let t = Instant::now();

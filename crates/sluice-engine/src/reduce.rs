@@ -43,46 +43,42 @@ pub struct ReduceOutput {
 }
 
 impl ReducePhase<'_> {
-    /// Merges `runs` down to the merge factor, counting into `counters`.
+    /// Merges `runs` down to the merge factor, counting into `out`. Only
+    /// the runs of the groups being merged are open at any time.
     pub fn merge_passes(
         &self,
-        mut runs: Vec<SpillFile>,
+        mut runs: Vec<PathBuf>,
         out: &mut ReduceOutput,
     ) -> Result<Vec<SpillFile>> {
         let mut pass = 0;
         while runs.len() > self.cfg.merge_factor {
             pass += 1;
-            let groups: Vec<&[SpillFile]> = runs.chunks(self.cfg.merge_factor).collect();
+            let groups: Vec<&[PathBuf]> = runs.chunks(self.cfg.merge_factor).collect();
             let queue = Queue::new(groups.len());
             let merged = Mutex::new(Vec::new());
             let counters = run_workers(self.cfg.threads, &queue, |_| {
                 let mut c = Counters::default();
                 while let Some(g) = queue.take() {
                     let path = self.spill_dir.join(format!("merge-{pass:03}-{g:06}.run"));
-                    let f = self.merge_group(groups[g], &path, &mut c)?;
-                    merged.lock().expect("merge list").push((g, f));
+                    self.merge_group(&open_runs(groups[g])?, &path, &mut c)?;
+                    for old in groups[g] {
+                        let _ = std::fs::remove_file(old);
+                    }
+                    merged.lock().expect("merge list").push((g, path));
                 }
                 Ok(c)
             })?;
             counters.iter().for_each(|c| out.counters.merge(c));
-            for old in &runs {
-                let _ = std::fs::remove_file(old.path());
-            }
             let mut merged = merged.into_inner().expect("merge list");
             merged.sort_by_key(|(g, _)| *g);
-            runs = merged.into_iter().map(|(_, f)| f).collect();
+            runs = merged.into_iter().map(|(_, p)| p).collect();
         }
         out.merge_passes = pass;
-        Ok(runs)
+        open_runs(&runs)
     }
 
     /// Merges a group of runs into one new run at `path`.
-    fn merge_group(
-        &self,
-        group: &[SpillFile],
-        path: &Path,
-        counters: &mut Counters,
-    ) -> Result<SpillFile> {
+    fn merge_group(&self, group: &[SpillFile], path: &Path, counters: &mut Counters) -> Result<()> {
         let parts = self.cfg.reducers;
         let mut w = SpillWriter::create(path, parts)?;
         for p in 0..parts {
@@ -110,7 +106,7 @@ impl ReducePhase<'_> {
         if let Some(hook) = &self.cfg.spill_hook {
             hook(path);
         }
-        Ok(SpillFile::open(path)?)
+        Ok(())
     }
 
     /// The combiner for merge passes: the job's combiner, or its aggregator

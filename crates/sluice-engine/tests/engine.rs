@@ -468,3 +468,124 @@ fn a_failing_reducer_fails_the_job_and_commits_nothing() {
     );
     assert_no_output(&out);
 }
+
+#[test]
+fn gzip_input_counts_like_plain_text() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let data = gen_text(d.path(), 1 << 20, 2000);
+    let gz_dir = d.path().join("gz");
+    std::fs::create_dir(&gz_dir).unwrap();
+    for (i, line_chunk) in input_lines(&data).chunks(5000).enumerate() {
+        let f = std::fs::File::create(gz_dir.join(format!("part-{i}.gz"))).unwrap();
+        let mut enc = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
+        for l in line_chunk {
+            enc.write_all(l).unwrap();
+            enc.write_all(b"\n").unwrap();
+        }
+        enc.finish().unwrap();
+    }
+    let out = d.path().join("out");
+    let r = run(
+        &sluice_jobs::wordcount(Grouping::Hash),
+        &gz_dir,
+        &out,
+        &cfg(2, 1 << 30, 2),
+    )
+    .unwrap();
+    assert_eq!(parse_counts(&out), oracle_counts(&input_lines(&data)));
+    assert_eq!(
+        r.splits,
+        std::fs::read_dir(&gz_dir).unwrap().count(),
+        "one split per gzip file"
+    );
+}
+
+#[test]
+fn a_corrupt_gzip_file_fails_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("bad.gz");
+    std::fs::write(&input, b"\x1f\x8b\x08\x00garbage that is not deflate").unwrap();
+    let out = d.path().join("out");
+    let err = run(
+        &sluice_jobs::wordcount(Grouping::Hash),
+        &input,
+        &out,
+        &cfg(1, 1 << 30, 1),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("bad.gz") && err.to_string().contains("gzip"),
+        "{err}"
+    );
+    assert_no_output(&out);
+}
+
+/// Emits the first 10 bytes of a fixed-length record as the key.
+struct KeyPrefix;
+
+impl Mapper for KeyPrefix {
+    fn map(&mut self, _off: u64, rec: &[u8], ctx: &mut MapContext<'_>) -> sluice_api::Result<()> {
+        ctx.emit(&rec[..10], &rec[10..])
+    }
+}
+
+#[test]
+fn fixed_length_records_sort_by_key_and_truncation_fails() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("records.bin");
+    let mut x = 7u64;
+    let mut recs: Vec<Vec<u8>> = (0..5000)
+        .map(|i| {
+            let mut r = Vec::with_capacity(100);
+            for _ in 0..10 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                r.push(b' ' + (x >> 58) as u8);
+            }
+            r.extend(format!("{i:>90}").bytes());
+            r
+        })
+        .collect();
+    std::fs::write(&input, recs.concat()).unwrap();
+    let out = d.path().join("out");
+    let mut c = cfg(2, 2 << 20, 1);
+    c.format = sluice_formats::input::RecordFormat::Fixed(100);
+    c.split_size = Some(10_000);
+    let job = JobSpec::new("tera", || KeyPrefix).reducer(|| PassThrough);
+    run(&job, &input, &out, &c).unwrap();
+    recs.sort_by(|a, b| a[..10].cmp(&b[..10]));
+    let got = std::fs::read(out.join("part-r-00000")).unwrap();
+    let got: Vec<&[u8]> = got.chunks(100).collect();
+    let keys: Vec<&[u8]> = got.iter().map(|r| &r[..10]).collect();
+    let want: Vec<&[u8]> = recs.iter().map(|r| &r[..10]).collect();
+    assert_eq!(keys, want);
+    // A file that ends inside a record is refused.
+    std::fs::write(&input, &recs.concat()[..4950]).unwrap();
+    let out2 = d.path().join("out2");
+    let err = run(&job, &input, &out2, &c).unwrap_err().to_string();
+    assert!(
+        err.contains("records.bin") && err.contains("truncated at offset 4900"),
+        "{err}"
+    );
+    assert_no_output(&out2);
+}
+
+/// Writes each value after its key with no separator (binary records).
+struct PassThrough;
+
+impl sluice_api::Reducer for PassThrough {
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn sluice_api::Values,
+        ctx: &mut sluice_api::ReduceContext<'_>,
+    ) -> sluice_api::Result<()> {
+        while let Some(v) = values.next_value() {
+            let rec = [key, v].concat();
+            ctx.write_key(&rec[..rec.len() - 1])?;
+        }
+        Ok(())
+    }
+}

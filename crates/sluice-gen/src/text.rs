@@ -9,7 +9,9 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use rand::distributions::Distribution;
 use rand::{Rng, SeedableRng};
+use rand_distr::WeightedAliasIndex;
 use rand_pcg::Pcg64Mcg;
 
 use crate::{part_seed, GenError, GenSummary};
@@ -44,11 +46,12 @@ impl Default for TextSpec {
     }
 }
 
-/// A Zipf-weighted vocabulary.
+/// A Zipf-weighted vocabulary, sampled in constant time with an alias
+/// table.
 #[derive(Debug, Clone)]
 pub struct Vocabulary {
     words: Vec<Vec<u8>>,
-    cdf: Vec<f64>,
+    alias: WeightedAliasIndex<f64>,
 }
 
 impl Vocabulary {
@@ -66,26 +69,17 @@ impl Vocabulary {
                 words.push(w);
             }
         }
-        let mut acc = 0.0;
-        let mut cdf: Vec<f64> = (1..=words.len())
-            .map(|r| {
-                acc += 1.0 / (r as f64).powf(s);
-                acc
-            })
+        let weights = (1..=words.len())
+            .map(|r| 1.0 / (r as f64).powf(s))
             .collect();
-        cdf.iter_mut().for_each(|c| *c /= acc);
-        Vocabulary { words, cdf }
+        let alias = WeightedAliasIndex::new(weights).expect("positive finite weights");
+        Vocabulary { words, alias }
     }
 
     /// Draws one word.
     #[inline]
     pub fn sample(&self, rng: &mut impl Rng) -> &[u8] {
-        let u: f64 = rng.gen();
-        let i = self
-            .cdf
-            .partition_point(|&c| c < u)
-            .min(self.words.len() - 1);
-        &self.words[i]
+        &self.words[self.alias.sample(rng)]
     }
 }
 
