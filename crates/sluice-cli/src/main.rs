@@ -51,6 +51,15 @@ enum GroupingArg {
     Sort,
 }
 
+/// Order of intermediate keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum KeyOrderArg {
+    /// Bytewise: part files come out sorted by key.
+    Bytewise,
+    /// By a 32-bit key fingerprint: groups without ordering (faster sort path).
+    Fingerprint,
+}
+
 /// Malformed-record policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BadRecordsArg {
@@ -91,6 +100,9 @@ struct RunArgs {
     /// Grouping for word count.
     #[arg(long, value_enum, default_value = "hash")]
     grouping: GroupingArg,
+    /// Key order for word count (sort accepts only bytewise).
+    #[arg(long, value_enum, default_value = "bytewise")]
+    key_order: KeyOrderArg,
     /// Longest input record accepted.
     #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
     max_record_size: u64,

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use sluice_api::JobSpec;
+use sluice_api::{JobSpec, KeyOrder};
 use sluice_engine::{run_job, BadRecordPolicy, EngineConfig, JobReport, Phase, Progress};
 use sluice_formats::input;
 use sluice_jobs::Grouping;
 
 use crate::summary::{bar, print_summary};
-use crate::{BadRecordsArg, GroupingArg, JobName, RunArgs};
+use crate::{BadRecordsArg, GroupingArg, JobName, KeyOrderArg, RunArgs};
 
 /// Samples per split for the sort job's range partitioner.
 const SORT_SAMPLES_PER_SPLIT: usize = 100;
@@ -57,6 +57,10 @@ fn build_job(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<JobSpec> {
         JobName::Wordcount => sluice_jobs::wordcount(match args.grouping {
             GroupingArg::Hash => Grouping::Hash,
             GroupingArg::Sort => Grouping::Sort,
+        })
+        .key_order(match args.key_order {
+            KeyOrderArg::Bytewise => KeyOrder::Bytewise,
+            KeyOrderArg::Fingerprint => KeyOrder::Fingerprint,
         }),
         JobName::Grep => {
             let pattern = args
@@ -65,7 +69,13 @@ fn build_job(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<JobSpec> {
                 .context("grep needs --pattern REGEX")?;
             sluice_jobs::grep(pattern).with_context(|| format!("invalid --pattern '{pattern}'"))?
         }
-        JobName::Sort => sluice_jobs::sort(sample(args, cfg)?, cfg.reducers),
+        JobName::Sort => {
+            anyhow::ensure!(
+                args.key_order == KeyOrderArg::Bytewise,
+                "sort needs --key-order bytewise: its output is a total order"
+            );
+            sluice_jobs::sort(sample(args, cfg)?, cfg.reducers)
+        }
     })
 }
 

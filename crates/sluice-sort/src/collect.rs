@@ -39,6 +39,24 @@ struct Entry {
     vlen: u32,
 }
 
+/// Key bytes a bytewise prefix holds.
+const PREFIX_BYTES: usize = 8;
+
+/// Orders two entries whose partition and prefix are equal. For bytewise
+/// order, equal prefixes mean the keys agree on their first 8 bytes (zero
+/// padded), so when either key is at most 8 bytes long it is a prefix of
+/// the other and the lengths decide: no key bytes are read. Longer keys
+/// compare their bytes after the prefix.
+#[inline]
+fn tie_cmp(arena: &[u8], order: KeyOrder, a: &Entry, b: &Entry) -> std::cmp::Ordering {
+    let key = |e: &Entry| &arena[e.off as usize..(e.off + e.klen) as usize];
+    match order {
+        KeyOrder::Bytewise if a.klen.min(b.klen) as usize <= PREFIX_BYTES => a.klen.cmp(&b.klen),
+        KeyOrder::Bytewise => key(a)[PREFIX_BYTES..].cmp(&key(b)[PREFIX_BYTES..]),
+        KeyOrder::Fingerprint => key_cmp(order, key(a), key(b)),
+    }
+}
+
 /// Hadoop-style map output buffer: serialized key/value bytes in one arena,
 /// fixed-size index entries sorted by (partition, key prefix, full key).
 pub struct SortCollector {
@@ -79,11 +97,10 @@ impl SortCollector {
 
     fn sort(&mut self) {
         let (arena, order) = (&self.arena, self.order);
-        let key = |e: &Entry| &arena[e.off as usize..(e.off + e.klen) as usize];
         self.entries.sort_unstable_by(|a, b| {
             (a.part, a.prefix)
                 .cmp(&(b.part, b.prefix))
-                .then_with(|| key_cmp(order, key(a), key(b)))
+                .then_with(|| tie_cmp(arena, order, a, b))
         });
     }
 
@@ -95,7 +112,11 @@ impl SortCollector {
         let mut j = i + 1;
         while j < self.entries.len() {
             let e = &self.entries[j];
-            if e.part != first.part || e.prefix != first.prefix || self.key(e) != k {
+            if e.part != first.part
+                || e.prefix != first.prefix
+                || e.klen != first.klen
+                || (e.klen as usize > PREFIX_BYTES && self.key(e) != k)
+            {
                 break;
             }
             j += 1;
@@ -242,6 +263,56 @@ impl Sink for SpillSink<'_> {
                 self.err = Some(e);
                 Err(ApiError::Aborted)
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_api::HashPartitioner;
+    use sluice_formats::spill::SpillFile;
+
+    use super::*;
+
+    /// Keys of 0-20 bytes over {0, 1, 'a'}: many share an 8-byte prefix and
+    /// differ only in length or in trailing zero bytes.
+    fn tricky_keys() -> Vec<Vec<u8>> {
+        let mut x = 99u64;
+        (0..4000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let len = (x >> 59) as usize % 21;
+                (0..len)
+                    .map(|i| [0u8, 1, b'a'][((x >> (i % 20 * 3)) % 3) as usize])
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn spills_come_out_in_exact_byte_order() {
+        for order in [KeyOrder::Bytewise, KeyOrder::Fingerprint] {
+            let mut c = SortCollector::new(Arc::new(HashPartitioner), 1, order, None);
+            let keys = tricky_keys();
+            for k in &keys {
+                c.collect(k, b"").unwrap();
+            }
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("run");
+            let mut w = SpillWriter::create(&p, 1).unwrap();
+            c.spill(&mut w, &mut Counters::default()).unwrap();
+            w.finish().unwrap();
+            let f = SpillFile::open(&p).unwrap();
+            let mut r = f.reader(0);
+            let mut got = Vec::new();
+            while r.advance().unwrap() {
+                got.push(r.key().to_vec());
+            }
+            let mut want = keys.clone();
+            want.sort_by(|a, b| key_cmp(order, a, b));
+            assert_eq!(got, want, "{order:?}");
         }
     }
 }
