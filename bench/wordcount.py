@@ -121,8 +121,9 @@ def phoenix(a, data, work, want, base):
     are what is checked: the generated words are lower-case letters only.
     """
     exe = Path(a.phoenix) / "tests" / "word_count" / "word_count"
-    cat = work / "text.cat"
-    if not cat.exists():
+    cat = work / f"{data.name}.cat"
+    size = sum(p.stat().st_size for p in data.glob("part-*"))
+    if not cat.exists() or cat.stat().st_size != size or cat.stat().st_mtime < data.stat().st_mtime:
         with open(cat, "wb") as f:
             for p in sorted(data.glob("part-*")):
                 f.write(p.read_bytes())

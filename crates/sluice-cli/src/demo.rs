@@ -50,6 +50,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         spill_dir: None,
         merge_factor: 64,
         bad_records: BadRecordsArg::Fail,
+        hardware: None,
         quiet: false,
     };
     crate::run::run(&run)?;

@@ -2,6 +2,7 @@
 
 mod demo;
 mod gen;
+mod model;
 mod run;
 mod summary;
 mod units;
@@ -29,6 +30,10 @@ enum Command {
     Run(RunArgs),
     /// Generate a small text data set, count its words, and show the result.
     Demo(demo::DemoArgs),
+    /// Measure disk, memory and network bandwidth and save a hardware profile.
+    Probe(model::ProbeArgs),
+    /// The ideal time of a job from its hardware (Krevat et al.'s model).
+    Model(model::ModelArgs),
 }
 
 /// The built-in jobs.
@@ -118,6 +123,9 @@ struct RunArgs {
     /// What to do with malformed records.
     #[arg(long, value_enum, default_value = "fail")]
     bad_records: BadRecordsArg,
+    /// Hardware profile for the model [default: $SLUICE_HARDWARE or ~/.sluice/hardware.json].
+    #[arg(long)]
+    hardware: Option<PathBuf>,
     /// Print no summary (errors still go to stderr).
     #[arg(long, short)]
     quiet: bool,
@@ -129,6 +137,8 @@ fn main() {
         Command::Gen { kind } => gen::run(kind),
         Command::Run(args) => run::run(&args).map(|_| ()),
         Command::Demo(args) => demo::run(&args),
+        Command::Probe(args) => model::probe(&args),
+        Command::Model(args) => model::model(&args),
     };
     if let Err(e) = r {
         eprintln!("error: {}", describe(&e));

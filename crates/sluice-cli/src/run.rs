@@ -45,6 +45,7 @@ fn config(args: &RunArgs) -> EngineConfig {
     cfg.spill_dir = args.spill_dir.clone();
     cfg.merge_factor = args.merge_factor;
     cfg.overwrite = args.overwrite;
+    cfg.hardware = Some(crate::model::load_hardware(args.hardware.as_deref()));
     cfg.bad_records = match args.bad_records {
         BadRecordsArg::Fail => BadRecordPolicy::Fail,
         BadRecordsArg::Skip => BadRecordPolicy::Skip,

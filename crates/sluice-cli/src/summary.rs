@@ -54,6 +54,22 @@ pub fn print_summary(r: &JobReport) {
         r.spill_files,
         r.merge_passes
     );
+    if let Some(m) = &r.model {
+        eprintln!(
+            "model    ideal {:.2}s ({}; phase 1 {:.2}s {:?}-bound, phase 2 {:.2}s {:?}-bound); efficiency {:.2} ({:.1}x ideal); e_M {:.3}, e_R {:.3}",
+            m.ideal_seconds,
+            m.variant.name(),
+            m.phase1.ideal_s,
+            m.phase1.bottleneck,
+            m.phase2.ideal_s,
+            m.phase2.bottleneck,
+            m.efficiency,
+            m.slowdown,
+            m.map_ratio,
+            m.reduce_ratio
+        );
+        eprintln!("         hardware: {}", m.hardware.source);
+    }
     for row in TaskCounter::ALL.chunks(2) {
         let cells: Vec<String> = row
             .iter()

@@ -14,10 +14,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "mb" | "m" => 1_000_000,
         "gb" | "g" => 1_000_000_000,
         "tb" | "t" => 1_000_000_000_000,
+        "pb" | "p" => 1_000_000_000_000_000,
         "kib" => 1 << 10,
         "mib" => 1 << 20,
         "gib" => 1 << 30,
         "tib" => 1 << 40,
+        "pib" => 1 << 50,
         _ => return Err(bad(s)),
     };
     let v: f64 = num.parse().map_err(|_| bad(s))?;
@@ -27,8 +29,14 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     Ok((v * mult as f64).round() as u64)
 }
 
+/// Parses a rate such as `260MB/s` or `110MB` (bytes per second).
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    parse_size(t.strip_suffix("/s").unwrap_or(t))
+}
+
 fn bad(s: &str) -> String {
-    format!("invalid size '{s}': expected a number with an optional unit (KB, MB, GB, TB = powers of 1000; KiB, MiB, GiB, TiB = powers of 1024)")
+    format!("invalid size '{s}': expected a number with an optional unit (KB, MB, GB, TB, PB = powers of 1000; KiB, MiB, GiB, TiB, PiB = powers of 1024)")
 }
 
 /// Formats bytes with a decimal unit, e.g. `268.4 MB`.
@@ -57,5 +65,6 @@ mod tests {
         assert!(err.contains("invalid size 'banana'"), "{err}");
         assert!(parse_size("12XB").is_err());
         assert!(parse_size("").is_err());
+        assert_eq!(parse_rate("260MB/s"), Ok(260_000_000));
     }
 }

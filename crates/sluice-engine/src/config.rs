@@ -45,6 +45,9 @@ pub struct EngineConfig {
     pub overwrite: bool,
     /// Called after each spill file is written.
     pub spill_hook: Option<SpillHook>,
+    /// Disk and network rates for the performance model; `None` leaves the
+    /// model out of the report.
+    pub hardware: Option<sluice_model::Hardware>,
 }
 
 impl Default for EngineConfig {
@@ -62,6 +65,7 @@ impl Default for EngineConfig {
             format: RecordFormat::Lines,
             overwrite: false,
             spill_hook: None,
+            hardware: None,
         }
     }
 }

@@ -115,6 +115,9 @@ pub fn run_job(
     report.phases.total_s = t0.elapsed().as_secs_f64();
     report.peak_rss_bytes = memory::peak_rss();
     report.throughput_mb_s = total as f64 / 1e6 / report.phases.total_s.max(1e-9);
+    if let Some(hw) = &cfg.hardware {
+        report.model = Some(report.account(hw, cfg.memory as f64 * COLLECT_SHARE));
+    }
     Ok(report)
 }
 

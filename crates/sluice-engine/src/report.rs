@@ -63,6 +63,10 @@ pub struct JobReport {
     pub peak_rss_bytes: u64,
     /// Input megabytes (10^6 bytes) per second of total time.
     pub throughput_mb_s: f64,
+    /// The performance model's account of the job: ideal time on the
+    /// hardware profile, efficiency, phases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<sluice_model::Account>,
 }
 
 impl JobReport {
@@ -82,6 +86,26 @@ impl JobReport {
     /// A framework counter by its name (0 if absent).
     pub fn counter(&self, c: TaskCounter) -> u64 {
         self.counters.get(c.name()).copied().unwrap_or(0)
+    }
+
+    /// Accounts the job against the model on `hw`. Phase 1 is setup and
+    /// map (read, map, spill); phase 2 is merge, reduce and commit. On one
+    /// node there are no stragglers and no receive skew.
+    pub fn account(&self, hw: &sluice_model::Hardware, sort_memory: f64) -> sluice_model::Account {
+        let p = &self.phases;
+        let m = sluice_model::Measured {
+            nodes: 1.0,
+            input: self.input_bytes as f64,
+            map_output: self.counter(TaskCounter::ShuffleBytes) as f64,
+            output: self.output_bytes as f64,
+            map_only: self.reducers == 0,
+            sort_memory,
+            phase1: p.setup_s + p.map_s,
+            phase2: p.merge_s + p.reduce_s + p.commit_s,
+            stragglers: 0.0,
+            receive_skew: 0.0,
+        };
+        sluice_model::account(&m, hw)
     }
 
     /// The report as pretty JSON.

@@ -1,0 +1,249 @@
+//! Accounting a measured job against the model: ideal time, efficiency and
+//! the paper's per-phase breakdown.
+
+use serde::Serialize;
+
+use crate::{grep_ideal, ideal, ideal_equivalent_nodes, Ideal, Params, Resource, Variant};
+
+/// Stated defaults for rates no probe measured (bytes/s): a commodity SATA
+/// SSD and gigabit Ethernet, the paper's order of magnitude.
+pub const DEFAULT_DISK_READ: f64 = 500e6;
+/// See [`DEFAULT_DISK_READ`].
+pub const DEFAULT_DISK_WRITE: f64 = 400e6;
+/// See [`DEFAULT_DISK_READ`].
+pub const DEFAULT_NETWORK: f64 = 110e6;
+
+/// The rates the model uses, and where each came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hardware {
+    /// `D_r`, bytes/s.
+    pub disk_read: f64,
+    /// `D_w`, bytes/s.
+    pub disk_write: f64,
+    /// `N`, bytes/s.
+    pub network: f64,
+    /// Where the figures came from, naming any default used.
+    pub source: String,
+}
+
+impl Hardware {
+    /// The stated defaults, with the reason no measured figures are used.
+    pub fn defaults(why: &str) -> Self {
+        Hardware {
+            disk_read: DEFAULT_DISK_READ,
+            disk_write: DEFAULT_DISK_WRITE,
+            network: DEFAULT_NETWORK,
+            source: format!(
+                "defaults (disk read {:.0} MB/s, disk write {:.0} MB/s, network {:.0} MB/s): {why}",
+                DEFAULT_DISK_READ / 1e6,
+                DEFAULT_DISK_WRITE / 1e6,
+                DEFAULT_NETWORK / 1e6
+            ),
+        }
+    }
+}
+
+/// What was measured of a job, in bytes and seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// Nodes the job ran on.
+    pub nodes: f64,
+    /// Input bytes.
+    pub input: f64,
+    /// Map output bytes moved to reducers (0 for map-only jobs).
+    pub map_output: f64,
+    /// Bytes of job output.
+    pub output: f64,
+    /// Whether the job has no reduce phase.
+    pub map_only: bool,
+    /// Memory for map output per node.
+    pub sort_memory: f64,
+    /// Seconds of phase 1 (read, map, spill).
+    pub phase1: f64,
+    /// Seconds of phase 2 (merge, reduce, write, commit).
+    pub phase2: f64,
+    /// Seconds from a node's finish to the last node's finish, averaged.
+    pub stragglers: f64,
+    /// Last minus mean incoming-flow completion in phase 1.
+    pub receive_skew: f64,
+}
+
+/// One phase: measured against ideal.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PhaseAccount {
+    /// Measured seconds.
+    pub actual_s: f64,
+    /// Ideal seconds.
+    pub ideal_s: f64,
+    /// What bounds the ideal.
+    pub bottleneck: Resource,
+}
+
+/// The model's view of a measured job.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Account {
+    /// The rates used.
+    pub hardware: Hardware,
+    /// Nodes.
+    pub nodes: f64,
+    /// `e_M` as measured.
+    pub map_ratio: f64,
+    /// `e_R` as measured.
+    pub reduce_ratio: f64,
+    /// The variant the model chose.
+    pub variant: Variant,
+    /// Ideal seconds.
+    pub ideal_seconds: f64,
+    /// Measured seconds.
+    pub actual_seconds: f64,
+    /// Ideal / actual.
+    pub efficiency: f64,
+    /// Actual / ideal.
+    pub slowdown: f64,
+    /// Nodes an ideal system would need for the measured speed.
+    pub ideal_equivalent_nodes: f64,
+    /// Phase 1.
+    pub phase1: PhaseAccount,
+    /// Phase 2.
+    pub phase2: PhaseAccount,
+    /// Straggler seconds (0 on one node).
+    pub stragglers_s: f64,
+    /// Phase-1 receive skew seconds (0 on one node).
+    pub receive_skew_s: f64,
+}
+
+/// The ideal of a measured job on `hw`: map-only jobs read their input and
+/// write their output (grep is the case of negligible output); others are
+/// the general model with the measured `e_M` and `e_R`.
+pub fn account(m: &Measured, hw: &Hardware) -> Account {
+    let input = m.input.max(1.0);
+    let (em, er) = if m.map_only {
+        (m.output / input, 1.0)
+    } else {
+        (m.map_output / input, m.output / m.map_output.max(1.0))
+    };
+    let ideal = if m.map_only {
+        map_only_ideal(m, hw, em)
+    } else {
+        ideal(&Params {
+            nodes: m.nodes,
+            input,
+            disk_read: hw.disk_read,
+            disk_write: hw.disk_write,
+            net: hw.network,
+            replication: 1.0,
+            map_ratio: em,
+            reduce_ratio: er,
+            sort_memory: Some(m.sort_memory),
+            backup_write: false,
+        })
+    };
+    let actual = m.phase1 + m.phase2 + m.stragglers + m.receive_skew;
+    Account {
+        hardware: hw.clone(),
+        nodes: m.nodes,
+        map_ratio: em,
+        reduce_ratio: er,
+        variant: ideal.variant,
+        ideal_seconds: ideal.seconds,
+        actual_seconds: actual,
+        efficiency: ideal.seconds / actual,
+        slowdown: actual / ideal.seconds,
+        ideal_equivalent_nodes: ideal_equivalent_nodes(m.nodes, ideal.seconds, actual),
+        phase1: phase(m.phase1, &ideal.phase1),
+        phase2: phase(m.phase2, &ideal.phase2),
+        stragglers_s: m.stragglers,
+        receive_skew_s: m.receive_skew,
+    }
+}
+
+fn phase(actual_s: f64, p: &crate::PhaseIdeal) -> PhaseAccount {
+    PhaseAccount {
+        actual_s,
+        ideal_s: p.seconds,
+        bottleneck: p.bottleneck,
+    }
+}
+
+/// Map-only: read at `D_r`, write `e_M` of it at `D_w`, no shuffle.
+fn map_only_ideal(m: &Measured, hw: &Hardware, em: f64) -> Ideal {
+    let per_node = m.input / m.nodes.max(1.0);
+    let read = grep_ideal(m.nodes, m.input, hw.disk_read);
+    let write = per_node * em / hw.disk_write;
+    let p1 = crate::PhaseIdeal {
+        disk_seconds: read + write,
+        net_seconds: 0.0,
+        seconds: read + write,
+        bottleneck: Resource::Disk,
+    };
+    let p2 = crate::PhaseIdeal {
+        disk_seconds: 0.0,
+        net_seconds: 0.0,
+        seconds: 0.0,
+        bottleneck: Resource::Disk,
+    };
+    Ideal {
+        seconds: p1.seconds,
+        variant: Variant::InMemory,
+        phase1: p1,
+        phase2: p2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hw() -> Hardware {
+        Hardware {
+            disk_read: 100e6,
+            disk_write: 50e6,
+            network: 1e9,
+            source: "test".into(),
+        }
+    }
+
+    fn measured() -> Measured {
+        Measured {
+            nodes: 1.0,
+            input: 1e9,
+            map_output: 1e9,
+            output: 1e9,
+            map_only: false,
+            sort_memory: 1e8,
+            phase1: 30.0,
+            phase2: 30.0,
+            stragglers: 0.0,
+            receive_skew: 0.0,
+        }
+    }
+
+    #[test]
+    fn a_sort_larger_than_memory_is_external_on_one_node() {
+        let a = account(&measured(), &hw());
+        assert_eq!(a.variant, Variant::External);
+        // Phase 1: read 10 s + write runs 20 s; phase 2: read runs 10 s + write 20 s.
+        assert!((a.ideal_seconds - 60.0).abs() < 1e-9, "{}", a.ideal_seconds);
+        assert!((a.efficiency - 1.0).abs() < 1e-9);
+        assert_eq!((a.map_ratio, a.reduce_ratio), (1.0, 1.0));
+    }
+
+    #[test]
+    fn grep_is_bounded_by_reading() {
+        let m = Measured {
+            map_only: true,
+            map_output: 0.0,
+            output: 1e6,
+            phase1: 20.0,
+            phase2: 0.0,
+            ..measured()
+        };
+        let a = account(&m, &hw());
+        assert!(
+            (a.ideal_seconds - (10.0 + 0.02)).abs() < 1e-9,
+            "{}",
+            a.ideal_seconds
+        );
+        assert!((a.slowdown - 20.0 / 10.02).abs() < 1e-9);
+    }
+}
