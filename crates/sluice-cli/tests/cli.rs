@@ -325,3 +325,80 @@ fn sort_and_grep_through_the_cli_agree_with_coreutils_semantics() {
             .collect::<Vec<u8>>()
     );
 }
+
+#[test]
+fn model_reproduces_the_papers_hadoop_terasort() {
+    let o = ok(sluice()
+        .args([
+            "model", "--nodes", "1460", "--input", "1TB", "--disk-read", "260MB/s", "--net", "110MB/s",
+            "--actual", "62", "--json",
+        ])
+        .output()
+        .unwrap());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ideal = v["ideal_seconds"].as_f64().unwrap();
+    assert!((ideal - 8.86).abs() < 0.01, "{ideal}");
+    assert_eq!(v["variant"], "in-memory");
+    assert_eq!(v["ideal_equivalent_nodes"].as_f64().unwrap().round(), 209.0);
+    let o = ok(sluice()
+        .args(["model", "--nodes", "1800", "--input", "1TB", "--disk-read", "80MB/s", "--net", "110MB/s", "--grep"])
+        .output()
+        .unwrap());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ideal time   6.94 s"));
+}
+
+#[test]
+fn probe_saves_a_profile_that_run_reports_account_against() {
+    let d = tempfile::tempdir().unwrap();
+    let hw = d.path().join("hw.json");
+    let o = ok(sluice()
+        .args(["probe", "--size", "16MB", "--reps", "2", "--dir"])
+        .arg(d.path())
+        .arg("--out")
+        .arg(&hw)
+        .output()
+        .unwrap());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("MB/s median"));
+    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&hw).unwrap()).unwrap();
+    assert!(profile["disk_read"]["measured"]["median"].as_f64().unwrap() > 0.0);
+
+    let data = gen(d.path(), "300KB");
+    let report = d.path().join("r.json");
+    let run = |hw: &Path, out: &str| {
+        ok(sluice()
+            .args(["run", "grep", "--pattern", "a", "-q", "--input"])
+            .arg(&data)
+            .arg("--output")
+            .arg(d.path().join(out))
+            .arg("--hardware")
+            .arg(hw)
+            .arg("--report")
+            .arg(&report)
+            .output()
+            .unwrap());
+        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        r["model"].clone()
+    };
+    let m = run(&hw, "o1");
+    assert!(m["hardware"]["source"].as_str().unwrap().contains("hw.json"));
+    assert!(m["ideal_seconds"].as_f64().unwrap() > 0.0 && m["efficiency"].as_f64().unwrap() > 0.0);
+    let m = run(&d.path().join("missing.json"), "o2");
+    let source = m["hardware"]["source"].as_str().unwrap();
+    assert!(source.starts_with("defaults") && source.contains("sluice probe"), "{source}");
+}
+
+#[test]
+fn a_probe_that_cannot_write_says_so_and_still_saves() {
+    let d = tempfile::tempdir().unwrap();
+    let hw = d.path().join("hw.json");
+    let o = ok(sluice()
+        .args(["probe", "--size", "1MB", "--reps", "1", "--dir"])
+        .arg(d.path().join("no-such-dir"))
+        .arg("--out")
+        .arg(&hw)
+        .output()
+        .unwrap());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("skipped") && text.contains("no-such-dir"), "{text}");
+    assert!(hw.exists());
+}
