@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs what the benchmarks need: a release build of Sluice and a Python
+# venv (.venv) with the peers from PyPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -p sluice-cli
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install --quiet --disable-pip-version-check duckdb
