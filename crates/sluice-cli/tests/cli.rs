@@ -330,8 +330,18 @@ fn sort_and_grep_through_the_cli_agree_with_coreutils_semantics() {
 fn model_reproduces_the_papers_hadoop_terasort() {
     let o = ok(sluice()
         .args([
-            "model", "--nodes", "1460", "--input", "1TB", "--disk-read", "260MB/s", "--net", "110MB/s",
-            "--actual", "62", "--json",
+            "model",
+            "--nodes",
+            "1460",
+            "--input",
+            "1TB",
+            "--disk-read",
+            "260MB/s",
+            "--net",
+            "110MB/s",
+            "--actual",
+            "62",
+            "--json",
         ])
         .output()
         .unwrap());
@@ -341,7 +351,18 @@ fn model_reproduces_the_papers_hadoop_terasort() {
     assert_eq!(v["variant"], "in-memory");
     assert_eq!(v["ideal_equivalent_nodes"].as_f64().unwrap().round(), 209.0);
     let o = ok(sluice()
-        .args(["model", "--nodes", "1800", "--input", "1TB", "--disk-read", "80MB/s", "--net", "110MB/s", "--grep"])
+        .args([
+            "model",
+            "--nodes",
+            "1800",
+            "--input",
+            "1TB",
+            "--disk-read",
+            "80MB/s",
+            "--net",
+            "110MB/s",
+            "--grep",
+        ])
         .output()
         .unwrap());
     assert!(String::from_utf8_lossy(&o.stdout).contains("ideal time   6.94 s"));
@@ -376,15 +397,22 @@ fn probe_saves_a_profile_that_run_reports_account_against() {
             .arg(&report)
             .output()
             .unwrap());
-        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
         r["model"].clone()
     };
     let m = run(&hw, "o1");
-    assert!(m["hardware"]["source"].as_str().unwrap().contains("hw.json"));
+    assert!(m["hardware"]["source"]
+        .as_str()
+        .unwrap()
+        .contains("hw.json"));
     assert!(m["ideal_seconds"].as_f64().unwrap() > 0.0 && m["efficiency"].as_f64().unwrap() > 0.0);
     let m = run(&d.path().join("missing.json"), "o2");
     let source = m["hardware"]["source"].as_str().unwrap();
-    assert!(source.starts_with("defaults") && source.contains("sluice probe"), "{source}");
+    assert!(
+        source.starts_with("defaults") && source.contains("sluice probe"),
+        "{source}"
+    );
 }
 
 #[test]
@@ -399,6 +427,9 @@ fn a_probe_that_cannot_write_says_so_and_still_saves() {
         .output()
         .unwrap());
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("skipped") && text.contains("no-such-dir"), "{text}");
+    assert!(
+        text.contains("skipped") && text.contains("no-such-dir"),
+        "{text}"
+    );
     assert!(hw.exists());
 }

@@ -251,7 +251,11 @@ mod tests {
         let t = ideal(&Params::sort(1000.0, TB, 780.0 * MB, 110.0 * MB));
         close(t.seconds, 10.4, 0.05);
         // The paper computes the node count from its rounded 10.4 s.
-        close(ideal_equivalent_nodes(1000.0, 10.4, 68.0).round(), 153.0, 0.0);
+        close(
+            ideal_equivalent_nodes(1000.0, 10.4, 68.0).round(),
+            153.0,
+            0.0,
+        );
     }
 
     fn petasort(nodes: f64, disk: f64, replication: f64) -> Ideal {
