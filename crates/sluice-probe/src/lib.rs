@@ -3,7 +3,7 @@
 //! Each probe runs several times; the profile keeps the median, the range
 //! and the spread of each figure, because the machines Sluice is measured on
 //! are shared and noisy. A probe that cannot run (no space, no permission)
-//! is recorded with the reason, and [`Hardware::from_profile`] falls back to
+//! is recorded with the reason, and [`hardware`] falls back to
 //! a stated default for that figure, naming it.
 
 mod probes;
