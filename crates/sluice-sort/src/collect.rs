@@ -270,7 +270,6 @@ impl Sink for SpillSink<'_> {
 #[cfg(test)]
 mod tests {
     use sluice_api::HashPartitioner;
-    use sluice_formats::spill::SpillFile;
 
     use super::*;
 
@@ -299,17 +298,10 @@ mod tests {
             for k in &keys {
                 c.collect(k, b"").unwrap();
             }
-            let d = tempfile::tempdir().unwrap();
-            let p = d.path().join("run");
-            let mut w = SpillWriter::create(&p, 1).unwrap();
-            c.spill(&mut w, &mut Counters::default()).unwrap();
-            w.finish().unwrap();
-            let f = SpillFile::open(&p).unwrap();
-            let mut r = f.reader(0);
-            let mut got = Vec::new();
-            while r.advance().unwrap() {
-                got.push(r.key().to_vec());
-            }
+            let got: Vec<Vec<u8>> = crate::spill_to_vec(&mut c)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect();
             let mut want = keys.clone();
             want.sort_by(|a, b| key_cmp(order, a, b));
             assert_eq!(got, want, "{order:?}");

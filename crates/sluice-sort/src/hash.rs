@@ -243,7 +243,6 @@ mod tests {
     use std::collections::BTreeMap;
 
     use sluice_api::HashPartitioner;
-    use sluice_formats::spill::SpillFile;
 
     use super::*;
 
@@ -285,20 +284,12 @@ mod tests {
                 *e = value;
             }
         }
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("run");
-        let mut w = SpillWriter::create(&p, 1).unwrap();
-        c.spill(&mut w, &mut Counters::default()).unwrap();
-        w.finish().unwrap();
-        let f = SpillFile::open(&p).unwrap();
-        let mut r = f.reader(0);
-        let mut got = BTreeMap::new();
-        let mut last = Vec::new();
-        while r.advance().unwrap() {
-            assert!(r.key() > last.as_slice(), "keys come out sorted");
-            last = r.key().to_vec();
-            got.insert(r.key().to_vec(), r.value().to_vec());
-        }
+        let rows = crate::spill_to_vec(&mut c);
+        assert!(
+            rows.windows(2).all(|w| w[0].0 < w[1].0),
+            "keys come out sorted"
+        );
+        let got: BTreeMap<Vec<u8>, Vec<u8>> = rows.into_iter().collect();
         assert_eq!(got, want);
         assert!(c.is_empty());
         // A spill releases the table, so the next emit does not see a full budget.

@@ -28,3 +28,21 @@ pub use order::{fingerprint, key_cmp, prefix};
 
 /// Result type of this crate.
 pub type Result<T> = std::result::Result<T, SortError>;
+
+/// Spills a collector into a one-partition run and reads it back.
+#[cfg(test)]
+pub(crate) fn spill_to_vec(c: &mut dyn Collector) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("run");
+    let mut w = sluice_formats::spill::SpillWriter::create(&p, 1).unwrap();
+    c.spill(&mut w, &mut sluice_api::Counters::default())
+        .unwrap();
+    w.finish().unwrap();
+    let f = sluice_formats::spill::SpillFile::open(&p).unwrap();
+    let mut r = f.reader(0);
+    let mut got = Vec::new();
+    while r.advance().unwrap() {
+        got.push((r.key().to_vec(), r.value().to_vec()));
+    }
+    got
+}
