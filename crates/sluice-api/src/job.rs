@@ -20,6 +20,26 @@ pub trait Mapper: Send {
     fn cleanup(&mut self, _ctx: &mut MapContext<'_>) -> Result<()> {
         Ok(())
     }
+
+    /// Whether the engine may hand text input to [`Mapper::map_lines`] a
+    /// block of lines at a time instead of calling [`Mapper::map`] per line.
+    fn wants_line_blocks(&self) -> bool {
+        false
+    }
+
+    /// Called with a block of whole lines starting at byte `offset`: each
+    /// line ends in `\n` except perhaps the last line of a file. The default
+    /// strips each line's `\n` (and a `\r` before it) and calls
+    /// [`Mapper::map`].
+    fn map_lines(&mut self, offset: u64, block: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
+        let mut at = offset;
+        for line in block.split_inclusive(|&b| b == b'\n') {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            self.map(at, body.strip_suffix(b"\r").unwrap_or(body), ctx)?;
+            at += line.len() as u64;
+        }
+        Ok(())
+    }
 }
 
 /// Turns one key and all its values into output records. Also the type of a

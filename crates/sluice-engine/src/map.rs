@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sluice_api::{Counters, Error as ApiError, JobSpec, MapContext, Sink, TaskCounter};
+use sluice_formats::input::RecordFormat;
 use sluice_formats::input::Split;
-use sluice_formats::read::{read_split, ReadOptions};
+use sluice_formats::read::{read_line_blocks, read_split, ReadOptions};
 use sluice_formats::spill::SpillWriter;
 use sluice_sort::{Collector, HashCollector, SortCollector};
 
@@ -126,17 +127,30 @@ impl MapPhase<'_> {
             max_record: self.cfg.max_record,
         };
         let mut records = 0u64;
-        let consumed = read_split(split, self.cfg.format, &opts, |off, rec| {
-            records += 1;
-            if records.is_multiple_of(65_536) && queue.aborted() {
-                return Err(EngineError::Cancelled);
-            }
-            match mapper.map(off, rec, &mut MapContext::new(sink, counters)) {
-                Ok(()) => Ok(()),
-                Err(ApiError::BadRecord(msg)) => bad.handle(path, off, rec, msg, counters),
-                Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
-            }
-        })?;
+        let consumed = if self.cfg.format == RecordFormat::Lines && mapper.wants_line_blocks() {
+            read_line_blocks(split, &opts, |off, block| {
+                records += count_lines(block);
+                if queue.aborted() {
+                    return Err(EngineError::Cancelled);
+                }
+                match mapper.map_lines(off, block, &mut MapContext::new(sink, counters)) {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
+                }
+            })?
+        } else {
+            read_split(split, self.cfg.format, &opts, |off, rec| {
+                records += 1;
+                if records.is_multiple_of(65_536) && queue.aborted() {
+                    return Err(EngineError::Cancelled);
+                }
+                match mapper.map(off, rec, &mut MapContext::new(sink, counters)) {
+                    Ok(()) => Ok(()),
+                    Err(ApiError::BadRecord(msg)) => bad.handle(path, off, rec, msg, counters),
+                    Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
+                }
+            })?
+        };
         let r = mapper.cleanup(&mut MapContext::new(sink, counters));
         r.map_err(|e| user_error(sink, e, "map cleanup", None))?;
         counters.add(TaskCounter::MapInputRecords, records);
@@ -144,6 +158,12 @@ impl MapPhase<'_> {
         Progress::add(&self.progress.input_done, split.len());
         bad.finish()
     }
+}
+
+/// Lines in a block of whole lines (the last may lack its newline).
+fn count_lines(block: &[u8]) -> u64 {
+    let newlines = memchr::memchr_iter(b'\n', block).count() as u64;
+    newlines + u64::from(!block.is_empty() && !block.ends_with(b"\n"))
 }
 
 /// Malformed records of one split under the configured policy.

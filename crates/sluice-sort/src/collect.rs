@@ -10,7 +10,7 @@ use sluice_formats::spill::SpillWriter;
 use sluice_formats::FormatError;
 
 use crate::merge::ErrorSink;
-use crate::order::{key_cmp, prefix};
+use crate::order::{key_cmp, prefix, prefix_tie, PREFIX_BYTES};
 use crate::{Result, SortError};
 
 /// Collects map output in memory until the engine spills it.
@@ -39,20 +39,14 @@ struct Entry {
     vlen: u32,
 }
 
-/// Key bytes a bytewise prefix holds.
-const PREFIX_BYTES: usize = 8;
-
-/// Orders two entries whose partition and prefix are equal. For bytewise
-/// order, equal prefixes mean the keys agree on their first 8 bytes (zero
-/// padded), so when either key is at most 8 bytes long it is a prefix of
-/// the other and the lengths decide: no key bytes are read. Longer keys
-/// compare their bytes after the prefix.
+/// Orders two entries whose partition and prefix are equal (see
+/// [`prefix_tie`]).
 #[inline]
 fn tie_cmp(arena: &[u8], order: KeyOrder, a: &Entry, b: &Entry) -> std::cmp::Ordering {
     let key = |e: &Entry| &arena[e.off as usize..(e.off + e.klen) as usize];
     match order {
         KeyOrder::Bytewise if a.klen.min(b.klen) as usize <= PREFIX_BYTES => a.klen.cmp(&b.klen),
-        KeyOrder::Bytewise => key(a)[PREFIX_BYTES..].cmp(&key(b)[PREFIX_BYTES..]),
+        KeyOrder::Bytewise => prefix_tie(key(a), key(b)),
         KeyOrder::Fingerprint => key_cmp(order, key(a), key(b)),
     }
 }

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use sluice_api::{Counters, KeyOrder, ReduceContext, Reducer, Sink, Values};
 use sluice_formats::spill::SegmentReader;
 
-use crate::order::fingerprint;
+use crate::order::{prefix, prefix_tie};
 use crate::{Result, SortError};
 
 /// Merges sorted segment readers into one sorted stream.
@@ -16,7 +16,8 @@ use crate::{Result, SortError};
 /// data borrowed from elsewhere without copying every key.
 pub struct Merger {
     sources: Vec<SegmentReader>,
-    fps: Vec<u32>,
+    /// Each source's current sort prefix ([`prefix`]), compared before keys.
+    prefixes: Vec<u64>,
     heap: Vec<usize>,
     order: KeyOrder,
 }
@@ -25,16 +26,16 @@ impl Merger {
     /// A merger over `sources`, each positioned before its first record.
     pub fn new(mut sources: Vec<SegmentReader>, order: KeyOrder) -> Result<Self> {
         let mut heap = Vec::with_capacity(sources.len());
-        let mut fps = vec![0; sources.len()];
+        let mut prefixes = vec![0; sources.len()];
         for (i, s) in sources.iter_mut().enumerate() {
             if s.advance()? {
-                fps[i] = fingerprint_if(order, s.key());
+                prefixes[i] = prefix(order, s.key());
                 heap.push(i);
             }
         }
         let mut m = Merger {
             sources,
-            fps,
+            prefixes,
             heap,
             order,
         };
@@ -58,7 +59,7 @@ impl Merger {
             return Ok(());
         };
         if self.sources[top].advance()? {
-            self.fps[top] = fingerprint_if(self.order, self.sources[top].key());
+            self.prefixes[top] = prefix(self.order, self.sources[top].key());
         } else {
             let last = self.heap.len() - 1;
             self.heap.swap(0, last);
@@ -70,12 +71,13 @@ impl Merger {
 
     fn less(&self, a: usize, b: usize) -> bool {
         let (sa, sb) = (self.heap[a], self.heap[b]);
-        let ord = match self.order {
-            KeyOrder::Bytewise => self.sources[sa].key().cmp(self.sources[sb].key()),
-            KeyOrder::Fingerprint => self.fps[sa]
-                .cmp(&self.fps[sb])
-                .then_with(|| self.sources[sa].key().cmp(self.sources[sb].key())),
-        };
+        let ord = self.prefixes[sa].cmp(&self.prefixes[sb]).then_with(|| {
+            let (ka, kb) = (self.sources[sa].key(), self.sources[sb].key());
+            match self.order {
+                KeyOrder::Bytewise => prefix_tie(ka, kb),
+                KeyOrder::Fingerprint => ka.cmp(kb),
+            }
+        });
         ord.then(sa.cmp(&sb)) == Ordering::Less
     }
 
@@ -100,13 +102,6 @@ impl Merger {
 
     fn at_key(&self, key: &[u8]) -> bool {
         self.current().is_some_and(|(k, _)| k == key)
-    }
-}
-
-fn fingerprint_if(order: KeyOrder, key: &[u8]) -> u32 {
-    match order {
-        KeyOrder::Bytewise => 0,
-        KeyOrder::Fingerprint => fingerprint(key),
     }
 }
 

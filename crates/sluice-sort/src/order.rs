@@ -29,6 +29,22 @@ pub fn prefix(order: KeyOrder, key: &[u8]) -> u64 {
     }
 }
 
+/// Key bytes a bytewise prefix holds.
+pub const PREFIX_BYTES: usize = 8;
+
+/// Orders two keys whose bytewise prefixes are equal. They agree on their
+/// first 8 bytes (zero padded), so when either key is at most 8 bytes long
+/// it is a prefix of the other and the lengths decide without reading key
+/// bytes; longer keys compare the bytes after the prefix.
+#[inline]
+pub fn prefix_tie(a: &[u8], b: &[u8]) -> Ordering {
+    if a.len().min(b.len()) <= PREFIX_BYTES {
+        a.len().cmp(&b.len())
+    } else {
+        a[PREFIX_BYTES..].cmp(&b[PREFIX_BYTES..])
+    }
+}
+
 /// Compares keys in `order`.
 #[inline]
 pub fn key_cmp(order: KeyOrder, a: &[u8], b: &[u8]) -> Ordering {
