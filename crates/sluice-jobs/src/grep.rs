@@ -97,12 +97,10 @@ mod tests {
         let mut m = (job.mapper)();
         m.map_lines(0, text, &mut MapContext::new(&mut a, &mut counters))
             .unwrap();
-        for line in text.split(|&c| c == b'\n') {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if !(line.is_empty() && text.ends_with(b"\n")) || !line.is_empty() {
-                m.map(0, line, &mut MapContext::new(&mut b, &mut counters))
-                    .unwrap();
-            }
+        for line in text.split_inclusive(|&c| c == b'\n') {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            let body = body.strip_suffix(b"\r").unwrap_or(body);
+            m.map(0, body, &mut MapContext::new(&mut b, &mut counters)).unwrap();
         }
         (a.0, b.0)
     }
