@@ -4,8 +4,13 @@
 //! derived from the user's seed and the part number, so the bytes depend on
 //! the seed and size only, never on the number of threads.
 
+mod pavlo;
 mod text;
 
+pub use pavlo::{
+    civil_from_days, days_from_civil, generate_pavlo, page_url, source_ip_pool, PavloSet, PavloSpec,
+    GREP_PATTERN,
+};
 pub use text::{generate_text, TextSpec, Vocabulary};
 
 use std::path::PathBuf;
