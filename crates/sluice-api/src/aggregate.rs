@@ -52,9 +52,58 @@ impl Aggregator for SumU64 {
     }
 }
 
+/// Sums vectors of 8-byte little-endian `f64`s element by element
+/// (`SUM(adRevenue)`, or revenue, rank and count together for an average).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SumF64s;
+
+impl SumF64s {
+    /// Encodes values into `out` (cleared first).
+    pub fn encode(values: &[f64], out: &mut Vec<u8>) {
+        out.clear();
+        for v in values {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// Element `i` of an encoded vector, if present.
+    pub fn get(bytes: &[u8], i: usize) -> Option<f64> {
+        let b = bytes.get(i * 8..i * 8 + 8)?;
+        Some(f64::from_le_bytes(b.try_into().ok()?))
+    }
+}
+
+impl Aggregator for SumF64s {
+    #[inline]
+    fn fold_in_place(&self, acc: &mut [u8], value: &[u8]) -> bool {
+        if acc.len() != value.len() || !acc.len().is_multiple_of(8) {
+            return false;
+        }
+        for (a, v) in acc.chunks_exact_mut(8).zip(value.chunks_exact(8)) {
+            let sum = f64::from_le_bytes(a.try_into().expect("8 bytes"))
+                + f64::from_le_bytes(v.try_into().expect("8 bytes"));
+            a.copy_from_slice(&sum.to_le_bytes());
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn float_vectors_sum_elementwise() {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        SumF64s::encode(&[1.5, 2.0, 1.0], &mut a);
+        SumF64s::encode(&[0.25, 3.0, 1.0], &mut b);
+        assert!(SumF64s.fold_in_place(&mut a, &b));
+        assert_eq!(
+            (SumF64s::get(&a, 0), SumF64s::get(&a, 2)),
+            (Some(1.75), Some(2.0))
+        );
+        assert!(!SumF64s.fold_in_place(&mut a, &b[..8]));
+    }
 
     #[test]
     fn sum_folds_in_place() {

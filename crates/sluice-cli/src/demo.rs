@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::units::parse_size;
-use crate::{BadRecordsArg, GroupingArg, JobName, KeyOrderArg, RunArgs};
+use crate::{BadRecordsArg, GroupingArg, JobName, JoinForm, KeyOrderArg, RunArgs};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -51,6 +51,9 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         merge_factor: 64,
         bad_records: BadRecordsArg::Fail,
         hardware: None,
+        threshold: 10,
+        rankings: None,
+        join: JoinForm::Fast,
         quiet: false,
     };
     crate::run::run(&run)?;

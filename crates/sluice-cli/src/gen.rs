@@ -1,10 +1,10 @@
 //! `sluice gen`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Subcommand;
-use sluice_gen::{generate_text, prepare_dir, TextSpec};
+use sluice_gen::{generate_pavlo, generate_text, prepare_dir, PavloSet, PavloSpec, TextSpec};
 
 use crate::summary::bar;
 use crate::units::{human, parse_size};
@@ -35,18 +35,186 @@ pub enum GenKind {
         #[arg(long)]
         overwrite: bool,
     },
+    /// Pavlo Grep: `key|field`, 10-byte unique keys, 90-byte fields, XYZ once per 10,000.
+    Grep(PavloArgs),
+    /// Pavlo Rankings: `pageURL|pageRank|avgDuration`.
+    Rankings(PavloArgs),
+    /// Pavlo UserVisits: nine columns; destURL drawn from Rankings' URLs.
+    Uservisits(PavloArgs),
+    /// Pavlo Documents: `url|html` pages linking to Rankings' URLs.
+    Documents(PavloArgs),
+    /// All four Pavlo data sets into OUT/{grep,rankings,uservisits,documents}.
+    Pavlo {
+        /// Size of UserVisits; Rankings is 1/20 of it, Grep 1/37, Documents 1/20 (the seed's per-node ratios).
+        #[arg(long, value_parser = parse_size)]
+        scale: u64,
+        /// Seed.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Threads [default: all cores].
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Replace existing data.
+        #[arg(long)]
+        overwrite: bool,
+    },
+}
+
+/// Options of one Pavlo data set.
+#[derive(Debug, clap::Args)]
+pub struct PavloArgs {
+    /// Approximate size (turned into rows by the set's average row length).
+    #[arg(long, value_parser = parse_size, conflicts_with = "rows")]
+    size: Option<u64>,
+    /// Rows.
+    #[arg(long)]
+    rows: Option<u64>,
+    /// Seed; use the same seed for Rankings and the sets that link to it.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Rows of the Rankings set whose URLs UserVisits and Documents use
+    /// [default: this set's rows x 18/155, the seed's ratio].
+    #[arg(long)]
+    rankings_rows: Option<u64>,
+    /// Output directory.
+    #[arg(long)]
+    out: PathBuf,
+    /// Threads [default: all cores].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Replace a non-empty output directory.
+    #[arg(long)]
+    overwrite: bool,
 }
 
 pub fn run(kind: GenKind) -> anyhow::Result<()> {
-    let GenKind::Text {
-        size,
-        seed,
-        out,
-        vocabulary,
-        exponent,
-        threads,
-        overwrite,
-    } = kind;
+    match kind {
+        GenKind::Text {
+            size,
+            seed,
+            out,
+            vocabulary,
+            exponent,
+            threads,
+            overwrite,
+        } => text(size, seed, out, vocabulary, exponent, threads, overwrite),
+        GenKind::Grep(a) => pavlo_set(PavloSet::Grep, &a),
+        GenKind::Rankings(a) => pavlo_set(PavloSet::Rankings, &a),
+        GenKind::Uservisits(a) => pavlo_set(PavloSet::UserVisits, &a),
+        GenKind::Documents(a) => pavlo_set(PavloSet::Documents, &a),
+        GenKind::Pavlo {
+            scale,
+            seed,
+            out,
+            threads,
+            overwrite,
+        } => pavlo_all(scale, seed, &out, threads, overwrite),
+    }
+}
+
+fn threads_or_all(t: Option<usize>) -> usize {
+    t.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
+fn pavlo_set(set: PavloSet, a: &PavloArgs) -> anyhow::Result<()> {
+    let rows = match (a.rows, a.size) {
+        (Some(r), _) => r,
+        (None, Some(s)) => (s / set.row_bytes()).max(1),
+        (None, None) => anyhow::bail!("give --size or --rows"),
+    };
+    let spec = PavloSpec {
+        set,
+        rows,
+        rankings_rows: a.rankings_rows.unwrap_or((rows * 18 / 155).max(1)),
+        seed: a.seed,
+        rows_per_part: ROWS_PER_PART_BYTES / set.row_bytes(),
+        threads: threads_or_all(a.threads),
+    };
+    write_pavlo(&spec, &a.out, a.overwrite)
+}
+
+/// Bytes per part file of the Pavlo sets.
+const ROWS_PER_PART_BYTES: u64 = 64 << 20;
+
+/// Row counts of the four sets for a UserVisits size, in the seed's
+/// proportions (UserVisits 20 GB : Rankings 1 GB : Grep 535 MB per node).
+pub fn pavlo_rows(scale: u64) -> [(PavloSet, u64); 4] {
+    let uv = (scale / PavloSet::UserVisits.row_bytes()).max(1);
+    let rankings = (uv * 18 / 155).max(1);
+    [
+        (PavloSet::Rankings, rankings),
+        (PavloSet::UserVisits, uv),
+        (
+            PavloSet::Grep,
+            (scale / 37 / PavloSet::Grep.row_bytes()).max(1),
+        ),
+        (
+            PavloSet::Documents,
+            (scale / 20 / PavloSet::Documents.row_bytes()).max(1),
+        ),
+    ]
+}
+
+/// Generates all four sets under `out`; skips sets already there unless
+/// `overwrite`.
+pub fn pavlo_all(
+    scale: u64,
+    seed: u64,
+    out: &Path,
+    threads: Option<usize>,
+    overwrite: bool,
+) -> anyhow::Result<()> {
+    let rows = pavlo_rows(scale);
+    let rankings_rows = rows[0].1;
+    for (set, n) in rows {
+        let dir = out.join(set.name());
+        if !overwrite && dir.join("part-00000").exists() {
+            continue;
+        }
+        let spec = PavloSpec {
+            set,
+            rows: n,
+            rankings_rows,
+            seed,
+            rows_per_part: ROWS_PER_PART_BYTES / set.row_bytes(),
+            threads: threads_or_all(threads),
+        };
+        write_pavlo(&spec, &dir, true)?;
+    }
+    Ok(())
+}
+
+fn write_pavlo(spec: &PavloSpec, out: &Path, overwrite: bool) -> anyhow::Result<()> {
+    prepare_dir(out, overwrite)?;
+    let t = Instant::now();
+    let pb = bar(spec.rows * spec.set.row_bytes(), spec.set.name());
+    let sum = generate_pavlo(spec, out, &|b| pb.inc(b))?;
+    pb.finish_and_clear();
+    eprintln!(
+        "generated {} {} rows ({}) in {} files at {} in {:.2}s",
+        sum.records,
+        spec.set.name(),
+        human(sum.bytes),
+        sum.files,
+        out.display(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn text(
+    size: u64,
+    seed: u64,
+    out: PathBuf,
+    vocabulary: usize,
+    exponent: f64,
+    threads: Option<usize>,
+    overwrite: bool,
+) -> anyhow::Result<()> {
     let mut spec = TextSpec {
         size,
         seed,

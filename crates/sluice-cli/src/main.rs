@@ -1,5 +1,6 @@
 //! `sluice`: generate data, run MapReduce jobs, report what happened.
 
+mod bench;
 mod demo;
 mod gen;
 mod model;
@@ -28,6 +29,11 @@ enum Command {
     },
     /// Run a job on the local engine.
     Run(RunArgs),
+    /// Run a benchmark against peers on the same files, answers checked.
+    Bench {
+        #[command(subcommand)]
+        kind: bench::BenchKind,
+    },
     /// Generate a small text data set, count its words, and show the result.
     Demo(demo::DemoArgs),
     /// Measure disk, memory and network bandwidth and save a hardware profile.
@@ -45,6 +51,27 @@ enum JobName {
     Grep,
     /// Sort lines bytewise into a total order across part files.
     Sort,
+    /// Pavlo grep: Grep rows whose field contains --pattern (default XYZ).
+    PavloGrep,
+    /// Pavlo selection: Rankings rows with pageRank > --threshold.
+    PavloSelection,
+    /// Pavlo large aggregation: SUM(adRevenue) per sourceIP.
+    PavloAggLarge,
+    /// Pavlo small aggregation: SUM(adRevenue) per SUBSTR(sourceIP, 1, 7).
+    PavloAggSmall,
+    /// Pavlo join of --rankings and UserVisits for the week 2000-01-15..22: the top sourceIP.
+    PavloJoin,
+    /// Pavlo UDF aggregation: inbound links per URL over Documents.
+    PavloUdf,
+}
+
+/// The two forms of the Pavlo join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum JoinForm {
+    /// One job: range-index pruning when the input has one, an in-memory rank table.
+    Fast,
+    /// Three jobs as Hadoop runs it: reduce-side join, aggregation, top row.
+    Baseline,
 }
 
 /// Map-output grouping for aggregation jobs.
@@ -102,7 +129,16 @@ struct RunArgs {
     /// Regular expression for grep.
     #[arg(long)]
     pattern: Option<String>,
-    /// Grouping for word count.
+    /// Selection threshold for pavlo-selection (pageRank > N).
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
+    threshold: i64,
+    /// Rankings input for pavlo-join.
+    #[arg(long)]
+    rankings: Option<String>,
+    /// Form of pavlo-join.
+    #[arg(long, value_enum, default_value = "fast")]
+    join: JoinForm,
+    /// Grouping for word count and the Pavlo aggregations.
     #[arg(long, value_enum, default_value = "hash")]
     grouping: GroupingArg,
     /// Key order for word count (sort accepts only bytewise).
@@ -136,6 +172,7 @@ fn main() {
     let r = match cli.command {
         Command::Gen { kind } => gen::run(kind),
         Command::Run(args) => run::run(&args).map(|_| ()),
+        Command::Bench { kind } => bench::run(kind),
         Command::Demo(args) => demo::run(&args),
         Command::Probe(args) => model::probe(&args),
         Command::Model(args) => model::model(&args),

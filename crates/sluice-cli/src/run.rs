@@ -1,36 +1,51 @@
 //! `sluice run`.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use sluice_api::{JobSpec, KeyOrder};
-use sluice_engine::{run_job, BadRecordPolicy, EngineConfig, JobReport, Phase, Progress};
-use sluice_formats::input;
-use sluice_jobs::Grouping;
+use sluice_engine::{run_job_on, BadRecordPolicy, EngineConfig, JobReport, Phase, Progress};
+use sluice_formats::input::{self, Split};
+use sluice_jobs::{pavlo, Grouping};
 
 use crate::summary::{bar, print_summary};
-use crate::{BadRecordsArg, GroupingArg, JobName, KeyOrderArg, RunArgs};
+use crate::{BadRecordsArg, GroupingArg, JobName, JoinForm, KeyOrderArg, RunArgs};
 
 /// Samples per split for the sort job's range partitioner.
 const SORT_SAMPLES_PER_SPLIT: usize = 100;
 
-pub fn run(args: &RunArgs) -> anyhow::Result<JobReport> {
+/// Runs the job (three jobs for the baseline join) and returns the reports.
+pub fn run(args: &RunArgs) -> anyhow::Result<Vec<JobReport>> {
     let cfg = config(args);
-    let job = build_job(args, &cfg)?;
-    let progress = Arc::new(Progress::default());
-    let report = with_progress(&progress, args.quiet, || {
-        run_job(&job, &args.input, &args.output, &cfg, &progress)
-    })?;
+    let reports = if args.job == JobName::PavloJoin && args.join == JoinForm::Baseline {
+        join_baseline(args, &cfg)?
+    } else {
+        let (job, cfg) = build_job(args, cfg)?;
+        let splits = plan(&args.input, &cfg)?;
+        vec![run_one(
+            &job,
+            &args.input,
+            &splits,
+            &args.output,
+            &cfg,
+            args.quiet,
+        )?]
+    };
     if let Some(path) = &args.report {
-        std::fs::write(path, report.to_json())
-            .with_context(|| format!("writing report {}", path.display()))?;
+        let json = match reports.as_slice() {
+            [one] => one.to_json(),
+            many => serde_json::to_string_pretty(many)?,
+        };
+        std::fs::write(path, json).with_context(|| format!("writing report {}", path.display()))?;
     }
     if !args.quiet {
-        print_summary(&report);
+        reports.iter().for_each(print_summary);
     }
-    Ok(report)
+    Ok(reports)
 }
 
 fn config(args: &RunArgs) -> EngineConfig {
@@ -53,16 +68,39 @@ fn config(args: &RunArgs) -> EngineConfig {
     cfg
 }
 
-fn build_job(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<JobSpec> {
-    Ok(match args.job {
-        JobName::Wordcount => sluice_jobs::wordcount(match args.grouping {
-            GroupingArg::Hash => Grouping::Hash,
-            GroupingArg::Sort => Grouping::Sort,
-        })
-        .key_order(match args.key_order {
-            KeyOrderArg::Bytewise => KeyOrder::Bytewise,
-            KeyOrderArg::Fingerprint => KeyOrder::Fingerprint,
-        }),
+/// Splits of an input, planned as the engine does.
+pub fn plan(input: &str, cfg: &EngineConfig) -> anyhow::Result<Vec<Split>> {
+    let files = input::resolve(input)?;
+    let total = input::total_len(&files);
+    Ok(input::plan_splits(
+        &files,
+        cfg.split_size_for(total),
+        cfg.format,
+    ))
+}
+
+fn hash_grouping(args: &RunArgs) -> bool {
+    args.grouping == GroupingArg::Hash
+}
+
+fn key_order(args: &RunArgs) -> KeyOrder {
+    match args.key_order {
+        KeyOrderArg::Bytewise => KeyOrder::Bytewise,
+        KeyOrderArg::Fingerprint => KeyOrder::Fingerprint,
+    }
+}
+
+/// The job for `args`, and the configuration adjusted for it.
+fn build_job(args: &RunArgs, mut cfg: EngineConfig) -> anyhow::Result<(JobSpec, EngineConfig)> {
+    let job = match args.job {
+        JobName::Wordcount => {
+            let grouping = if hash_grouping(args) {
+                Grouping::Hash
+            } else {
+                Grouping::Sort
+            };
+            sluice_jobs::wordcount(grouping).key_order(key_order(args))
+        }
         JobName::Grep => {
             let pattern = args
                 .pattern
@@ -75,9 +113,110 @@ fn build_job(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<JobSpec> {
                 args.key_order == KeyOrderArg::Bytewise,
                 "sort needs --key-order bytewise: its output is a total order"
             );
-            sluice_jobs::sort(sample(args, cfg)?, cfg.reducers)
+            sluice_jobs::sort(sample(args, &cfg)?, cfg.reducers)
         }
-    })
+        JobName::PavloGrep => {
+            pavlo::grep(args.pattern.as_deref().unwrap_or(sluice_gen::GREP_PATTERN))
+        }
+        JobName::PavloSelection => pavlo::selection(args.threshold),
+        JobName::PavloAggLarge => {
+            pavlo::aggregation(None, hash_grouping(args)).key_order(key_order(args))
+        }
+        JobName::PavloAggSmall => {
+            pavlo::aggregation(Some(7), hash_grouping(args)).key_order(key_order(args))
+        }
+        JobName::PavloUdf => pavlo::udf(),
+        JobName::PavloJoin => {
+            cfg.reducers = 1;
+            let rankings = args
+                .rankings
+                .as_deref()
+                .context("pavlo-join needs --rankings PATH")?;
+            let table = pavlo::rank_table(&plan(rankings, &cfg)?, cfg.max_record)
+                .map_err(anyhow::Error::msg)?;
+            pavlo::join_fast(Arc::new(table))
+        }
+    };
+    Ok((job, cfg))
+}
+
+/// The three jobs of the baseline join, through hidden directories beside
+/// the output that are removed afterwards.
+fn join_baseline(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<Vec<JobReport>> {
+    let rankings = args
+        .rankings
+        .as_deref()
+        .context("pavlo-join needs --rankings PATH")?;
+    let tmp = TempDir::beside(&args.output, "join")?;
+    let (filtered, aggregated) = (tmp.0.join("filtered"), tmp.0.join("aggregated"));
+    let both = format!("{rankings},{}", args.input);
+    let mut reports = vec![run_one(
+        &pavlo::join_filter(),
+        &both,
+        &plan(&both, cfg)?,
+        &filtered,
+        cfg,
+        true,
+    )?];
+    let input = filtered.display().to_string();
+    reports.push(run_one(
+        &pavlo::join_aggregate(),
+        &input,
+        &plan(&input, cfg)?,
+        &aggregated,
+        cfg,
+        true,
+    )?);
+    let input = aggregated.display().to_string();
+    let mut last = cfg.clone();
+    last.reducers = 1;
+    reports.push(run_one(
+        &pavlo::join_top(),
+        &input,
+        &plan(&input, cfg)?,
+        &args.output,
+        &last,
+        args.quiet,
+    )?);
+    Ok(reports)
+}
+
+/// A hidden directory beside a path, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn beside(path: &Path, what: &str) -> anyhow::Result<Self> {
+        let name = path
+            .file_name()
+            .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+        let dir = path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(format!(".{name}.{what}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs one job with a progress bar.
+pub fn run_one(
+    job: &JobSpec,
+    input: &str,
+    splits: &[Split],
+    output: &Path,
+    cfg: &EngineConfig,
+    quiet: bool,
+) -> anyhow::Result<JobReport> {
+    let progress = Arc::new(Progress::default());
+    Ok(with_progress(&progress, quiet, || {
+        run_job_on(job, input, splits, output, cfg, &progress)
+    })?)
 }
 
 /// Samples input lines for the sort job's split points.
@@ -85,9 +224,7 @@ fn sample(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<Vec<Vec<u8>>> {
     if cfg.reducers <= 1 {
         return Ok(Vec::new());
     }
-    let files = input::resolve(&args.input)?;
-    let total = input::total_len(&files);
-    let splits = input::plan_splits(&files, cfg.split_size_for(total), cfg.format);
+    let splits = plan(&args.input, cfg)?;
     Ok(sluice_engine::sample_records(
         &splits,
         cfg.format,
@@ -102,18 +239,19 @@ fn with_progress<T>(progress: &Arc<Progress>, quiet: bool, f: impl FnOnce() -> T
     if quiet {
         pb.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (done, finished) = std::sync::mpsc::channel::<()>();
     let watcher = {
-        let (progress, done, pb) = (progress.clone(), done.clone(), pb.clone());
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                update(&pb, &progress);
-                std::thread::sleep(Duration::from_millis(100));
+        let (progress, pb) = (progress.clone(), pb.clone());
+        std::thread::spawn(move || loop {
+            update(&pb, &progress);
+            // Wakes at once when the job ends and the sender is dropped.
+            if finished.recv_timeout(Duration::from_millis(100)) != Err(RecvTimeoutError::Timeout) {
+                return;
             }
         })
     };
     let r = f();
-    done.store(true, Ordering::Relaxed);
+    drop(done);
     let _ = watcher.join();
     pb.finish_and_clear();
     r

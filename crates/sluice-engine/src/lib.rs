@@ -49,12 +49,30 @@ pub fn run_job(
     progress: &Progress,
 ) -> Result<JobReport, EngineError> {
     cfg.validate()?;
-    let t0 = Instant::now();
     let files = input::resolve(input)?;
-    let committer = Committer::create(output, cfg.overwrite)?;
-    let spill = SpillDir::create(cfg, &committer)?;
     let total = input::total_len(&files);
     let splits = input::plan_splits(&files, cfg.split_size_for(total), cfg.format);
+    run_job_on(job, input, &splits, output, cfg, progress)
+}
+
+/// Runs `job` over the given splits (a range index's chunks, say), as
+/// [`run_job`] does over all of its input. `input` names the input in the
+/// report.
+pub fn run_job_on(
+    job: &JobSpec,
+    input: &str,
+    splits: &[input::Split],
+    output: &Path,
+    cfg: &EngineConfig,
+    progress: &Progress,
+) -> Result<JobReport, EngineError> {
+    cfg.validate()?;
+    let t0 = Instant::now();
+    let committer = Committer::create(output, cfg.overwrite)?;
+    let spill = SpillDir::create(cfg, &committer)?;
+    let total: u64 = splits.iter().map(input::Split::len).sum();
+    let mut files: Vec<&std::path::Path> = splits.iter().map(|s| s.file.path.as_path()).collect();
+    files.dedup();
     Progress::add(&progress.input_total, total);
     let mut report = JobReport {
         job: job.name.clone(),
@@ -75,7 +93,7 @@ pub fn run_job(
     let map = MapPhase {
         job,
         cfg,
-        splits: &splits,
+        splits,
         committer: &committer,
         spill_dir: &spill.path,
         progress,

@@ -8,8 +8,8 @@ mod pavlo;
 mod text;
 
 pub use pavlo::{
-    civil_from_days, days_from_civil, generate_pavlo, page_url, source_ip_pool, PavloSet, PavloSpec,
-    GREP_PATTERN,
+    civil_from_days, days_from_civil, generate_pavlo, page_url, source_ip_pool, PavloSet,
+    PavloSpec, GREP_PATTERN,
 };
 pub use text::{generate_text, TextSpec, Vocabulary};
 

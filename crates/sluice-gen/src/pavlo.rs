@@ -114,7 +114,8 @@ pub fn page_url(seed: u64, i: u64) -> String {
 
 fn syllables(mut h: u64, n: usize) -> String {
     const S: [&str; 16] = [
-        "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ba", "de", "fu", "go", "hi", "ja", "po", "we",
+        "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "ba", "de", "fu", "go", "hi", "ja", "po",
+        "we",
     ];
     let mut s = String::with_capacity(n * 2);
     for _ in 0..n {
@@ -126,7 +127,11 @@ fn syllables(mut h: u64, n: usize) -> String {
 
 /// Writes the data set into `dir` as `part-NNNNN` files; calls `progress`
 /// with bytes as parts finish.
-pub fn generate_pavlo(spec: &PavloSpec, dir: &Path, progress: &(dyn Fn(u64) + Sync)) -> Result<GenSummary, GenError> {
+pub fn generate_pavlo(
+    spec: &PavloSpec,
+    dir: &Path,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<GenSummary, GenError> {
     let per = spec.rows_per_part.max(1);
     let parts = spec.rows.div_ceil(per);
     let next = AtomicU64::new(0);
@@ -151,7 +156,10 @@ pub fn generate_pavlo(spec: &PavloSpec, dir: &Path, progress: &(dyn Fn(u64) + Sy
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("generator thread")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("generator thread"))
+            .collect()
     });
     let mut total = GenSummary::default();
     for r in results {
@@ -164,7 +172,8 @@ pub fn generate_pavlo(spec: &PavloSpec, dir: &Path, progress: &(dyn Fn(u64) + Sy
 }
 
 fn write_part(spec: &PavloSpec, rows: std::ops::Range<u64>, path: &Path) -> Result<u64, GenError> {
-    let mut buf = Vec::with_capacity((rows.end - rows.start) as usize * spec.set.row_bytes() as usize);
+    let mut buf =
+        Vec::with_capacity((rows.end - rows.start) as usize * spec.set.row_bytes() as usize);
     for i in rows {
         let mut rng = Pcg64Mcg::seed_from_u64(part_seed(spec.seed ^ spec.set.tag(), i));
         match spec.set {
@@ -179,7 +188,10 @@ fn write_part(spec: &PavloSpec, rows: std::ops::Range<u64>, path: &Path) -> Resu
         path: path.to_owned(),
         source: e,
     };
-    std::fs::File::create(path).map_err(io)?.write_all(&buf).map_err(io)?;
+    std::fs::File::create(path)
+        .map_err(io)?
+        .write_all(&buf)
+        .map_err(io)?;
     Ok(buf.len() as u64)
 }
 
@@ -197,7 +209,7 @@ fn grep_row(buf: &mut Vec<u8>, rng: &mut Pcg64Mcg, seed: u64, i: u64) {
     for _ in 0..90 {
         buf.push(ALNUM[rng.gen_range(0..ALNUM.len())]);
     }
-    if part_seed(seed ^ 0x7061, i) % 10_000 == 0 {
+    if part_seed(seed ^ 0x7061, i).is_multiple_of(10_000) {
         let at = start + rng.gen_range(0..88);
         buf[at..at + 3].copy_from_slice(GREP_PATTERN.as_bytes());
     }
@@ -221,9 +233,15 @@ const AGENTS: [&str; 8] = [
     "Wget/1.21.3",
     "Googlebot/2.1",
 ];
-const COUNTRIES: [&str; 10] = ["USA", "DEU", "FRA", "GBR", "JPN", "CHN", "BRA", "IND", "CAN", "AUS"];
-const LANGUAGES: [&str; 8] = ["en-US", "de-DE", "fr-FR", "en-GB", "ja-JP", "zh-CN", "pt-BR", "hi-IN"];
-const SECOND_OCTETS: [u32; 13] = [101, 113, 127, 139, 151, 163, 172, 181, 193, 202, 217, 233, 249];
+const COUNTRIES: [&str; 10] = [
+    "USA", "DEU", "FRA", "GBR", "JPN", "CHN", "BRA", "IND", "CAN", "AUS",
+];
+const LANGUAGES: [&str; 8] = [
+    "en-US", "de-DE", "fr-FR", "en-GB", "ja-JP", "zh-CN", "pt-BR", "hi-IN",
+];
+const SECOND_OCTETS: [u32; 13] = [
+    101, 113, 127, 139, 151, 163, 172, 181, 193, 202, 217, 233, 249,
+];
 
 /// Distinct source IPs for a UserVisits data set of `rows` rows.
 pub fn source_ip_pool(rows: u64) -> u64 {
@@ -240,7 +258,8 @@ fn source_ip(seed: u64, j: u64) -> String {
 fn uservisits_row(buf: &mut Vec<u8>, rng: &mut Pcg64Mcg, spec: &PavloSpec) {
     let ip = source_ip(spec.seed, rng.gen_range(0..source_ip_pool(spec.rows)));
     let url = page_url(spec.seed, rng.gen_range(0..spec.rankings_rows.max(1)));
-    let (y, m, d) = civil_from_days(rng.gen_range(days_from_civil(1990, 1, 1)..days_from_civil(2010, 1, 1)));
+    let (y, m, d) =
+        civil_from_days(rng.gen_range(days_from_civil(1990, 1, 1)..days_from_civil(2010, 1, 1)));
     let revenue = rng.gen_range(0..100_000u32);
     let agent = AGENTS[rng.gen_range(0..AGENTS.len())];
     let country = COUNTRIES[rng.gen_range(0..COUNTRIES.len())];
@@ -260,7 +279,12 @@ fn document_row(buf: &mut Vec<u8>, rng: &mut Pcg64Mcg, spec: &PavloSpec, i: u64)
     for _ in 0..rng.gen_range(5..=20) {
         let u: f64 = rng.gen();
         let target = ((u * u) * spec.rankings_rows.max(1) as f64) as u64;
-        let _ = write!(buf, "<p>{}</p><a href=\"{}\">link</a>", syllables(rng.gen(), 3), page_url(spec.seed, target));
+        let _ = write!(
+            buf,
+            "<p>{}</p><a href=\"{}\">link</a>",
+            syllables(rng.gen(), 3),
+            page_url(spec.seed, target)
+        );
     }
     buf.extend_from_slice(b"</body></html>\n");
 }
@@ -325,7 +349,12 @@ mod tests {
             let lines: Vec<&[u8]> = a.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
             assert_eq!(lines.len(), 2000);
             for l in lines {
-                assert_eq!(l.split(|&b| b == b'|').count(), fields, "{set:?}: {}", String::from_utf8_lossy(l));
+                assert_eq!(
+                    l.split(|&b| b == b'|').count(),
+                    fields,
+                    "{set:?}: {}",
+                    String::from_utf8_lossy(l)
+                );
             }
         }
     }
@@ -340,7 +369,10 @@ mod tests {
             assert!(keys.insert(l[..10].to_vec()));
             hits += usize::from(l.windows(3).any(|w| w == b"XYZ"));
         }
-        assert!((1..=15).contains(&hits), "{hits} rows with the pattern in 50,000");
+        assert!(
+            (1..=15).contains(&hits),
+            "{hits} rows with the pattern in 50,000"
+        );
     }
 
     #[test]
@@ -349,14 +381,25 @@ mod tests {
         let ranks: Vec<u64> = text
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
-            .map(|l| std::str::from_utf8(l.split(|&b| b == b'|').nth(1).unwrap()).unwrap().parse().unwrap())
+            .map(|l| {
+                std::str::from_utf8(l.split(|&b| b == b'|').nth(1).unwrap())
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
             .collect();
         let sel = ranks.iter().filter(|&&r| r > 10).count() as f64 / ranks.len() as f64;
         assert!((0.001..0.004).contains(&sel), "selectivity {sel}");
         let uv = gen(PavloSet::UserVisits, 500, 1);
         let url = uv.split(|&b| b == b'|').nth(1).unwrap();
         let url = std::str::from_utf8(url).unwrap();
-        let i: u64 = url.rsplit("page").next().unwrap().trim_end_matches(".html").parse().unwrap();
+        let i: u64 = url
+            .rsplit("page")
+            .next()
+            .unwrap()
+            .trim_end_matches(".html")
+            .parse()
+            .unwrap();
         assert_eq!(page_url(42, i), url);
     }
 

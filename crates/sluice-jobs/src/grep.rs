@@ -100,7 +100,8 @@ mod tests {
         for line in text.split_inclusive(|&c| c == b'\n') {
             let body = line.strip_suffix(b"\n").unwrap_or(line);
             let body = body.strip_suffix(b"\r").unwrap_or(body);
-            m.map(0, body, &mut MapContext::new(&mut b, &mut counters)).unwrap();
+            m.map(0, body, &mut MapContext::new(&mut b, &mut counters))
+                .unwrap();
         }
         (a.0, b.0)
     }

@@ -1,0 +1,350 @@
+//! `sluice bench pavlo`: every Pavlo task on Sluice and on DuckDB over the
+//! same generated files, answers compared, one table.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use sluice_api::TaskCounter;
+
+use crate::units::parse_size;
+use crate::{BadRecordsArg, GroupingArg, JobName, JoinForm, KeyOrderArg, RunArgs};
+
+#[derive(Debug, Subcommand)]
+pub enum BenchKind {
+    /// The Pavlo benchmark: grep, selection, aggregations, join (both forms), UDF.
+    Pavlo(PavloBench),
+}
+
+#[derive(Debug, Args)]
+pub struct PavloBench {
+    /// Size of UserVisits (the other sets follow the seed's proportions).
+    #[arg(long, default_value = "200MB", value_parser = parse_size)]
+    scale: u64,
+    /// Working directory for data and outputs.
+    #[arg(long, default_value = "bench-results/pavlo")]
+    work: PathBuf,
+    /// Threads for Sluice and DuckDB.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Runs of each task; the table shows medians.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Python with the duckdb package [default: $SLUICE_PYTHON, else .venv/bin/python, else python3].
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Memory budget for Sluice.
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    memory: u64,
+}
+
+/// One task of the table.
+struct Task {
+    label: &'static str,
+    job: JobName,
+    set: &'static str,
+    join: JoinForm,
+}
+
+const TASKS: [Task; 7] = [
+    Task {
+        label: "grep",
+        job: JobName::PavloGrep,
+        set: "grep",
+        join: JoinForm::Fast,
+    },
+    Task {
+        label: "selection",
+        job: JobName::PavloSelection,
+        set: "rankings",
+        join: JoinForm::Fast,
+    },
+    Task {
+        label: "agg-large",
+        job: JobName::PavloAggLarge,
+        set: "uservisits",
+        join: JoinForm::Fast,
+    },
+    Task {
+        label: "agg-small",
+        job: JobName::PavloAggSmall,
+        set: "uservisits",
+        join: JoinForm::Fast,
+    },
+    Task {
+        label: "join (fast)",
+        job: JobName::PavloJoin,
+        set: "uservisits",
+        join: JoinForm::Fast,
+    },
+    Task {
+        label: "join (baseline)",
+        job: JobName::PavloJoin,
+        set: "uservisits",
+        join: JoinForm::Baseline,
+    },
+    Task {
+        label: "udf",
+        job: JobName::PavloUdf,
+        set: "documents",
+        join: JoinForm::Fast,
+    },
+];
+
+/// One row of the result table.
+struct Row {
+    label: &'static str,
+    rows_in: u64,
+    rows_out: u64,
+    sluice: f64,
+    mb_s: f64,
+    duckdb: f64,
+    ok: Result<(), String>,
+}
+
+pub fn run(kind: BenchKind) -> anyhow::Result<()> {
+    let BenchKind::Pavlo(b) = kind;
+    let data = b.work.join(format!("data-{}", b.scale));
+    crate::gen::pavlo_all(b.scale, 7, &data, Some(b.threads), false)?;
+    let python = python(b.python.as_deref());
+    let mut rows = Vec::new();
+    for task in &TASKS {
+        rows.push(run_task(&b, task, &data, &python)?);
+    }
+    let table = render(&b, &rows);
+    println!("{table}");
+    std::fs::write(b.work.join("pavlo.md"), &table)?;
+    let bad: Vec<_> = rows
+        .iter()
+        .filter(|r| r.ok.is_err())
+        .map(|r| r.label)
+        .collect();
+    anyhow::ensure!(
+        bad.is_empty(),
+        "WRONG ANSWERS against DuckDB: {}",
+        bad.join(", ")
+    );
+    Ok(())
+}
+
+fn python(given: Option<&Path>) -> PathBuf {
+    if let Some(p) = given {
+        return p.to_owned();
+    }
+    if let Some(p) = std::env::var_os("SLUICE_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = PathBuf::from(".venv/bin/python");
+    if venv.exists() {
+        return venv;
+    }
+    PathBuf::from("python3")
+}
+
+fn run_args(b: &PavloBench, task: &Task, data: &Path, out: &Path) -> RunArgs {
+    RunArgs {
+        job: task.job,
+        input: data.join(task.set).display().to_string(),
+        output: out.to_owned(),
+        threads: Some(b.threads),
+        memory: b.memory,
+        reducers: None,
+        report: None,
+        overwrite: true,
+        pattern: None,
+        threshold: 10,
+        rankings: Some(data.join("rankings").display().to_string()),
+        join: task.join,
+        grouping: GroupingArg::Hash,
+        key_order: KeyOrderArg::Bytewise,
+        max_record_size: 64 << 20,
+        split_size: None,
+        spill_dir: None,
+        merge_factor: 64,
+        bad_records: BadRecordsArg::Fail,
+        hardware: None,
+        quiet: true,
+    }
+}
+
+fn run_task(b: &PavloBench, task: &Task, data: &Path, python: &Path) -> anyhow::Result<Row> {
+    let out = b
+        .work
+        .join(format!("out-{}", task.label.replace([' ', '(', ')'], "")));
+    let args = run_args(b, task, data, &out);
+    let mut times = Vec::new();
+    let mut reports = Vec::new();
+    for _ in 0..b.runs.max(1) {
+        let t = Instant::now();
+        reports = crate::run::run(&args)?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    let answer = b.work.join("duckdb.tsv");
+    let duck = duckdb(python, task, data, &answer, b)?;
+    let first = reports.first().context("no report")?;
+    let last = reports.last().context("no report")?;
+    let sluice = median(&mut times);
+    Ok(Row {
+        label: task.label,
+        rows_in: first.counter(TaskCounter::MapInputRecords),
+        rows_out: last.output_records,
+        sluice,
+        mb_s: reports
+            .first()
+            .map_or(0.0, |r| r.input_bytes as f64 / 1e6 / sluice),
+        duckdb: duck,
+        ok: compare(&read_sluice(&out)?, &read_duckdb(&answer)?),
+    })
+}
+
+fn duckdb(
+    python: &Path,
+    task: &Task,
+    data: &Path,
+    answer: &Path,
+    b: &PavloBench,
+) -> anyhow::Result<f64> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/pavlo_duckdb.py");
+    let job = match task.job {
+        JobName::PavloGrep => "pavlo-grep",
+        JobName::PavloSelection => "pavlo-selection",
+        JobName::PavloAggLarge => "pavlo-agg-large",
+        JobName::PavloAggSmall => "pavlo-agg-small",
+        JobName::PavloJoin => "pavlo-join",
+        _ => "pavlo-udf",
+    };
+    let o = Command::new(python)
+        .arg(&script)
+        .args([
+            "--task",
+            job,
+            "--threads",
+            &b.threads.to_string(),
+            "--runs",
+            &b.runs.max(1).to_string(),
+        ])
+        .arg("--data")
+        .arg(data)
+        .arg("--out")
+        .arg(answer)
+        .output()
+        .with_context(|| {
+            format!(
+                "running {} (install DuckDB with bench/setup.sh)",
+                python.display()
+            )
+        })?;
+    anyhow::ensure!(
+        o.status.success(),
+        "DuckDB oracle failed ({}): {}",
+        python.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)?;
+    let mut times: Vec<f64> = v["times"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.as_f64())
+        .collect();
+    Ok(median(&mut times))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Rows of an answer as fields: Sluice's `key<TAB>a|b` and DuckDB's
+/// `key<TAB>a<TAB>b` both become `[key, a, b]`.
+type Rows = Vec<Vec<String>>;
+
+fn read_sluice(out: &Path) -> anyhow::Result<Rows> {
+    let mut rows = Vec::new();
+    for ent in std::fs::read_dir(out)? {
+        let p = ent?.path();
+        if !p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("part-"))
+        {
+            continue;
+        }
+        for line in std::fs::read_to_string(&p)?.lines() {
+            let (k, v) = line.split_once('\t').unwrap_or((line, ""));
+            let mut row = vec![k.to_owned()];
+            row.extend(v.split('|').map(str::to_owned));
+            rows.push(row);
+        }
+    }
+    rows.sort();
+    Ok(rows)
+}
+
+fn read_duckdb(path: &Path) -> anyhow::Result<Rows> {
+    let text = std::fs::read_to_string(path)?;
+    let mut rows: Rows = text
+        .lines()
+        .map(|l| l.split('\t').map(str::to_owned).collect())
+        .collect();
+    rows.sort();
+    Ok(rows)
+}
+
+/// Fields equal as text, or as numbers within a relative 1e-9 (float sums
+/// depend on the order of addition).
+fn same(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    match (a.parse::<f64>(), b.parse::<f64>()) {
+        (Ok(x), Ok(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0),
+        _ => false,
+    }
+}
+
+fn compare(sluice: &Rows, duck: &Rows) -> Result<(), String> {
+    if sluice.len() != duck.len() {
+        return Err(format!("{} rows, DuckDB {}", sluice.len(), duck.len()));
+    }
+    for (a, b) in sluice.iter().zip(duck) {
+        if a.len() != b.len() || a.iter().zip(b).any(|(x, y)| !same(x, y)) {
+            return Err(format!("row {a:?} differs from DuckDB's {b:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn render(b: &PavloBench, rows: &[Row]) -> String {
+    let mut s = format!(
+        "Pavlo benchmark, UserVisits {} MB, {} threads, median of {} (times include reading input and writing the answer)\n\n",
+        b.scale / 1_000_000,
+        b.threads,
+        b.runs
+    );
+    s.push_str("| task | rows in | rows out | Sluice s | Sluice MB/s | DuckDB s | DuckDB / Sluice | answer |\n");
+    s.push_str("|---|---:|---:|---:|---:|---:|---:|---|\n");
+    for r in rows {
+        let check = match &r.ok {
+            Ok(()) => "same as DuckDB".to_owned(),
+            Err(e) => format!("WRONG: {e}"),
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {:.3} | {:.0} | {:.3} | {:.2}x | {} |\n",
+            r.label,
+            r.rows_in,
+            r.rows_out,
+            r.sluice,
+            r.mb_s,
+            r.duckdb,
+            r.duckdb / r.sluice,
+            check
+        ));
+    }
+    s
+}

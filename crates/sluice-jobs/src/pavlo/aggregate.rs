@@ -1,0 +1,120 @@
+//! Large and small aggregation, and the UDF (inbound link counts).
+
+use sluice_api::{
+    JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, SumF64s, SumU64, Values,
+};
+use sluice_formats::delimited::Decoder;
+
+use super::{put_f64, visit};
+use crate::SumReducer;
+
+struct RevenueMapper {
+    dec: Decoder,
+    prefix: Option<usize>,
+}
+
+impl Mapper for RevenueMapper {
+    fn map(&mut self, _offset: u64, line: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
+        let v = visit(&mut self.dec, line)?;
+        let key = match self.prefix {
+            Some(n) => &v.ip[..n.min(v.ip.len())],
+            None => v.ip,
+        };
+        ctx.emit(key, &v.revenue.to_le_bytes())
+    }
+}
+
+/// Writes the decimal sum of 8-byte float values.
+#[derive(Default)]
+struct FloatSum {
+    out: Vec<u8>,
+}
+
+impl Reducer for FloatSum {
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn Values,
+        ctx: &mut ReduceContext<'_>,
+    ) -> Result<()> {
+        let mut sum = 0.0;
+        while let Some(v) = values.next_value() {
+            sum += SumF64s::get(v, 0).unwrap_or(0.0);
+        }
+        self.out.clear();
+        put_f64(&mut self.out, sum);
+        ctx.write(key, &self.out)
+    }
+}
+
+/// `SELECT sourceIP, SUM(adRevenue) FROM UserVisits GROUP BY sourceIP`, or
+/// with `prefix = Some(7)` `GROUP BY SUBSTR(sourceIP, 1, 7)`: output
+/// `key<TAB>sum`. `hash` combines at emit time; otherwise map output is
+/// sorted and combined on spill (with the fingerprint order when asked).
+pub fn aggregation(prefix: Option<usize>, hash: bool) -> JobSpec {
+    let name = if prefix.is_some() {
+        "pavlo-agg-small"
+    } else {
+        "pavlo-agg-large"
+    };
+    let job = JobSpec::new(name, move || RevenueMapper {
+        dec: Decoder::new(b'|'),
+        prefix,
+    })
+    .reducer(FloatSum::default);
+    if hash {
+        job.aggregator(SumF64s)
+    } else {
+        job.combiner(FloatPartial::default)
+    }
+}
+
+/// The combiner of the sort path: sums partial float sums, binary out.
+#[derive(Default)]
+struct FloatPartial;
+
+impl Reducer for FloatPartial {
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn Values,
+        ctx: &mut ReduceContext<'_>,
+    ) -> Result<()> {
+        let mut sum = 0.0;
+        while let Some(v) = values.next_value() {
+            sum += SumF64s::get(v, 0).unwrap_or(0.0);
+        }
+        ctx.write(key, &sum.to_le_bytes())
+    }
+}
+
+struct LinkMapper {
+    href: memchr::memmem::Finder<'static>,
+}
+
+impl Mapper for LinkMapper {
+    fn map(&mut self, _offset: u64, line: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
+        let Some(bar) = memchr::memchr(b'|', line) else {
+            return Err(sluice_api::Error::bad_record("expected url|html"));
+        };
+        let mut rest = &line[bar + 1..];
+        while let Some(at) = self.href.find(rest) {
+            rest = &rest[at + 6..];
+            let Some(end) = memchr::memchr(b'"', rest) else {
+                break;
+            };
+            ctx.emit(&rest[..end], &SumU64::encode(1))?;
+            rest = &rest[end + 1..];
+        }
+        Ok(())
+    }
+}
+
+/// The UDF aggregation: for each document, the URLs of its
+/// `<a href="...">` links; output `url<TAB>inbound links`.
+pub fn udf() -> JobSpec {
+    let href = memchr::memmem::Finder::new(b"href=\"").into_owned();
+    JobSpec::new("pavlo-udf", move || LinkMapper { href: href.clone() })
+        .reducer(SumReducer::output)
+        .aggregator(SumU64)
+}

@@ -1,0 +1,55 @@
+//! Grep and selection: map-only scans.
+
+use sluice_api::{JobSpec, MapContext, Mapper, Result};
+use sluice_formats::delimited::Decoder;
+
+use super::{bad, decode, RANKINGS_FIELDS};
+
+struct GrepMapper {
+    finder: memchr::memmem::Finder<'static>,
+}
+
+impl Mapper for GrepMapper {
+    fn map(&mut self, _offset: u64, line: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
+        let Some(bar) = memchr::memchr(b'|', line) else {
+            return Err(sluice_api::Error::bad_record("expected key|field"));
+        };
+        let field = &line[bar + 1..];
+        if self.finder.find(field).is_some() {
+            ctx.emit(&line[..bar], field)?;
+        }
+        Ok(())
+    }
+}
+
+/// `SELECT * FROM Data WHERE field LIKE '%pattern%'`: output `key<TAB>field`.
+pub fn grep(pattern: &str) -> JobSpec {
+    let finder = memchr::memmem::Finder::new(pattern.as_bytes()).into_owned();
+    JobSpec::new("pavlo-grep", move || GrepMapper {
+        finder: finder.clone(),
+    })
+}
+
+struct SelectionMapper {
+    dec: Decoder,
+    threshold: i64,
+}
+
+impl Mapper for SelectionMapper {
+    fn map(&mut self, _offset: u64, line: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
+        let f = decode(&mut self.dec, line, RANKINGS_FIELDS)?;
+        if f.i64(1).map_err(bad)? > self.threshold {
+            ctx.emit(f.get(0).map_err(bad)?, f.get(1).map_err(bad)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// `SELECT pageURL, pageRank FROM Rankings WHERE pageRank > threshold`:
+/// output `pageURL<TAB>pageRank`.
+pub fn selection(threshold: i64) -> JobSpec {
+    JobSpec::new("pavlo-selection", move || SelectionMapper {
+        dec: Decoder::new(b'|'),
+        threshold,
+    })
+}
