@@ -348,3 +348,26 @@ fn render(b: &PavloBench, rows: &[Row]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(v: &[&[&str]]) -> Rows {
+        v.iter()
+            .map(|r| r.iter().map(|s| s.to_string()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn answers_compare_with_a_float_tolerance_and_nothing_else() {
+        let a = rows(&[&["1.2.3.4", "10.5", "2"]]);
+        assert!(compare(&a, &rows(&[&["1.2.3.4", "10.500000000001", "2.0"]])).is_ok());
+        assert!(compare(&a, &rows(&[&["1.2.3.4", "10.6", "2"]])).is_err());
+        assert!(compare(&a, &rows(&[&["1.2.3.5", "10.5", "2"]])).is_err());
+        assert!(compare(&a, &rows(&[&["1.2.3.4", "10.5"]])).is_err());
+        assert!(compare(&a, &rows(&[]))
+            .unwrap_err()
+            .contains("1 rows, DuckDB 0"));
+    }
+}

@@ -433,3 +433,151 @@ fn a_probe_that_cannot_write_says_so_and_still_saves() {
     );
     assert!(hw.exists());
 }
+
+/// The Python with DuckDB: `SLUICE_PYTHON` (scripts/test.sh sets it) or the
+/// workspace's `.venv`.
+fn python() -> PathBuf {
+    std::env::var_os("SLUICE_PYTHON").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python"),
+        PathBuf::from,
+    )
+}
+
+#[test]
+fn every_pavlo_task_matches_duckdb() {
+    let py = python();
+    assert!(
+        py.exists(),
+        "no Python with DuckDB at {} (run bash bench/setup.sh)",
+        py.display()
+    );
+    let d = tempfile::tempdir().unwrap();
+    let o = ok(sluice()
+        .args([
+            "bench",
+            "pavlo",
+            "--scale",
+            "3MB",
+            "--runs",
+            "1",
+            "--threads",
+            "2",
+            "--work",
+        ])
+        .arg(d.path())
+        .arg("--python")
+        .arg(&py)
+        .output()
+        .unwrap());
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(table.matches("same as DuckDB").count(), 7, "{table}");
+    assert!(d.path().join("pavlo.md").exists());
+}
+
+fn pavlo_run(dir: &Path, job: &str, input: &Path, policy: &str, extra: &[&str]) -> Output {
+    sluice()
+        .args([
+            "run",
+            job,
+            "-q",
+            "--threads",
+            "2",
+            "--bad-records",
+            policy,
+            "--input",
+        ])
+        .arg(input)
+        .arg("--output")
+        .arg(dir.join(format!("{job}-{policy}")))
+        .arg("--report")
+        .arg(dir.join(format!("{job}-{policy}.json")))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn malformed_pavlo_rows_fail_or_are_skipped_and_counted() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("pv");
+    ok(sluice()
+        .args(["gen", "pavlo", "--scale", "1MB", "--out"])
+        .arg(&data)
+        .output()
+        .unwrap());
+    let uv = data.join("uservisits/part-00000");
+    let mut text = std::fs::read_to_string(&uv).unwrap();
+    let good_rows = text.lines().count();
+    let bad_date = "1.2.3.4|http://x|2000-13-45|1.0|ua|USA|en-US|w|5\n";
+    let short = "1.2.3.4|http://x|2000-01-16\n";
+    let offset = text.len();
+    text.push_str(bad_date);
+    text.push_str(short);
+    std::fs::write(&uv, &text).unwrap();
+    let rk = data.join("rankings/part-00000");
+    let mut rankings = std::fs::read_to_string(&rk).unwrap();
+    rankings.push_str("http://bad|ten|3\n");
+    std::fs::write(&rk, &rankings).unwrap();
+
+    let failed = pavlo_run(
+        d.path(),
+        "pavlo-agg-large",
+        &data.join("uservisits"),
+        "fail",
+        &[],
+    );
+    let err = stderr(&failed);
+    assert_eq!(failed.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("part-00000")
+            && err.contains(&format!("offset {offset}"))
+            && err.contains("not a date"),
+        "{err}"
+    );
+    assert!(!d.path().join("pavlo-agg-large-fail").exists());
+
+    ok(pavlo_run(
+        d.path(),
+        "pavlo-agg-large",
+        &data.join("uservisits"),
+        "skip",
+        &[],
+    ));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("pavlo-agg-large-skip.json")).unwrap())
+            .unwrap();
+    assert_eq!(r["counters"]["BAD_RECORDS"], 2);
+    assert_eq!(r["counters"]["MAP_INPUT_RECORDS"], good_rows as u64 + 2);
+    let side = std::fs::read_to_string(
+        d.path()
+            .join("pavlo-agg-large-skip/_bad_records/part-m-00000"),
+    )
+    .unwrap();
+    assert_eq!(side, format!("{bad_date}{short}"));
+
+    let failed = pavlo_run(
+        d.path(),
+        "pavlo-selection",
+        &data.join("rankings"),
+        "fail",
+        &[],
+    );
+    assert!(
+        stderr(&failed).contains("field 1 is not a number"),
+        "{}",
+        stderr(&failed)
+    );
+    let rankings_dir = data.join("rankings").display().to_string();
+    let failed = pavlo_run(
+        d.path(),
+        "pavlo-join",
+        &data.join("uservisits"),
+        "fail",
+        &["--rankings", &rankings_dir],
+    );
+    assert!(
+        stderr(&failed).contains("not a Rankings row"),
+        "{}",
+        stderr(&failed)
+    );
+}
