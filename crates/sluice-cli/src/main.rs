@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod gen;
+mod index;
 mod model;
 mod run;
 mod summary;
@@ -36,6 +37,8 @@ enum Command {
     },
     /// Generate a small text data set, count its words, and show the result.
     Demo(demo::DemoArgs),
+    /// Sort a delimited data set on a key and write a range index over it.
+    Index(index::IndexArgs),
     /// Measure disk, memory and network bandwidth and save a hardware profile.
     Probe(model::ProbeArgs),
     /// The ideal time of a job from its hardware (Krevat et al.'s model).
@@ -174,6 +177,7 @@ fn main() {
         Command::Run(args) => run::run(&args).map(|_| ()),
         Command::Bench { kind } => bench::run(kind),
         Command::Demo(args) => demo::run(&args),
+        Command::Index(args) => index::index(&args),
         Command::Probe(args) => model::probe(&args),
         Command::Model(args) => model::model(&args),
     };

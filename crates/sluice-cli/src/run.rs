@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use sluice_api::{JobSpec, KeyOrder};
 use sluice_engine::{run_job_on, BadRecordPolicy, EngineConfig, JobReport, Phase, Progress};
+use sluice_formats::index::{index_dir, KeyType, RangeIndex};
 use sluice_formats::input::{self, Split};
 use sluice_jobs::{pavlo, Grouping};
 
@@ -25,7 +26,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Vec<JobReport>> {
         join_baseline(args, &cfg)?
     } else {
         let (job, cfg) = build_job(args, cfg)?;
-        let splits = plan(&args.input, &cfg)?;
+        let splits = input_splits(args, &cfg)?;
         vec![run_one(
             &job,
             &args.input,
@@ -77,6 +78,28 @@ pub fn plan(input: &str, cfg: &EngineConfig) -> anyhow::Result<Vec<Split>> {
         cfg.split_size_for(total),
         cfg.format,
     ))
+}
+
+/// The splits to read: only the chunks a range index says can match, when
+/// the input is an indexed data set and the job has a predicate on its key;
+/// else all of the input.
+fn input_splits(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<Vec<Split>> {
+    let Some(dir) = index_dir(&args.input) else {
+        return plan(&args.input, cfg);
+    };
+    let idx = RangeIndex::load(&dir)?;
+    let from_rank = KeyType::int_key(args.threshold.saturating_add(1));
+    let range: Option<(Option<&[u8]>, Option<&[u8]>)> = match (args.job, idx.field, idx.key_type) {
+        (JobName::PavloJoin, 2, KeyType::Text) => {
+            Some((Some(pavlo::JOIN_FROM), Some(pavlo::JOIN_TO)))
+        }
+        (JobName::PavloSelection, 1, KeyType::Int) => Some((Some(&from_rank), None)),
+        _ => None,
+    };
+    match range {
+        Some((lo, hi)) => Ok(idx.splits(&dir, lo, hi)?),
+        None => plan(&args.input, cfg),
+    }
 }
 
 fn hash_grouping(args: &RunArgs) -> bool {

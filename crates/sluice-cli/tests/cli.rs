@@ -470,7 +470,7 @@ fn every_pavlo_task_matches_duckdb() {
         .output()
         .unwrap());
     let table = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(table.matches("same as DuckDB").count(), 7, "{table}");
+    assert_eq!(table.matches("same as DuckDB").count(), 9, "{table}");
     assert!(d.path().join("pavlo.md").exists());
 }
 

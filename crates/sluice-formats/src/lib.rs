@@ -6,12 +6,14 @@
 //! - [`delimited`]: a mutable decoder for delimited text (`a|b|c`).
 //! - [`spill`]: the checksummed, partitioned run file that map output is
 //!   spilled to and merged from.
+//! - [`index`]: the range index over a key-sorted data set.
 //!
 //! Architecture invariant: this crate knows nothing of jobs, threads or
 //! memory budgets; it reads and writes bytes it is told to.
 
 pub mod delimited;
 mod error;
+pub mod index;
 pub mod input;
 pub mod read;
 pub mod spill;

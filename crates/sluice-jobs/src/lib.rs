@@ -8,6 +8,7 @@
 //!   partitioner; duplicates kept.
 
 mod grep;
+pub mod index;
 pub mod pavlo;
 mod sort;
 mod wordcount;
