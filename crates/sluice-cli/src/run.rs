@@ -80,6 +80,9 @@ pub fn plan(input: &str, cfg: &EngineConfig) -> anyhow::Result<Vec<Split>> {
     ))
 }
 
+/// Low and high normalized keys, each unbounded when `None`.
+type KeyRange<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
 /// The splits to read: only the chunks a range index says can match, when
 /// the input is an indexed data set and the job has a predicate on its key;
 /// else all of the input.
@@ -89,7 +92,7 @@ fn input_splits(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<Vec<Split>
     };
     let idx = RangeIndex::load(&dir)?;
     let from_rank = KeyType::int_key(args.threshold.saturating_add(1));
-    let range: Option<(Option<&[u8]>, Option<&[u8]>)> = match (args.job, idx.field, idx.key_type) {
+    let range: Option<KeyRange<'_>> = match (args.job, idx.field, idx.key_type) {
         (JobName::PavloJoin, 2, KeyType::Text) => {
             Some((Some(pavlo::JOIN_FROM), Some(pavlo::JOIN_TO)))
         }
