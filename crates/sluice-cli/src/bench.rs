@@ -11,12 +11,24 @@ use sluice_api::TaskCounter;
 
 use crate::index::{IndexArgs, KeyTypeArg};
 use crate::units::parse_size;
-use crate::{BadRecordsArg, GroupingArg, JobName, JoinForm, KeyOrderArg, RunArgs};
+use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, KeyOrderArg, RunArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchKind {
     /// The Pavlo benchmark: grep, selection, aggregations, join (both forms), UDF.
     Pavlo(PavloBench),
+    /// Mutable vs allocating decoders, text and binary (seed 000's experiment).
+    Decoders {
+        /// Rankings rows.
+        #[arg(long, default_value_t = 8_000_000)]
+        rankings: u64,
+        /// UserVisits rows.
+        #[arg(long, default_value_t = 4_000_000)]
+        uservisits: u64,
+        /// Runs of each decoder.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -117,7 +129,21 @@ struct Row {
 }
 
 pub fn run(kind: BenchKind) -> anyhow::Result<()> {
-    let BenchKind::Pavlo(b) = kind;
+    let b = match kind {
+        BenchKind::Pavlo(b) => b,
+        BenchKind::Decoders {
+            rankings,
+            uservisits,
+            runs,
+        } => {
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            println!(
+                "{}",
+                crate::decoders::bench(rankings, uservisits, runs, threads)?
+            );
+            return Ok(());
+        }
+    };
     let data = b.work.join(format!("data-{}", b.scale));
     crate::gen::pavlo_all(b.scale, 7, &data, Some(b.threads), false)?;
     let index_note = build_indexes(&b, &data)?;
@@ -206,6 +232,8 @@ fn run_args(b: &PavloBench, task: &Task, data: &Path, out: &Path) -> RunArgs {
         threshold: 10,
         rankings: Some(data.join("rankings").display().to_string()),
         join: task.join,
+        input_format: InputFormat::Text,
+        page_size: 128 << 10,
         grouping: GroupingArg::Hash,
         key_order: KeyOrderArg::Bytewise,
         max_record_size: 64 << 20,

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::units::parse_size;
-use crate::{BadRecordsArg, GroupingArg, JobName, JoinForm, KeyOrderArg, RunArgs};
+use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, KeyOrderArg, RunArgs};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -54,6 +54,8 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         threshold: 10,
         rankings: None,
         join: JoinForm::Fast,
+        input_format: InputFormat::Text,
+        page_size: 128 << 10,
         quiet: false,
     };
     crate::run::run(&run)?;

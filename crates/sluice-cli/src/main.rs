@@ -1,6 +1,8 @@
 //! `sluice`: generate data, run MapReduce jobs, report what happened.
 
 mod bench;
+mod convert;
+mod decoders;
 mod demo;
 mod gen;
 mod index;
@@ -37,6 +39,8 @@ enum Command {
     },
     /// Generate a small text data set, count its words, and show the result.
     Demo(demo::DemoArgs),
+    /// Convert Rankings or UserVisits text into binary records in a paged file.
+    Convert(convert::ConvertArgs),
     /// Sort a delimited data set on a key and write a range index over it.
     Index(index::IndexArgs),
     /// Measure disk, memory and network bandwidth and save a hardware profile.
@@ -66,6 +70,15 @@ enum JobName {
     PavloJoin,
     /// Pavlo UDF aggregation: inbound links per URL over Documents.
     PavloUdf,
+}
+
+/// How the input of a Pavlo task is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum InputFormat {
+    /// Pipe-separated text lines.
+    Text,
+    /// Binary records in a paged file (`sluice convert`).
+    Paged,
 }
 
 /// The two forms of the Pavlo join.
@@ -138,6 +151,12 @@ struct RunArgs {
     /// Rankings input for pavlo-join.
     #[arg(long)]
     rankings: Option<String>,
+    /// Input storage for pavlo-selection and the aggregations.
+    #[arg(long, value_enum, default_value = "text")]
+    input_format: InputFormat,
+    /// Page size of paged input.
+    #[arg(long, default_value = "128KiB", value_parser = units::parse_size)]
+    page_size: u64,
     /// Form of pavlo-join.
     #[arg(long, value_enum, default_value = "fast")]
     join: JoinForm,
@@ -178,6 +197,7 @@ fn main() {
         Command::Bench { kind } => bench::run(kind),
         Command::Demo(args) => demo::run(&args),
         Command::Index(args) => index::index(&args),
+        Command::Convert(args) => convert::convert(&args),
         Command::Probe(args) => model::probe(&args),
         Command::Model(args) => model::model(&args),
     };

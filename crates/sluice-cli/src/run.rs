@@ -10,11 +10,11 @@ use anyhow::Context;
 use sluice_api::{JobSpec, KeyOrder};
 use sluice_engine::{run_job_on, BadRecordPolicy, EngineConfig, JobReport, Phase, Progress};
 use sluice_formats::index::{index_dir, KeyType, RangeIndex};
-use sluice_formats::input::{self, Split};
+use sluice_formats::input::{self, RecordFormat, Split};
 use sluice_jobs::{pavlo, Grouping};
 
 use crate::summary::{bar, print_summary};
-use crate::{BadRecordsArg, GroupingArg, JobName, JoinForm, KeyOrderArg, RunArgs};
+use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, KeyOrderArg, RunArgs};
 
 /// Samples per split for the sort job's range partitioner.
 const SORT_SAMPLES_PER_SPLIT: usize = 100;
@@ -116,8 +116,30 @@ fn key_order(args: &RunArgs) -> KeyOrder {
     }
 }
 
+/// The input encoding a Pavlo task reads; paged input also sets the record
+/// format.
+fn encoding(args: &RunArgs, cfg: &mut EngineConfig) -> anyhow::Result<pavlo::Encoding> {
+    Ok(match args.input_format {
+        InputFormat::Text => pavlo::Encoding::Text,
+        InputFormat::Paged => {
+            let page = usize::try_from(args.page_size).context("--page-size")?;
+            anyhow::ensure!(page >= 64, "--page-size must be at least 64 bytes");
+            cfg.format = RecordFormat::Paged(page);
+            pavlo::Encoding::Paged
+        }
+    })
+}
+
 /// The job for `args`, and the configuration adjusted for it.
 fn build_job(args: &RunArgs, mut cfg: EngineConfig) -> anyhow::Result<(JobSpec, EngineConfig)> {
+    let paged_ok = matches!(
+        args.job,
+        JobName::PavloSelection | JobName::PavloAggLarge | JobName::PavloAggSmall
+    );
+    anyhow::ensure!(
+        args.input_format == InputFormat::Text || paged_ok,
+        "--input-format paged is for pavlo-selection, pavlo-agg-large and pavlo-agg-small"
+    );
     let job = match args.job {
         JobName::Wordcount => {
             let grouping = if hash_grouping(args) {
@@ -144,12 +166,14 @@ fn build_job(args: &RunArgs, mut cfg: EngineConfig) -> anyhow::Result<(JobSpec, 
         JobName::PavloGrep => {
             pavlo::grep(args.pattern.as_deref().unwrap_or(sluice_gen::GREP_PATTERN))
         }
-        JobName::PavloSelection => pavlo::selection(args.threshold),
+        JobName::PavloSelection => pavlo::selection(args.threshold, encoding(args, &mut cfg)?),
         JobName::PavloAggLarge => {
-            pavlo::aggregation(None, hash_grouping(args)).key_order(key_order(args))
+            pavlo::aggregation(None, hash_grouping(args), encoding(args, &mut cfg)?)
+                .key_order(key_order(args))
         }
         JobName::PavloAggSmall => {
-            pavlo::aggregation(Some(7), hash_grouping(args)).key_order(key_order(args))
+            pavlo::aggregation(Some(7), hash_grouping(args), encoding(args, &mut cfg)?)
+                .key_order(key_order(args))
         }
         JobName::PavloUdf => pavlo::udf(),
         JobName::PavloJoin => {

@@ -37,6 +37,8 @@ pub enum RecordFormat {
     Lines,
     /// Fixed-length binary records of this many bytes (gensort: 100).
     Fixed(usize),
+    /// Binary records in pages of this many bytes ([`crate::paged`]).
+    Paged(usize),
 }
 
 /// A byte range `[start, end)` of one input file.
@@ -162,7 +164,9 @@ pub fn plan_splits(files: &[InputFile], split_size: u64, format: RecordFormat) -
         }
         let step = match format {
             RecordFormat::Lines => split_size.max(1),
-            RecordFormat::Fixed(n) => (split_size / n as u64).max(1) * n as u64,
+            RecordFormat::Fixed(n) | RecordFormat::Paged(n) => {
+                (split_size / n as u64).max(1) * n as u64
+            }
         };
         let mut start = 0;
         while start < f.len {

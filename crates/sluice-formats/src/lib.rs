@@ -7,14 +7,17 @@
 //! - [`spill`]: the checksummed, partitioned run file that map output is
 //!   spilled to and merged from.
 //! - [`index`]: the range index over a key-sorted data set.
+//! - [`paged`]: binary records in fixed-size pages.
 //!
 //! Architecture invariant: this crate knows nothing of jobs, threads or
 //! memory budgets; it reads and writes bytes it is told to.
 
+pub mod dates;
 pub mod delimited;
 mod error;
 pub mod index;
 pub mod input;
+pub mod paged;
 pub mod read;
 pub mod spill;
 pub mod varint;

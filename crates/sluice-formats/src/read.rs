@@ -57,6 +57,7 @@ where
     match format {
         RecordFormat::Lines => scan_lines(src, path, first, split.start > 0, end, opts, f),
         RecordFormat::Fixed(n) => scan_fixed(src, path, first, end, n, opts, f),
+        RecordFormat::Paged(n) => scan_pages(src, path, first, end, n, opts, f),
     }
 }
 
@@ -105,7 +106,7 @@ fn open_at(split: &Split, format: RecordFormat) -> Result<(Source, u64, u64)> {
     }
     let first = match format {
         RecordFormat::Lines => split.start.saturating_sub(1),
-        RecordFormat::Fixed(_) => split.start,
+        RecordFormat::Fixed(_) | RecordFormat::Paged(_) => split.start,
     };
     file.seek(SeekFrom::Start(first))
         .map_err(|e| FormatError::io("seeking", path, e))?;
@@ -335,6 +336,37 @@ where
         return Err(FormatError::truncated(path, w.offset(), detail).into());
     }
     Ok(w.offset() - first)
+}
+
+/// Reads whole pages of a split and hands out their records. The file must
+/// be a whole number of pages.
+fn scan_pages<E, F>(
+    src: Source,
+    path: &Path,
+    first: u64,
+    end: u64,
+    page: usize,
+    opts: &ReadOptions,
+    mut f: F,
+) -> std::result::Result<u64, E>
+where
+    E: From<FormatError>,
+    F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
+{
+    let size = page.max(crate::paged::PAGE_HEADER);
+    let chunk = (opts.buffer_size / size).max(1) * size;
+    scan_fixed(
+        src,
+        path,
+        first,
+        end,
+        size,
+        &ReadOptions {
+            buffer_size: chunk,
+            ..*opts
+        },
+        |at, p| crate::paged::page_records(path, at, p, &mut f),
+    )
 }
 
 #[cfg(test)]

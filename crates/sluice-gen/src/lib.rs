@@ -7,10 +7,7 @@
 mod pavlo;
 mod text;
 
-pub use pavlo::{
-    civil_from_days, days_from_civil, generate_pavlo, page_url, source_ip_pool, PavloSet,
-    PavloSpec, GREP_PATTERN,
-};
+pub use pavlo::{generate_pavlo, page_url, source_ip_pool, PavloSet, PavloSpec, GREP_PATTERN};
 pub use text::{generate_text, TextSpec, Vocabulary};
 
 use std::path::PathBuf;

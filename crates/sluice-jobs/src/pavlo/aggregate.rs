@@ -5,22 +5,33 @@ use sluice_api::{
 };
 use sluice_formats::delimited::Decoder;
 
-use super::{put_f64, visit};
+use super::binary::visit_view;
+use super::{put_f64, visit, Encoding};
 use crate::SumReducer;
 
 struct RevenueMapper {
     dec: Decoder,
     prefix: Option<usize>,
+    encoding: Encoding,
 }
 
 impl Mapper for RevenueMapper {
     fn map(&mut self, _offset: u64, line: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
-        let v = visit(&mut self.dec, line)?;
-        let key = match self.prefix {
-            Some(n) => &v.ip[..n.min(v.ip.len())],
-            None => v.ip,
+        let (ip, revenue) = match self.encoding {
+            Encoding::Text => {
+                let v = visit(&mut self.dec, line)?;
+                (v.ip, v.revenue)
+            }
+            Encoding::Paged => {
+                let v = visit_view(line).map_err(sluice_api::Error::bad_record)?;
+                (v.ip, v.revenue)
+            }
         };
-        ctx.emit(key, &v.revenue.to_le_bytes())
+        let key = match self.prefix {
+            Some(n) => &ip[..n.min(ip.len())],
+            None => ip,
+        };
+        ctx.emit(key, &revenue.to_le_bytes())
     }
 }
 
@@ -51,7 +62,7 @@ impl Reducer for FloatSum {
 /// with `prefix = Some(7)` `GROUP BY SUBSTR(sourceIP, 1, 7)`: output
 /// `key<TAB>sum`. `hash` combines at emit time; otherwise map output is
 /// sorted and combined on spill (with the fingerprint order when asked).
-pub fn aggregation(prefix: Option<usize>, hash: bool) -> JobSpec {
+pub fn aggregation(prefix: Option<usize>, hash: bool, encoding: Encoding) -> JobSpec {
     let name = if prefix.is_some() {
         "pavlo-agg-small"
     } else {
@@ -60,6 +71,7 @@ pub fn aggregation(prefix: Option<usize>, hash: bool) -> JobSpec {
     let job = JobSpec::new(name, move || RevenueMapper {
         dec: Decoder::new(b'|'),
         prefix,
+        encoding,
     })
     .reducer(FloatSum::default);
     if hash {

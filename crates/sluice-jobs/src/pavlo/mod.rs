@@ -9,6 +9,7 @@
 //! Output is `key<TAB>value`; a row with several values joins them with `|`.
 
 mod aggregate;
+pub mod binary;
 mod join;
 mod scan;
 
@@ -20,6 +21,16 @@ pub use scan::{grep, selection};
 
 use sluice_api::{Error, Result};
 use sluice_formats::delimited::{Decoder, FieldError, Fields};
+
+/// How input rows are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoding {
+    /// Pipe-separated text lines.
+    #[default]
+    Text,
+    /// Binary records ([`binary`]) in a paged file.
+    Paged,
+}
 
 /// Fields of a Rankings row.
 pub const RANKINGS_FIELDS: usize = 3;

@@ -3,7 +3,8 @@
 use sluice_api::{JobSpec, MapContext, Mapper, Result};
 use sluice_formats::delimited::Decoder;
 
-use super::{bad, decode, RANKINGS_FIELDS};
+use super::binary::rankings_view;
+use super::{bad, decode, Encoding, RANKINGS_FIELDS};
 
 struct GrepMapper {
     finder: memchr::memmem::Finder<'static>,
@@ -33,10 +34,19 @@ pub fn grep(pattern: &str) -> JobSpec {
 struct SelectionMapper {
     dec: Decoder,
     threshold: i64,
+    encoding: Encoding,
+    num: itoa::Buffer,
 }
 
 impl Mapper for SelectionMapper {
     fn map(&mut self, _offset: u64, line: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
+        if self.encoding == Encoding::Paged {
+            let r = rankings_view(line).map_err(sluice_api::Error::bad_record)?;
+            if i64::from(r.rank) > self.threshold {
+                ctx.emit(r.url, self.num.format(r.rank).as_bytes())?;
+            }
+            return Ok(());
+        }
         let f = decode(&mut self.dec, line, RANKINGS_FIELDS)?;
         if f.i64(1).map_err(bad)? > self.threshold {
             ctx.emit(f.get(0).map_err(bad)?, f.get(1).map_err(bad)?)?;
@@ -46,10 +56,12 @@ impl Mapper for SelectionMapper {
 }
 
 /// `SELECT pageURL, pageRank FROM Rankings WHERE pageRank > threshold`:
-/// output `pageURL<TAB>pageRank`.
-pub fn selection(threshold: i64) -> JobSpec {
+/// output `pageURL<TAB>pageRank`, from text rows or binary records.
+pub fn selection(threshold: i64, encoding: Encoding) -> JobSpec {
     JobSpec::new("pavlo-selection", move || SelectionMapper {
         dec: Decoder::new(b'|'),
         threshold,
+        encoding,
+        num: itoa::Buffer::new(),
     })
 }
