@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use sluice_api::TaskCounter;
 
+use crate::convert::{ConvertArgs, Schema};
 use crate::index::{IndexArgs, KeyTypeArg};
 use crate::units::parse_size;
 use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, KeyOrderArg, RunArgs};
@@ -59,9 +60,10 @@ struct Task {
     job: JobName,
     set: &'static str,
     join: JoinForm,
+    input_format: InputFormat,
 }
 
-const TASKS: [Task; 9] = [
+const TASKS: [Task; 12] = [
     task("grep", JobName::PavloGrep, "grep", JoinForm::Fast),
     task(
         "selection",
@@ -75,17 +77,32 @@ const TASKS: [Task; 9] = [
         "rankings-by-rank",
         JoinForm::Fast,
     ),
+    paged(
+        "selection (paged)",
+        JobName::PavloSelection,
+        "rankings-paged",
+    ),
     task(
         "agg-large",
         JobName::PavloAggLarge,
         "uservisits",
         JoinForm::Fast,
     ),
+    paged(
+        "agg-large (paged)",
+        JobName::PavloAggLarge,
+        "uservisits-paged",
+    ),
     task(
         "agg-small",
         JobName::PavloAggSmall,
         "uservisits",
         JoinForm::Fast,
+    ),
+    paged(
+        "agg-small (paged)",
+        JobName::PavloAggSmall,
+        "uservisits-paged",
     ),
     task(
         "join (fast)",
@@ -114,6 +131,17 @@ const fn task(label: &'static str, job: JobName, set: &'static str, join: JoinFo
         job,
         set,
         join,
+        input_format: InputFormat::Text,
+    }
+}
+
+const fn paged(label: &'static str, job: JobName, set: &'static str) -> Task {
+    Task {
+        label,
+        job,
+        set,
+        join: JoinForm::Fast,
+        input_format: InputFormat::Paged,
     }
 }
 
@@ -200,6 +228,23 @@ fn build_indexes(b: &PavloBench, data: &Path) -> anyhow::Result<String> {
             t.elapsed().as_secs_f64()
         ));
     }
+    for (set, schema) in [
+        ("uservisits", Schema::Uservisits),
+        ("rankings", Schema::Rankings),
+    ] {
+        let dir = data.join(format!("{set}-paged"));
+        if dir.join("part-00000").exists() {
+            continue;
+        }
+        crate::convert::convert(&ConvertArgs {
+            input: data.join(set).display().to_string(),
+            output: dir,
+            schema,
+            page_size: 128 << 10,
+            threads: Some(b.threads),
+            overwrite: true,
+        })?;
+    }
     note.push('\n');
     Ok(note)
 }
@@ -232,7 +277,7 @@ fn run_args(b: &PavloBench, task: &Task, data: &Path, out: &Path) -> RunArgs {
         threshold: 10,
         rankings: Some(data.join("rankings").display().to_string()),
         join: task.join,
-        input_format: InputFormat::Text,
+        input_format: task.input_format,
         page_size: 128 << 10,
         grouping: GroupingArg::Hash,
         key_order: KeyOrderArg::Bytewise,

@@ -470,7 +470,7 @@ fn every_pavlo_task_matches_duckdb() {
         .output()
         .unwrap());
     let table = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(table.matches("same as DuckDB").count(), 9, "{table}");
+    assert_eq!(table.matches("same as DuckDB").count(), 12, "{table}");
     assert!(d.path().join("pavlo.md").exists());
 }
 
@@ -579,5 +579,88 @@ fn malformed_pavlo_rows_fail_or_are_skipped_and_counted() {
         stderr(&failed).contains("not a Rankings row"),
         "{}",
         stderr(&failed)
+    );
+}
+
+#[test]
+fn convert_to_pages_and_aggregate_the_same_answer() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("pv");
+    ok(sluice()
+        .args(["gen", "pavlo", "--scale", "2MB", "--out"])
+        .arg(&data)
+        .output()
+        .unwrap());
+    let paged = d.path().join("uv-paged");
+    ok(sluice()
+        .args([
+            "convert",
+            "--schema",
+            "uservisits",
+            "--page-size",
+            "4KiB",
+            "--input",
+        ])
+        .arg(data.join("uservisits"))
+        .arg("--output")
+        .arg(&paged)
+        .output()
+        .unwrap());
+    let total = |out: &Path| -> (usize, f64) {
+        let text = std::fs::read_to_string(out.join("part-r-00000")).unwrap()
+            + &std::fs::read_to_string(out.join("part-r-00001")).unwrap();
+        let sums: Vec<f64> = text
+            .lines()
+            .map(|l| l.split('\t').nth(1).unwrap().parse().unwrap())
+            .collect();
+        (sums.len(), sums.iter().sum())
+    };
+    let run = |input: &Path, fmt: &str, out: &str| {
+        ok(sluice()
+            .args([
+                "run",
+                "pavlo-agg-small",
+                "-q",
+                "--reducers",
+                "2",
+                "--page-size",
+                "4KiB",
+                "--input-format",
+                fmt,
+                "--input",
+            ])
+            .arg(input)
+            .arg("--output")
+            .arg(d.path().join(out))
+            .output()
+            .unwrap());
+        total(&d.path().join(out))
+    };
+    let (n_text, s_text) = run(&data.join("uservisits"), "text", "a");
+    let (n_paged, s_paged) = run(&paged, "paged", "b");
+    assert_eq!(n_text, n_paged);
+    assert!(
+        (s_text - s_paged).abs() < 1e-6 * s_text,
+        "{s_text} vs {s_paged}"
+    );
+
+    // A malformed row stops the conversion, naming file and offset.
+    let bad = d.path().join("bad.txt");
+    std::fs::write(
+        &bad,
+        "1.2.3.4|u|2000-01-01|1.5|a|b|c|d|3\n1.2.3.4|u|2000-01-01|x|a|b|c|d|3\n",
+    )
+    .unwrap();
+    let o = sluice()
+        .args(["convert", "--schema", "uservisits", "--input"])
+        .arg(&bad)
+        .arg("--output")
+        .arg(d.path().join("c"))
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&o).contains("bad.txt: malformed row at offset 35"),
+        "{}",
+        stderr(&o)
     );
 }
