@@ -292,9 +292,10 @@ fn run_args(b: &PavloBench, task: &Task, data: &Path, out: &Path) -> RunArgs {
 }
 
 fn run_task(b: &PavloBench, task: &Task, data: &Path, python: &Path) -> anyhow::Result<Row> {
-    let out = b
-        .work
-        .join(format!("out-{}", task.label.replace([' ', '(', ')'], "")));
+    let out = b.work.join(format!(
+        "out-{}",
+        task.label.replace([' ', '(', ')', ','], "")
+    ));
     let args = run_args(b, task, data, &out);
     let mut times = Vec::new();
     let mut reports = Vec::new();

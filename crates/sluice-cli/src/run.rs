@@ -25,11 +25,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Vec<JobReport>> {
     let reports = if args.job == JobName::PavloJoin && args.join == JoinForm::Baseline {
         join_baseline(args, &cfg)?
     } else {
-        let (job, cfg) = build_job(args, cfg)?;
-        let splits = input_splits(args, &cfg)?;
+        let (job, cfg, input) = build_job(args, cfg)?;
+        let (name, splits) = match input {
+            Some(given) => given,
+            None => (args.input.clone(), input_splits(args, &cfg)?),
+        };
         vec![run_one(
             &job,
-            &args.input,
+            &name,
             &splits,
             &args.output,
             &cfg,
@@ -130,8 +133,15 @@ fn encoding(args: &RunArgs, cfg: &mut EngineConfig) -> anyhow::Result<pavlo::Enc
     })
 }
 
-/// The job for `args`, and the configuration adjusted for it.
-fn build_job(args: &RunArgs, mut cfg: EngineConfig) -> anyhow::Result<(JobSpec, EngineConfig)> {
+/// An input other than `--input`: its name and splits.
+type Input = Option<(String, Vec<Split>)>;
+
+/// The job for `args`, the configuration adjusted for it, and the input when
+/// it is not `--input`.
+fn build_job(
+    args: &RunArgs,
+    mut cfg: EngineConfig,
+) -> anyhow::Result<(JobSpec, EngineConfig, Input)> {
     let paged_ok = matches!(
         args.job,
         JobName::PavloSelection | JobName::PavloAggLarge | JobName::PavloAggSmall
@@ -178,16 +188,35 @@ fn build_job(args: &RunArgs, mut cfg: EngineConfig) -> anyhow::Result<(JobSpec, 
         JobName::PavloUdf => pavlo::udf(),
         JobName::PavloJoin => {
             cfg.reducers = 1;
-            let rankings = args
-                .rankings
-                .as_deref()
-                .context("pavlo-join needs --rankings PATH")?;
-            let table = pavlo::rank_table(&plan(rankings, &cfg)?, cfg.max_record)
-                .map_err(anyhow::Error::msg)?;
-            pavlo::join_fast(Arc::new(table))
+            let (job, input) = fast_join(args, &cfg)?;
+            return Ok((job, cfg, input));
         }
     };
-    Ok((job, cfg))
+    Ok((job, cfg, None))
+}
+
+/// The fast join, with its hash table built on the smaller side: the
+/// week's visits when a range index pruned UserVisits below the size of
+/// Rankings (then the job scans Rankings), else Rankings.
+fn fast_join(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<(JobSpec, Input)> {
+    let rankings = args
+        .rankings
+        .as_deref()
+        .context("pavlo-join needs --rankings PATH")?;
+    let rank_splits = plan(rankings, cfg)?;
+    let visit_splits = input_splits(args, cfg)?;
+    let bytes = |s: &[Split]| s.iter().map(Split::len).sum::<u64>();
+    if bytes(&visit_splits) < bytes(&rank_splits) {
+        let table =
+            pavlo::visit_table(&visit_splits, cfg.max_record).map_err(anyhow::Error::msg)?;
+        let job = pavlo::join_fast_by_visits(Arc::new(table));
+        return Ok((job, Some((rankings.to_owned(), rank_splits))));
+    }
+    let table = pavlo::rank_table(&rank_splits, cfg.max_record).map_err(anyhow::Error::msg)?;
+    Ok((
+        pavlo::join_fast(Arc::new(table)),
+        Some((args.input.clone(), visit_splits)),
+    ))
 }
 
 /// The three jobs of the baseline join, through hidden directories beside

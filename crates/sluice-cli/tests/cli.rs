@@ -664,3 +664,64 @@ fn convert_to_pages_and_aggregate_the_same_answer() {
         stderr(&o)
     );
 }
+
+#[test]
+fn the_indexed_join_builds_on_the_weeks_visits_and_agrees() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("pv");
+    ok(sluice()
+        .args(["gen", "pavlo", "--scale", "4MB", "--out"])
+        .arg(&data)
+        .output()
+        .unwrap());
+    let indexed = d.path().join("uv-by-date");
+    ok(sluice()
+        .args([
+            "index",
+            "-q",
+            "--key-field",
+            "2",
+            "--chunk-size",
+            "16KiB",
+            "--input",
+        ])
+        .arg(data.join("uservisits"))
+        .arg("--output")
+        .arg(&indexed)
+        .output()
+        .unwrap());
+    let join = |input: &Path, out: &str| -> (String, serde_json::Value) {
+        let report = d.path().join(format!("{out}.json"));
+        ok(sluice()
+            .args(["run", "pavlo-join", "-q", "--rankings"])
+            .arg(data.join("rankings"))
+            .arg("--input")
+            .arg(input)
+            .arg("--output")
+            .arg(d.path().join(out))
+            .arg("--report")
+            .arg(&report)
+            .output()
+            .unwrap());
+        let line = std::fs::read_to_string(d.path().join(out).join("part-r-00000")).unwrap();
+        (
+            line,
+            serde_json::from_slice(&std::fs::read(report).unwrap()).unwrap(),
+        )
+    };
+    let (full, _) = join(&data.join("uservisits"), "full");
+    let (pruned, report) = join(&indexed, "pruned");
+    // The pruned run scanned Rankings (its input) with a table of the week's visits.
+    assert!(
+        report["input"].as_str().unwrap().ends_with("rankings"),
+        "{report}"
+    );
+    let fields =
+        |l: &str| -> Vec<String> { l.trim_end().split(['\t', '|']).map(str::to_owned).collect() };
+    let (a, b) = (fields(&full), fields(&pruned));
+    assert_eq!(a[0], b[0], "same top source IP");
+    for i in 1..3 {
+        let (x, y): (f64, f64) = (a[i].parse().unwrap(), b[i].parse().unwrap());
+        assert!((x - y).abs() < 1e-9 * x.abs().max(1.0), "{x} vs {y}");
+    }
+}

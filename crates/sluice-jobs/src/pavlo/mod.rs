@@ -15,7 +15,8 @@ mod scan;
 
 pub use aggregate::{aggregation, udf};
 pub use join::{
-    join_aggregate, join_fast, join_filter, join_top, rank_table, RankTable, JOIN_FROM, JOIN_TO,
+    join_aggregate, join_fast, join_fast_by_visits, join_filter, join_top, rank_table, visit_table,
+    RankTable, VisitTable, JOIN_FROM, JOIN_TO,
 };
 pub use scan::{grep, selection};
 
