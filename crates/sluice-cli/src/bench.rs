@@ -207,6 +207,7 @@ fn build_indexes(b: &PavloBench, data: &Path) -> anyhow::Result<String> {
     ] {
         let dir = data.join(out);
         if dir.join(sluice_formats::index::INDEX_FILE).exists() {
+            note.push_str(&format!(" {set} on field {field} already built;"));
             continue;
         }
         let t = Instant::now();
