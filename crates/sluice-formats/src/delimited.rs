@@ -124,7 +124,9 @@ impl<'l> Fields<'_, 'l> {
 }
 
 /// Powers of ten a `f64` holds exactly.
-const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+const POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
 
 /// Parses a floating-point number. Plain decimals (`-12.34`) of at most 15
 /// digits take Clinger's fast path: the digits as an exact integer divided
@@ -204,10 +206,27 @@ mod tests {
 
     #[test]
     fn the_float_fast_path_agrees_with_the_standard_parser() {
-        for t in ["0", "1.5", "-7.25", "210.35", "999.99", "0.1", "123456789012345", "1.000000000000001", "12.", ".5", "3.14159265358979"] {
+        for t in [
+            "0",
+            "1.5",
+            "-7.25",
+            "210.35",
+            "999.99",
+            "0.1",
+            "123456789012345",
+            "1.000000000000001",
+            "12.",
+            ".5",
+            "3.14159265358979",
+        ] {
             assert_eq!(parse_f64(t.as_bytes()), t.parse::<f64>().ok(), "{t}");
         }
-        for t in ["1e5", "inf", "-0.0000000000000001234", "1234567890123456789"] {
+        for t in [
+            "1e5",
+            "inf",
+            "-0.0000000000000001234",
+            "1234567890123456789",
+        ] {
             assert_eq!(parse_f64(t.as_bytes()), t.parse::<f64>().ok(), "{t}");
         }
         assert_eq!(parse_f64(b"1.2.3"), None);
