@@ -3,7 +3,7 @@
 //! Records are decoded with the mutable [`Decoder`]: one reused vector of
 //! field ranges, fields parsed in place. A record with the wrong number of
 //! fields, a non-numeric number or a malformed date is an
-//! [`Error::BadRecord`](sluice_api::Error::BadRecord), which the engine fails
+//! [`Error::BadRecord`], which the engine fails
 //! on or skips and counts, as configured.
 //!
 //! Output is `key<TAB>value`; a row with several values joins them with `|`.
