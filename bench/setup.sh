@@ -6,3 +6,5 @@ cd "$(dirname "$0")/.."
 cargo build --release -p sluice-cli
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install --quiet --disable-pip-version-check duckdb
+# bench/compare installs the other peers (chdb, pyspark, matplotlib from
+# PyPI; Hadoop jars from Maven Central via bench/hadoop/pom.xml) on first use.

@@ -17,3 +17,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
   .venv/bin/pip install --quiet --disable-pip-version-check duckdb
 export SLUICE_PYTHON="$PWD/.venv/bin/python"
 cargo test --workspace
+# A smoke test of the peer harness: Sluice and DuckDB on tiny data, every
+# answer compared (the heavy peers are for bench/compare runs by hand).
+smoke="$(mktemp -d)"
+bench/compare --quick --engines sluice,duckdb --text-size 2MB --pavlo-scale 2MB \
+  --sluice target/debug/sluice --out "$smoke" > "$smoke/log" 2>&1 || { cat "$smoke/log"; exit 1; }
+grep -q "^| pavlo-udf |" "$smoke/results.md"
+rm -rf "$smoke"
+echo "bench/compare smoke test: every answer matched"

@@ -1,0 +1,515 @@
+#!/usr/bin/env python3
+"""Runs each workload on Sluice and on every available peer over the same
+generated files, checks that every engine gave the same answer, and writes
+results.md, results.json and ratios.png into --out.
+
+Peers: DuckDB and chdb (ClickHouse) from PyPI, Spark (pyspark, local[N],
+DataFrame API, and the RDD API for word count), Hadoop MapReduce
+(LocalJobRunner; jars from Maven Central through bench/hadoop/pom.xml, jobs
+written as Hadoop's examples are), Phoenix++ (word count, from a local build
+given with --phoenix). What is missing is installed on first use.
+
+Run through bench/compare, which creates the venv.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+GREP_PATTERN = "qz[a-f]"
+TEXT_WORKLOADS = ["wordcount", "grep", "sort"]
+PAVLO_WORKLOADS = ["pavlo-grep", "pavlo-selection", "pavlo-agg-large", "pavlo-agg-small", "pavlo-join", "pavlo-udf"]
+ALL_ENGINES = ["sluice", "duckdb", "chdb", "spark", "spark-rdd", "hadoop", "phoenix"]
+
+
+def pip_install(*packages):
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *packages], check=True)
+
+
+def ensure_module(module, package=None):
+    try:
+        __import__(module)
+    except ImportError:
+        print(f"installing {package or module} ...", file=sys.stderr)
+        pip_install(package or module)
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+# ---------------------------------------------------------------- answers
+
+def same_field(a, b):
+    if a == b:
+        return True
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return False
+    return abs(x - y) <= 1e-9 * max(abs(x), abs(y), 1.0)
+
+
+def rows_of_lines(lines, value_sep=None):
+    rows = []
+    for line in lines:
+        line = line.rstrip("\n").rstrip("\r")
+        if value_sep and "\t" in line:
+            k, v = line.split("\t", 1)
+            rows.append([k, *v.split(value_sep)])
+        else:
+            rows.append(line.split("\t"))
+    return rows
+
+
+def read_parts(path, prefix="part-"):
+    files = sorted(p for p in Path(path).iterdir() if p.name.startswith(prefix) and not p.name.endswith(".crc"))
+    lines = []
+    for p in files:
+        with open(p, encoding="utf-8", errors="surrogateescape") as f:
+            lines.extend(f)
+    return lines
+
+
+def compare(want, got, ordered):
+    if not ordered:
+        want, got = sorted(want), sorted(got)
+    if len(want) != len(got):
+        return f"{len(got)} rows, expected {len(want)}"
+    for a, b in zip(want, got):
+        if len(a) != len(b) or not all(same_field(x, y) for x, y in zip(a, b)):
+            return f"row {b!r} differs from {a!r}"
+    return None
+
+
+# ---------------------------------------------------------------- engines
+
+class Sluice:
+    name = "sluice"
+
+    def __init__(self, a):
+        self.exe = a.sluice
+        self.threads = a.threads
+
+    def supports(self, w):
+        return True
+
+    def run(self, w, data, out):
+        job, extra = w, []
+        if w == "grep":
+            extra = ["--pattern", GREP_PATTERN]
+        if w in PAVLO_WORKLOADS:
+            src = {"pavlo-grep": "grep", "pavlo-selection": "rankings", "pavlo-udf": "documents"}.get(w, "uservisits")
+            inp = str(data / src)
+            if w == "pavlo-join":
+                extra = ["--rankings", str(data / "rankings")]
+        else:
+            inp = str(data)
+        subprocess.run([self.exe, "run", job, "--input", inp, "--output", str(out), "--threads", str(self.threads),
+                        "--overwrite", "-q", *extra], check=True)
+        prefix = "part-m-" if w in ("grep", "pavlo-grep", "pavlo-selection") else "part-r-"
+        return rows_of_lines(read_parts(out, prefix), value_sep="|" if w == "pavlo-join" else None)
+
+
+def text_sql(w, text_from, line):
+    """The text workloads in SQL; `text_from` yields a column named `line`."""
+    if w == "wordcount":
+        return (f"SELECT word, count(*) FROM (SELECT unnest(string_split({line}, ' ')) AS word FROM {text_from}) "
+                "WHERE word <> '' GROUP BY word")
+    if w == "grep":
+        return f"SELECT {line} FROM {text_from} WHERE regexp_matches({line}, '{GREP_PATTERN}')"
+    return f"SELECT {line} FROM {text_from} ORDER BY {line}"
+
+
+class DuckDB:
+    name = "duckdb"
+
+    def __init__(self, a):
+        ensure_module("duckdb")
+        import duckdb
+        self.con = duckdb.connect()
+        self.con.execute(f"SET threads = {a.threads}")
+
+    def supports(self, w):
+        return True
+
+    def run(self, w, data, out):
+        import pavlo_duckdb
+        if w in PAVLO_WORKLOADS:
+            sql = pavlo_duckdb.query(w, str(data), 10)
+        else:
+            src = (f"read_csv('{data}/part-*', columns={{'line': 'VARCHAR'}}, delim='\\x01', header=false, "
+                   "quote='', escape='', auto_detect=false)")
+            sql = text_sql(w, src, "line")
+        self.con.execute(f"COPY ({sql}) TO '{out}' (FORMAT csv, HEADER false, DELIMITER '\t', QUOTE '')")
+        with open(out, encoding="utf-8", errors="surrogateescape") as f:
+            return rows_of_lines(f)
+
+
+class Chdb:
+    name = "chdb"
+    PAVLO = {
+        "rankings": "pageURL String, pageRank Int64, avgDuration Int64",
+        "uservisits": ("sourceIP String, destURL String, visitDate Date, adRevenue Float64, userAgent String, "
+                       "countryCode String, languageCode String, searchWord String, duration Int64"),
+        "grep": "key String, field String",
+        "documents": "url String, html String",
+    }
+
+    def __init__(self, a):
+        ensure_module("chdb")
+        from chdb import session
+        self.s = session.Session()
+        self.threads = a.threads
+
+    def supports(self, w):
+        return True
+
+    def table(self, data, name):
+        return f"file('{data}/{name}/part-*', 'CSV', '{self.PAVLO[name]}')"
+
+    def sql(self, w, data):
+        if w == "wordcount":
+            return (f"SELECT word, count() FROM file('{data}/part-*', 'LineAsString') "
+                    "ARRAY JOIN splitByChar(' ', line) AS word WHERE word != '' GROUP BY word")
+        if w == "grep":
+            return f"SELECT line FROM file('{data}/part-*', 'LineAsString') WHERE match(line, '{GREP_PATTERN}')"
+        if w == "sort":
+            return f"SELECT line FROM file('{data}/part-*', 'LineAsString') ORDER BY line"
+        uv, r = self.table(data, "uservisits"), self.table(data, "rankings")
+        return {
+            "pavlo-grep": f"SELECT key, field FROM {self.table(data, 'grep')} WHERE position(field, 'XYZ') > 0",
+            "pavlo-selection": f"SELECT pageURL, pageRank FROM {r} WHERE pageRank > 10",
+            "pavlo-agg-large": f"SELECT sourceIP, sum(adRevenue) FROM {uv} GROUP BY sourceIP",
+            "pavlo-agg-small": f"SELECT substring(sourceIP, 1, 7) AS p, sum(adRevenue) FROM {uv} GROUP BY p",
+            "pavlo-join": (f"SELECT sourceIP, sum(adRevenue) AS total, avg(pageRank) FROM {uv} AS UV "
+                           f"INNER JOIN {r} AS R ON R.pageURL = UV.destURL "
+                           "WHERE UV.visitDate BETWEEN toDate('2000-01-15') AND toDate('2000-01-22') "
+                           "GROUP BY sourceIP ORDER BY total DESC, sourceIP LIMIT 1"),
+            "pavlo-udf": (f"SELECT link, count() FROM {self.table(data, 'documents')} "
+                          "ARRAY JOIN extractAll(html, 'href=\"([^\"]*)\"') AS link GROUP BY link"),
+        }[w]
+
+    def run(self, w, data, out):
+        settings = (f" SETTINGS max_threads = {self.threads}, format_csv_delimiter = '|', "
+                    "input_format_csv_allow_cr_end_of_line = 1")
+        if w in PAVLO_WORKLOADS and w == "pavlo-udf":
+            settings += ", format_csv_allow_double_quotes = 0"
+        res = self.s.query(self.sql(w, data) + settings, "TabSeparatedRaw")
+        text = res.bytes().decode("utf-8", "surrogateescape") if hasattr(res, "bytes") else str(res)
+        Path(out).write_text(text, encoding="utf-8", errors="surrogateescape")
+        return rows_of_lines(text.splitlines())
+
+
+class Spark:
+    name = "spark"
+    rdd = False
+
+    def __init__(self, a):
+        ensure_module("pyspark")
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        from pyspark.sql import SparkSession
+        t = time.perf_counter()
+        self.spark = (SparkSession.builder.master(f"local[{a.threads}]")
+                      .config("spark.ui.enabled", "false").config("spark.driver.memory", "4g")
+                      .config("spark.sql.shuffle.partitions", str(a.threads * 2)).getOrCreate())
+        self.spark.sparkContext.setLogLevel("ERROR")
+        self.session_s = time.perf_counter() - t
+
+    def supports(self, w):
+        return w != "pavlo-udf" or True
+
+    def csv(self, data, name, schema):
+        return self.spark.read.csv(f"{data}/{name}", sep="|", schema=schema, quote="", escape="")
+
+    def frame(self, w, data):
+        from pyspark.sql import functions as F
+        if w in TEXT_WORKLOADS:
+            df = self.spark.read.text(str(data))
+            if w == "wordcount":
+                return (df.select(F.explode(F.split("value", " ")).alias("w")).where("w != ''")
+                        .groupBy("w").count())
+            if w == "grep":
+                return df.where(F.col("value").rlike(GREP_PATTERN))
+            return df.orderBy("value")
+        uv = self.csv(data, "uservisits", Chdb.PAVLO["uservisits"].replace(" String", " STRING")
+                      .replace(" Int64", " BIGINT").replace(" Float64", " DOUBLE").replace(" Date", " DATE"))
+        r = self.csv(data, "rankings", "pageURL STRING, pageRank BIGINT, avgDuration BIGINT")
+        if w == "pavlo-grep":
+            g = self.csv(data, "grep", "key STRING, field STRING")
+            return g.where(F.col("field").contains("XYZ"))
+        if w == "pavlo-selection":
+            return r.where("pageRank > 10").select("pageURL", "pageRank")
+        if w == "pavlo-agg-large":
+            return uv.groupBy("sourceIP").agg(F.sum("adRevenue"))
+        if w == "pavlo-agg-small":
+            return uv.groupBy(F.substring("sourceIP", 1, 7)).agg(F.sum("adRevenue"))
+        if w == "pavlo-join":
+            week = uv.where("visitDate BETWEEN DATE'2000-01-15' AND DATE'2000-01-22'")
+            j = week.join(r, week.destURL == r.pageURL).groupBy("sourceIP").agg(
+                F.sum("adRevenue").alias("total"), F.avg("pageRank").alias("avg"))
+            return j.orderBy(F.desc("total"), "sourceIP").limit(1)
+        d = self.csv(data, "documents", "url STRING, html STRING")
+        links = d.select(F.explode(F.expr("regexp_extract_all(html, 'href=\"([^\"]*)\"', 1)")).alias("link"))
+        return links.groupBy("link").count()
+
+    def run(self, w, data, out):
+        if self.rdd:
+            sc = self.spark.sparkContext
+            counts = (sc.textFile(str(data)).flatMap(lambda l: l.split(" ")).filter(lambda x: x)
+                      .map(lambda x: (x, 1)).reduceByKey(lambda a, b: a + b))
+            counts.map(lambda kv: f"{kv[0]}\t{kv[1]}").saveAsTextFile(str(out))
+        else:
+            self.frame(w, data).write.mode("overwrite").option("sep", "\t").option("quote", "").csv(str(out))
+        return rows_of_lines(read_parts(out))
+
+
+class SparkRdd(Spark):
+    name = "spark-rdd"
+    rdd = True
+
+    def supports(self, w):
+        return w == "wordcount"
+
+
+class Hadoop:
+    name = "hadoop"
+    JOBS = {"wordcount": "wordcount", "grep": "grep", "sort": "sort",
+            "pavlo-agg-large": "agg-large", "pavlo-agg-small": "agg-small"}
+
+    def __init__(self, a):
+        self.threads = a.threads
+        hd = ROOT / "bench" / "hadoop"
+        if not (hd / "target" / "hadoop-jobs-1.0.jar").exists():
+            print("building the Hadoop jobs (Maven Central) ...", file=sys.stderr)
+            subprocess.run(["mvn", "-q", "-B", "-f", str(hd / "pom.xml"), "package", "-DskipTests"], check=True)
+        self.cp = f"{hd}/target/hadoop-jobs-1.0.jar:{hd}/target/lib/*"
+
+    def supports(self, w):
+        return w in self.JOBS
+
+    def run(self, w, data, out):
+        inp = data / "uservisits" if w.startswith("pavlo") else data
+        subprocess.run(["rm", "-rf", str(out)], check=True)
+        cmd = ["java", "-Xmx2g", "-cp", self.cp, "sluice.bench.Jobs", self.JOBS[w], str(inp), str(out), str(self.threads)]
+        if w == "grep":
+            cmd.append(GREP_PATTERN)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return rows_of_lines(read_parts(out))
+
+
+class Phoenix:
+    name = "phoenix"
+
+    def __init__(self, a):
+        if not a.phoenix:
+            raise RuntimeError("give --phoenix DIR (a local Phoenix++ build)")
+        self.exe = Path(a.phoenix) / "tests" / "word_count" / "word_count"
+        self.threads = a.threads
+
+    def supports(self, w):
+        return w == "wordcount"
+
+    def run(self, w, data, out):
+        cat = data.parent / f"{data.name}.cat"
+        size = sum(p.stat().st_size for p in data.glob("part-*"))
+        if not cat.exists() or cat.stat().st_size != size:
+            with open(cat, "wb") as f:
+                for p in sorted(data.glob("part-*")):
+                    f.write(p.read_bytes())
+        env = dict(os.environ, MR_NUMTHREADS=str(self.threads))
+        text = subprocess.run([str(self.exe), str(cat), "10"], env=env, check=True, capture_output=True, text=True).stdout
+        Path(out).write_text(text)
+        return ("top10", [(w.strip().lower(), int(n)) for w, n in (l.split(" - ") for l in text.splitlines() if " - " in l)],
+                int(text.split("Total:")[1].split()[0]))
+
+
+ENGINES = {"sluice": Sluice, "duckdb": DuckDB, "chdb": Chdb, "spark": Spark, "spark-rdd": SparkRdd,
+           "hadoop": Hadoop, "phoenix": Phoenix}
+
+
+def check_phoenix(want, got):
+    _, top, total = got
+    counts = sorted(((r[0], int(r[1])) for r in want), key=lambda kv: (-kv[1], kv[0]))
+    if [c for _, c in top] != [c for _, c in counts[:len(top)]] or total != sum(c for _, c in counts):
+        return f"top words {top[:3]} / total {total} differ"
+    return None
+
+
+# ---------------------------------------------------------------- harness
+
+def machine_note():
+    note = {"platform": platform.platform(), "cores": os.cpu_count()}
+    try:
+        cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        note["cpu"] = re.search(r"Model name:\s*(.*)", cpu).group(1).strip()
+    except (OSError, AttributeError):
+        pass
+    try:
+        mem = Path("/proc/meminfo").read_text().split("\n")[0].split()[1]
+        note["memory_gb"] = round(int(mem) / 1e6, 1)
+    except OSError:
+        pass
+    profile = Path(os.environ.get("SLUICE_HARDWARE", Path.home() / ".sluice" / "hardware.json"))
+    if profile.exists():
+        p = json.loads(profile.read_text())
+        note["probe_mb_s"] = {k: round(v["measured"]["median"] / 1e6) for k, v in p.items()
+                              if isinstance(v, dict) and "measured" in v}
+    return note
+
+
+def generate(a, work):
+    text = work / f"text-{a.text_size}"
+    if not (text / "part-00000").exists():
+        subprocess.run([a.sluice, "gen", "text", "--size", a.text_size, "--seed", "7", "--out", str(text), "--overwrite"],
+                       check=True)
+    pavlo = work / f"pavlo-{a.pavlo_scale}"
+    subprocess.run([a.sluice, "gen", "pavlo", "--scale", a.pavlo_scale, "--seed", "7", "--out", str(pavlo)], check=True)
+    return text, pavlo
+
+
+def measure(engine, w, data, out, reps):
+    times, answer = [], None
+    for _ in range(reps):
+        t = time.perf_counter()
+        answer = engine.run(w, data, out)
+        times.append(time.perf_counter() - t)
+    return times, answer
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(ROOT / "bench-results" / "compare"))
+    ap.add_argument("--quick", action="store_true", help="small data, one repetition")
+    ap.add_argument("--text-size", default=None, help="text data size (default 269MB; quick: 16MB)")
+    ap.add_argument("--pavlo-scale", default=None, help="UserVisits size (default 1GB; quick: 16MB)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5; quick: 1)")
+    ap.add_argument("--engines", default="sluice,duckdb,chdb,spark,spark-rdd,hadoop")
+    ap.add_argument("--workloads", default=",".join(TEXT_WORKLOADS + PAVLO_WORKLOADS))
+    ap.add_argument("--phoenix", help="a local Phoenix++ build directory (adds the phoenix engine)")
+    ap.add_argument("--sluice", default=str(ROOT / "target" / "release" / "sluice"))
+    a = ap.parse_args()
+    a.text_size = a.text_size or ("16MB" if a.quick else "269MB")
+    a.pavlo_scale = a.pavlo_scale or ("16MB" if a.quick else "1GB")
+    a.reps = a.reps or (1 if a.quick else 5)
+    names = [e for e in a.engines.split(",") if e]
+    if a.phoenix and "phoenix" not in names:
+        names.append("phoenix")
+    if not Path(a.sluice).exists():
+        subprocess.run(["cargo", "build", "--release", "-p", "sluice-cli"], cwd=ROOT, check=True)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / "data"
+    text, pavlo = generate(a, work)
+    engines, results = {}, []
+    for n in ["sluice"] + [x for x in names if x != "sluice"]:
+        try:
+            engines[n] = ENGINES[n](a)
+        except Exception as e:  # an engine that cannot start is reported, not fatal
+            results.append({"engine": n, "workload": "*", "valid": False, "error": f"unavailable: {e}"})
+            print(f"{n}: unavailable: {e}", file=sys.stderr)
+    for w in [x for x in a.workloads.split(",") if x]:
+        data = pavlo if w in PAVLO_WORKLOADS else text
+        want = None
+        for n, e in engines.items():
+            if not e.supports(w):
+                continue
+            dest = out / "answers" / f"{w}.{n}"
+            dest.parent.mkdir(exist_ok=True)
+            try:
+                times, got = measure(e, w, data, dest, a.reps)
+            except Exception as ex:
+                results.append({"engine": n, "workload": w, "valid": False, "error": str(ex)[:300]})
+                print(f"{w} on {n}: FAILED: {ex}", file=sys.stderr)
+                continue
+            if n == "sluice":
+                want, err = got, None
+            elif n == "phoenix":
+                err = check_phoenix(want, got)
+            else:
+                err = compare(want, got, ordered=(w == "sort"))
+            if err:
+                print(f"MISMATCH: {w} on {n}: {err}", file=sys.stderr)
+            r = {"engine": n, "workload": w, "times": times, "median_s": median(times),
+                 "spread_s": max(times) - min(times), "valid": err is None, "error": err}
+            if hasattr(e, "session_s"):
+                r["session_start_s"] = e.session_s
+            results.append(r)
+            print(f"{w:<16} {n:<10} {median(times):8.3f} s {'ok' if err is None else 'WRONG: ' + err}", file=sys.stderr)
+    report(a, out, names, results)
+    bad = [r for r in results if not r["valid"] and r["workload"] != "*"]
+    sys.exit(1 if bad else 0)
+
+
+def report(a, out, names, results):
+    params = {"text_size": a.text_size, "pavlo_scale": a.pavlo_scale, "threads": a.threads, "reps": a.reps}
+    machine = machine_note()
+    (out / "results.json").write_text(json.dumps({"machine": machine, "params": params, "results": results}, indent=2))
+    base = {r["workload"]: r["median_s"] for r in results if r["engine"] == "sluice" and r.get("valid")}
+    cols = ["sluice"] + [n for n in names if n != "sluice"]
+    lines = [f"Machine: {json.dumps(machine)}", "",
+             f"Data: text {a.text_size}, Pavlo UserVisits {a.pavlo_scale}; {a.threads} threads; median of {a.reps}; "
+             "cells: seconds (engine time / Sluice time).", "",
+             "| workload | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for w in dict.fromkeys(r["workload"] for r in results if r["workload"] != "*"):
+        cells = []
+        for n in cols:
+            r = next((r for r in results if r["workload"] == w and r["engine"] == n), None)
+            if r is None:
+                cells.append("")
+            elif not r["valid"]:
+                cells.append("WRONG" if r.get("times") else "failed")
+            else:
+                ratio = r["median_s"] / base[w] if base.get(w) else float("nan")
+                cells.append(f"{r['median_s']:.3f} ({ratio:.1f}x)")
+        lines.append(f"| {w} | " + " | ".join(cells) + " |")
+    starts = [f"{r['engine']} {r['session_start_s']:.1f} s" for r in results if "session_start_s" in r]
+    if starts:
+        lines += ["", "Spark session start (not in the times): " + ", ".join(dict.fromkeys(starts))]
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    chart(out, results, base, cols)
+
+
+def chart(out, results, base, cols):
+    try:
+        ensure_module("matplotlib")
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:  # the table and JSON still stand
+        print(f"no chart: {e}", file=sys.stderr)
+        return
+    workloads = list(base)
+    peers = [c for c in cols if c != "sluice"]
+    fig, ax = plt.subplots(figsize=(max(6, len(workloads) * 1.3), 4.5))
+    width = 0.8 / max(1, len(peers))
+    for i, n in enumerate(peers):
+        ys = []
+        for w in workloads:
+            r = next((r for r in results if r["workload"] == w and r["engine"] == n and r.get("valid")), None)
+            ys.append(r["median_s"] / base[w] if r else float("nan"))
+        ax.bar([x + i * width for x in range(len(workloads))], ys, width, label=n)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_ylabel("time / Sluice time (log)")
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(workloads))])
+    ax.set_xticklabels(workloads, rotation=30, ha="right")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "ratios.png", dpi=110)
+
+
+if __name__ == "__main__":
+    main()
