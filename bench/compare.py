@@ -272,6 +272,7 @@ class Spark:
 
     def run(self, w, data, out):
         if self.rdd:
+            subprocess.run(["rm", "-rf", str(out)], check=True)  # saveAsTextFile refuses an existing path
             sc = self.spark.sparkContext
             counts = (sc.textFile(str(data)).flatMap(lambda l: l.split(" ")).filter(lambda x: x)
                       .map(lambda x: (x, 1)).reduceByKey(lambda a, b: a + b))

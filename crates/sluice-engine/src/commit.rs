@@ -107,7 +107,10 @@ impl Committer {
         io(std::fs::remove_dir_all(&tmp), "removing", &tmp)?;
         let success = self.stage.join("_SUCCESS");
         io(std::fs::write(&success, b""), "writing", &success)?;
-        let old = self.stage.with_extension("old");
+        // Beside the staging directory, named after it: unique per job.
+        let mut old_name = self.stage.file_name().unwrap_or_default().to_owned();
+        old_name.push(".old");
+        let old = self.stage.with_file_name(old_name);
         let replaced = self.overwrite && self.output.exists();
         if replaced {
             io(
@@ -187,6 +190,24 @@ mod tests {
         assert!(
             err.contains("already exists") && err.contains("--overwrite"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn overwriting_again_and_again_leaves_only_the_newest_output() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        for round in 0..3u8 {
+            let c = Committer::create(&out, true).unwrap();
+            std::fs::write(c.attempt_path("part-r-00000", 0).unwrap(), [round]).unwrap();
+            c.commit_task("part-r-00000", 0).unwrap();
+            c.commit_job().unwrap();
+        }
+        assert_eq!(std::fs::read(out.join("part-r-00000")).unwrap(), [2]);
+        assert_eq!(
+            std::fs::read_dir(d.path()).unwrap().count(),
+            1,
+            "no staging or old output left"
         );
     }
 
