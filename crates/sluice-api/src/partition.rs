@@ -5,12 +5,29 @@ pub trait Partitioner: Send + Sync {
 }
 
 /// Hadoop's `WritableComparator.hashBytes`: `h = 31 * h + (signed byte)`
-/// starting from 1, in 32-bit wrapping arithmetic.
+/// starting from 1, in 32-bit wrapping arithmetic. Four bytes per step
+/// (`h * 31^4 + b0 * 31^3 + b1 * 31^2 + b2 * 31 + b3`), which gives the same
+/// value with a quarter of the dependent multiplications.
 #[inline]
 pub fn hadoop_hash(key: &[u8]) -> i32 {
-    key.iter().fold(1i32, |h, &b| {
-        h.wrapping_mul(31).wrapping_add(b as i8 as i32)
-    })
+    const P2: i32 = 31 * 31;
+    const P3: i32 = 31 * 31 * 31;
+    const P4: i32 = 31 * 31 * 31 * 31;
+    let s = |b: u8| b as i8 as i32;
+    let mut chunks = key.chunks_exact(4);
+    let mut h = 1i32;
+    for c in &mut chunks {
+        let part = s(c[0])
+            .wrapping_mul(P3)
+            .wrapping_add(s(c[1]).wrapping_mul(P2))
+            .wrapping_add(s(c[2]).wrapping_mul(31))
+            .wrapping_add(s(c[3]));
+        h = h.wrapping_mul(P4).wrapping_add(part);
+    }
+    chunks
+        .remainder()
+        .iter()
+        .fold(h, |h, &b| h.wrapping_mul(31).wrapping_add(s(b)))
 }
 
 /// The default partitioner: Hadoop's `HashPartitioner` over `Text` keys,
@@ -83,6 +100,25 @@ mod tests {
         assert_eq!(hadoop_hash(b"ab"), (31 * (31 + 97)) + 98);
         // A high byte counts as negative, as Java's signed byte does.
         assert_eq!(hadoop_hash(&[0xff]), 31 - 1);
+    }
+
+    #[test]
+    fn the_unrolled_hash_equals_the_byte_loop() {
+        let simple = |k: &[u8]| {
+            k.iter().fold(1i32, |h, &b| {
+                h.wrapping_mul(31).wrapping_add(b as i8 as i32)
+            })
+        };
+        let mut x = 12345u64;
+        for len in 0..64 {
+            let key: Vec<u8> = (0..len)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    (x >> 56) as u8
+                })
+                .collect();
+            assert_eq!(hadoop_hash(&key), simple(&key), "length {len}");
+        }
     }
 
     #[test]

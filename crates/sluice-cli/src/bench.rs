@@ -12,7 +12,7 @@ use sluice_api::TaskCounter;
 use crate::convert::{ConvertArgs, Schema};
 use crate::index::{IndexArgs, KeyTypeArg};
 use crate::units::parse_size;
-use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, KeyOrderArg, RunArgs};
+use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, RunArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchKind {
@@ -281,7 +281,7 @@ fn run_args(b: &PavloBench, task: &Task, data: &Path, out: &Path) -> RunArgs {
         input_format: task.input_format,
         page_size: 128 << 10,
         grouping: GroupingArg::Hash,
-        key_order: KeyOrderArg::Bytewise,
+        key_order: None,
         max_record_size: 64 << 20,
         split_size: None,
         spill_dir: None,

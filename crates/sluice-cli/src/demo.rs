@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::units::parse_size;
-use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, KeyOrderArg, RunArgs};
+use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, RunArgs};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -44,7 +44,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         overwrite: true,
         pattern: None,
         grouping: GroupingArg::Hash,
-        key_order: KeyOrderArg::Bytewise,
+        key_order: None,
         max_record_size: 64 << 20,
         split_size: None,
         spill_dir: None,

@@ -163,9 +163,11 @@ struct RunArgs {
     /// Grouping for word count and the Pavlo aggregations.
     #[arg(long, value_enum, default_value = "hash")]
     grouping: GroupingArg,
-    /// Key order for word count (sort accepts only bytewise).
-    #[arg(long, value_enum, default_value = "bytewise")]
-    key_order: KeyOrderArg,
+    /// Key order within partitions [default: bytewise (sorted part files);
+    /// fingerprint for the hash-grouped Pavlo aggregations and UDF, whose SQL
+    /// has no order]. Sort accepts only bytewise.
+    #[arg(long, value_enum)]
+    key_order: Option<KeyOrderArg>,
     /// Longest input record accepted.
     #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
     max_record_size: u64,

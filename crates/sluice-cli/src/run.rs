@@ -112,10 +112,24 @@ fn hash_grouping(args: &RunArgs) -> bool {
     args.grouping == GroupingArg::Hash
 }
 
-fn key_order(args: &RunArgs) -> KeyOrder {
+/// The key order asked for, else `default`.
+fn key_order(args: &RunArgs, default: KeyOrder) -> KeyOrder {
     match args.key_order {
-        KeyOrderArg::Bytewise => KeyOrder::Bytewise,
-        KeyOrderArg::Fingerprint => KeyOrder::Fingerprint,
+        Some(KeyOrderArg::Bytewise) => KeyOrder::Bytewise,
+        Some(KeyOrderArg::Fingerprint) => KeyOrder::Fingerprint,
+        None => default,
+    }
+}
+
+/// Hash-grouped aggregations whose answer has no order compare 32-bit
+/// fingerprints when they sort their distinct keys at a spill and merge,
+/// instead of keys with long common prefixes (URLs, IPs); the sort path
+/// keeps bytewise order, where hashing every record would cost more.
+fn unordered_default(args: &RunArgs) -> KeyOrder {
+    if hash_grouping(args) {
+        KeyOrder::Fingerprint
+    } else {
+        KeyOrder::Bytewise
     }
 }
 
@@ -157,7 +171,7 @@ fn build_job(
             } else {
                 Grouping::Sort
             };
-            sluice_jobs::wordcount(grouping).key_order(key_order(args))
+            sluice_jobs::wordcount(grouping).key_order(key_order(args, KeyOrder::Bytewise))
         }
         JobName::Grep => {
             let pattern = args
@@ -168,7 +182,7 @@ fn build_job(
         }
         JobName::Sort => {
             anyhow::ensure!(
-                args.key_order == KeyOrderArg::Bytewise,
+                args.key_order.is_none_or(|k| k == KeyOrderArg::Bytewise),
                 "sort needs --key-order bytewise: its output is a total order"
             );
             sluice_jobs::sort(sample(args, &cfg)?, cfg.reducers)
@@ -179,13 +193,13 @@ fn build_job(
         JobName::PavloSelection => pavlo::selection(args.threshold, encoding(args, &mut cfg)?),
         JobName::PavloAggLarge => {
             pavlo::aggregation(None, hash_grouping(args), encoding(args, &mut cfg)?)
-                .key_order(key_order(args))
+                .key_order(key_order(args, unordered_default(args)))
         }
         JobName::PavloAggSmall => {
             pavlo::aggregation(Some(7), hash_grouping(args), encoding(args, &mut cfg)?)
-                .key_order(key_order(args))
+                .key_order(key_order(args, unordered_default(args)))
         }
-        JobName::PavloUdf => pavlo::udf(),
+        JobName::PavloUdf => pavlo::udf().key_order(key_order(args, KeyOrder::Fingerprint)),
         JobName::PavloJoin => {
             cfg.reducers = 1;
             let (job, input) = fast_join(args, &cfg)?;
