@@ -49,39 +49,18 @@ pub struct ConvertArgs {
 pub fn convert(a: &ConvertArgs) -> anyhow::Result<()> {
     let files = resolve(&a.input)?;
     let page = usize::try_from(a.page_size).context("--page-size")?;
-    sluice_gen::prepare_dir(&a.output, a.overwrite)?;
     let t = Instant::now();
-    let next = AtomicUsize::new(0);
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let results: Vec<anyhow::Result<(u64, u64)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.max(1))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut total = (0, 0);
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(f) = files.get(i) else {
-                            return Ok(total);
-                        };
-                        let (rows, pages) = convert_file(a, std::slice::from_ref(f), i, page)?;
-                        total = (total.0 + rows, total.1 + pages);
-                    }
-                })
-            })
-            .collect();
-        handles
+    // Any file's failure fails the whole conversion before it is committed.
+    let (rows, pages) = crate::gen::write_atomically(&a.output, a.overwrite, |dir| {
+        convert_all(a, &files, dir, page, threads)
             .into_iter()
-            .map(|h| h.join().expect("convert thread"))
-            .collect()
-    });
-    let (mut rows, mut pages) = (0, 0);
-    for r in results {
-        let (r, p) = r?;
-        rows += r;
-        pages += p;
-    }
+            .try_fold((0, 0), |(rows, pages), r| {
+                r.map(|(r, p)| (rows + r, pages + p))
+            })
+    })?;
     eprintln!(
         "converted {rows} rows into {pages} pages ({}) at {} in {:.2}s",
         human(pages * a.page_size),
@@ -91,13 +70,50 @@ pub fn convert(a: &ConvertArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Converts every file on `threads` threads into `dir`.
+fn convert_all(
+    a: &ConvertArgs,
+    files: &[sluice_formats::input::InputFile],
+    dir: &std::path::Path,
+    page: usize,
+    threads: usize,
+) -> Vec<anyhow::Result<(u64, u64)>> {
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut total = (0, 0);
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(f) = files.get(i) else {
+                            return Ok(total);
+                        };
+                        let (rows, pages) = convert_file(
+                            a,
+                            std::slice::from_ref(f),
+                            &dir.join(format!("part-{i:05}")),
+                            page,
+                        )?;
+                        total = (total.0 + rows, total.1 + pages);
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("convert thread"))
+            .collect()
+    })
+}
+
 fn convert_file(
     a: &ConvertArgs,
     file: &[sluice_formats::input::InputFile],
-    n: usize,
+    out: &std::path::Path,
     page: usize,
 ) -> anyhow::Result<(u64, u64)> {
-    let mut w = PagedWriter::create(&a.output.join(format!("part-{n:05}")), page)?;
+    let mut w = PagedWriter::create(out, page)?;
     let mut dec = Decoder::new(b'|');
     let mut rec = Vec::new();
     let mut rows = 0;

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Subcommand;
-use sluice_gen::{generate_pavlo, generate_text, prepare_dir, PavloSet, PavloSpec, TextSpec};
+use sluice_engine::commit::Committer;
+use sluice_gen::{generate_pavlo, generate_text, PavloSet, PavloSpec, TextSpec};
 
 use crate::summary::bar;
 use crate::units::{human, parse_size};
@@ -188,11 +189,34 @@ pub fn pavlo_all(
     Ok(())
 }
 
+/// Runs `write` on a staging directory beside `out` and renames it to
+/// `out` (with `_SUCCESS`) only when it succeeds, so a failed or killed
+/// generator leaves no partial data set. A non-empty `out` is refused
+/// unless `overwrite`.
+pub fn write_atomically<T>(
+    out: &Path,
+    overwrite: bool,
+    write: impl FnOnce(&Path) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let empty = std::fs::read_dir(out).is_ok_and(|mut d| d.next().is_none());
+    if out.exists() && !empty && !overwrite {
+        anyhow::bail!(
+            "output directory {} is not empty (pass --overwrite to replace it)",
+            out.display()
+        );
+    }
+    let committer = Committer::create(out, true)?;
+    let r = write(committer.stage())?;
+    committer.commit_job()?;
+    Ok(r)
+}
+
 fn write_pavlo(spec: &PavloSpec, out: &Path, overwrite: bool) -> anyhow::Result<()> {
-    prepare_dir(out, overwrite)?;
     let t = Instant::now();
     let pb = bar(spec.rows * spec.set.row_bytes(), spec.set.name());
-    let sum = generate_pavlo(spec, out, &|b| pb.inc(b))?;
+    let sum = write_atomically(out, overwrite, |dir| {
+        Ok(generate_pavlo(spec, dir, &|b| pb.inc(b))?)
+    })?;
     pb.finish_and_clear();
     eprintln!(
         "generated {} {} rows ({}) in {} files at {} in {:.2}s",
@@ -225,10 +249,11 @@ fn text(
     if let Some(t) = threads {
         spec.threads = t.max(1);
     }
-    prepare_dir(&out, overwrite)?;
     let t = Instant::now();
     let pb = bar(size, "gen text");
-    let sum = generate_text(&spec, &out, &|b| pb.inc(b))?;
+    let sum = write_atomically(&out, overwrite, |dir| {
+        Ok(generate_text(&spec, dir, &|b| pb.inc(b))?)
+    })?;
     pb.finish_and_clear();
     let secs = t.elapsed().as_secs_f64();
     eprintln!(

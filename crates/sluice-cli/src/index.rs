@@ -93,32 +93,44 @@ pub fn index(a: &IndexArgs) -> anyhow::Result<()> {
     .filter_map(|l| line_key(&mut dec, l, a.key_field, key_type).ok())
     .collect();
     let job = index_sort(a.key_field, key_type, delimiter, sample, cfg.reducers);
-    let report = crate::run::run_one(&job, &a.input, &splits, &a.output, &cfg, a.quiet)?;
-    let mut files: Vec<String> = std::fs::read_dir(&a.output)?
-        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-        .filter(|n| n.starts_with("part-"))
-        .collect();
-    files.sort();
-    let mut chunks = Vec::new();
-    for (i, f) in files.iter().enumerate() {
-        let mut key = |line: &[u8]| line_key(&mut dec, line, a.key_field, key_type).ok();
-        chunks.extend(chunk_file(
-            &a.output.join(f),
-            i as u32,
-            a.chunk_size,
-            &mut key,
-        )?);
-    }
-    let n = chunks.len();
-    RangeIndex {
-        key_type,
-        field: a.key_field as u32,
-        delimiter,
-        files,
-        chunks,
-    }
-    .save(&a.output)
-    .context("writing the index")?;
+    // The sorted parts and the index appear together or not at all: the job
+    // commits into a staging directory, the index is written beside its
+    // parts, and only then is the whole renamed to the output.
+    let (report, n) = crate::gen::write_atomically(&a.output, a.overwrite, |stage| {
+        let sorted = stage.join(".sorted");
+        let mut cfg = cfg.clone();
+        cfg.overwrite = false;
+        let report = crate::run::run_one(&job, &a.input, &splits, &sorted, &cfg, a.quiet)?;
+        let mut files: Vec<String> = std::fs::read_dir(&sorted)?
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .filter(|n| n.starts_with("part-"))
+            .collect();
+        files.sort();
+        for f in &files {
+            std::fs::rename(sorted.join(f), stage.join(f))?;
+        }
+        std::fs::remove_dir_all(&sorted)?;
+        let mut chunks = Vec::new();
+        for (i, f) in files.iter().enumerate() {
+            let mut key = |line: &[u8]| line_key(&mut dec, line, a.key_field, key_type).ok();
+            chunks.extend(chunk_file(
+                &stage.join(f),
+                i as u32,
+                a.chunk_size,
+                &mut key,
+            )?);
+        }
+        let n = chunks.len();
+        let index = RangeIndex {
+            key_type,
+            field: a.key_field as u32,
+            delimiter,
+            files,
+            chunks,
+        };
+        index.save(stage).context("writing the index")?;
+        Ok((report, n))
+    })?;
     if !a.quiet {
         crate::summary::print_summary(&report);
     }

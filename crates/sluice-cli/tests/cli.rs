@@ -725,3 +725,79 @@ fn the_indexed_join_builds_on_the_weeks_visits_and_agrees() {
         assert!((x - y).abs() < 1e-9 * x.abs().max(1.0), "{x} vs {y}");
     }
 }
+
+#[test]
+fn a_failed_conversion_or_generation_leaves_no_partial_data_set() {
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("in");
+    std::fs::create_dir(&bad).unwrap();
+    std::fs::write(bad.join("a.txt"), "http://x|1|2\n".repeat(1000)).unwrap();
+    std::fs::write(bad.join("b.txt"), "http://x|1|2\nhttp://y|one|2\n").unwrap();
+    let out = d.path().join("paged");
+    let o = sluice()
+        .args(["convert", "--schema", "rankings", "--input"])
+        .arg(&bad)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("b.txt: malformed row at offset 13"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !out.exists(),
+        "the good file's pages were not committed alone"
+    );
+    assert!(staging_dirs(d.path()).is_empty());
+    // A generator refuses to mix with existing data, and leaves it alone.
+    let text = d.path().join("text");
+    std::fs::create_dir(&text).unwrap();
+    std::fs::write(text.join("keep"), b"x").unwrap();
+    let o = sluice()
+        .args(["gen", "text", "--size", "10KB", "--out"])
+        .arg(&text)
+        .output()
+        .unwrap();
+    assert!(stderr(&o).contains("not empty"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(text.join("keep")).unwrap(), b"x");
+    ok(sluice()
+        .args(["gen", "text", "--size", "10KB", "--overwrite", "--out"])
+        .arg(&text)
+        .output()
+        .unwrap());
+    assert!(text.join("_SUCCESS").exists() && !text.join("keep").exists());
+}
+
+#[test]
+fn an_index_over_a_bad_key_fails_and_leaves_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("rows.txt");
+    std::fs::write(&input, "http://a|1|2\nhttp://b|x|2\n").unwrap();
+    let out = d.path().join("idx");
+    let o = sluice()
+        .args([
+            "index",
+            "-q",
+            "--key-field",
+            "1",
+            "--key-type",
+            "int",
+            "--input",
+        ])
+        .arg(&input)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("rows.txt") && stderr(&o).contains("offset 13"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+    assert!(staging_dirs(d.path()).is_empty());
+}
