@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Grep and sort against the performance model's ideal on this machine.
 
+Grep and sort run on generated text, TeraSort on TeraGen records (checked
+with `sluice teravalidate --against` the input).
+
 Runs `sluice probe` first unless a profile exists, then each job several
 times with a cold page cache (when /proc/sys/vm/drop_caches is writable; the
 output says which), and prints measured vs ideal time per phase from the
@@ -75,19 +78,25 @@ def main():
     data = work / f"text-{a.size}"
     if not (data / "part-00000").exists():
         subprocess.run([str(SLUICE), "gen", "text", "--size", a.size, "--out", str(data), "--overwrite"], check=True)
+    tera = work / f"tera-{a.size}"
+    if not (tera / "part-00000").exists():
+        subprocess.run([str(SLUICE), "gen", "tera", "--size", a.size, "--out", str(tera), "--overwrite"], check=True)
     pattern = "^qz"
-    jobs = [("grep", ["--pattern", pattern]), ("sort", [])]
+    jobs = [("grep", ["--pattern", pattern]), ("sort", []), ("terasort", [])]
     print(f"{a.size} of text, {a.threads} threads, --memory {a.memory}, median of {a.runs}")
     for job, extra in jobs:
         out = work / f"{job}-out"
         reports = []
+        src = tera if job == "terasort" else data
         for _ in range(a.runs):
-            r, cold = run(job, data, out, a, extra)
+            r, cold = run(job, src, out, a, extra)
             reports.append(r)
         if job == "grep":
             check_grep(data, out, pattern)
-        else:
+        elif job == "sort":
             check_sort(out, reports[0]["counters"]["MAP_INPUT_RECORDS"])
+        else:
+            subprocess.run([str(SLUICE), "teravalidate", "--input", str(out), "--against", str(tera)], check=True)
         med = lambda f: statistics.median(f(r) for r in reports)
         m = reports[0]["model"]
         print(f"\n{job}: page cache {'dropped before each run' if cold else 'NOT dropped (no permission)'}")

@@ -11,6 +11,12 @@ pub trait Sink {
     fn emit_key(&mut self, key: &[u8]) -> Result<()> {
         self.emit(key, &[])
     }
+
+    /// Emits bytes that output files write as they are, with no separator
+    /// or newline (binary records such as TeraSort's); elsewhere a key alone.
+    fn emit_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        self.emit_key(bytes)
+    }
 }
 
 /// The values of one key group, read one at a time without allocation.
@@ -72,6 +78,12 @@ impl<'a> ReduceContext<'a> {
     #[inline]
     pub fn write_key(&mut self, key: &[u8]) -> Result<()> {
         self.sink.emit_key(key)
+    }
+
+    /// Writes bytes exactly as given (no tab, no newline) to the output.
+    #[inline]
+    pub fn write_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        self.sink.emit_raw(bytes)
     }
 
     /// The task's counters, for user counters.

@@ -44,6 +44,27 @@ pub enum GenKind {
     Uservisits(PavloArgs),
     /// Pavlo Documents: `url|html` pages linking to Rankings' URLs.
     Documents(PavloArgs),
+    /// TeraGen records: 100 bytes, key[10] rowid[10] filler[78] CR LF.
+    Tera {
+        /// Approximate size (100 bytes a record).
+        #[arg(long, value_parser = parse_size, conflicts_with = "rows")]
+        size: Option<u64>,
+        /// Records.
+        #[arg(long)]
+        rows: Option<u64>,
+        /// Seed.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// Threads [default: all cores].
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Replace a non-empty output directory.
+        #[arg(long)]
+        overwrite: bool,
+    },
     /// All four Pavlo data sets into OUT/{grep,rankings,uservisits,documents}.
     Pavlo {
         /// Size of UserVisits; Rankings is 1/20 of it, Grep 1/37, Documents 1/20 (the seed's per-node ratios).
@@ -106,6 +127,14 @@ pub fn run(kind: GenKind) -> anyhow::Result<()> {
         GenKind::Rankings(a) => pavlo_set(PavloSet::Rankings, &a),
         GenKind::Uservisits(a) => pavlo_set(PavloSet::UserVisits, &a),
         GenKind::Documents(a) => pavlo_set(PavloSet::Documents, &a),
+        GenKind::Tera {
+            size,
+            rows,
+            seed,
+            out,
+            threads,
+            overwrite,
+        } => tera(size, rows, seed, &out, threads, overwrite),
         GenKind::Pavlo {
             scale,
             seed,
@@ -114,6 +143,44 @@ pub fn run(kind: GenKind) -> anyhow::Result<()> {
             overwrite,
         } => pavlo_all(scale, seed, &out, threads, overwrite),
     }
+}
+
+fn tera(
+    size: Option<u64>,
+    rows: Option<u64>,
+    seed: u64,
+    out: &Path,
+    threads: Option<usize>,
+    overwrite: bool,
+) -> anyhow::Result<()> {
+    let rows = match (rows, size) {
+        (Some(r), _) => r,
+        (None, Some(s)) => (s / sluice_gen::TERA_RECORD as u64).max(1),
+        (None, None) => anyhow::bail!("give --size or --rows"),
+    };
+    let t = Instant::now();
+    let pb = bar(rows * sluice_gen::TERA_RECORD as u64, "teragen");
+    let per_part = ROWS_PER_PART_BYTES / sluice_gen::TERA_RECORD as u64;
+    let sum = write_atomically(out, overwrite, |dir| {
+        Ok(sluice_gen::generate_tera(
+            rows,
+            seed,
+            per_part,
+            threads_or_all(threads),
+            dir,
+            &|b| pb.inc(b),
+        )?)
+    })?;
+    pb.finish_and_clear();
+    eprintln!(
+        "generated {} records ({}) in {} files at {} in {:.2}s",
+        sum.records,
+        human(sum.bytes),
+        sum.files,
+        out.display(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 fn threads_or_all(t: Option<usize>) -> usize {

@@ -9,6 +9,7 @@ mod index;
 mod model;
 mod run;
 mod summary;
+mod teravalidate;
 mod units;
 
 use std::path::PathBuf;
@@ -39,6 +40,9 @@ enum Command {
     },
     /// Generate a small text data set, count its words, and show the result.
     Demo(demo::DemoArgs),
+    /// Check TeraSort output: records in key order across parts, and the
+    /// same records as the input (count and checksum).
+    Teravalidate(teravalidate::ValidateArgs),
     /// Convert Rankings or UserVisits text into binary records in a paged file.
     Convert(convert::ConvertArgs),
     /// Sort a delimited data set on a key and write a range index over it.
@@ -58,6 +62,8 @@ enum JobName {
     Grep,
     /// Sort lines bytewise into a total order across part files.
     Sort,
+    /// TeraSort: 100-byte records by their 10-byte keys, total order across parts.
+    Terasort,
     /// Pavlo grep: Grep rows whose field contains --pattern (default XYZ).
     PavloGrep,
     /// Pavlo selection: Rankings rows with pageRank > --threshold.
@@ -200,6 +206,7 @@ fn main() {
         Command::Demo(args) => demo::run(&args),
         Command::Index(args) => index::index(&args),
         Command::Convert(args) => convert::convert(&args),
+        Command::Teravalidate(args) => teravalidate::validate(&args),
         Command::Probe(args) => model::probe(&args),
         Command::Model(args) => model::model(&args),
     };

@@ -187,6 +187,23 @@ fn build_job(
             );
             sluice_jobs::sort(sample(args, &cfg)?, cfg.reducers)
         }
+        JobName::Terasort => {
+            cfg.format = RecordFormat::Fixed(sluice_gen::TERA_RECORD);
+            let splits = plan(&args.input, &cfg)?;
+            let keys = sluice_engine::sample_records(
+                &splits,
+                cfg.format,
+                cfg.max_record,
+                SORT_SAMPLES_PER_SPLIT,
+            )?
+            .into_iter()
+            .map(|mut r| {
+                r.truncate(sluice_gen::TERA_KEY);
+                r
+            })
+            .collect();
+            sluice_jobs::tera::terasort(keys, cfg.reducers)
+        }
         JobName::PavloGrep => {
             pavlo::grep(args.pattern.as_deref().unwrap_or(sluice_gen::GREP_PATTERN))
         }

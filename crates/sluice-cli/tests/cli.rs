@@ -801,3 +801,74 @@ fn an_index_over_a_bad_key_fails_and_leaves_nothing() {
     assert!(!out.exists());
     assert!(staging_dirs(d.path()).is_empty());
 }
+
+#[test]
+fn terasort_output_validates_and_a_damaged_one_does_not() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("tera");
+    ok(sluice()
+        .args(["gen", "tera", "--rows", "30000", "--out"])
+        .arg(&data)
+        .output()
+        .unwrap());
+    let out = d.path().join("sorted");
+    ok(sluice()
+        .args([
+            "run",
+            "terasort",
+            "-q",
+            "--reducers",
+            "3",
+            "--memory",
+            "2MB",
+            "--input",
+        ])
+        .arg(&data)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .unwrap());
+    let validate = |against: &Path| {
+        sluice()
+            .args(["teravalidate", "--input"])
+            .arg(&out)
+            .arg("--against")
+            .arg(against)
+            .output()
+            .unwrap()
+    };
+    let o = ok(validate(&data));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("records 30000"));
+    // Every part holds records (the sampled split points spread them).
+    for p in 0..3 {
+        assert!(
+            std::fs::metadata(out.join(format!("part-r-{p:05}")))
+                .unwrap()
+                .len()
+                > 0
+        );
+    }
+    // Swap the first two records of a part: out of order.
+    let part = out.join("part-r-00001");
+    let mut bytes = std::fs::read(&part).unwrap();
+    let (a, b) = bytes.split_at_mut(100);
+    a.swap_with_slice(&mut b[..100]);
+    let unchanged = a == &b[..100];
+    std::fs::write(&part, &bytes).unwrap();
+    let o = validate(&data);
+    if !unchanged {
+        assert!(
+            stderr(&o).contains("out of order") && stderr(&o).contains("part-r-00001"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // Drop a record: the count and checksum no longer match the input.
+    std::fs::write(&part, &bytes[100..]).unwrap();
+    let o = validate(&data);
+    assert!(
+        stderr(&o).contains("output has 29999 records"),
+        "{}",
+        stderr(&o)
+    );
+}

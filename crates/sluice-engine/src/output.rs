@@ -75,6 +75,11 @@ impl Sink for TextOutput {
     fn emit_key(&mut self, key: &[u8]) -> sluice_api::Result<()> {
         self.put(&[key, b"\n"])
     }
+
+    #[inline]
+    fn emit_raw(&mut self, bytes: &[u8]) -> sluice_api::Result<()> {
+        self.put(&[bytes])
+    }
 }
 
 impl ErrorSink for TextOutput {

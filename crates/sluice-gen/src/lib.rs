@@ -5,9 +5,11 @@
 //! the seed and size only, never on the number of threads.
 
 mod pavlo;
+mod tera;
 mod text;
 
 pub use pavlo::{generate_pavlo, page_url, source_ip_pool, PavloSet, PavloSpec, GREP_PATTERN};
+pub use tera::{generate_tera, tera_record, TERA_KEY, TERA_RECORD};
 pub use text::{generate_text, TextSpec, Vocabulary};
 
 use std::path::PathBuf;

@@ -6,11 +6,13 @@
 //! - [`grep`]: a map-only job writing every line that matches a regex.
 //! - [`sort`]: bytewise total order of lines with a sampled range
 //!   partitioner; duplicates kept.
+//! - [`tera::terasort`]: TeraSort over 100-byte records.
 
 mod grep;
 pub mod index;
 pub mod pavlo;
 mod sort;
+pub mod tera;
 mod wordcount;
 
 pub use grep::grep;
