@@ -44,7 +44,7 @@ pub enum GenKind {
     Uservisits(PavloArgs),
     /// Pavlo Documents: `url|html` pages linking to Rankings' URLs.
     Documents(PavloArgs),
-    /// TeraGen records: 100 bytes, key[10] rowid[10] filler[78] CR LF.
+    /// TeraGen records: 100 bytes: a 10-byte key, a 10-digit row id, 78 filler bytes, CR LF.
     Tera {
         /// Approximate size (100 bytes a record).
         #[arg(long, value_parser = parse_size, conflicts_with = "rows")]
