@@ -182,11 +182,11 @@ class DuckDB:
         if w in PAVLO_WORKLOADS:
             sql = pavlo_duckdb.query(w, str(data), 10)
         elif w in TERA_WORKLOADS:
-            src = (f"read_csv('{data}/part-*', columns={{'line': 'VARCHAR'}}, delim='\\x01', header=false, "
+            src = (f"read_csv('{data}/part-*', columns={{'line': 'VARCHAR'}}, delim='\x01', header=false, "
                    "quote='', escape='', auto_detect=false)")
             sql = f"SELECT line FROM {src} ORDER BY substr(line, 1, 10)"
         else:
-            src = (f"read_csv('{data}/part-*', columns={{'line': 'VARCHAR'}}, delim='\\x01', header=false, "
+            src = (f"read_csv('{data}/part-*', columns={{'line': 'VARCHAR'}}, delim='\x01', header=false, "
                    "quote='', escape='', auto_detect=false)")
             sql = text_sql(w, src, "line")
         self.con.execute(f"COPY ({sql}) TO '{out}' (FORMAT csv, HEADER false, DELIMITER '\t', QUOTE '')")

@@ -58,7 +58,7 @@ def duckdb_run(con, data, out):
         COPY (
           SELECT word, count(*) AS n
           FROM (SELECT unnest(string_split(line, ' ')) AS word
-                FROM read_csv('{data}/part-*', columns={{'line': 'VARCHAR'}}, delim='\\x01',
+                FROM read_csv('{data}/part-*', columns={{'line': 'VARCHAR'}}, delim='\x01',
                               header=false, quote='', escape='', auto_detect=false))
           WHERE word <> ''
           GROUP BY word
