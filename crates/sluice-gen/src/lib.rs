@@ -46,6 +46,67 @@ pub struct GenSummary {
     pub records: u64,
 }
 
+/// Runs `write(part)` for parts `0..parts` on `threads` threads (each takes
+/// the next part number), calling `progress` with each part's bytes, and
+/// sums what they wrote. `write` returns `(bytes, records)`.
+pub fn generate_parts(
+    parts: u64,
+    threads: usize,
+    progress: &(dyn Fn(u64) + Sync),
+    write: &(dyn Fn(u64) -> Result<(u64, u64), GenError> + Sync),
+) -> Result<GenSummary, GenError> {
+    let next = std::sync::atomic::AtomicU64::new(0);
+    let results: Vec<Result<GenSummary, GenError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut sum = GenSummary::default();
+                    loop {
+                        let p = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if p >= parts {
+                            return Ok(sum);
+                        }
+                        let (bytes, records) = write(p)?;
+                        progress(bytes);
+                        sum.add(&GenSummary {
+                            files: 1,
+                            bytes,
+                            records,
+                        });
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("generator thread"))
+            .collect()
+    });
+    let mut total = GenSummary::default();
+    for r in results {
+        total.add(&r?);
+    }
+    Ok(total)
+}
+
+impl GenSummary {
+    fn add(&mut self, o: &GenSummary) {
+        self.files += o.files;
+        self.bytes += o.bytes;
+        self.records += o.records;
+    }
+}
+
+/// Writes `bytes` to `path`, naming the file in any error.
+pub(crate) fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), GenError> {
+    let io = |e| GenError::Io {
+        op: "writing",
+        path: path.to_owned(),
+        source: e,
+    };
+    std::io::Write::write_all(&mut std::fs::File::create(path).map_err(io)?, bytes).map_err(io)
+}
+
 /// Derives the seed of part `part` from the user's seed (SplitMix64 finalizer).
 pub fn part_seed(seed: u64, part: u64) -> u64 {
     let mut z = seed ^ part.wrapping_mul(0x9e37_79b9_7f4a_7c15);

@@ -32,7 +32,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -136,41 +135,14 @@ pub fn generate_pavlo(
 ) -> Result<GenSummary, GenError> {
     let per = spec.rows_per_part.max(1);
     let parts = spec.rows.div_ceil(per);
-    let next = AtomicU64::new(0);
-    let results: Vec<Result<GenSummary, GenError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..spec.threads.max(1))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut sum = GenSummary::default();
-                    loop {
-                        let p = next.fetch_add(1, Ordering::Relaxed);
-                        if p >= parts {
-                            return Ok(sum);
-                        }
-                        let rows = p * per..((p + 1) * per).min(spec.rows);
-                        let n = rows.end - rows.start;
-                        let bytes = write_part(spec, rows, &dir.join(format!("part-{p:05}")))?;
-                        progress(bytes);
-                        sum.files += 1;
-                        sum.bytes += bytes;
-                        sum.records += n;
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("generator thread"))
-            .collect()
-    });
-    let mut total = GenSummary::default();
-    for r in results {
-        let r = r?;
-        total.files += r.files;
-        total.bytes += r.bytes;
-        total.records += r.records;
-    }
-    Ok(total)
+    crate::generate_parts(parts, spec.threads, progress, &|p| {
+        let rows = p * per..((p + 1) * per).min(spec.rows);
+        let n = rows.end - rows.start;
+        Ok((
+            write_part(spec, rows, &dir.join(format!("part-{p:05}")))?,
+            n,
+        ))
+    })
 }
 
 fn write_part(spec: &PavloSpec, rows: std::ops::Range<u64>, path: &Path) -> Result<u64, GenError> {

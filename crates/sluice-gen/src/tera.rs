@@ -11,7 +11,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{part_seed, GenError, GenSummary};
 
@@ -49,52 +48,14 @@ pub fn generate_tera(
 ) -> Result<GenSummary, GenError> {
     let per = rows_per_part.max(1);
     let parts = rows.div_ceil(per);
-    let next = AtomicU64::new(0);
-    let results: Vec<Result<GenSummary, GenError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads.max(1))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut sum = GenSummary::default();
-                    loop {
-                        let p = next.fetch_add(1, Ordering::Relaxed);
-                        if p >= parts {
-                            return Ok(sum);
-                        }
-                        let range = p * per..((p + 1) * per).min(rows);
-                        let n = range.end - range.start;
-                        let mut buf = Vec::with_capacity(n as usize * TERA_RECORD);
-                        range.for_each(|r| tera_record(seed, r, &mut buf));
-                        let path = dir.join(format!("part-{p:05}"));
-                        let io = |e| GenError::Io {
-                            op: "writing",
-                            path: path.clone(),
-                            source: e,
-                        };
-                        std::fs::File::create(&path)
-                            .map_err(io)?
-                            .write_all(&buf)
-                            .map_err(io)?;
-                        progress(buf.len() as u64);
-                        sum.files += 1;
-                        sum.bytes += buf.len() as u64;
-                        sum.records += n;
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("generator thread"))
-            .collect()
-    });
-    let mut total = GenSummary::default();
-    for r in results {
-        let r = r?;
-        total.files += r.files;
-        total.bytes += r.bytes;
-        total.records += r.records;
-    }
-    Ok(total)
+    crate::generate_parts(parts, threads, progress, &|p| {
+        let range = p * per..((p + 1) * per).min(rows);
+        let n = range.end - range.start;
+        let mut buf = Vec::with_capacity(n as usize * TERA_RECORD);
+        range.for_each(|r| tera_record(seed, r, &mut buf));
+        crate::write_file(&dir.join(format!("part-{p:05}")), &buf)?;
+        Ok((buf.len() as u64, n))
+    })
 }
 
 #[cfg(test)]

@@ -5,9 +5,7 @@
 //! Frequent words are short, as in natural text. Lines hold 4-16 words
 //! separated by single spaces.
 
-use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rand::distributions::Distribution;
 use rand::{Rng, SeedableRng};
@@ -91,40 +89,10 @@ pub fn generate_text(
 ) -> Result<GenSummary, GenError> {
     let vocab = Vocabulary::new(spec.vocabulary, spec.exponent, spec.seed);
     let parts = spec.size.div_ceil(spec.part_size.max(1)).max(1);
-    let next = AtomicUsize::new(0);
-    let results: Vec<Result<GenSummary, GenError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..spec.threads.max(1))
-            .map(|_| {
-                s.spawn(|| {
-                    let mut sum = GenSummary::default();
-                    loop {
-                        let p = next.fetch_add(1, Ordering::Relaxed) as u64;
-                        if p >= parts {
-                            return Ok(sum);
-                        }
-                        let size = spec.part_size.min(spec.size - p * spec.part_size);
-                        let (b, r) = write_part(&vocab, spec.seed, p, size, dir)?;
-                        progress(b);
-                        sum.files += 1;
-                        sum.bytes += b;
-                        sum.records += r;
-                    }
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("generator thread"))
-            .collect()
-    });
-    let mut total = GenSummary::default();
-    for r in results {
-        let r = r?;
-        total.files += r.files;
-        total.bytes += r.bytes;
-        total.records += r.records;
-    }
-    Ok(total)
+    crate::generate_parts(parts, spec.threads, progress, &|p| {
+        let size = spec.part_size.min(spec.size - p * spec.part_size);
+        write_part(&vocab, spec.seed, p, size, dir)
+    })
 }
 
 fn write_part(
@@ -135,11 +103,6 @@ fn write_part(
     dir: &Path,
 ) -> Result<(u64, u64), GenError> {
     let path = dir.join(format!("part-{part:05}"));
-    let io = |e| GenError::Io {
-        op: "writing",
-        path: path.clone(),
-        source: e,
-    };
     let mut rng = Pcg64Mcg::seed_from_u64(part_seed(seed, part));
     let mut buf = Vec::with_capacity(size as usize + 256);
     let mut lines = 0;
@@ -154,8 +117,7 @@ fn write_part(
         buf.push(b'\n');
         lines += 1;
     }
-    let mut f = std::fs::File::create(&path).map_err(io)?;
-    f.write_all(&buf).map_err(io)?;
+    crate::write_file(&path, &buf)?;
     Ok((buf.len() as u64, lines))
 }
 

@@ -35,6 +35,15 @@ impl Mapper for RevenueMapper {
     }
 }
 
+/// The sum of a group's 8-byte float values.
+fn float_sum(values: &mut dyn Values) -> f64 {
+    let mut sum = 0.0;
+    while let Some(v) = values.next_value() {
+        sum += SumF64s::get(v, 0).unwrap_or(0.0);
+    }
+    sum
+}
+
 /// Writes the decimal sum of 8-byte float values.
 #[derive(Default)]
 struct FloatSum {
@@ -48,12 +57,8 @@ impl Reducer for FloatSum {
         values: &mut dyn Values,
         ctx: &mut ReduceContext<'_>,
     ) -> Result<()> {
-        let mut sum = 0.0;
-        while let Some(v) = values.next_value() {
-            sum += SumF64s::get(v, 0).unwrap_or(0.0);
-        }
         self.out.clear();
-        put_f64(&mut self.out, sum);
+        put_f64(&mut self.out, float_sum(values));
         ctx.write(key, &self.out)
     }
 }
@@ -92,11 +97,7 @@ impl Reducer for FloatPartial {
         values: &mut dyn Values,
         ctx: &mut ReduceContext<'_>,
     ) -> Result<()> {
-        let mut sum = 0.0;
-        while let Some(v) = values.next_value() {
-            sum += SumF64s::get(v, 0).unwrap_or(0.0);
-        }
-        ctx.write(key, &sum.to_le_bytes())
+        ctx.write(key, &float_sum(values).to_le_bytes())
     }
 }
 
