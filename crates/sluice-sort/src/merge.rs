@@ -100,8 +100,20 @@ impl Merger {
         }
     }
 
-    fn at_key(&self, key: &[u8]) -> bool {
-        self.current().is_some_and(|(k, _)| k == key)
+    /// Whether the current record's key is `key`, whose sort prefix is
+    /// `prefix`: the cached prefixes and the lengths rule most keys out
+    /// without reading key bytes.
+    fn at_key(&self, key: &[u8], prefix: u64) -> bool {
+        let Some(&top) = self.heap.first() else {
+            return false;
+        };
+        let k = self.sources[top].key();
+        self.prefixes[top] == prefix && k.len() == key.len() && k == key
+    }
+
+    /// The sort prefix of the current record's key.
+    fn current_prefix(&self) -> u64 {
+        self.heap.first().map_or(0, |&top| self.prefixes[top])
     }
 }
 
@@ -118,6 +130,7 @@ pub struct GroupStats {
 struct GroupValues<'a> {
     merger: &'a mut Merger,
     key: &'a [u8],
+    prefix: u64,
     started: bool,
     done: bool,
     records: u64,
@@ -137,7 +150,7 @@ impl Values for GroupValues<'_> {
             }
         }
         self.started = true;
-        if !self.merger.at_key(self.key) {
+        if !self.merger.at_key(self.key, self.prefix) {
             self.done = true;
             return None;
         }
@@ -189,9 +202,11 @@ pub fn reduce_groups<S: ErrorSink>(
     while let Some((k, _)) = merger.current() {
         key.clear();
         key.extend_from_slice(k);
+        let prefix = merger.current_prefix();
         let mut values = GroupValues {
             merger,
             key: &key,
+            prefix,
             started: false,
             done: false,
             records: 0,
