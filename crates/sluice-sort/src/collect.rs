@@ -10,7 +10,7 @@ use sluice_formats::spill::SpillWriter;
 use sluice_formats::FormatError;
 
 use crate::merge::ErrorSink;
-use crate::order::{key_cmp, prefix, prefix_tie, PREFIX_BYTES};
+use crate::order::{key_cmp, prefix, PREFIX_BYTES};
 use crate::{Result, SortError};
 
 /// Collects map output in memory until the engine spills it.
@@ -33,20 +33,30 @@ pub trait Collector: Send {
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     prefix: u64,
+    /// Key bytes 8..16 big-endian, zero padded (bytewise order only): lines
+    /// of text often share their first 8 bytes.
+    prefix2: u64,
     part: u32,
     off: u32,
     klen: u32,
     vlen: u32,
 }
 
-/// Orders two entries whose partition and prefix are equal (see
-/// [`prefix_tie`]).
+/// Orders two entries whose partition and prefix are equal. For bytewise
+/// order the second prefix (bytes 8..16) decides next; then, as in
+/// [`crate::order::prefix16_tie`], when either key is at most 16 bytes long it is a prefix
+/// of the other and the lengths decide, else the bytes after 16.
 #[inline]
 fn tie_cmp(arena: &[u8], order: KeyOrder, a: &Entry, b: &Entry) -> std::cmp::Ordering {
     let key = |e: &Entry| &arena[e.off as usize..(e.off + e.klen) as usize];
     match order {
-        KeyOrder::Bytewise if a.klen.min(b.klen) as usize <= PREFIX_BYTES => a.klen.cmp(&b.klen),
-        KeyOrder::Bytewise => prefix_tie(key(a), key(b)),
+        KeyOrder::Bytewise => a.prefix2.cmp(&b.prefix2).then_with(|| {
+            if a.klen.min(b.klen) as usize <= 2 * PREFIX_BYTES {
+                a.klen.cmp(&b.klen)
+            } else {
+                key(a)[2 * PREFIX_BYTES..].cmp(&key(b)[2 * PREFIX_BYTES..])
+            }
+        }),
         KeyOrder::Fingerprint => key_cmp(order, key(a), key(b)),
     }
 }
@@ -108,8 +118,9 @@ impl SortCollector {
             let e = &self.entries[j];
             if e.part != first.part
                 || e.prefix != first.prefix
+                || e.prefix2 != first.prefix2
                 || e.klen != first.klen
-                || (e.klen as usize > PREFIX_BYTES && self.key(e) != k)
+                || (e.klen as usize > 2 * PREFIX_BYTES && self.key(e) != k)
             {
                 break;
             }
@@ -167,6 +178,12 @@ impl Collector for SortCollector {
         self.arena.extend_from_slice(value);
         self.entries.push(Entry {
             prefix: prefix(self.order, key),
+            prefix2: match self.order {
+                KeyOrder::Bytewise => {
+                    prefix(KeyOrder::Bytewise, key.get(PREFIX_BYTES..).unwrap_or(&[]))
+                }
+                KeyOrder::Fingerprint => 0,
+            },
             part: self.partitioner.partition(key, self.partitions),
             off: off as u32,
             klen: key.len() as u32,

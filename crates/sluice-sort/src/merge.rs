@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use sluice_api::{Counters, KeyOrder, ReduceContext, Reducer, Sink, Values};
 use sluice_formats::spill::SegmentReader;
 
-use crate::order::{prefix, prefix_tie};
+use crate::order::{prefix16, prefix16_tie};
 use crate::{Result, SortError};
 
 /// Merges sorted segment readers into one sorted stream.
@@ -16,8 +16,9 @@ use crate::{Result, SortError};
 /// data borrowed from elsewhere without copying every key.
 pub struct Merger {
     sources: Vec<SegmentReader>,
-    /// Each source's current sort prefix ([`prefix`]), compared before keys.
-    prefixes: Vec<u64>,
+    /// Each source's current 16-byte sort prefix ([`prefix16`]), compared
+    /// before keys.
+    prefixes: Vec<u128>,
     heap: Vec<usize>,
     order: KeyOrder,
 }
@@ -29,7 +30,7 @@ impl Merger {
         let mut prefixes = vec![0; sources.len()];
         for (i, s) in sources.iter_mut().enumerate() {
             if s.advance()? {
-                prefixes[i] = prefix(order, s.key());
+                prefixes[i] = prefix16(order, s.key());
                 heap.push(i);
             }
         }
@@ -59,7 +60,7 @@ impl Merger {
             return Ok(());
         };
         if self.sources[top].advance()? {
-            self.prefixes[top] = prefix(self.order, self.sources[top].key());
+            self.prefixes[top] = prefix16(self.order, self.sources[top].key());
         } else {
             let last = self.heap.len() - 1;
             self.heap.swap(0, last);
@@ -74,7 +75,7 @@ impl Merger {
         let ord = self.prefixes[sa].cmp(&self.prefixes[sb]).then_with(|| {
             let (ka, kb) = (self.sources[sa].key(), self.sources[sb].key());
             match self.order {
-                KeyOrder::Bytewise => prefix_tie(ka, kb),
+                KeyOrder::Bytewise => prefix16_tie(ka, kb),
                 KeyOrder::Fingerprint => ka.cmp(kb),
             }
         });
@@ -103,7 +104,7 @@ impl Merger {
     /// Whether the current record's key is `key`, whose sort prefix is
     /// `prefix`: the cached prefixes and the lengths rule most keys out
     /// without reading key bytes.
-    fn at_key(&self, key: &[u8], prefix: u64) -> bool {
+    fn at_key(&self, key: &[u8], prefix: u128) -> bool {
         let Some(&top) = self.heap.first() else {
             return false;
         };
@@ -112,7 +113,7 @@ impl Merger {
     }
 
     /// The sort prefix of the current record's key.
-    fn current_prefix(&self) -> u64 {
+    fn current_prefix(&self) -> u128 {
         self.heap.first().map_or(0, |&top| self.prefixes[top])
     }
 }
@@ -130,7 +131,7 @@ pub struct GroupStats {
 struct GroupValues<'a> {
     merger: &'a mut Merger,
     key: &'a [u8],
-    prefix: u64,
+    prefix: u128,
     started: bool,
     done: bool,
     records: u64,

@@ -32,16 +32,31 @@ pub fn prefix(order: KeyOrder, key: &[u8]) -> u64 {
 /// Key bytes a bytewise prefix holds.
 pub const PREFIX_BYTES: usize = 8;
 
-/// Orders two keys whose bytewise prefixes are equal. They agree on their
-/// first 8 bytes (zero padded), so when either key is at most 8 bytes long
-/// it is a prefix of the other and the lengths decide without reading key
-/// bytes; longer keys compare the bytes after the prefix.
+/// A 16-byte sort prefix for the merge: the first 16 key bytes big-endian
+/// (zero padded) for bytewise order, the fingerprint for fingerprint order.
 #[inline]
-pub fn prefix_tie(a: &[u8], b: &[u8]) -> Ordering {
-    if a.len().min(b.len()) <= PREFIX_BYTES {
+pub fn prefix16(order: KeyOrder, key: &[u8]) -> u128 {
+    match order {
+        KeyOrder::Bytewise => {
+            let mut b = [0u8; 16];
+            let n = key.len().min(16);
+            b[..n].copy_from_slice(&key[..n]);
+            u128::from_be_bytes(b)
+        }
+        KeyOrder::Fingerprint => u128::from(fingerprint(key)),
+    }
+}
+
+/// Orders two keys whose 16-byte bytewise prefixes are equal. They agree on
+/// their first 16 bytes (zero padded), so when either key is at most 16
+/// bytes long it is a prefix of the other and the lengths decide without
+/// reading key bytes; longer keys compare the bytes after the prefix.
+#[inline]
+pub fn prefix16_tie(a: &[u8], b: &[u8]) -> Ordering {
+    if a.len().min(b.len()) <= 16 {
         a.len().cmp(&b.len())
     } else {
-        a[PREFIX_BYTES..].cmp(&b[PREFIX_BYTES..])
+        a[16..].cmp(&b[16..])
     }
 }
 
