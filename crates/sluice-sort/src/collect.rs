@@ -29,7 +29,7 @@ pub trait Collector: Send {
     fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()>;
 }
 
-/// Index entry of one record in the arena: 24 bytes, and all the sort moves.
+/// Index entry of one record in the arena: 32 bytes, and all the sort moves.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     prefix: u64,

@@ -10,102 +10,122 @@ use crate::{Result, SortError};
 
 /// Merges sorted segment readers into one sorted stream.
 ///
-/// A binary min-heap of source indices, ordered by each source's current
-/// key (then source index, so equal keys come out in source order). Written
-/// by hand because `std::collections::BinaryHeap` cannot compare elements by
-/// data borrowed from elsewhere without copying every key.
+/// A tree of losers (Knuth's replacement selection): `tree[0]` holds the
+/// source with the smallest current key, every internal node the loser of
+/// the match played there, so replacing the winner replays one path of
+/// log2(k) matches against stored losers, half the comparisons of a binary
+/// heap. Keys order by their cached 16-byte prefixes first, then bytes;
+/// equal keys come out in source order; exhausted sources lose every match.
+/// Written by hand because no library merges borrowed keys from many
+/// readers without copying them.
 pub struct Merger {
     sources: Vec<SegmentReader>,
-    /// Each source's current 16-byte sort prefix ([`prefix16`]), compared
-    /// before keys.
+    /// Each source's current 16-byte sort prefix ([`prefix16`]).
     prefixes: Vec<u128>,
-    heap: Vec<usize>,
+    /// Whether each source is exhausted.
+    done: Vec<bool>,
+    /// `tree[0]`: the winner; `tree[1..k]`: losers; leaves are implicit
+    /// (leaf of source `s` is node `k + s`).
+    tree: Vec<usize>,
     order: KeyOrder,
 }
 
 impl Merger {
     /// A merger over `sources`, each positioned before its first record.
     pub fn new(mut sources: Vec<SegmentReader>, order: KeyOrder) -> Result<Self> {
-        let mut heap = Vec::with_capacity(sources.len());
-        let mut prefixes = vec![0; sources.len()];
+        let k = sources.len();
+        let mut prefixes = vec![0; k];
+        let mut done = vec![false; k];
         for (i, s) in sources.iter_mut().enumerate() {
             if s.advance()? {
                 prefixes[i] = prefix16(order, s.key());
-                heap.push(i);
+            } else {
+                done[i] = true;
             }
         }
         let mut m = Merger {
             sources,
             prefixes,
-            heap,
+            done,
+            tree: vec![0; k.max(1)],
             order,
         };
-        for i in (0..m.heap.len() / 2).rev() {
-            m.sift_down(i);
+        if k > 0 {
+            m.tree[0] = m.build(1);
         }
         Ok(m)
+    }
+
+    /// Plays the tournament below `node`, storing losers; returns the winner.
+    fn build(&mut self, node: usize) -> usize {
+        let k = self.sources.len();
+        if node >= k {
+            return node - k;
+        }
+        let (a, b) = (self.build(2 * node), self.build(2 * node + 1));
+        let (winner, loser) = if self.less(a, b) { (a, b) } else { (b, a) };
+        self.tree[node] = loser;
+        winner
+    }
+
+    fn winner(&self) -> Option<usize> {
+        let w = *self.tree.first()?;
+        (!self.sources.is_empty() && !self.done[w]).then_some(w)
     }
 
     /// The current record, or `None` when every source is exhausted.
     #[inline]
     pub fn current(&self) -> Option<(&[u8], &[u8])> {
-        self.heap
-            .first()
-            .map(|&s| (self.sources[s].key(), self.sources[s].value()))
+        self.winner()
+            .map(|s| (self.sources[s].key(), self.sources[s].value()))
     }
 
     /// Moves past the current record.
     pub fn advance(&mut self) -> Result<()> {
-        let Some(&top) = self.heap.first() else {
+        let Some(top) = self.winner() else {
             return Ok(());
         };
         if self.sources[top].advance()? {
             self.prefixes[top] = prefix16(self.order, self.sources[top].key());
         } else {
-            let last = self.heap.len() - 1;
-            self.heap.swap(0, last);
-            self.heap.pop();
+            self.done[top] = true;
         }
-        self.sift_down(0);
+        let k = self.sources.len();
+        let mut winner = top;
+        let mut node = (top + k) / 2;
+        while node > 0 {
+            if self.less(self.tree[node], winner) {
+                std::mem::swap(&mut self.tree[node], &mut winner);
+            }
+            node /= 2;
+        }
+        self.tree[0] = winner;
         Ok(())
     }
 
+    /// Whether source `a`'s current record sorts before source `b`'s.
     fn less(&self, a: usize, b: usize) -> bool {
-        let (sa, sb) = (self.heap[a], self.heap[b]);
-        let ord = self.prefixes[sa].cmp(&self.prefixes[sb]).then_with(|| {
-            let (ka, kb) = (self.sources[sa].key(), self.sources[sb].key());
+        match (self.done[a], self.done[b]) {
+            (true, true) => return a < b,
+            (true, false) => return false,
+            (false, true) => return true,
+            (false, false) => {}
+        }
+        let ord = self.prefixes[a].cmp(&self.prefixes[b]).then_with(|| {
+            let (ka, kb) = (self.sources[a].key(), self.sources[b].key());
             match self.order {
                 KeyOrder::Bytewise => prefix16_tie(ka, kb),
                 KeyOrder::Fingerprint => ka.cmp(kb),
             }
         });
-        ord.then(sa.cmp(&sb)) == Ordering::Less
-    }
-
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.heap.len();
-        loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut m = i;
-            if l < n && self.less(l, m) {
-                m = l;
-            }
-            if r < n && self.less(r, m) {
-                m = r;
-            }
-            if m == i {
-                return;
-            }
-            self.heap.swap(i, m);
-            i = m;
-        }
+        ord.then(a.cmp(&b)) == Ordering::Less
     }
 
     /// Whether the current record's key is `key`, whose sort prefix is
     /// `prefix`: the cached prefixes and the lengths rule most keys out
     /// without reading key bytes.
     fn at_key(&self, key: &[u8], prefix: u128) -> bool {
-        let Some(&top) = self.heap.first() else {
+        let Some(top) = self.winner() else {
             return false;
         };
         let k = self.sources[top].key();
@@ -114,7 +134,7 @@ impl Merger {
 
     /// The sort prefix of the current record's key.
     fn current_prefix(&self) -> u128 {
-        self.heap.first().map_or(0, |&top| self.prefixes[top])
+        self.winner().map_or(0, |top| self.prefixes[top])
     }
 }
 

@@ -214,3 +214,39 @@ fn spill_one(c: &mut dyn Collector, dir: &std::path::Path, n: usize) -> SpillFil
     w.finish().unwrap();
     SpillFile::open(&path).unwrap()
 }
+
+#[test]
+fn the_loser_tree_merges_any_number_of_runs_some_empty() {
+    for n in [0usize, 1, 2, 3, 5, 7] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut runs = Vec::new();
+        let mut all = Vec::new();
+        for r in 0..n {
+            let mut c = SortCollector::new(Arc::new(HashPartitioner), 1, KeyOrder::Bytewise, None);
+            // Every third run is empty.
+            let keys = if r % 3 == 1 {
+                Vec::new()
+            } else {
+                tricky(200 + 37 * r, r as u64 + 11)
+            };
+            for k in &keys {
+                c.collect(k, b"").unwrap();
+            }
+            runs.push(spill_one(&mut c, dir.path(), r));
+            all.extend(keys);
+        }
+        let mut m = Merger::new(
+            runs.iter().map(|f| f.reader(0)).collect(),
+            KeyOrder::Bytewise,
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        while let Some((k, _)) = m.current() {
+            got.push(k.to_vec());
+            m.advance().unwrap();
+        }
+        m.advance().unwrap(); // advancing past the end is harmless
+        all.sort();
+        assert_eq!(got, all, "{n} runs");
+    }
+}
