@@ -12,7 +12,7 @@ use sluice_api::TaskCounter;
 use crate::convert::{ConvertArgs, Schema};
 use crate::index::{IndexArgs, KeyTypeArg};
 use crate::units::parse_size;
-use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, RunArgs};
+use crate::{flag_name, InputFormat, JobName, JoinForm, RunArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchKind {
@@ -264,32 +264,27 @@ fn python(given: Option<&Path>) -> PathBuf {
     PathBuf::from("python3")
 }
 
-fn run_args(b: &PavloBench, task: &Task, data: &Path, out: &Path) -> RunArgs {
-    RunArgs {
-        job: task.job,
-        input: data.join(task.set).display().to_string(),
-        output: out.to_owned(),
-        threads: Some(b.threads),
-        memory: b.memory,
-        reducers: None,
-        report: None,
-        overwrite: true,
-        pattern: None,
-        threshold: 10,
-        rankings: Some(data.join("rankings").display().to_string()),
-        join: task.join,
-        input_format: task.input_format,
-        page_size: 128 << 10,
-        grouping: GroupingArg::Hash,
-        key_order: None,
-        max_record_size: 64 << 20,
-        split_size: None,
-        spill_dir: None,
-        merge_factor: 64,
-        bad_records: BadRecordsArg::Fail,
-        hardware: None,
-        quiet: true,
-    }
+fn run_args(b: &PavloBench, task: &Task, data: &Path, out: &Path) -> anyhow::Result<RunArgs> {
+    let path = |p: &Path| p.display().to_string();
+    RunArgs::parse(&[
+        flag_name(&task.job),
+        "--input".into(),
+        path(&data.join(task.set)),
+        "--output".into(),
+        path(out),
+        "--threads".into(),
+        b.threads.to_string(),
+        "--memory".into(),
+        b.memory.to_string(),
+        "--rankings".into(),
+        path(&data.join("rankings")),
+        "--join".into(),
+        flag_name(&task.join),
+        "--input-format".into(),
+        flag_name(&task.input_format),
+        "--overwrite".into(),
+        "-q".into(),
+    ])
 }
 
 fn run_task(b: &PavloBench, task: &Task, data: &Path, python: &Path) -> anyhow::Result<Row> {
@@ -297,7 +292,7 @@ fn run_task(b: &PavloBench, task: &Task, data: &Path, python: &Path) -> anyhow::
         "out-{}",
         task.label.replace([' ', '(', ')', ','], "")
     ));
-    let args = run_args(b, task, data, &out);
+    let args = run_args(b, task, data, &out)?;
     let mut times = Vec::new();
     let mut reports = Vec::new();
     for _ in 0..b.runs.max(1) {

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::units::parse_size;
-use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, RunArgs};
+use crate::RunArgs;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -33,31 +33,19 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
             overwrite: true,
         })?;
     }
-    let run = RunArgs {
-        job: JobName::Wordcount,
-        input: data.display().to_string(),
-        output: out.clone(),
-        threads: None,
-        memory: 512 << 20,
-        reducers: None,
-        report: Some(args.dir.join("wordcount-report.json")),
-        overwrite: true,
-        pattern: None,
-        grouping: GroupingArg::Hash,
-        key_order: None,
-        max_record_size: 64 << 20,
-        split_size: None,
-        spill_dir: None,
-        merge_factor: 64,
-        bad_records: BadRecordsArg::Fail,
-        hardware: None,
-        threshold: 10,
-        rankings: None,
-        join: JoinForm::Fast,
-        input_format: InputFormat::Text,
-        page_size: 128 << 10,
-        quiet: false,
-    };
+    let report = args.dir.join("wordcount-report.json");
+    let run = RunArgs::parse(&[
+        "wordcount".into(),
+        "--input".into(),
+        data.display().to_string(),
+        "--output".into(),
+        out.display().to_string(),
+        "--memory".into(),
+        "512MiB".into(),
+        "--report".into(),
+        report.display().to_string(),
+        "--overwrite".into(),
+    ])?;
     crate::run::run(&run)?;
     print_top(&out, 10)?;
     println!(

@@ -197,6 +197,27 @@ struct RunArgs {
     quiet: bool,
 }
 
+impl RunArgs {
+    /// The arguments `sluice run ARGS...` would parse, every other flag at
+    /// its command-line default: one source of defaults for the commands
+    /// that run jobs themselves (demo, bench).
+    fn parse(args: &[String]) -> anyhow::Result<RunArgs> {
+        let argv = ["sluice".to_owned(), "run".to_owned()]
+            .into_iter()
+            .chain(args.iter().cloned());
+        match Cli::try_parse_from(argv)?.command {
+            Command::Run(r) => Ok(r),
+            _ => anyhow::bail!("not a run command"),
+        }
+    }
+}
+
+/// A value enum's command-line name (`pavlo-agg-large`).
+fn flag_name(v: &impl ValueEnum) -> String {
+    v.to_possible_value()
+        .map_or_else(String::new, |p| p.get_name().to_owned())
+}
+
 fn main() {
     let cli = Cli::parse();
     let r = match cli.command {
