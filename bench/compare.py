@@ -165,6 +165,22 @@ def text_sql(w, text_from, line):
     return f"SELECT {line} FROM {text_from} ORDER BY {line}"
 
 
+def file_answer(w, out):
+    """The answer an SQL engine wrote to one tab-separated file."""
+    if w in TERA_WORKLOADS:
+        with open(out, "rb") as f:
+            return tera_answer(line.rstrip(b"\n").rstrip(b"\r") for line in f)
+    with open(out, encoding="utf-8", errors="surrogateescape") as f:
+        return rows_of_lines(f)
+
+
+def duckdb_lines(data):
+    """DuckDB reading every line of DATA's part files as one column `line`
+    (split on a control character no generated data holds)."""
+    return (f"read_csv('{data}/part-*', columns={{'line': 'VARCHAR'}}, delim='\x01', header=false, "
+            "quote='', escape='', auto_detect=false)")
+
+
 class DuckDB:
     name = "duckdb"
 
@@ -182,21 +198,15 @@ class DuckDB:
         if w in PAVLO_WORKLOADS:
             sql = pavlo_duckdb.query(w, str(data), 10)
         elif w in TERA_WORKLOADS:
-            src = (f"read_csv('{data}/part-*', columns={{'line': 'VARCHAR'}}, delim='\x01', header=false, "
-                   "quote='', escape='', auto_detect=false)")
+            src = duckdb_lines(data)
             sql = f"SELECT line FROM {src} ORDER BY substr(line, 1, 10)"
         else:
-            src = (f"read_csv('{data}/part-*', columns={{'line': 'VARCHAR'}}, delim='\x01', header=false, "
-                   "quote='', escape='', auto_detect=false)")
+            src = duckdb_lines(data)
             sql = text_sql(w, src, "line")
         self.con.execute(f"COPY ({sql}) TO '{out}' (FORMAT csv, HEADER false, DELIMITER '\t', QUOTE '')")
 
     def answer(self, w, out):
-        if w in TERA_WORKLOADS:
-            with open(out, "rb") as f:
-                return tera_answer(line.rstrip(b"\n").rstrip(b"\r") for line in f)
-        with open(out, encoding="utf-8", errors="surrogateescape") as f:
-            return rows_of_lines(f)
+        return file_answer(w, out)
 
 
 class Chdb:
@@ -253,11 +263,7 @@ class Chdb:
         Path(out).write_text(text, encoding="utf-8", errors="surrogateescape")
 
     def answer(self, w, out):
-        if w in TERA_WORKLOADS:
-            with open(out, "rb") as f:
-                return tera_answer(line.rstrip(b"\n").rstrip(b"\r") for line in f)
-        with open(out, encoding="utf-8", errors="surrogateescape") as f:
-            return rows_of_lines(f)
+        return file_answer(w, out)
 
 
 class Spark:
