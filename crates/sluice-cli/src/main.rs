@@ -1,6 +1,7 @@
 //! `sluice`: generate data, run MapReduce jobs, report what happened.
 
 mod bench;
+mod cluster;
 mod convert;
 mod decoders;
 mod demo;
@@ -51,6 +52,38 @@ enum Command {
     Probe(model::ProbeArgs),
     /// The ideal time of a job from its hardware (Krevat et al.'s model).
     Model(model::ModelArgs),
+    /// Start or stop a local cluster, or show its workers.
+    Cluster {
+        #[command(subcommand)]
+        cmd: cluster::ClusterCmd,
+    },
+    /// Run a cluster coordinator.
+    Coordinator(cluster::CoordinatorArgs),
+    /// Run a cluster worker.
+    Worker(cluster::WorkerArgs),
+    /// Store a file or directory on the cluster as a data set.
+    Put(cluster::PutArgs),
+    /// List the cluster's data sets.
+    Ls(cluster::Conn),
+    /// Copy a data set out of the cluster.
+    Get {
+        /// Data set name.
+        name: String,
+        /// Output file (one-file data sets) or directory.
+        out: PathBuf,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
+    /// Remove a data set and its blocks.
+    Rm {
+        /// Data set name.
+        name: String,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
+    /// Run a job on the cluster: the job and flags of `sluice run`, with
+    /// data sets as --input and --output.
+    Submit(cluster::SubmitArgs),
 }
 
 /// The built-in jobs.
@@ -230,6 +263,14 @@ fn main() {
         Command::Teravalidate(args) => teravalidate::validate(&args),
         Command::Probe(args) => model::probe(&args),
         Command::Model(args) => model::model(&args),
+        Command::Cluster { cmd } => cluster::cluster(&cmd),
+        Command::Coordinator(a) => cluster::run_coordinator(&a),
+        Command::Worker(a) => cluster::run_worker(&a),
+        Command::Put(a) => cluster::put(&a),
+        Command::Ls(conn) => cluster::ls(&conn),
+        Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
+        Command::Rm { name, conn } => cluster::rm(&name, &conn),
+        Command::Submit(a) => cluster::submit(&a).map(|_| ()),
     };
     if let Err(e) = r {
         eprintln!("error: {}", describe(&e));

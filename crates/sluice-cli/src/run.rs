@@ -52,7 +52,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Vec<JobReport>> {
     Ok(reports)
 }
 
-fn config(args: &RunArgs) -> EngineConfig {
+pub(crate) fn config(args: &RunArgs) -> EngineConfig {
     let mut cfg = EngineConfig::default();
     if let Some(t) = args.threads {
         cfg.threads = t;
@@ -152,7 +152,7 @@ type Input = Option<(String, Vec<Split>)>;
 
 /// The job for `args`, the configuration adjusted for it, and the input when
 /// it is not `--input`.
-fn build_job(
+pub(crate) fn build_job(
     args: &RunArgs,
     mut cfg: EngineConfig,
 ) -> anyhow::Result<(JobSpec, EngineConfig, Input)> {

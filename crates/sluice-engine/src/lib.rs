@@ -21,6 +21,7 @@ mod reduce;
 mod report;
 mod sample;
 mod task;
+pub mod tasks;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;

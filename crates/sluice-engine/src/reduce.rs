@@ -78,7 +78,12 @@ impl ReducePhase<'_> {
     }
 
     /// Merges a group of runs into one new run at `path`.
-    fn merge_group(&self, group: &[SpillFile], path: &Path, counters: &mut Counters) -> Result<()> {
+    pub fn merge_group(
+        &self,
+        group: &[SpillFile],
+        path: &Path,
+        counters: &mut Counters,
+    ) -> Result<()> {
         let parts = self.cfg.reducers;
         let mut w = SpillWriter::create(path, parts)?;
         for p in 0..parts {
@@ -132,7 +137,8 @@ impl ReducePhase<'_> {
         let results = run_workers(self.cfg.threads.min(parts), &queue, |_| {
             let mut o = ReduceOutput::default();
             while let Some(p) = queue.take() {
-                self.reduce_partition(p as u32, runs, &mut o)?;
+                let name = format!("part-r-{p:05}");
+                self.reduce_partition(p as u32, &name, runs, &mut o)?;
                 Progress::add(&self.progress.partitions_done, 1);
             }
             Ok(o)
@@ -145,9 +151,15 @@ impl ReducePhase<'_> {
         Ok(())
     }
 
-    fn reduce_partition(&self, p: u32, runs: &[SpillFile], out: &mut ReduceOutput) -> Result<()> {
-        let name = format!("part-r-{p:05}");
-        let mut sink = TextOutput::create(&self.committer.attempt_path(&name, 0)?)?;
+    /// Reduces partition `p` of `runs` into the output file `name`.
+    pub fn reduce_partition(
+        &self,
+        p: u32,
+        name: &str,
+        runs: &[SpillFile],
+        out: &mut ReduceOutput,
+    ) -> Result<()> {
+        let mut sink = TextOutput::create(&self.committer.attempt_path(name, 0)?)?;
         let shuffle: u64 = runs.iter().map(|f| f.segments()[p as usize].len).sum();
         let readers = runs.iter().map(|f| f.reader(p)).collect();
         let mut m = Merger::new(readers, self.job.key_order)?;
@@ -156,7 +168,7 @@ impl ReducePhase<'_> {
         let stats = reduce_groups(&mut m, reducer.as_mut(), &mut sink, c)
             .map_err(|e| sort_error(e, "reduce"))?;
         let (records, bytes) = sink.finish()?;
-        self.committer.commit_task(&name, 0)?;
+        self.committer.commit_task(name, 0)?;
         c.add(TaskCounter::ShuffleBytes, shuffle);
         c.add(TaskCounter::ReduceInputGroups, stats.groups);
         c.add(TaskCounter::ReduceInputRecords, stats.records);

@@ -156,16 +156,7 @@ impl SpillWriter {
         }
         self.flush_block()?;
         self.segments[last].len = self.pos - self.segments[last].offset;
-        let mut t = Vec::with_capacity(self.segments.len() * ENTRY + TRAILER_FIXED);
-        for s in &self.segments {
-            t.extend_from_slice(&s.offset.to_le_bytes());
-            t.extend_from_slice(&s.len.to_le_bytes());
-            t.extend_from_slice(&s.records.to_le_bytes());
-        }
-        t.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
-        let crc = crc32c::crc32c(&t);
-        t.extend_from_slice(&crc.to_le_bytes());
-        t.extend_from_slice(MAGIC);
+        let t = trailer(&self.segments);
         self.write(&t)?;
         self.file
             .flush()
@@ -173,6 +164,34 @@ impl SpillWriter {
         let segments = std::mem::take(&mut self.segments);
         Ok((segments, self.pos))
     }
+}
+
+/// The trailer for `segments`.
+fn trailer(segments: &[Segment]) -> Vec<u8> {
+    let mut t = Vec::with_capacity(segments.len() * ENTRY + TRAILER_FIXED);
+    for s in segments {
+        t.extend_from_slice(&s.offset.to_le_bytes());
+        t.extend_from_slice(&s.len.to_le_bytes());
+        t.extend_from_slice(&s.records.to_le_bytes());
+    }
+    t.extend_from_slice(&(segments.len() as u32).to_le_bytes());
+    let crc = crc32c::crc32c(&t);
+    t.extend_from_slice(&crc.to_le_bytes());
+    t.extend_from_slice(MAGIC);
+    t
+}
+
+/// Appends a one-partition trailer to `file`, whose `len` bytes are the
+/// blocks of one segment of `records` records (a segment copied out of
+/// another spill file, such as a fetched shuffle partition), making it a
+/// spill file of one partition that [`SpillFile::open`] validates.
+pub fn seal_segment(file: &mut File, len: u64, records: u64) -> std::io::Result<()> {
+    let seg = Segment {
+        offset: 0,
+        len,
+        records,
+    };
+    file.write_all(&trailer(&[seg]))
 }
 
 /// An open, validated spill file.

@@ -1,0 +1,641 @@
+//! The cluster commands: `coordinator`, `worker`, `cluster up/down`,
+//! `put`, `ls`, `get`, `rm`, `submit`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use serde::{Deserialize, Serialize};
+use sluice_api::JobSpec;
+use sluice_cluster::auth::Secret;
+use sluice_cluster::catalog::RackAware;
+use sluice_cluster::client::{Client, PutOptions};
+use sluice_cluster::coordinator::{self, CoordinatorConfig};
+use sluice_cluster::report::ClusterReport;
+use sluice_cluster::worker::{self, WorkerConfig};
+use sluice_cluster::JobFactory;
+use sluice_engine::EngineConfig;
+
+use crate::{units, InputFormat, JobName, RunArgs};
+
+/// Where a client finds the cluster.
+#[derive(Debug, Args, Clone)]
+pub struct Conn {
+    /// Coordinator address [default: the one in CLUSTER/cluster.json].
+    #[arg(long)]
+    coordinator: Option<String>,
+    /// Directory of a `sluice cluster up` cluster.
+    #[arg(long, default_value = "sluice-cluster")]
+    cluster: PathBuf,
+    /// Shared secret file [default: CLUSTER/secret, or $SLUICE_SECRET].
+    #[arg(long)]
+    secret_file: Option<PathBuf>,
+}
+
+/// Coordinator settings.
+#[derive(Debug, Args)]
+pub struct CoordinatorArgs {
+    /// Address to listen on (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:7070")]
+    listen: SocketAddr,
+    /// Directory for the catalog, epoch and job records.
+    #[arg(long)]
+    state_dir: PathBuf,
+    /// Shared secret file [default: $SLUICE_SECRET].
+    #[arg(long)]
+    secret_file: Option<PathBuf>,
+    /// Write the bound address to this file once listening.
+    #[arg(long)]
+    addr_file: Option<PathBuf>,
+    /// Heartbeat interval in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    heartbeat_ms: u64,
+    /// A worker silent this long (ms) is lost.
+    #[arg(long, default_value_t = 5000)]
+    worker_timeout_ms: u64,
+    /// Failures of one task before its job fails.
+    #[arg(long, default_value_t = 4)]
+    max_attempts: u32,
+    /// How long (ms) a map waits for a worker holding its block.
+    #[arg(long, default_value_t = 3000)]
+    locality_wait_ms: u64,
+    /// Fraction of maps done before reduces start.
+    #[arg(long, default_value_t = 0.8)]
+    slowstart: f64,
+    /// Never launch backup attempts of stragglers.
+    #[arg(long)]
+    no_speculation: bool,
+    /// A task this many times slower than its phase's median is a straggler.
+    #[arg(long, default_value_t = 1.5)]
+    speculative_slowdown: f64,
+}
+
+/// Worker settings.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The coordinator's address.
+    #[arg(long)]
+    coordinator: String,
+    /// Data-plane address to listen on (port 0: any free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Data-plane address other hosts use [default: the bound address].
+    #[arg(long)]
+    advertise: Option<String>,
+    /// Where blocks, map outputs and scratch files go.
+    #[arg(long)]
+    data_dir: PathBuf,
+    #[arg(long, default_value = "dc1")]
+    datacenter: String,
+    #[arg(long, default_value = "rack1")]
+    rack: String,
+    /// Concurrent map tasks (and, separately, reduce tasks) [default: cores].
+    #[arg(long)]
+    slots: Option<u32>,
+    /// Shared secret file [default: $SLUICE_SECRET].
+    #[arg(long)]
+    secret_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCmd {
+    /// Start a coordinator and workers on this host (loopback).
+    Up {
+        /// Worker processes.
+        #[arg(long, default_value_t = 2)]
+        workers: u32,
+        /// Directory for the cluster's state, data, logs and cluster.json.
+        #[arg(long, default_value = "sluice-cluster")]
+        dir: PathBuf,
+        /// Slots per worker [default: cores / workers, at least 1].
+        #[arg(long)]
+        slots: Option<u32>,
+        /// Extra coordinator flags, e.g. "--worker-timeout-ms 2000".
+        #[arg(long, default_value = "")]
+        coordinator_flags: String,
+    },
+    /// Stop the processes of a `cluster up`.
+    Down {
+        #[arg(long, default_value = "sluice-cluster")]
+        dir: PathBuf,
+    },
+    /// Show the workers.
+    Status(Conn),
+}
+
+/// `sluice put`.
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    /// A file or a directory of files.
+    path: PathBuf,
+    /// Data set name.
+    #[arg(long)]
+    dataset: String,
+    /// Block size (blocks end at line ends).
+    #[arg(long, default_value = "128MB", value_parser = units::parse_size)]
+    block_size: u64,
+    /// Replicas per block.
+    #[arg(long, default_value_t = 1)]
+    replication: u32,
+    /// Replace an existing data set.
+    #[arg(long)]
+    overwrite: bool,
+    #[command(flatten)]
+    conn: Conn,
+}
+
+/// `sluice submit`.
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The job and its `sluice run` flags; --input and --output name data sets.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    args: Vec<String>,
+}
+
+/// What `cluster up` writes.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ClusterFile {
+    pub coordinator: String,
+    pub coordinator_pid: u32,
+    pub workers: Vec<WorkerEntry>,
+}
+
+/// One worker in cluster.json.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkerEntry {
+    pub id: u64,
+    pub uid: String,
+    pub addr: String,
+    pub pid: u32,
+    pub data_dir: PathBuf,
+}
+
+/// Builds cluster jobs exactly as `sluice run` builds local ones.
+struct CliJobs;
+
+impl JobFactory for CliJobs {
+    fn build(&self, args: &[String]) -> Result<(JobSpec, EngineConfig), String> {
+        let ra = RunArgs::parse(args).map_err(|e| e.to_string())?;
+        if matches!(
+            ra.job,
+            JobName::Sort | JobName::Terasort | JobName::PavloJoin
+        ) {
+            return Err(format!(
+                "{} needs a sample or a side input read before the job starts; \
+                 it runs on the local engine (sluice run)",
+                crate::flag_name(&ra.job)
+            ));
+        }
+        if ra.input_format != InputFormat::Text {
+            return Err("cluster data sets are text; --input-format paged runs locally".into());
+        }
+        let cfg = crate::run::config(&ra);
+        let (job, cfg, _) = crate::run::build_job(&ra, cfg).map_err(|e| format!("{e:#}"))?;
+        Ok((job, cfg))
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}
+
+fn secret(file: Option<&Path>) -> anyhow::Result<Secret> {
+    if let Some(f) = file {
+        return Ok(Secret::load(f)?);
+    }
+    match std::env::var("SLUICE_SECRET") {
+        Ok(s) => Ok(Secret::new(s.as_bytes())?),
+        Err(_) => bail!("no shared secret: pass --secret-file FILE or set SLUICE_SECRET"),
+    }
+}
+
+fn init_logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .try_init();
+}
+
+/// `sluice coordinator`.
+pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
+    init_logs();
+    let settings = sluice_cluster::sched_settings(
+        a.max_attempts,
+        Duration::from_millis(a.locality_wait_ms),
+        a.slowstart,
+        !a.no_speculation,
+        a.speculative_slowdown,
+    );
+    let cfg = CoordinatorConfig {
+        listen: a.listen,
+        state_dir: a.state_dir.clone(),
+        secret: secret(a.secret_file.as_deref())?,
+        heartbeat: Duration::from_millis(a.heartbeat_ms.max(10)),
+        worker_timeout: Duration::from_millis(a.worker_timeout_ms.max(100)),
+        settings,
+        factory: Arc::new(CliJobs),
+        placement: Box::new(RackAware),
+    };
+    runtime()?.block_on(async {
+        let (addr, server) = coordinator::start(cfg).await?;
+        if let Some(f) = &a.addr_file {
+            let tmp = f.with_extension("tmp");
+            std::fs::write(&tmp, addr.to_string())?;
+            std::fs::rename(&tmp, f)?;
+        }
+        server.await?;
+        anyhow::Ok(())
+    })
+}
+
+/// `sluice worker`.
+pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
+    init_logs();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let cfg = WorkerConfig {
+        coordinator: a.coordinator.clone(),
+        listen: a.listen,
+        advertise: a.advertise.clone(),
+        data_dir: a.data_dir.clone(),
+        datacenter: a.datacenter.clone(),
+        rack: a.rack.clone(),
+        slots: a.slots.unwrap_or(cores).max(1),
+        secret: secret(a.secret_file.as_deref())?,
+        factory: Arc::new(CliJobs),
+    };
+    runtime()?.block_on(worker::run(cfg))?;
+    Ok(())
+}
+
+/// `sluice cluster ...`.
+pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
+    match cmd {
+        ClusterCmd::Up {
+            workers,
+            dir,
+            slots,
+            coordinator_flags,
+        } => {
+            let f = up(*workers, dir, *slots, coordinator_flags)?;
+            println!(
+                "cluster up: coordinator {} and {} workers; state in {}",
+                f.coordinator,
+                f.workers.len(),
+                dir.display()
+            );
+            Ok(())
+        }
+        ClusterCmd::Down { dir } => down(dir),
+        ClusterCmd::Status(conn) => {
+            let rt = runtime()?;
+            let c = rt.block_on(connect(conn))?;
+            let info = rt.block_on(c.info())?;
+            println!("epoch {}", info.epoch);
+            for w in info.workers {
+                println!(
+                    "worker {:>3}  {}  {}  {}/{}  slots {}  pid {}  {}",
+                    w.id,
+                    w.uid,
+                    w.data_addr,
+                    w.datacenter,
+                    w.rack,
+                    w.slots,
+                    w.pid,
+                    if w.alive { "alive" } else { "lost" }
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+fn spawn(dir: &Path, log: &str, args: &[String]) -> anyhow::Result<u32> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    let out = std::fs::File::create(dir.join(log))?;
+    let child = std::process::Command::new(exe)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .process_group(0)
+        .spawn()?;
+    Ok(child.id())
+}
+
+/// Starts a coordinator and `n` workers in `dir`; writes cluster.json.
+pub fn up(n: u32, dir: &Path, slots: Option<u32>, extra: &str) -> anyhow::Result<ClusterFile> {
+    if dir.join("cluster.json").exists() {
+        bail!(
+            "{} already has a cluster (sluice cluster down --dir {0} first)",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(dir)?;
+    let dir = dir.canonicalize()?;
+    let secret_file = dir.join("secret");
+    if !secret_file.exists() {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&secret_file)?;
+        f.write_all(Secret::generate().as_bytes())?;
+    }
+    let addr_file = dir.join("coordinator.addr");
+    let _ = std::fs::remove_file(&addr_file);
+    let s = |p: &Path| p.display().to_string();
+    let mut args = vec![
+        "coordinator".into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+        "--state-dir".into(),
+        s(&dir.join("coordinator")),
+        "--secret-file".into(),
+        s(&secret_file),
+        "--addr-file".into(),
+        s(&addr_file),
+    ];
+    args.extend(extra.split_whitespace().map(str::to_owned));
+    let coordinator_pid = spawn(&dir, "coordinator.log", &args)?;
+    let addr = wait_for(Duration::from_secs(20), || {
+        std::fs::read_to_string(&addr_file).ok()
+    })
+    .context("the coordinator did not start; see coordinator.log")?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let slots = slots.unwrap_or((cores / n.max(1)).max(1));
+    let mut pids = Vec::new();
+    for i in 0..n {
+        let data = dir.join(format!("worker-{i}"));
+        let args = vec![
+            "worker".into(),
+            "--coordinator".into(),
+            addr.clone(),
+            "--data-dir".into(),
+            s(&data),
+            "--slots".into(),
+            slots.to_string(),
+            "--secret-file".into(),
+            s(&secret_file),
+        ];
+        pids.push((spawn(&dir, &format!("worker-{i}.log"), &args)?, data));
+    }
+    let conn = Conn {
+        coordinator: Some(addr.clone()),
+        cluster: dir.clone(),
+        secret_file: Some(secret_file),
+    };
+    let rt = runtime()?;
+    let c = rt.block_on(connect(&conn))?;
+    let info = wait_for(Duration::from_secs(30), || {
+        let info = rt.block_on(c.info()).ok()?;
+        (info.workers.iter().filter(|w| w.alive).count() >= n as usize).then_some(info)
+    })
+    .context("the workers did not register; see worker-*.log")?;
+    let workers = pids
+        .into_iter()
+        .filter_map(|(pid, data_dir)| {
+            let w = info.workers.iter().find(|w| w.pid == pid)?;
+            Some(WorkerEntry {
+                id: w.id,
+                uid: w.uid.clone(),
+                addr: w.data_addr.clone(),
+                pid,
+                data_dir,
+            })
+        })
+        .collect();
+    let f = ClusterFile {
+        coordinator: addr,
+        coordinator_pid,
+        workers,
+    };
+    std::fs::write(dir.join("cluster.json"), serde_json::to_string_pretty(&f)?)?;
+    Ok(f)
+}
+
+fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Stops every process of cluster.json (TERM, then KILL after 5 s).
+pub fn down(dir: &Path) -> anyhow::Result<()> {
+    let path = dir.join("cluster.json");
+    let f: ClusterFile = serde_json::from_slice(
+        &std::fs::read(&path).with_context(|| format!("no cluster at {}", dir.display()))?,
+    )?;
+    let mut pids: Vec<u32> = f.workers.iter().map(|w| w.pid).collect();
+    pids.push(f.coordinator_pid);
+    signal(&pids, "TERM");
+    let gone = wait_for(Duration::from_secs(5), || {
+        pids.iter()
+            .all(|p| !Path::new(&format!("/proc/{p}")).exists() || is_zombie(*p))
+            .then_some(())
+    });
+    if gone.is_none() {
+        signal(&pids, "KILL");
+    }
+    std::fs::remove_file(&path)?;
+    println!("cluster down: stopped {} processes", pids.len());
+    Ok(())
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+    })
+}
+
+fn signal(pids: &[u32], sig: &str) {
+    let _ = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .args(pids.iter().map(u32::to_string))
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+async fn connect(conn: &Conn) -> anyhow::Result<Client> {
+    let addr = match &conn.coordinator {
+        Some(a) => a.clone(),
+        None => {
+            let path = conn.cluster.join("cluster.json");
+            let f: ClusterFile =
+                serde_json::from_slice(&std::fs::read(&path).with_context(|| {
+                    format!(
+                        "no --coordinator given and no cluster at {}",
+                        path.display()
+                    )
+                })?)?;
+            f.coordinator
+        }
+    };
+    let file = conn.secret_file.clone().or_else(|| {
+        let f = conn.cluster.join("secret");
+        (std::env::var_os("SLUICE_SECRET").is_none() && f.exists()).then_some(f)
+    });
+    Ok(Client::connect(&addr, secret(file.as_deref())?).await?)
+}
+
+/// `sluice put`.
+pub fn put(a: &PutArgs) -> anyhow::Result<()> {
+    let rt = runtime()?;
+    let c = rt.block_on(connect(&a.conn))?;
+    let opts = PutOptions {
+        block_size: a.block_size,
+        replication: a.replication,
+        overwrite: a.overwrite,
+    };
+    let d = rt.block_on(c.put(&a.path, &a.dataset, &opts))?;
+    let blocks = d.blocks().count();
+    println!(
+        "put {}: {} files, {} blocks, {} bytes",
+        d.name,
+        d.files.len(),
+        blocks,
+        d.len()
+    );
+    Ok(())
+}
+
+/// `sluice ls`.
+pub fn ls(conn: &Conn) -> anyhow::Result<()> {
+    let rt = runtime()?;
+    let c = rt.block_on(connect(conn))?;
+    for d in rt.block_on(c.list())? {
+        let blocks: Vec<_> = d.blocks().collect();
+        let min_repl = blocks.iter().map(|b| b.replicas.len()).min().unwrap_or(0);
+        println!(
+            "{:<24} {:>14} bytes {:>4} files {:>5} blocks  replicas>={}  {}",
+            d.name,
+            d.len(),
+            d.files.len(),
+            blocks.len(),
+            min_repl,
+            d.origin
+        );
+    }
+    Ok(())
+}
+
+/// `sluice get`.
+pub fn get(name: &str, out: &Path, conn: &Conn) -> anyhow::Result<()> {
+    let rt = runtime()?;
+    let c = rt.block_on(connect(conn))?;
+    if out.exists() {
+        bail!("{} exists", out.display());
+    }
+    let n = rt.block_on(c.get(name, out))?;
+    println!("got {name}: {n} bytes into {}", out.display());
+    Ok(())
+}
+
+/// `sluice rm`.
+pub fn rm(name: &str, conn: &Conn) -> anyhow::Result<()> {
+    let rt = runtime()?;
+    let c = rt.block_on(connect(conn))?;
+    rt.block_on(c.remove(name))?;
+    println!("removed {name}");
+    Ok(())
+}
+
+/// `sluice submit`: runs a job on the cluster and prints its summary.
+pub fn submit(a: &SubmitArgs) -> anyhow::Result<ClusterReport> {
+    let ra = RunArgs::parse(&a.args)?;
+    let input = ra.input.clone();
+    let output = ra.output.display().to_string();
+    let rt = runtime()?;
+    let c = rt.block_on(connect(&a.conn))?;
+    let id = rt.block_on(c.submit(a.args.clone(), &input, &output, ra.overwrite))?;
+    let status = loop {
+        let s = rt.block_on(c.wait(id, Duration::from_secs(30)))?;
+        if s.state != "running" {
+            break s;
+        }
+        if !ra.quiet {
+            eprintln!(
+                "job {id}: maps {}/{}, reduces {}/{}",
+                s.maps_done, s.maps, s.reduces_done, s.reduces
+            );
+        }
+    };
+    if status.state != "succeeded" {
+        bail!("job {id} failed: {}", status.error);
+    }
+    let report: ClusterReport = serde_json::from_str(&status.report_json)?;
+    if let Some(path) = &ra.report {
+        std::fs::write(path, &status.report_json)
+            .with_context(|| format!("writing report {}", path.display()))?;
+    }
+    if !ra.quiet {
+        print_report(&report);
+    }
+    Ok(report)
+}
+
+fn print_report(r: &ClusterReport) {
+    println!(
+        "job          {} (id {}) on {} workers",
+        r.job, r.job_id, r.workers
+    );
+    println!(
+        "input        {} ({} bytes, {} maps)",
+        r.input, r.input_bytes, r.maps
+    );
+    println!(
+        "output       {} ({} records, {} bytes, {} reducers)",
+        r.output, r.output_records, r.output_bytes, r.reducers
+    );
+    println!(
+        "time         {:.3} s (map {:.3} s, shuffle+reduce {:.3} s)",
+        r.phases.total_s, r.phases.map_s, r.phases.reduce_s
+    );
+    println!(
+        "locality     {} data-local, {} remote maps",
+        r.data_local_maps, r.remote_maps
+    );
+    println!(
+        "shuffle      {} bytes, receive skew {:.2}",
+        r.shuffle_bytes, r.receive_skew
+    );
+    let a = &r.attempts;
+    println!(
+        "attempts     {} launched, {} failed, {} killed, {} lost, {} speculative ({:.2} s redone)",
+        a.launched, a.failed, a.killed, a.lost, a.speculative, a.wasted_s
+    );
+    for w in &r.per_worker {
+        println!(
+            "worker       {} {}: {} maps {:.2} s, {} reduces {:.2} s, {} shuffle bytes in",
+            w.worker, w.addr, w.maps, w.map_s, w.reduces, w.reduce_s, w.shuffle_bytes
+        );
+    }
+    for s in &r.stragglers {
+        println!(
+            "straggler    {} on {}: {:.2} s (median {:.2} s)",
+            s.task, s.worker, s.seconds, s.median_s
+        );
+    }
+}

@@ -1,0 +1,395 @@
+//! The data set catalog, block placement, and the coordinator's state
+//! directory.
+//!
+//! A data set is a list of files, each a list of blocks; a block is a whole
+//! file on each worker holding a replica (`DATA_DIR/blocks/ID`). Blocks of
+//! text end at record (line) boundaries, so a map reads exactly one block
+//! and never a neighbour's tail. The catalog is kept in
+//! `STATE_DIR/catalog.json`, rewritten atomically (write, fsync, rename)
+//! on every change, so it survives a coordinator restart; `STATE_DIR/epoch`
+//! counts coordinator starts and `STATE_DIR/jobs.json` records every job's
+//! final state.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+
+use crate::proto;
+use crate::ClusterError;
+
+type Result<T> = std::result::Result<T, ClusterError>;
+
+/// One block and where its replicas are.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct BlockMeta {
+    pub id: String,
+    pub len: u64,
+    pub crc: u32,
+    /// Uids of workers holding a replica.
+    pub replicas: Vec<String>,
+}
+
+/// One file of a data set.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileMeta {
+    pub name: String,
+    pub blocks: Vec<BlockMeta>,
+}
+
+/// A data set.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DatasetMeta {
+    pub name: String,
+    pub files: Vec<FileMeta>,
+    pub created_ms: u64,
+    /// How it was made: `put PATH`, `job N (wordcount)`, ...
+    pub origin: String,
+}
+
+impl DatasetMeta {
+    /// Every block, in file order.
+    pub fn blocks(&self) -> impl Iterator<Item = &BlockMeta> {
+        self.files.iter().flat_map(|f| f.blocks.iter())
+    }
+
+    /// Total bytes.
+    pub fn len(&self) -> u64 {
+        self.blocks().map(|b| b.len).sum()
+    }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Every data set.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Catalog {
+    pub datasets: BTreeMap<String, DatasetMeta>,
+    /// Next block number handed out by [`Catalog::new_block_id`].
+    pub next_block: u64,
+}
+
+impl Catalog {
+    /// A fresh block id, unique across restarts (the counter is saved).
+    pub fn new_block_id(&mut self, epoch: u64) -> String {
+        self.next_block += 1;
+        format!("b{epoch}-{}", self.next_block)
+    }
+}
+
+/// Data set names are 1-128 characters of `[A-Za-z0-9._-]` not starting
+/// with a dot: they may name files or directories on a client, so no name
+/// can climb out of a directory or hide in one.
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ClusterError::Config(format!(
+            "invalid data set name {name:?}: use 1-128 of A-Z a-z 0-9 . _ -, not starting with '.'"
+        )))
+    }
+}
+
+// ------------------------------------------------------------ placement
+
+/// A worker as placement sees it.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub uid: String,
+    pub host: String,
+    pub datacenter: String,
+    pub rack: String,
+}
+
+/// Chooses the workers that hold a new block's replicas.
+pub trait PlacementPolicy: Send + Sync {
+    /// Up to `replication` distinct workers of `live` for one block.
+    /// `placed` counts blocks already placed per uid in this request.
+    fn place(
+        &self,
+        live: &[Node],
+        writer_host: &str,
+        replication: usize,
+        placed: &mut HashMap<String, usize>,
+    ) -> Vec<String>;
+}
+
+/// The default policy: the first replica on a worker on the writer's host
+/// when there is one, else on a random worker among those holding the
+/// fewest blocks of this request (so a data set spreads evenly); further
+/// replicas on other racks first, then on other workers of the same rack,
+/// again the least loaded first.
+#[derive(Debug, Default)]
+pub struct RackAware;
+
+impl PlacementPolicy for RackAware {
+    fn place(
+        &self,
+        live: &[Node],
+        writer_host: &str,
+        replication: usize,
+        placed: &mut HashMap<String, usize>,
+    ) -> Vec<String> {
+        let mut rng = rand::thread_rng();
+        let mut order: Vec<&Node> = live.iter().collect();
+        order.shuffle(&mut rng);
+        let load = |n: &Node, placed: &HashMap<String, usize>| *placed.get(&n.uid).unwrap_or(&0);
+        let mut chosen: Vec<&Node> = Vec::new();
+        let writer_local: Vec<&Node> = order
+            .iter()
+            .copied()
+            .filter(|n| n.host == writer_host)
+            .collect();
+        // On loopback every worker shares the writer's host: balance instead.
+        let first_pool = if writer_local.len() == 1 {
+            writer_local
+        } else {
+            order.clone()
+        };
+        if let Some(first) = first_pool.iter().copied().min_by_key(|n| load(n, placed)) {
+            chosen.push(first);
+        }
+        while chosen.len() < replication.min(order.len()) {
+            let rack0 = (&chosen[0].datacenter, &chosen[0].rack);
+            let next = order
+                .iter()
+                .copied()
+                .filter(|n| !chosen.iter().any(|c| c.uid == n.uid))
+                .min_by_key(|n| ((&n.datacenter, &n.rack) == rack0, load(n, placed)))
+                .expect("fewer chosen than live workers");
+            chosen.push(next);
+        }
+        for n in &chosen {
+            *placed.entry(n.uid.clone()).or_default() += 1;
+        }
+        chosen.into_iter().map(|n| n.uid.clone()).collect()
+    }
+}
+
+// ------------------------------------------------------------ state dir
+
+/// What the coordinator keeps on disk.
+#[derive(Debug)]
+pub struct StateDir {
+    dir: PathBuf,
+}
+
+/// A job's final state, kept across restarts.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub id: u64,
+    pub args: Vec<String>,
+    pub input: String,
+    pub output: String,
+    /// `running`, `succeeded` or `failed`.
+    pub state: String,
+    pub error: String,
+}
+
+impl StateDir {
+    /// Opens (creating) `dir`.
+    pub fn open(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| ClusterError::io("creating", dir, e))?;
+        Ok(StateDir {
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// Increments and returns the epoch.
+    pub fn next_epoch(&self) -> Result<u64> {
+        let path = self.dir.join("epoch");
+        let old = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        write_atomic(&path, format!("{}\n", old + 1).as_bytes())?;
+        Ok(old + 1)
+    }
+
+    /// The saved catalog, or an empty one.
+    pub fn load_catalog(&self) -> Result<Catalog> {
+        load_json(&self.dir.join("catalog.json"))
+    }
+
+    /// Saves the catalog atomically.
+    pub fn save_catalog(&self, c: &Catalog) -> Result<()> {
+        save_json(&self.dir.join("catalog.json"), c)
+    }
+
+    /// The saved job records.
+    pub fn load_jobs(&self) -> Result<BTreeMap<u64, JobRecord>> {
+        load_json(&self.dir.join("jobs.json"))
+    }
+
+    /// Saves the job records atomically.
+    pub fn save_jobs(&self, jobs: &BTreeMap<u64, JobRecord>) -> Result<()> {
+        save_json(&self.dir.join("jobs.json"), jobs)
+    }
+}
+
+fn load_json<T: Default + for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
+    match std::fs::read(path) {
+        Ok(b) => serde_json::from_slice(&b)
+            .map_err(|e| ClusterError::Config(format!("{} is damaged: {e}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(e) => Err(ClusterError::io("reading", path, e)),
+    }
+}
+
+fn save_json<T: Serialize>(path: &Path, v: &T) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(v).expect("serializable");
+    write_atomic(path, &bytes)
+}
+
+/// Writes, syncs and renames into place.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(|e| ClusterError::io("creating", &tmp, e))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| ClusterError::io("writing", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| ClusterError::io("renaming", path, e))
+}
+
+// ------------------------------------------------------------ proto
+
+impl From<&BlockMeta> for proto::BlockInfo {
+    fn from(b: &BlockMeta) -> Self {
+        proto::BlockInfo {
+            id: b.id.clone(),
+            len: b.len,
+            crc: b.crc,
+            replicas: b.replicas.clone(),
+        }
+    }
+}
+
+impl From<proto::BlockInfo> for BlockMeta {
+    fn from(b: proto::BlockInfo) -> Self {
+        BlockMeta {
+            id: b.id,
+            len: b.len,
+            crc: b.crc,
+            replicas: b.replicas,
+        }
+    }
+}
+
+impl From<&DatasetMeta> for proto::Dataset {
+    fn from(d: &DatasetMeta) -> Self {
+        proto::Dataset {
+            name: d.name.clone(),
+            files: d
+                .files
+                .iter()
+                .map(|f| proto::FileInfo {
+                    name: f.name.clone(),
+                    blocks: f.blocks.iter().map(Into::into).collect(),
+                })
+                .collect(),
+            created_ms: d.created_ms,
+            origin: d.origin.clone(),
+        }
+    }
+}
+
+impl From<proto::Dataset> for DatasetMeta {
+    fn from(d: proto::Dataset) -> Self {
+        DatasetMeta {
+            name: d.name,
+            files: d
+                .files
+                .into_iter()
+                .map(|f| FileMeta {
+                    name: f.name,
+                    blocks: f.blocks.into_iter().map(Into::into).collect(),
+                })
+                .collect(),
+            created_ms: d.created_ms,
+            origin: d.origin,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(uid: &str, rack: &str) -> Node {
+        Node {
+            uid: uid.into(),
+            host: "127.0.0.1".into(),
+            datacenter: "dc1".into(),
+            rack: rack.into(),
+        }
+    }
+
+    #[test]
+    fn names_cannot_escape() {
+        for bad in ["", "..", "../x", "a/b", ".hidden", "a\0b", &"x".repeat(129)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+        for good in ["words", "uservisits-2GB", "a.b_c"] {
+            check_name(good).unwrap();
+        }
+    }
+
+    #[test]
+    fn placement_spreads_blocks_and_racks() {
+        let live = [node("a", "r1"), node("b", "r1"), node("c", "r2")];
+        let mut placed = HashMap::new();
+        for _ in 0..30 {
+            let r = RackAware.place(&live, "127.0.0.1", 2, &mut placed);
+            assert_eq!(r.len(), 2);
+            assert_ne!(r[0], r[1]);
+            let racks: Vec<&str> = r
+                .iter()
+                .map(|u| if u == "c" { "r2" } else { "r1" })
+                .collect();
+            assert_ne!(racks[0], racks[1], "replicas on two racks");
+        }
+        let counts: Vec<usize> = ["a", "b", "c"].iter().map(|u| placed[*u]).collect();
+        assert!(counts.iter().all(|&c| c >= 10), "{counts:?}");
+    }
+
+    #[test]
+    fn state_survives_reopen() {
+        let d = tempfile::tempdir().unwrap();
+        let s = StateDir::open(d.path()).unwrap();
+        assert_eq!(s.next_epoch().unwrap(), 1);
+        let mut c = Catalog::default();
+        let id = c.new_block_id(1);
+        c.datasets.insert(
+            "x".into(),
+            DatasetMeta {
+                name: "x".into(),
+                files: vec![FileMeta {
+                    name: "x".into(),
+                    blocks: vec![BlockMeta {
+                        id,
+                        len: 3,
+                        crc: 1,
+                        replicas: vec!["a".into()],
+                    }],
+                }],
+                created_ms: 0,
+                origin: "test".into(),
+            },
+        );
+        s.save_catalog(&c).unwrap();
+        let s = StateDir::open(d.path()).unwrap();
+        assert_eq!(s.next_epoch().unwrap(), 2);
+        assert_eq!(s.load_catalog().unwrap().datasets, c.datasets);
+    }
+}

@@ -1,0 +1,362 @@
+//! What `sluice put/ls/get/rm/submit` do: talk to the coordinator and move
+//! blocks over the data plane.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::auth::Secret;
+use crate::catalog::{check_name, BlockMeta, DatasetMeta, FileMeta};
+use crate::data;
+use crate::proto::{self, Empty};
+use crate::worker::{connect, Rpc};
+use crate::ClusterError;
+
+type Result<T> = std::result::Result<T, ClusterError>;
+
+/// A connected client.
+#[derive(Clone)]
+pub struct Client {
+    pub rpc: Rpc,
+    pub secret: Secret,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Client")
+    }
+}
+
+/// How `put` stores a data set.
+#[derive(Debug, Clone)]
+pub struct PutOptions {
+    pub block_size: u64,
+    pub replication: u32,
+    pub overwrite: bool,
+}
+
+impl Client {
+    /// Connects to the coordinator at `addr`.
+    pub async fn connect(addr: &str, secret: Secret) -> Result<Self> {
+        let rpc = connect(addr, &secret, Duration::from_secs(5)).await?;
+        Ok(Client { rpc, secret })
+    }
+
+    /// The workers.
+    pub async fn info(&self) -> Result<proto::ClusterInfo> {
+        Ok(self.rpc.clone().info(Empty {}).await?.into_inner())
+    }
+
+    /// Stores the files of `path` (a file or a directory of files) as data
+    /// set `name`, each cut into blocks that end at line ends.
+    pub async fn put(&self, path: &Path, name: &str, opts: &PutOptions) -> Result<DatasetMeta> {
+        check_name(name)?;
+        let files = sluice_formats::input::resolve(&path.to_string_lossy())
+            .map_err(|e| ClusterError::Config(e.to_string()))?;
+        let mut meta = DatasetMeta {
+            name: name.to_owned(),
+            files: Vec::new(),
+            created_ms: crate::now_ms(),
+            origin: format!("put {}", path.display()),
+        };
+        for f in &files {
+            if f.codec != sluice_formats::input::Codec::None {
+                return Err(ClusterError::Config(format!(
+                    "{}: compressed files cannot be cut into blocks; decompress it first",
+                    f.path.display()
+                )));
+            }
+            let file_name = f
+                .path
+                .file_name()
+                .map_or_else(|| name.to_owned(), |n| n.to_string_lossy().into_owned());
+            let blocks = self.put_file(&f.path, opts).await?;
+            meta.files.push(FileMeta {
+                name: file_name,
+                blocks,
+            });
+        }
+        let req = proto::CommitDatasetRequest {
+            dataset: Some((&meta).into()),
+            overwrite: opts.overwrite,
+        };
+        self.rpc.clone().commit_dataset(req).await?;
+        Ok(meta)
+    }
+
+    async fn put_file(&self, path: &Path, opts: &PutOptions) -> Result<Vec<BlockMeta>> {
+        let mut f = std::fs::File::open(path).map_err(|e| ClusterError::io("opening", path, e))?;
+        let len = f
+            .metadata()
+            .map_err(|e| ClusterError::io("reading", path, e))?
+            .len();
+        let mut blocks = Vec::new();
+        let mut carry = Vec::new();
+        // Placed together, so the file's blocks spread evenly; blocks cut
+        // short at line ends may need a few more.
+        let mut plan = Vec::new();
+        loop {
+            let block = next_block(&mut f, &mut carry, opts.block_size, path)?;
+            if block.is_empty() {
+                return Ok(blocks);
+            }
+            if plan.is_empty() {
+                let left = len.saturating_sub(blocks.iter().map(|b: &BlockMeta| b.len).sum());
+                plan = self
+                    .plan(
+                        left.div_ceil(opts.block_size.max(1)).max(1),
+                        opts.replication,
+                    )
+                    .await?;
+            }
+            let p = plan.remove(0);
+            blocks.push(self.store_block(&block, p).await?);
+        }
+    }
+
+    /// Placements for `n` new blocks.
+    async fn plan(&self, n: u64, replication: u32) -> Result<Vec<proto::Placement>> {
+        let req = proto::PlanBlocksRequest {
+            blocks: u32::try_from(n).unwrap_or(u32::MAX),
+            replication,
+            writer_host: String::new(),
+        };
+        Ok(self.rpc.clone().plan_blocks(req).await?.into_inner().blocks)
+    }
+
+    /// Writes one block to every target of its placement.
+    async fn store_block(&self, block: &[u8], p: proto::Placement) -> Result<BlockMeta> {
+        let crc = crc32c::crc32c(block);
+        let mut replicas = Vec::new();
+        for t in &p.targets {
+            let mut r = block;
+            data::write_block(
+                &t.data_addr,
+                &self.secret,
+                &p.id,
+                &mut r,
+                block.len() as u64,
+                crc,
+            )?;
+            replicas.push(t.uid.clone());
+        }
+        Ok(BlockMeta {
+            id: p.id,
+            len: block.len() as u64,
+            crc,
+            replicas,
+        })
+    }
+
+    /// Every data set.
+    pub async fn list(&self) -> Result<Vec<DatasetMeta>> {
+        let l = self.rpc.clone().list_datasets(Empty {}).await?.into_inner();
+        Ok(l.datasets.into_iter().map(Into::into).collect())
+    }
+
+    /// One data set.
+    pub async fn dataset(&self, name: &str) -> Result<DatasetMeta> {
+        let d = self
+            .rpc
+            .clone()
+            .get_dataset(proto::Name { name: name.into() })
+            .await?;
+        Ok(d.into_inner().into())
+    }
+
+    /// Removes a data set and its blocks.
+    pub async fn remove(&self, name: &str) -> Result<()> {
+        self.rpc
+            .clone()
+            .remove_dataset(proto::Name { name: name.into() })
+            .await?;
+        Ok(())
+    }
+
+    /// Writes data set `name` to `out`: a file when the data set has one
+    /// file, else a directory of its files. Written beside `out` and
+    /// renamed into place, so `out` appears whole or not at all.
+    pub async fn get(&self, name: &str, out: &Path) -> Result<u64> {
+        let d = self.dataset(name).await?;
+        let info = self.info().await?;
+        let addr_of = |uid: &str| {
+            info.workers
+                .iter()
+                .find(|w| w.alive && w.uid == uid)
+                .map(|w| w.data_addr.clone())
+        };
+        let tmp = hidden_beside(out);
+        let single = d.files.len() == 1;
+        if !single {
+            std::fs::create_dir_all(&tmp).map_err(|e| ClusterError::io("creating", &tmp, e))?;
+        }
+        let mut total = 0;
+        let res: Result<()> = (|| {
+            for f in &d.files {
+                let path = if single {
+                    tmp.clone()
+                } else {
+                    tmp.join(&f.name)
+                };
+                let file = std::fs::File::create(&path)
+                    .map_err(|e| ClusterError::io("creating", &path, e))?;
+                let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+                for b in &f.blocks {
+                    total += read_any(&self.secret, b, &addr_of, &mut w)?;
+                }
+                w.flush()
+                    .map_err(|e| ClusterError::io("writing", &path, e))?;
+            }
+            std::fs::rename(&tmp, out).map_err(|e| ClusterError::io("renaming to", out, e))
+        })();
+        if res.is_err() {
+            let _ = std::fs::remove_dir_all(&tmp);
+            let _ = std::fs::remove_file(&tmp);
+        }
+        res.map(|()| total)
+    }
+
+    /// Submits a job; returns its id.
+    pub async fn submit(
+        &self,
+        args: Vec<String>,
+        input: &str,
+        output: &str,
+        overwrite: bool,
+    ) -> Result<u64> {
+        let req = proto::SubmitRequest {
+            args,
+            input: input.into(),
+            output: output.into(),
+            overwrite,
+        };
+        Ok(self.rpc.clone().submit(req).await?.into_inner().job)
+    }
+
+    /// Waits up to `wait` for a job to end; returns its status.
+    pub async fn wait(&self, job: u64, wait: Duration) -> Result<proto::JobStatus> {
+        let req = proto::WaitJobRequest {
+            job,
+            wait_ms: wait.as_millis() as u64,
+        };
+        Ok(self.rpc.clone().wait_job(req).await?.into_inner())
+    }
+}
+
+/// Reads a block from the first live replica that answers correctly.
+fn read_any(
+    secret: &Secret,
+    b: &BlockMeta,
+    addr_of: &dyn Fn(&str) -> Option<String>,
+    w: &mut impl Write,
+) -> Result<u64> {
+    let mut last = ClusterError::Remote(format!(
+        "block {} has no live replica (held by {:?})",
+        b.id, b.replicas
+    ));
+    for uid in &b.replicas {
+        let Some(addr) = addr_of(uid) else { continue };
+        let mut buf = Vec::with_capacity(b.len as usize);
+        match data::read_block(&addr, secret, &b.id, b.len, b.crc, &mut buf) {
+            Ok(n) => {
+                w.write_all(&buf)
+                    .map_err(|e| ClusterError::io("writing", Path::new("output"), e))?;
+                return Ok(n);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+fn hidden_beside(out: &Path) -> std::path::PathBuf {
+    let name = out
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    out.parent()
+        .unwrap_or(Path::new("."))
+        .join(format!(".{name}.sluice-get-{}", std::process::id()))
+}
+
+/// The next block of `f`: up to `size` bytes ending at a newline (longer
+/// when a single line is longer; the file's last bytes need no newline).
+/// `carry` holds bytes read past the previous block's end.
+fn next_block(f: &mut impl Read, carry: &mut Vec<u8>, size: u64, path: &Path) -> Result<Vec<u8>> {
+    let size = size.max(1) as usize;
+    let mut block = std::mem::take(carry);
+    let mut eof = false;
+    while block.len() < size && !eof {
+        let at = block.len();
+        block.resize(size.max(at + 1), 0);
+        let n = read_full(f, &mut block[at..], path)?;
+        block.truncate(at + n);
+        eof = n == 0;
+    }
+    if eof {
+        return Ok(block);
+    }
+    let cut = match memchr::memrchr(b'\n', &block) {
+        Some(i) => i + 1,
+        None => {
+            // One line longer than a block: read on to its end.
+            loop {
+                let at = block.len();
+                block.resize(at + (1 << 20), 0);
+                let n = read_full(f, &mut block[at..], path)?;
+                block.truncate(at + n);
+                if let Some(i) = memchr::memchr(b'\n', &block[at..]) {
+                    break at + i + 1;
+                }
+                if n == 0 {
+                    break block.len();
+                }
+            }
+        }
+    };
+    *carry = block.split_off(cut);
+    Ok(block)
+}
+
+fn read_full(f: &mut impl Read, buf: &mut [u8], path: &Path) -> Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ClusterError::io("reading", path, e)),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks(data: &[u8], size: u64) -> Vec<Vec<u8>> {
+        let mut r = data;
+        let mut carry = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            let b = next_block(&mut r, &mut carry, size, Path::new("x")).unwrap();
+            if b.is_empty() {
+                return out;
+            }
+            out.push(b);
+        }
+    }
+
+    #[test]
+    fn blocks_end_at_line_ends_and_cover_the_file() {
+        let data = b"aa\nbbbb\ncc\nd\neeeeeeeeee\nf";
+        for size in 1..30 {
+            let bs = blocks(data, size);
+            assert_eq!(bs.concat(), data, "size {size}");
+            for b in &bs[..bs.len() - 1] {
+                assert!(b.ends_with(b"\n"), "size {size}: {b:?}");
+            }
+        }
+        assert!(blocks(b"", 4).is_empty());
+    }
+}

@@ -1,0 +1,878 @@
+//! The coordinator: worker registry, data set catalog, job scheduling.
+//!
+//! All state is in one `State` behind a mutex, held for short, non-async
+//! critical sections. Workers pull work with heartbeats ([`Settings`] in
+//! `sched`); a heartbeat with nothing to hand out is held until work
+//! appears or the heartbeat interval ends, so a submitted job starts
+//! without waiting for the next beat. A worker silent for
+//! [`CoordinatorConfig::worker_timeout`] is lost. Each coordinator start
+//! has a new epoch: workers of an older epoch are told to re-register,
+//! dropping their running tasks (fencing), and jobs that were running when
+//! the previous coordinator died are recorded as failed with the reason.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+use tonic::{Request, Response, Status};
+
+use crate::auth::{Secret, Verify};
+use crate::catalog::{
+    check_name, BlockMeta, Catalog, DatasetMeta, FileMeta, JobRecord, Node, PlacementPolicy,
+    StateDir,
+};
+use crate::proto::coordinator_server::{Coordinator, CoordinatorServer};
+use crate::proto::{self, Empty};
+use crate::report::ClusterReport;
+use crate::sched::{task_name, Asker, Job, JobState, Settings, MAP, REDUCE};
+use crate::{ClusterError, JobFactory, PROTOCOL_VERSION};
+
+/// Coordinator settings.
+pub struct CoordinatorConfig {
+    pub listen: SocketAddr,
+    pub state_dir: PathBuf,
+    pub secret: Secret,
+    pub heartbeat: Duration,
+    pub worker_timeout: Duration,
+    pub settings: Settings,
+    pub factory: Arc<dyn JobFactory>,
+    pub placement: Box<dyn PlacementPolicy>,
+}
+
+struct WorkerState {
+    info: proto::WorkerInfo,
+    last_seen: Instant,
+    kills: Vec<proto::TaskId>,
+    deletes: Vec<String>,
+    finished_jobs: Vec<u64>,
+}
+
+struct State {
+    epoch: u64,
+    store: StateDir,
+    catalog: Catalog,
+    jobs: BTreeMap<u64, Job>,
+    records: BTreeMap<u64, JobRecord>,
+    workers: BTreeMap<u64, WorkerState>,
+    next_worker: u64,
+    next_job: u64,
+    /// When a live worker was last seen (for failing jobs when none is).
+    last_alive: Instant,
+}
+
+/// The gRPC service.
+pub struct Service {
+    state: Arc<Mutex<State>>,
+    notify: Arc<Notify>,
+    cfg: Arc<CoordinatorConfig>,
+}
+
+type Reply<T> = Result<Response<T>, Status>;
+
+fn status(e: ClusterError) -> Status {
+    match e {
+        ClusterError::Config(m) => Status::invalid_argument(m),
+        other => Status::internal(other.to_string()),
+    }
+}
+
+/// Starts the coordinator; returns its bound address and the server task.
+pub async fn start(
+    cfg: CoordinatorConfig,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), ClusterError> {
+    let store = StateDir::open(&cfg.state_dir)?;
+    let epoch = store.next_epoch()?;
+    let catalog = store.load_catalog()?;
+    let mut records = store.load_jobs()?;
+    for r in records.values_mut().filter(|r| r.state == "running") {
+        r.state = "failed".into();
+        r.error = format!(
+            "the coordinator restarted (now epoch {epoch}) while the job ran; \
+             its output was not committed; resubmit it"
+        );
+    }
+    store.save_jobs(&records)?;
+    let state = State {
+        epoch,
+        store,
+        catalog,
+        jobs: BTreeMap::new(),
+        records,
+        workers: BTreeMap::new(),
+        next_worker: 0,
+        next_job: 0,
+        last_alive: Instant::now(),
+    };
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .map_err(|e| ClusterError::net("listening on", &cfg.listen.to_string(), e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ClusterError::net("listening on", &cfg.listen.to_string(), e))?;
+    let svc = Service {
+        state: Arc::new(Mutex::new(state)),
+        notify: Arc::new(Notify::new()),
+        cfg: Arc::new(cfg),
+    };
+    svc.spawn_liveness();
+    let verify = Verify(svc.cfg.secret.clone());
+    let server = CoordinatorServer::with_interceptor(svc, verify);
+    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    let handle = tokio::spawn(async move {
+        let r = tonic::transport::Server::builder()
+            .tcp_nodelay(true)
+            .add_service(server)
+            .serve_with_incoming(incoming)
+            .await;
+        if let Err(e) = r {
+            tracing::error!("coordinator server stopped: {e}");
+        }
+    });
+    tracing::info!("coordinator epoch {epoch} listening on {addr}");
+    Ok((addr, handle))
+}
+
+impl Service {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Declares silent workers lost, every heartbeat interval.
+    fn spawn_liveness(&self) {
+        let (state, notify, cfg) = (self.state.clone(), self.notify.clone(), self.cfg.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(cfg.heartbeat);
+            loop {
+                tick.tick().await;
+                let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
+                if st.check_liveness(&cfg) {
+                    notify.notify_waiters();
+                }
+            }
+        });
+    }
+}
+
+impl State {
+    fn alive(&self) -> impl Iterator<Item = &WorkerState> {
+        self.workers.values().filter(|w| w.info.alive)
+    }
+
+    fn worker_by_uid_mut(&mut self, uid: &str) -> Option<&mut WorkerState> {
+        self.workers
+            .values_mut()
+            .find(|w| w.info.alive && w.info.uid == uid)
+    }
+
+    /// Returns whether anything changed.
+    fn check_liveness(&mut self, cfg: &CoordinatorConfig) -> bool {
+        let now = Instant::now();
+        let lost: Vec<u64> = self
+            .workers
+            .iter()
+            .filter(|(_, w)| w.info.alive && now.duration_since(w.last_seen) > cfg.worker_timeout)
+            .map(|(&id, _)| id)
+            .collect();
+        for &id in &lost {
+            self.lose_worker(id);
+        }
+        let mut changed = !lost.is_empty();
+        if self.alive().next().is_some() {
+            self.last_alive = now;
+        } else if now.duration_since(self.last_alive) > cfg.worker_timeout {
+            let n = self.workers.len();
+            for job in self.jobs.values_mut().filter(|j| j.is_running()) {
+                job.fail(format!(
+                    "no live workers: all {n} workers were lost (silent for over {:?})",
+                    cfg.worker_timeout
+                ));
+                changed = true;
+            }
+        }
+        changed |= self.fail_unreadable_inputs();
+        self.settle_jobs();
+        changed
+    }
+
+    fn lose_worker(&mut self, id: u64) {
+        let Some(w) = self.workers.get_mut(&id) else {
+            return;
+        };
+        tracing::warn!("worker {} ({}) lost", w.info.uid, w.info.data_addr);
+        w.info.alive = false;
+        for job in self.jobs.values_mut().filter(|j| j.is_running()) {
+            job.worker_lost(id);
+        }
+    }
+
+    /// Fails jobs with a pending map whose block has no live replica.
+    fn fail_unreadable_inputs(&mut self) -> bool {
+        let live: Vec<String> = self.alive().map(|w| w.info.uid.clone()).collect();
+        let mut changed = false;
+        for job in self.jobs.values_mut().filter(|j| j.is_running()) {
+            let dead = job.maps.iter().enumerate().find(|(i, t)| {
+                t.pending() && !job.blocks[*i].replicas.iter().any(|u| live.contains(u))
+            });
+            if let Some((i, _)) = dead {
+                let b = &job.blocks[i];
+                let msg = format!(
+                    "block {} of data set {} has no live replica (held by {:?})",
+                    b.id, job.input, b.replicas
+                );
+                job.fail(msg);
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// Commits complete jobs and cleans up after ended ones.
+    fn settle_jobs(&mut self) {
+        let complete: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| j.is_running() && j.complete())
+            .map(|j| j.id)
+            .collect();
+        for id in complete {
+            self.commit(id);
+        }
+        let ended: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| !j.is_running() && j.report_json.is_empty())
+            .map(|j| j.id)
+            .collect();
+        for id in ended {
+            self.end_job(id);
+        }
+    }
+
+    /// The atomic job commit: the output data set enters the catalog in
+    /// one catalog write, built from the winning attempts only.
+    fn commit(&mut self, id: u64) {
+        let job = self.jobs.get_mut(&id).expect("job exists");
+        let (kind, prefix) = if job.map_only {
+            (MAP, "part-m")
+        } else {
+            (REDUCE, "part-r")
+        };
+        let files: Vec<FileMeta> = job
+            .tasks(kind)
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let a = t.winner().expect("complete job");
+                let out = a
+                    .report
+                    .as_ref()
+                    .and_then(|r| r.output.clone())
+                    .unwrap_or_default();
+                FileMeta {
+                    name: format!("{prefix}-{i:05}"),
+                    blocks: vec![BlockMeta {
+                        replicas: vec![a.uid.clone()],
+                        ..out.into()
+                    }],
+                }
+            })
+            .collect();
+        let name = job.output.clone();
+        if self.catalog.datasets.contains_key(&name) && !job.overwrite {
+            job.fail(format!("output data set {name} appeared while the job ran"));
+            return;
+        }
+        let meta = DatasetMeta {
+            name: name.clone(),
+            files,
+            created_ms: crate::now_ms(),
+            origin: format!("job {id} ({})", job.args.join(" ")),
+        };
+        let old = self.catalog.datasets.insert(name.clone(), meta);
+        if let Err(e) = self.store.save_catalog(&self.catalog) {
+            match old {
+                Some(o) => self.catalog.datasets.insert(name, o),
+                None => self.catalog.datasets.remove(&name),
+            };
+            let job = self.jobs.get_mut(&id).expect("job exists");
+            job.fail(format!("committing the output: {e}"));
+            return;
+        }
+        if let Some(old) = old {
+            self.delete_dataset_blocks(&old);
+        }
+        let job = self.jobs.get_mut(&id).expect("job exists");
+        job.state = JobState::Succeeded;
+        job.finished = Some(Instant::now());
+    }
+
+    /// After a job ends: kill its attempts, drop uncommitted outputs,
+    /// have workers remove its map outputs, record it.
+    fn end_job(&mut self, id: u64) {
+        let workers = self.alive().count();
+        let job = self.jobs.get_mut(&id).expect("job exists");
+        let report = ClusterReport::of(job, workers);
+        job.report_json = serde_json::to_string_pretty(&report).expect("serializable");
+        let succeeded = job.state == JobState::Succeeded;
+        let mut kills = Vec::new();
+        for (worker, kind, index, attempt) in job.running_attempts() {
+            kills.push((
+                worker,
+                proto::TaskId {
+                    job: id,
+                    kind,
+                    index: index as u32,
+                    attempt,
+                },
+            ));
+        }
+        // Output blocks not in the committed data set.
+        let mut drop_blocks = Vec::new();
+        for kind in [MAP, REDUCE] {
+            for t in job.tasks(kind) {
+                for (i, a) in t.attempts.iter().enumerate() {
+                    let won = succeeded && t.done == Some(i);
+                    if let Some(out) = a.report.as_ref().and_then(|r| r.output.as_ref()) {
+                        if !won && !out.id.is_empty() {
+                            drop_blocks.push((a.worker, out.id.clone()));
+                        }
+                    }
+                }
+            }
+        }
+        let (state, error) = match &job.state {
+            JobState::Succeeded => ("succeeded", String::new()),
+            JobState::Failed(m) => ("failed", m.clone()),
+            JobState::Running => ("running", String::new()),
+        };
+        if let Some(r) = self.records.get_mut(&id) {
+            r.state = state.into();
+            r.error = error;
+        }
+        let _ = self.store.save_jobs(&self.records);
+        for (w, t) in kills {
+            if let Some(w) = self.workers.get_mut(&w) {
+                w.kills.push(t);
+            }
+        }
+        for (w, b) in drop_blocks {
+            if let Some(w) = self.workers.get_mut(&w) {
+                w.deletes.push(b);
+            }
+        }
+        for w in self.workers.values_mut() {
+            w.finished_jobs.push(id);
+        }
+    }
+
+    fn delete_dataset_blocks(&mut self, d: &DatasetMeta) {
+        let blocks: Vec<BlockMeta> = d.blocks().cloned().collect();
+        for b in blocks {
+            for uid in &b.replicas {
+                if let Some(w) = self.worker_by_uid_mut(uid) {
+                    w.deletes.push(b.id.clone());
+                }
+            }
+        }
+    }
+
+    /// Hands `worker` tasks for its free slots.
+    fn assign(&mut self, worker: u64, s: &Settings) -> Vec<proto::TaskAssignment> {
+        let Some(w) = self.workers.get(&worker) else {
+            return Vec::new();
+        };
+        let (uid, addr, slots) = (w.info.uid.clone(), w.info.data_addr.clone(), w.info.slots);
+        let live: HashMap<String, String> = self
+            .alive()
+            .map(|w| (w.info.uid.clone(), w.info.data_addr.clone()))
+            .collect();
+        let asker = Asker {
+            id: worker,
+            uid: &uid,
+            addr: &addr,
+        };
+        let now = Instant::now();
+        let mut out = Vec::new();
+        for kind in [MAP, REDUCE] {
+            let mut busy = self.running_on(worker, kind);
+            for job in self.jobs.values_mut().filter(|j| j.is_running()) {
+                while busy < slots as usize {
+                    let Some((kind, i, local, spec)) =
+                        job.pick(&asker, kind, s, now, &|u| live.contains_key(u))
+                    else {
+                        break;
+                    };
+                    let attempt = job.launch(kind, i, &asker, local, spec);
+                    out.push(assignment(job, kind, i, attempt, &uid, &live));
+                    busy += 1;
+                }
+            }
+        }
+        out
+    }
+
+    fn running_on(&self, worker: u64, kind: u32) -> usize {
+        self.jobs
+            .values()
+            .filter(|j| j.is_running())
+            .flat_map(|j| j.tasks(kind))
+            .flat_map(|t| t.running())
+            .filter(|a| a.worker == worker)
+            .count()
+    }
+
+    fn on_report(&mut self, worker: u64, rep: proto::TaskReport, s: &Settings) {
+        let Some(t) = rep.task else { return };
+        let Some(job) = self.jobs.get_mut(&t.job) else {
+            return;
+        };
+        if !rep.ok {
+            tracing::warn!(
+                "job {} task {} attempt {} failed: {}",
+                t.job,
+                task_name(t.kind, t.index as usize),
+                t.attempt,
+                rep.error
+            );
+        }
+        let output = rep.output.as_ref().map(|o| o.id.clone());
+        let (kills, discard) = if job.is_running() {
+            job.finish(t.kind, t.index as usize, rep, s)
+        } else {
+            (Vec::new(), true)
+        };
+        for (w, attempt) in kills {
+            if let Some(ws) = self.workers.get_mut(&w) {
+                ws.kills.push(proto::TaskId { attempt, ..t });
+            }
+        }
+        if let (true, Some(id)) = (discard, output.filter(|o| !o.is_empty())) {
+            if let Some(ws) = self.workers.get_mut(&worker) {
+                ws.deletes.push(id);
+            }
+        }
+    }
+
+    fn status(&self, id: u64) -> Option<proto::JobStatus> {
+        if let Some(j) = self.jobs.get(&id) {
+            let (state, error) = match &j.state {
+                JobState::Running => ("running", String::new()),
+                JobState::Succeeded => ("succeeded", String::new()),
+                JobState::Failed(m) => ("failed", m.clone()),
+            };
+            let done = !j.report_json.is_empty();
+            return Some(proto::JobStatus {
+                job: id,
+                state: if done { state } else { "running" }.into(),
+                error,
+                report_json: j.report_json.clone(),
+                maps: j.maps.len() as u32,
+                maps_done: j.done(MAP) as u32,
+                reduces: j.reduces.len() as u32,
+                reduces_done: j.done(REDUCE) as u32,
+            });
+        }
+        self.records.get(&id).map(|r| proto::JobStatus {
+            job: id,
+            state: r.state.clone(),
+            error: r.error.clone(),
+            ..Default::default()
+        })
+    }
+}
+
+fn assignment(
+    job: &Job,
+    kind: u32,
+    i: usize,
+    attempt: u32,
+    uid: &str,
+    live: &HashMap<String, String>,
+) -> proto::TaskAssignment {
+    let mut a = proto::TaskAssignment {
+        task: Some(proto::TaskId {
+            job: job.id,
+            kind,
+            index: i as u32,
+            attempt,
+        }),
+        args: job.args.clone(),
+        job_token: job.token.to_vec(),
+        reducers: job.reducers,
+        maps: job.maps.len() as u32,
+        ..Default::default()
+    };
+    if kind == MAP {
+        let b = &job.blocks[i];
+        a.block = Some(b.into());
+        a.sources = b
+            .replicas
+            .iter()
+            .filter(|u| *u != uid)
+            .filter_map(|u| live.get(u).cloned())
+            .collect();
+    }
+    if kind == REDUCE || job.map_only {
+        let k = if kind == MAP { 'm' } else { 'r' };
+        a.output_block = format!("j{}-{k}{i}-a{attempt}", job.id);
+    }
+    a
+}
+
+#[tonic::async_trait]
+impl Coordinator for Service {
+    async fn register(&self, req: Request<proto::RegisterRequest>) -> Reply<proto::RegisterReply> {
+        let r = req.into_inner();
+        if r.protocol_version != PROTOCOL_VERSION {
+            return Err(Status::failed_precondition(format!(
+                "worker speaks protocol {}, this coordinator {PROTOCOL_VERSION}",
+                r.protocol_version
+            )));
+        }
+        let mut st = self.lock();
+        let old: Vec<u64> = st
+            .workers
+            .iter()
+            .filter(|(_, w)| w.info.alive && w.info.uid == r.uid)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in old {
+            st.lose_worker(id);
+        }
+        st.next_worker += 1;
+        let id = st.next_worker;
+        st.workers.insert(
+            id,
+            WorkerState {
+                info: proto::WorkerInfo {
+                    id,
+                    uid: r.uid.clone(),
+                    data_addr: r.data_addr,
+                    datacenter: r.datacenter,
+                    rack: r.rack,
+                    slots: r.slots.max(1),
+                    alive: true,
+                    pid: r.pid,
+                },
+                last_seen: Instant::now(),
+                kills: Vec::new(),
+                deletes: Vec::new(),
+                finished_jobs: Vec::new(),
+            },
+        );
+        drop(st);
+        self.notify.notify_waiters();
+        Ok(Response::new(proto::RegisterReply {
+            worker_id: id,
+            epoch: self.lock().epoch,
+            heartbeat_ms: self.cfg.heartbeat.as_millis() as u64,
+        }))
+    }
+
+    async fn heartbeat(
+        &self,
+        req: Request<proto::HeartbeatRequest>,
+    ) -> Reply<proto::HeartbeatReply> {
+        let r = req.into_inner();
+        let s = &self.cfg.settings;
+        let notified = self.notify.notified();
+        tokio::pin!(notified);
+        {
+            let mut st = self.lock();
+            let epoch = st.epoch;
+            match st.workers.get_mut(&r.worker_id) {
+                Some(w) if w.info.alive && r.epoch == epoch => w.last_seen = Instant::now(),
+                _ => {
+                    return Ok(Response::new(proto::HeartbeatReply {
+                        reregister: true,
+                        ..Default::default()
+                    }))
+                }
+            }
+            let had_reports = !r.reports.is_empty();
+            for rep in r.reports {
+                st.on_report(r.worker_id, rep, s);
+            }
+            st.settle_jobs();
+            if had_reports {
+                self.notify.notify_waiters();
+            }
+            let reply = self.take_reply(&mut st, r.worker_id);
+            if had_reports || !is_empty(&reply) {
+                return Ok(Response::new(reply));
+            }
+            notified.as_mut().enable();
+        }
+        let _ = tokio::time::timeout(self.cfg.heartbeat, notified).await;
+        let mut st = self.lock();
+        Ok(Response::new(self.take_reply(&mut st, r.worker_id)))
+    }
+
+    async fn map_outputs(
+        &self,
+        req: Request<proto::MapOutputsRequest>,
+    ) -> Reply<proto::MapOutputsReply> {
+        let r = req.into_inner();
+        let deadline = Instant::now() + Duration::from_millis(r.wait_ms.min(10_000));
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let st = self.lock();
+                let job = st
+                    .jobs
+                    .get(&r.job)
+                    .ok_or_else(|| Status::not_found(format!("no job {}", r.job)))?;
+                let outputs: Vec<proto::MapOutput> = job
+                    .maps
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, t)| {
+                        t.winner().map(|a| proto::MapOutput {
+                            map: i as u32,
+                            attempt: a.id,
+                            addr: a.addr.clone(),
+                        })
+                    })
+                    .collect();
+                let aborted = !job.is_running();
+                if aborted || outputs.len() as u32 > r.known || Instant::now() >= deadline {
+                    return Ok(Response::new(proto::MapOutputsReply {
+                        outputs,
+                        maps: job.maps.len() as u32,
+                        aborted,
+                    }));
+                }
+            }
+            let _ = tokio::time::timeout_at(deadline.into(), notified).await;
+        }
+    }
+
+    async fn fetch_failed(&self, req: Request<proto::FetchFailedRequest>) -> Reply<Empty> {
+        let r = req.into_inner();
+        let s = self.cfg.settings.clone();
+        let mut st = self.lock();
+        if let Some(job) = st.jobs.get_mut(&r.job) {
+            if job.is_running() && job.fetch_failed(r.map as usize, r.attempt, &r.reason, &s) {
+                tracing::warn!("job {} map {} output lost: {}", r.job, r.map, r.reason);
+            }
+        }
+        st.settle_jobs();
+        drop(st);
+        self.notify.notify_waiters();
+        Ok(Response::new(Empty {}))
+    }
+
+    async fn plan_blocks(
+        &self,
+        req: Request<proto::PlanBlocksRequest>,
+    ) -> Reply<proto::PlanBlocksReply> {
+        let r = req.into_inner();
+        let mut st = self.lock();
+        let live: Vec<proto::WorkerInfo> = st.alive().map(|w| w.info.clone()).collect();
+        if live.is_empty() {
+            return Err(Status::unavailable("no live workers"));
+        }
+        let nodes: Vec<Node> = live
+            .iter()
+            .map(|w| Node {
+                uid: w.uid.clone(),
+                host: host_of(&w.data_addr),
+                datacenter: w.datacenter.clone(),
+                rack: w.rack.clone(),
+            })
+            .collect();
+        let repl = (r.replication.max(1) as usize).min(live.len());
+        let mut placed = HashMap::new();
+        let epoch = st.epoch;
+        let mut blocks = Vec::new();
+        for _ in 0..r.blocks {
+            let uids = self
+                .cfg
+                .placement
+                .place(&nodes, &r.writer_host, repl, &mut placed);
+            let targets = uids
+                .iter()
+                .filter_map(|u| live.iter().find(|w| &w.uid == u).cloned())
+                .collect();
+            blocks.push(proto::Placement {
+                id: st.catalog.new_block_id(epoch),
+                targets,
+            });
+        }
+        let cat = st.catalog.clone();
+        st.store.save_catalog(&cat).map_err(status)?;
+        Ok(Response::new(proto::PlanBlocksReply { blocks }))
+    }
+
+    async fn commit_dataset(&self, req: Request<proto::CommitDatasetRequest>) -> Reply<Empty> {
+        let r = req.into_inner();
+        let d: DatasetMeta = r.dataset.unwrap_or_default().into();
+        check_name(&d.name).map_err(status)?;
+        let mut st = self.lock();
+        if st.catalog.datasets.contains_key(&d.name) && !r.overwrite {
+            return Err(Status::already_exists(format!(
+                "data set {} exists (remove it first, or overwrite)",
+                d.name
+            )));
+        }
+        let old = st.catalog.datasets.insert(d.name.clone(), d);
+        let cat = st.catalog.clone();
+        st.store.save_catalog(&cat).map_err(status)?;
+        if let Some(old) = old {
+            st.delete_dataset_blocks(&old);
+        }
+        Ok(Response::new(Empty {}))
+    }
+
+    async fn list_datasets(&self, _: Request<Empty>) -> Reply<proto::DatasetList> {
+        let st = self.lock();
+        Ok(Response::new(proto::DatasetList {
+            datasets: st.catalog.datasets.values().map(Into::into).collect(),
+        }))
+    }
+
+    async fn get_dataset(&self, req: Request<proto::Name>) -> Reply<proto::Dataset> {
+        let name = req.into_inner().name;
+        let st = self.lock();
+        let d = st
+            .catalog
+            .datasets
+            .get(&name)
+            .ok_or_else(|| Status::not_found(format!("no data set {name}")))?;
+        Ok(Response::new(d.into()))
+    }
+
+    async fn remove_dataset(&self, req: Request<proto::Name>) -> Reply<Empty> {
+        let name = req.into_inner().name;
+        let mut st = self.lock();
+        let d = st
+            .catalog
+            .datasets
+            .remove(&name)
+            .ok_or_else(|| Status::not_found(format!("no data set {name}")))?;
+        let cat = st.catalog.clone();
+        st.store.save_catalog(&cat).map_err(status)?;
+        st.delete_dataset_blocks(&d);
+        Ok(Response::new(Empty {}))
+    }
+
+    async fn submit(&self, req: Request<proto::SubmitRequest>) -> Reply<proto::SubmitReply> {
+        let r = req.into_inner();
+        check_name(&r.output).map_err(status)?;
+        let (spec, cfg) = self
+            .cfg
+            .factory
+            .build(&r.args)
+            .map_err(Status::invalid_argument)?;
+        let reducers = if spec.is_map_only() { 0 } else { cfg.reducers };
+        let mut st = self.lock();
+        if st.alive().next().is_none() {
+            return Err(Status::unavailable("no live workers"));
+        }
+        let input = st
+            .catalog
+            .datasets
+            .get(&r.input)
+            .ok_or_else(|| Status::not_found(format!("no data set {}", r.input)))?;
+        if st.catalog.datasets.contains_key(&r.output) && !r.overwrite {
+            return Err(Status::already_exists(format!(
+                "output data set {} exists (pass --overwrite to replace it)",
+                r.output
+            )));
+        }
+        let blocks: Vec<BlockMeta> = input.blocks().cloned().collect();
+        st.next_job += 1;
+        let id = (st.epoch << 32) | st.next_job;
+        let token = self.cfg.secret.job_token(id);
+        let job = Job::new(
+            id,
+            r.args.clone(),
+            r.input.clone(),
+            r.output.clone(),
+            r.overwrite,
+            blocks,
+            reducers,
+            token,
+        );
+        st.jobs.insert(id, job);
+        st.records.insert(
+            id,
+            JobRecord {
+                id,
+                args: r.args,
+                input: r.input,
+                output: r.output,
+                state: "running".into(),
+                error: String::new(),
+            },
+        );
+        let records = st.records.clone();
+        st.store.save_jobs(&records).map_err(status)?;
+        st.settle_jobs();
+        drop(st);
+        self.notify.notify_waiters();
+        Ok(Response::new(proto::SubmitReply { job: id }))
+    }
+
+    async fn wait_job(&self, req: Request<proto::WaitJobRequest>) -> Reply<proto::JobStatus> {
+        let r = req.into_inner();
+        let deadline = Instant::now() + Duration::from_millis(r.wait_ms.min(60_000));
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let st = self.lock();
+                let s = st.status(r.job).ok_or_else(|| {
+                    Status::not_found(format!("no job {} (epoch {})", r.job, st.epoch))
+                })?;
+                if s.state != "running" || Instant::now() >= deadline {
+                    return Ok(Response::new(s));
+                }
+            }
+            let _ = tokio::time::timeout_at(deadline.into(), notified).await;
+        }
+    }
+
+    async fn info(&self, _: Request<Empty>) -> Reply<proto::ClusterInfo> {
+        let st = self.lock();
+        Ok(Response::new(proto::ClusterInfo {
+            epoch: st.epoch,
+            workers: st.workers.values().map(|w| w.info.clone()).collect(),
+        }))
+    }
+}
+
+impl Service {
+    fn take_reply(&self, st: &mut State, worker: u64) -> proto::HeartbeatReply {
+        let tasks = st.assign(worker, &self.cfg.settings);
+        let w = st.workers.get_mut(&worker).expect("checked by caller");
+        proto::HeartbeatReply {
+            reregister: false,
+            tasks,
+            kills: std::mem::take(&mut w.kills),
+            delete_blocks: std::mem::take(&mut w.deletes),
+            finished_jobs: std::mem::take(&mut w.finished_jobs),
+        }
+    }
+}
+
+fn is_empty(r: &proto::HeartbeatReply) -> bool {
+    r.tasks.is_empty()
+        && r.kills.is_empty()
+        && r.delete_blocks.is_empty()
+        && r.finished_jobs.is_empty()
+}
+
+/// The host part of `host:port`.
+pub fn host_of(addr: &str) -> String {
+    addr.rsplit_once(':')
+        .map_or(addr, |(h, _)| h)
+        .trim_matches(['[', ']'])
+        .to_owned()
+}

@@ -1,0 +1,667 @@
+//! The data plane: blocks and shuffle segments over framed TCP.
+//!
+//! One request per connection. All integers little-endian.
+//!
+//! ```text
+//! request  := header body mac [data]
+//! header   := magic:"SLDP" version:u8 op:u8 body_len:u32
+//! mac      := HMAC-SHA256(key, header ++ body)           32 bytes
+//! str      := len:u16 bytes[len]                          UTF-8
+//! body, by op (every body starts with ts:u64, Unix milliseconds):
+//!   1 READ_BLOCK   ts id:str                              key = secret
+//!   2 WRITE_BLOCK  ts id:str len:u64 crc:u32              key = secret
+//!                  followed by `data`: len bytes, CRC32C(data) = crc
+//!   3 FETCH        ts job:u64 map:u32 attempt:u32 part:u32
+//!                                                          key = job token
+//! response := status:u8 (0 ok, 1 error)
+//!   ok:    len:u64 records:u64 then len bytes (READ_BLOCK: the block;
+//!          FETCH: partition `part`'s segment of the map's spill file, its
+//!          blocks as stored, each with its own CRC32C; WRITE_BLOCK: none)
+//!   error: msg_len:u32 msg[msg_len]
+//! ```
+//!
+//! The server refuses a request with a wrong MAC, a timestamp more than
+//! [`crate::auth::MAX_SKEW_MS`] off, an unknown op or version, a body over
+//! [`MAX_BODY`] or an invalid block id, before touching any file. A block
+//! written is verified against its length and CRC, synced, and only then
+//! renamed into place, so a reader never sees a partial block. A fetched
+//! segment is verified block by block as it arrives (length bounds before
+//! allocating, CRC before writing), so a damaged map output is caught at
+//! fetch time and reported as a fetch failure. In-flight bytes are bounded:
+//! data moves through fixed buffers (the kernel's `sendfile` on the
+//! sending side), never whole blocks in memory.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sluice_formats::spill::{self, SpillFile};
+
+use crate::auth::{check_skew, constant_eq, mac_with, Secret};
+use crate::ClusterError;
+
+type Result<T> = std::result::Result<T, ClusterError>;
+
+/// The request magic.
+pub const MAGIC: &[u8; 4] = b"SLDP";
+const VERSION: u8 = 1;
+/// Largest request body accepted.
+pub const MAX_BODY: u32 = 4096;
+const OP_READ: u8 = 1;
+const OP_WRITE: u8 = 2;
+const OP_FETCH: u8 = 3;
+/// Socket read and write timeout: a peer silent this long (stopped, cut
+/// off) fails the transfer instead of hanging it.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Where a worker keeps its files.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The data directory.
+    pub root: PathBuf,
+}
+
+impl Layout {
+    /// Creates the directories under `root`.
+    pub fn create(root: &Path) -> Result<Self> {
+        for d in ["blocks", "shuffle", "work"] {
+            let p = root.join(d);
+            std::fs::create_dir_all(&p).map_err(|e| ClusterError::io("creating", &p, e))?;
+        }
+        Ok(Layout {
+            root: root.to_owned(),
+        })
+    }
+
+    /// A stored block. `id` must be valid ([`check_id`]).
+    pub fn block(&self, id: &str) -> PathBuf {
+        self.root.join("blocks").join(id)
+    }
+
+    /// A job's map outputs.
+    pub fn shuffle_dir(&self, job: u64) -> PathBuf {
+        self.root.join("shuffle").join(job.to_string())
+    }
+
+    /// A map attempt's output.
+    pub fn map_output(&self, job: u64, map: u32, attempt: u32) -> PathBuf {
+        self.shuffle_dir(job)
+            .join(format!("m{map:05}-a{attempt}.run"))
+    }
+
+    /// A job's scratch space.
+    pub fn work_dir(&self, job: u64) -> PathBuf {
+        self.root.join("work").join(job.to_string())
+    }
+
+    /// Ids of the blocks stored here.
+    pub fn block_ids(&self) -> Vec<String> {
+        let Ok(rd) = std::fs::read_dir(self.root.join("blocks")) else {
+            return Vec::new();
+        };
+        rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| check_id(n).is_ok())
+            .collect()
+    }
+}
+
+/// Block ids are 1-64 characters of `[A-Za-z0-9_-]`: they name files, so
+/// none can reach outside the block directory.
+pub fn check_id(id: &str) -> Result<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(ClusterError::Config(format!("invalid block id {id:?}")))
+    }
+}
+
+/// A data-plane request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// Read a whole block.
+    ReadBlock { id: String },
+    /// Store a block of `len` bytes with CRC32C `crc`.
+    WriteBlock { id: String, len: u64, crc: u32 },
+    /// Fetch one partition of a map attempt's output.
+    Fetch {
+        job: u64,
+        map: u32,
+        attempt: u32,
+        part: u32,
+    },
+}
+
+impl Request {
+    fn op(&self) -> u8 {
+        match self {
+            Request::ReadBlock { .. } => OP_READ,
+            Request::WriteBlock { .. } => OP_WRITE,
+            Request::Fetch { .. } => OP_FETCH,
+        }
+    }
+
+    fn body(&self, ts: u64) -> Vec<u8> {
+        let mut b = ts.to_le_bytes().to_vec();
+        match self {
+            Request::ReadBlock { id } => put_str(&mut b, id),
+            Request::WriteBlock { id, len, crc } => {
+                put_str(&mut b, id);
+                b.extend_from_slice(&len.to_le_bytes());
+                b.extend_from_slice(&crc.to_le_bytes());
+            }
+            Request::Fetch {
+                job,
+                map,
+                attempt,
+                part,
+            } => {
+                b.extend_from_slice(&job.to_le_bytes());
+                b.extend_from_slice(&map.to_le_bytes());
+                b.extend_from_slice(&attempt.to_le_bytes());
+                b.extend_from_slice(&part.to_le_bytes());
+            }
+        }
+        b
+    }
+
+    fn parse(op: u8, body: &[u8]) -> Option<(u64, Request)> {
+        let mut c = Cursor(body);
+        let ts = c.u64()?;
+        let req = match op {
+            OP_READ => Request::ReadBlock { id: c.str()? },
+            OP_WRITE => Request::WriteBlock {
+                id: c.str()?,
+                len: c.u64()?,
+                crc: c.u32()?,
+            },
+            OP_FETCH => Request::Fetch {
+                job: c.u64()?,
+                map: c.u32()?,
+                attempt: c.u32()?,
+                part: c.u32()?,
+            },
+            _ => return None,
+        };
+        c.0.is_empty().then_some((ts, req))
+    }
+
+    /// The MAC key: the job token for fetches, else the secret.
+    fn key(&self, secret: &Secret) -> Vec<u8> {
+        match self {
+            Request::Fetch { job, .. } => secret.job_token(*job).to_vec(),
+            _ => secret_bytes(secret),
+        }
+    }
+
+    /// The whole signed request, as sent.
+    pub fn encode(&self, key: &[u8]) -> Vec<u8> {
+        let body = self.body(crate::now_ms());
+        let mut wire = MAGIC.to_vec();
+        wire.push(VERSION);
+        wire.push(self.op());
+        wire.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        wire.extend_from_slice(&body);
+        let mac = mac_with(key, &[&wire]);
+        wire.extend_from_slice(&mac);
+        wire
+    }
+}
+
+/// The secret's bytes as an HMAC key (the secret itself is opaque).
+fn secret_bytes(secret: &Secret) -> Vec<u8> {
+    secret.mac(&[b"data-plane"]).to_vec()
+}
+
+fn put_str(b: &mut Vec<u8>, s: &str) {
+    let n = s.len().min(u16::MAX as usize);
+    b.extend_from_slice(&(n as u16).to_le_bytes());
+    b.extend_from_slice(&s.as_bytes()[..n]);
+}
+
+struct Cursor<'a>(&'a [u8]);
+
+impl Cursor<'_> {
+    fn take(&mut self, n: usize) -> Option<&[u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Some(a)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn str(&mut self) -> Option<String> {
+        let n = u16::from_le_bytes(self.take(2)?.try_into().ok()?) as usize;
+        String::from_utf8(self.take(n)?.to_vec()).ok()
+    }
+}
+
+// ---------------------------------------------------------------- server
+
+/// Serves a worker's blocks and map outputs on `listener`, one thread per
+/// connection, until the process exits.
+pub fn serve(listener: TcpListener, layout: Layout, secret: Secret) {
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let (layout, secret) = (layout.clone(), secret.clone());
+            std::thread::spawn(move || {
+                let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
+                let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
+                let _ = conn.set_nodelay(true);
+                if let Err(e) = handle(&conn, &layout, &secret) {
+                    tracing::debug!("data request failed: {e}");
+                    let _ = send_error(&conn, &e.to_string());
+                }
+            });
+        }
+    });
+}
+
+fn handle(conn: &TcpStream, layout: &Layout, secret: &Secret) -> Result<()> {
+    let peer = conn
+        .peer_addr()
+        .map_or_else(|_| "?".into(), |a| a.to_string());
+    let mut r = BufReader::with_capacity(256 << 10, conn);
+    let req = read_request(&mut r, secret, &peer)?;
+    match req {
+        Request::ReadBlock { id } => {
+            check_id(&id)?;
+            let path = layout.block(&id);
+            let f = File::open(&path).map_err(|e| ClusterError::io("opening block", &path, e))?;
+            let len = f
+                .metadata()
+                .map_err(|e| ClusterError::io("reading", &path, e))?
+                .len();
+            send_range(conn, f, 0, len, 0)
+        }
+        Request::WriteBlock { id, len, crc } => {
+            check_id(&id)?;
+            receive_block(&mut r, layout, &id, len, crc, &peer)?;
+            send_ok(conn, 0, 0)
+        }
+        Request::Fetch {
+            job,
+            map,
+            attempt,
+            part,
+        } => {
+            let path = layout.map_output(job, map, attempt);
+            let run = SpillFile::open(&path).map_err(|e| ClusterError::Remote(e.to_string()))?;
+            let seg = run.segments().get(part as usize).copied().ok_or_else(|| {
+                ClusterError::Remote(format!("map output has no partition {part}"))
+            })?;
+            let f = File::open(&path).map_err(|e| ClusterError::io("opening", &path, e))?;
+            send_range(conn, f, seg.offset, seg.len, seg.records)
+        }
+    }
+}
+
+fn read_request(r: &mut impl Read, secret: &Secret, peer: &str) -> Result<Request> {
+    let mut header = [0u8; 10];
+    r.read_exact(&mut header)
+        .map_err(|e| ClusterError::net("reading request from", peer, e))?;
+    if &header[..4] != MAGIC || header[4] != VERSION {
+        return Err(ClusterError::Remote(format!(
+            "not a Sluice data-plane request of version {VERSION}"
+        )));
+    }
+    let len = u32::from_le_bytes(header[6..].try_into().expect("4 bytes"));
+    if len > MAX_BODY {
+        return Err(ClusterError::Remote("request body too large".into()));
+    }
+    let mut body = vec![0u8; len as usize + 32];
+    r.read_exact(&mut body)
+        .map_err(|e| ClusterError::net("reading request from", peer, e))?;
+    let (body, mac) = body.split_at(len as usize);
+    let (ts, req) = Request::parse(header[5], body)
+        .ok_or_else(|| ClusterError::Remote("malformed request".into()))?;
+    let want = mac_with(&req.key(secret), &[&header, body]);
+    if !constant_eq(&want, mac) {
+        return Err(ClusterError::Auth(format!(
+            "refused an unauthenticated data request from {peer}"
+        )));
+    }
+    check_skew(ts)?;
+    Ok(req)
+}
+
+fn receive_block(
+    r: &mut impl Read,
+    layout: &Layout,
+    id: &str,
+    len: u64,
+    crc: u32,
+    peer: &str,
+) -> Result<()> {
+    let path = layout.block(id);
+    let tmp = layout
+        .root
+        .join("blocks")
+        .join(format!(".{id}.tmp-{}", crate::now_ms()));
+    let res = (|| {
+        let f = File::create(&tmp).map_err(|e| ClusterError::io("creating", &tmp, e))?;
+        let mut w = BufWriter::with_capacity(256 << 10, f);
+        let got = copy_crc(&mut r.take(len), &mut w, peer)?;
+        if got.0 != len || got.1 != crc {
+            return Err(ClusterError::Corrupt {
+                from: peer.to_owned(),
+                msg: format!(
+                    "block {id}: got {} bytes, crc {:08x}; want {len}, {crc:08x}",
+                    got.0, got.1
+                ),
+            });
+        }
+        let f = w
+            .into_inner()
+            .map_err(|e| ClusterError::io("writing", &tmp, e.into_error()))?;
+        f.sync_all()
+            .map_err(|e| ClusterError::io("syncing", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| ClusterError::io("renaming", &path, e))
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    res
+}
+
+/// Copies `r` to `w`, returning the bytes and their CRC32C.
+fn copy_crc(r: &mut impl Read, w: &mut impl Write, peer: &str) -> Result<(u64, u32)> {
+    let mut buf = vec![0u8; 256 << 10];
+    let (mut n, mut crc) = (0u64, 0u32);
+    loop {
+        let k = r
+            .read(&mut buf)
+            .map_err(|e| ClusterError::net("receiving from", peer, e))?;
+        if k == 0 {
+            return Ok((n, crc));
+        }
+        crc = crc32c::crc32c_append(crc, &buf[..k]);
+        w.write_all(&buf[..k])
+            .map_err(|e| ClusterError::net("writing data from", peer, e))?;
+        n += k as u64;
+    }
+}
+
+fn send_ok(mut conn: &TcpStream, len: u64, records: u64) -> Result<()> {
+    let mut h = vec![0u8];
+    h.extend_from_slice(&len.to_le_bytes());
+    h.extend_from_slice(&records.to_le_bytes());
+    conn.write_all(&h)
+        .map_err(|e| ClusterError::net("answering", "peer", e))
+}
+
+fn send_error(mut conn: &TcpStream, msg: &str) -> std::io::Result<()> {
+    let mut h = vec![1u8];
+    h.extend_from_slice(&(msg.len() as u32).to_le_bytes());
+    h.extend_from_slice(msg.as_bytes());
+    conn.write_all(&h)
+}
+
+/// Sends `len` bytes of `f` from `offset` (by `sendfile` on Linux: std's
+/// copy from a file to a socket uses it).
+fn send_range(conn: &TcpStream, mut f: File, offset: u64, len: u64, records: u64) -> Result<()> {
+    send_ok(conn, len, records)?;
+    f.seek(SeekFrom::Start(offset))
+        .map_err(|e| ClusterError::net("seeking", "file", e))?;
+    let mut w = conn;
+    let sent = std::io::copy(&mut f.take(len), &mut w)
+        .map_err(|e| ClusterError::net("sending", "peer", e))?;
+    if sent != len {
+        return Err(ClusterError::Remote("file shorter than its index".into()));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- client
+
+fn connect(addr: &str) -> Result<TcpStream> {
+    let sa: SocketAddr = addr
+        .to_socket_addrs()
+        .map_err(|e| ClusterError::net("resolving", addr, e))?
+        .next()
+        .ok_or_else(|| ClusterError::Config(format!("no address for {addr}")))?;
+    let s = TcpStream::connect_timeout(&sa, CONNECT_TIMEOUT)
+        .map_err(|e| ClusterError::net("connecting to", addr, e))?;
+    s.set_read_timeout(Some(IO_TIMEOUT))
+        .and_then(|()| s.set_write_timeout(Some(IO_TIMEOUT)))
+        .and_then(|()| s.set_nodelay(true))
+        .map_err(|e| ClusterError::net("configuring", addr, e))?;
+    Ok(s)
+}
+
+/// Sends `req` signed with `key` and reads the response header.
+fn call(
+    addr: &str,
+    req: &Request,
+    key: &[u8],
+    data: Option<&mut dyn Read>,
+) -> Result<(TcpStream, u64, u64)> {
+    let mut s = connect(addr)?;
+    s.write_all(&req.encode(key))
+        .map_err(|e| ClusterError::net("sending to", addr, e))?;
+    if let Some(d) = data {
+        std::io::copy(d, &mut s).map_err(|e| ClusterError::net("sending to", addr, e))?;
+    }
+    let mut status = [0u8; 1];
+    s.read_exact(&mut status)
+        .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
+    if status[0] != 0 {
+        let mut n = [0u8; 4];
+        s.read_exact(&mut n)
+            .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
+        let mut msg = vec![0u8; (u32::from_le_bytes(n) as usize).min(1 << 16)];
+        s.read_exact(&mut msg)
+            .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
+        return Err(ClusterError::Remote(format!(
+            "{addr}: {}",
+            String::from_utf8_lossy(&msg)
+        )));
+    }
+    let mut h = [0u8; 16];
+    s.read_exact(&mut h)
+        .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
+    let len = u64::from_le_bytes(h[..8].try_into().expect("8 bytes"));
+    let records = u64::from_le_bytes(h[8..].try_into().expect("8 bytes"));
+    Ok((s, len, records))
+}
+
+/// Reads block `id` from the worker at `addr` into `out`, checking its
+/// length and CRC32C; returns its length.
+pub fn read_block(
+    addr: &str,
+    secret: &Secret,
+    id: &str,
+    want_len: u64,
+    want_crc: u32,
+    out: &mut impl Write,
+) -> Result<u64> {
+    let (s, len, _) = call(
+        addr,
+        &Request::ReadBlock { id: id.into() },
+        &secret_bytes(secret),
+        None,
+    )?;
+    let (n, crc) = copy_crc(&mut (&s).take(len), out, addr)?;
+    if n != want_len || crc != want_crc {
+        return Err(ClusterError::Corrupt {
+            from: addr.to_owned(),
+            msg: format!(
+                "block {id}: got {n} bytes, crc {crc:08x}; want {want_len}, {want_crc:08x}"
+            ),
+        });
+    }
+    Ok(n)
+}
+
+/// Stores `len` bytes of `data` (CRC32C `crc`) as block `id` on `addr`.
+pub fn write_block(
+    addr: &str,
+    secret: &Secret,
+    id: &str,
+    data: &mut dyn Read,
+    len: u64,
+    crc: u32,
+) -> Result<()> {
+    let req = Request::WriteBlock {
+        id: id.into(),
+        len,
+        crc,
+    };
+    call(addr, &req, &secret_bytes(secret), Some(&mut data.take(len)))?;
+    Ok(())
+}
+
+/// Fetches partition `part` of a map attempt's output from `addr` into a
+/// one-partition spill file at `out`, verifying every block; returns the
+/// segment's bytes. `token` is the job's token.
+pub fn fetch(addr: &str, token: &[u8], req: &Request, out: &Path) -> Result<u64> {
+    let (s, len, records) = call(addr, req, token, None)?;
+    let f = File::create(out).map_err(|e| ClusterError::io("creating", out, e))?;
+    let mut w = BufWriter::with_capacity(256 << 10, f);
+    let mut r = BufReader::with_capacity(256 << 10, &s);
+    copy_blocks(&mut r, &mut w, len, addr)?;
+    let mut f = w
+        .into_inner()
+        .map_err(|e| ClusterError::io("writing", out, e.into_error()))?;
+    spill::seal_segment(&mut f, len, records).map_err(|e| ClusterError::io("writing", out, e))?;
+    Ok(len)
+}
+
+/// Copies `len` bytes of spill blocks, checking each block's frame and CRC.
+fn copy_blocks(r: &mut impl Read, w: &mut impl Write, len: u64, from: &str) -> Result<()> {
+    let corrupt = |msg: String| ClusterError::Corrupt {
+        from: from.to_owned(),
+        msg,
+    };
+    let mut left = len;
+    let mut payload = Vec::new();
+    while left > 0 {
+        let mut h = [0u8; 8];
+        if left < 8 {
+            return Err(corrupt("segment ends inside a block header".into()));
+        }
+        r.read_exact(&mut h)
+            .map_err(|e| ClusterError::net("receiving from", from, e))?;
+        let n = u32::from_le_bytes(h[..4].try_into().expect("4 bytes"));
+        let crc = u32::from_le_bytes(h[4..].try_into().expect("4 bytes"));
+        if n > spill::MAX_BLOCK || u64::from(n) > left - 8 {
+            return Err(corrupt(format!("block length {n} out of bounds")));
+        }
+        payload.resize(n as usize, 0);
+        r.read_exact(&mut payload)
+            .map_err(|e| ClusterError::net("receiving from", from, e))?;
+        if crc32c::crc32c(&payload) != crc {
+            return Err(corrupt("shuffle block checksum mismatch".into()));
+        }
+        w.write_all(&h)
+            .and_then(|()| w.write_all(&payload))
+            .map_err(|e| ClusterError::net("storing data from", from, e))?;
+        left -= 8 + u64::from(n);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret() -> Secret {
+        Secret::new(b"0123456789abcdef0123").unwrap()
+    }
+
+    fn server() -> (String, tempfile::TempDir, Layout) {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        serve(l, layout.clone(), secret());
+        (addr, dir, layout)
+    }
+
+    #[test]
+    fn blocks_round_trip_and_bad_ids_are_refused() {
+        let (addr, _d, layout) = server();
+        let data = b"hello\nworld\n".to_vec();
+        let crc = crc32c::crc32c(&data);
+        write_block(&addr, &secret(), "b1", &mut &data[..], 12, crc).unwrap();
+        assert_eq!(std::fs::read(layout.block("b1")).unwrap(), data);
+        let mut out = Vec::new();
+        read_block(&addr, &secret(), "b1", 12, crc, &mut out).unwrap();
+        assert_eq!(out, data);
+        let e = write_block(&addr, &secret(), "../x", &mut &data[..], 12, crc).unwrap_err();
+        assert!(e.to_string().contains("invalid block id"), "{e}");
+        let e = write_block(&addr, &secret(), "b2", &mut &data[..], 12, crc ^ 1).unwrap_err();
+        assert!(e.to_string().contains("crc"), "{e}");
+        assert!(!layout.block("b2").exists());
+    }
+
+    #[test]
+    fn unauthenticated_requests_are_refused() {
+        let (addr, _d, layout) = server();
+        std::fs::write(layout.block("b1"), b"secret data").unwrap();
+        let wrong = Secret::new(b"not-the-cluster-secret").unwrap();
+        let e = read_block(&addr, &wrong, "b1", 11, 0, &mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("unauthenticated"), "{e}");
+    }
+
+    #[test]
+    fn fetches_need_the_jobs_token() {
+        let (addr, d, layout) = server();
+        std::fs::create_dir_all(layout.shuffle_dir(7)).unwrap();
+        let mut w = spill::SpillWriter::create(&layout.map_output(7, 0, 0), 2).unwrap();
+        w.append(0, b"a", b"1").unwrap();
+        w.append(1, b"b", b"2").unwrap();
+        w.finish().unwrap();
+        let req = Request::Fetch {
+            job: 7,
+            map: 0,
+            attempt: 0,
+            part: 1,
+        };
+        let out = d.path().join("got.run");
+        // Another job's token, or the secret itself, does not sign job 7's fetches.
+        let e = fetch(&addr, &secret().job_token(8), &req, &out).unwrap_err();
+        assert!(e.to_string().contains("unauthenticated"), "{e}");
+        fetch(&addr, &secret().job_token(7), &req, &out).unwrap();
+        let f = SpillFile::open(&out).unwrap();
+        let mut r = f.reader(0);
+        assert!(r.advance().unwrap());
+        assert_eq!((r.key(), r.value()), (&b"b"[..], &b"2"[..]));
+        assert!(!r.advance().unwrap());
+    }
+
+    #[test]
+    fn corrupt_map_output_fails_the_fetch() {
+        let (addr, d, layout) = server();
+        std::fs::create_dir_all(layout.shuffle_dir(7)).unwrap();
+        let path = layout.map_output(7, 0, 0);
+        let mut w = spill::SpillWriter::create(&path, 1).unwrap();
+        w.append(0, b"key", b"value").unwrap();
+        w.finish().unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[10] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+        let req = Request::Fetch {
+            job: 7,
+            map: 0,
+            attempt: 0,
+            part: 0,
+        };
+        let e = fetch(&addr, &secret().job_token(7), &req, &d.path().join("x")).unwrap_err();
+        assert!(e.to_string().contains("checksum"), "{e}");
+    }
+}

@@ -1,0 +1,78 @@
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// A file operation failed.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A network operation failed.
+    #[error("{what} {addr}: {source}")]
+    Net {
+        what: &'static str,
+        addr: String,
+        source: std::io::Error,
+    },
+    /// A peer refused a request or answered with an error.
+    #[error("{0}")]
+    Remote(String),
+    /// A request failed authentication.
+    #[error("authentication failed: {0}")]
+    Auth(String),
+    /// Data arrived damaged (checksum mismatch, bad framing).
+    #[error("corrupt data from {from}: {msg}")]
+    Corrupt { from: String, msg: String },
+    /// A control-plane call failed.
+    #[error("coordinator: {0}")]
+    Rpc(String),
+    /// Bad arguments or configuration.
+    #[error("{0}")]
+    Config(String),
+    /// The local engine failed a task.
+    #[error(transparent)]
+    Engine(#[from] sluice_engine::EngineError),
+}
+
+impl ClusterError {
+    pub(crate) fn io(op: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
+        ClusterError::Io {
+            op,
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    pub(crate) fn net(what: &'static str, addr: &str, source: std::io::Error) -> Self {
+        ClusterError::Net {
+            what,
+            addr: addr.to_owned(),
+            source,
+        }
+    }
+}
+
+impl From<tonic::Status> for ClusterError {
+    fn from(s: tonic::Status) -> Self {
+        ClusterError::Rpc(s.message().to_owned())
+    }
+}
+
+impl From<tonic::transport::Error> for ClusterError {
+    fn from(e: tonic::transport::Error) -> Self {
+        ClusterError::Rpc(format!("{e}: {}", source_chain(&e)))
+    }
+}
+
+fn source_chain(e: &dyn std::error::Error) -> String {
+    let mut out = Vec::new();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push(s.to_string());
+        cur = s.source();
+    }
+    out.join(": ")
+}

@@ -1,0 +1,532 @@
+//! A worker: stores blocks, serves the data plane, runs tasks.
+//!
+//! The worker registers with the coordinator and keeps one heartbeat
+//! outstanding (the coordinator holds it until there is work); a task that
+//! finishes is reported at once on a heartbeat of its own. Tasks run on OS
+//! threads with the local engine's code, one per assigned slot. A map task
+//! reads its block from this worker's disk, or streams it from a worker
+//! holding it; its output stays here as one spill file whose trailer
+//! indexes the partitions. A reduce task polls the coordinator for
+//! finished map outputs, fetches its partition of each (a few fetches at a
+//! time), reports fetch failures so the map is recomputed, then merges and
+//! reduces. Killed tasks run on but their results are discarded; a
+//! re-registration (new coordinator epoch, or this worker declared lost)
+//! discards every running task's result.
+
+use std::collections::HashSet;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sluice_api::TaskCounter;
+use sluice_engine::tasks::{self, TaskOutput};
+use sluice_formats::input::{Codec, InputFile, Split};
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+
+use crate::auth::{Secret, Sign};
+use crate::data::{self, Layout, Request as DataRequest};
+use crate::proto::coordinator_client::CoordinatorClient;
+use crate::proto::{self, TaskAssignment, TaskId, TaskReport};
+use crate::sched::{MAP, REDUCE};
+use crate::{ClusterError, JobFactory, PROTOCOL_VERSION};
+
+type Result<T> = std::result::Result<T, ClusterError>;
+/// A signed control-plane client.
+pub type Rpc = CoordinatorClient<InterceptedService<Channel, Sign>>;
+
+/// Concurrent shuffle fetches per reduce task (bounds in-flight bytes).
+const PARALLEL_FETCHES: usize = 4;
+
+/// Worker settings.
+pub struct WorkerConfig {
+    pub coordinator: String,
+    pub listen: SocketAddr,
+    /// Address other processes reach the data plane at [default: the
+    /// bound address].
+    pub advertise: Option<String>,
+    pub data_dir: PathBuf,
+    pub datacenter: String,
+    pub rack: String,
+    pub slots: u32,
+    pub secret: Secret,
+    pub factory: Arc<dyn JobFactory>,
+}
+
+/// Connects a signed client to the coordinator at `addr`, retrying for up
+/// to `patience`.
+pub async fn connect(addr: &str, secret: &Secret, patience: Duration) -> Result<Rpc> {
+    let url = format!("http://{addr}");
+    let deadline = Instant::now() + patience;
+    loop {
+        let ep = Channel::from_shared(url.clone())
+            .map_err(|e| ClusterError::Config(format!("bad coordinator address {addr}: {e}")))?
+            .connect_timeout(Duration::from_secs(2))
+            .tcp_nodelay(true);
+        match ep.connect().await {
+            Ok(ch) => {
+                return Ok(CoordinatorClient::with_interceptor(
+                    ch,
+                    Sign(secret.clone()),
+                ))
+            }
+            Err(e) if Instant::now() >= deadline => {
+                return Err(ClusterError::Rpc(format!(
+                    "cannot reach the coordinator at {addr}: {e}"
+                )))
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+struct Shared {
+    cfg: WorkerConfig,
+    layout: Layout,
+    rpc: Rpc,
+    rt: Handle,
+    session: Mutex<(u64, u64)>,
+    cancelled: Mutex<HashSet<(u64, u32, u32, u32)>>,
+    running: Mutex<HashSet<(u64, u32, u32, u32)>>,
+    unsent: Mutex<Vec<TaskReport>>,
+    reregister: Notify,
+}
+
+fn key(t: &TaskId) -> (u64, u32, u32, u32) {
+    (t.job, t.kind, t.index, t.attempt)
+}
+
+/// Runs a worker until the process is stopped.
+pub async fn run(cfg: WorkerConfig) -> Result<()> {
+    let layout = Layout::create(&cfg.data_dir)?;
+    let uid = load_uid(&cfg.data_dir)?;
+    let listener = TcpListener::bind(cfg.listen)
+        .map_err(|e| ClusterError::net("listening on", &cfg.listen.to_string(), e))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| ClusterError::net("listening on", &cfg.listen.to_string(), e))?;
+    let data_addr = cfg.advertise.clone().unwrap_or_else(|| bound.to_string());
+    data::serve(listener, layout.clone(), cfg.secret.clone());
+    let rpc = connect(&cfg.coordinator, &cfg.secret, Duration::from_secs(60)).await?;
+    let shared = Arc::new(Shared {
+        layout,
+        rpc,
+        rt: Handle::current(),
+        session: Mutex::new((0, 0)),
+        cancelled: Mutex::new(HashSet::new()),
+        running: Mutex::new(HashSet::new()),
+        unsent: Mutex::new(Vec::new()),
+        reregister: Notify::new(),
+        cfg,
+    });
+    loop {
+        register(&shared, &uid, &data_addr).await?;
+        tracing::info!("worker {uid} registered, data plane on {data_addr}");
+        heartbeats(&shared).await;
+        // Fenced: nothing running now may report.
+        let running: Vec<_> = lock(&shared.running).iter().copied().collect();
+        lock(&shared.cancelled).extend(running);
+        lock(&shared.unsent).clear();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The worker's persistent id, kept in its data directory.
+fn load_uid(dir: &Path) -> Result<String> {
+    let path = dir.join("uid");
+    if let Ok(s) = std::fs::read_to_string(&path) {
+        if data::check_id(s.trim()).is_ok() {
+            return Ok(s.trim().to_owned());
+        }
+    }
+    let uid = format!("w{:016x}", rand::random::<u64>());
+    std::fs::write(&path, &uid).map_err(|e| ClusterError::io("writing", &path, e))?;
+    Ok(uid)
+}
+
+async fn register(shared: &Shared, uid: &str, data_addr: &str) -> Result<()> {
+    let req = proto::RegisterRequest {
+        protocol_version: PROTOCOL_VERSION,
+        data_addr: data_addr.to_owned(),
+        datacenter: shared.cfg.datacenter.clone(),
+        rack: shared.cfg.rack.clone(),
+        slots: shared.cfg.slots,
+        uid: uid.to_owned(),
+        pid: std::process::id(),
+        blocks: shared.layout.block_ids(),
+    };
+    let mut tries = 0;
+    loop {
+        match shared.rpc.clone().register(req.clone()).await {
+            Ok(r) => {
+                let r = r.into_inner();
+                *lock(&shared.session) = (r.worker_id, r.epoch);
+                return Ok(());
+            }
+            Err(s)
+                if s.code() == tonic::Code::Unauthenticated
+                    || s.code() == tonic::Code::FailedPrecondition =>
+            {
+                return Err(ClusterError::Auth(format!(
+                    "the coordinator refused this worker: {}",
+                    s.message()
+                )))
+            }
+            Err(_) if tries < 600 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(s) => return Err(s.into()),
+        }
+    }
+}
+
+/// Heartbeats until the coordinator asks for a re-registration.
+async fn heartbeats(shared: &Arc<Shared>) {
+    loop {
+        let reports = std::mem::take(&mut *lock(&shared.unsent));
+        let call = beat(shared, reports);
+        tokio::select! {
+            again = call => if again { return },
+            () = shared.reregister.notified() => return,
+        }
+    }
+}
+
+/// One heartbeat carrying `reports`; returns whether to re-register.
+async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
+    let (worker_id, epoch) = *lock(&shared.session);
+    let req = proto::HeartbeatRequest {
+        worker_id,
+        epoch,
+        reports: reports.clone(),
+    };
+    match shared.rpc.clone().heartbeat(req).await {
+        Ok(r) => handle_reply(shared, r.into_inner()),
+        Err(e) => {
+            tracing::warn!("heartbeat failed: {}", e.message());
+            lock(&shared.unsent).extend(reports);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            false
+        }
+    }
+}
+
+fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
+    if r.reregister {
+        shared.reregister.notify_one();
+        return true;
+    }
+    for k in &r.kills {
+        lock(&shared.cancelled).insert(key(k));
+    }
+    for b in &r.delete_blocks {
+        if data::check_id(b).is_ok() {
+            let _ = std::fs::remove_file(shared.layout.block(b));
+        }
+    }
+    for j in &r.finished_jobs {
+        let running: Vec<_> = lock(&shared.running)
+            .iter()
+            .filter(|k| k.0 == *j)
+            .copied()
+            .collect();
+        lock(&shared.cancelled).extend(running);
+        let _ = std::fs::remove_dir_all(shared.layout.shuffle_dir(*j));
+        let _ = std::fs::remove_dir_all(shared.layout.work_dir(*j));
+    }
+    for t in r.tasks {
+        let shared = shared.clone();
+        let Some(id) = t.task else { continue };
+        lock(&shared.running).insert(key(&id));
+        std::thread::spawn(move || {
+            let report = run_task(&shared, &t);
+            lock(&shared.running).remove(&key(&id));
+            if lock(&shared.cancelled).remove(&key(&id)) {
+                discard(&shared, &report);
+                return;
+            }
+            let s2 = shared.clone();
+            shared.rt.spawn(async move {
+                beat(&s2, vec![report]).await;
+            });
+        });
+    }
+    false
+}
+
+fn discard(shared: &Shared, report: &TaskReport) {
+    if let Some(out) = &report.output {
+        if data::check_id(&out.id).is_ok() {
+            let _ = std::fs::remove_file(shared.layout.block(&out.id));
+        }
+    }
+}
+
+fn run_task(shared: &Shared, a: &TaskAssignment) -> TaskReport {
+    let t0 = Instant::now();
+    let id = a.task.unwrap_or_default();
+    let mut report = TaskReport {
+        task: Some(id),
+        ..TaskReport::default()
+    };
+    let res = match id.kind {
+        MAP => run_map(shared, a, &mut report),
+        REDUCE => run_reduce(shared, a, &mut report),
+        k => Err(ClusterError::Config(format!("unknown task kind {k}"))),
+    };
+    match res {
+        Ok(out) => {
+            report.ok = true;
+            for t in TaskCounter::ALL {
+                let v = out.counters.get(t);
+                if v > 0 {
+                    report.counters.insert(t.name().to_owned(), v);
+                }
+            }
+            for (g, n, v) in out.counters.user_counters() {
+                report.user_counters.insert(format!("{g}.{n}"), v);
+            }
+            report.output_records = out.output_records;
+            report.output_bytes = out.output_bytes;
+            report.shuffle_bytes = out.counters.get(TaskCounter::ShuffleBytes);
+        }
+        Err(e) => {
+            report.ok = false;
+            report.error = e.to_string();
+        }
+    }
+    report.seconds = t0.elapsed().as_secs_f64();
+    report
+}
+
+/// The job and engine settings for one task.
+fn task_job(
+    shared: &Shared,
+    a: &TaskAssignment,
+) -> Result<(sluice_api::JobSpec, sluice_engine::EngineConfig)> {
+    let (spec, mut cfg) = shared
+        .cfg
+        .factory
+        .build(&a.args)
+        .map_err(ClusterError::Config)?;
+    cfg.threads = 1;
+    cfg.reducers = a.reducers.max(1);
+    cfg.overwrite = true;
+    cfg.hardware = None;
+    cfg.spill_dir = None;
+    cfg.split_size = None;
+    Ok((spec, cfg))
+}
+
+fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Result<TaskOutput> {
+    let id = a.task.unwrap_or_default();
+    let (spec, cfg) = task_job(shared, a)?;
+    let block = a.block.clone().unwrap_or_default();
+    data::check_id(&block.id)?;
+    let work = shared.layout.work_dir(id.job);
+    std::fs::create_dir_all(&work).map_err(|e| ClusterError::io("creating", &work, e))?;
+    let local = shared.layout.block(&block.id);
+    let (path, remote) = if local.exists() {
+        (local, None)
+    } else {
+        let t = Instant::now();
+        let tmp = work.join(format!("m{}-a{}.in", id.index, id.attempt));
+        fetch_block(shared, &block, &a.sources, &tmp)?;
+        report.fetch_seconds = t.elapsed().as_secs_f64();
+        (tmp.clone(), Some(TempFile(tmp)))
+    };
+    let split = Split {
+        index: id.index as usize,
+        file: Arc::new(InputFile {
+            path: path.clone(),
+            len: block.len,
+            codec: Codec::None,
+        }),
+        start: 0,
+        end: block.len,
+    };
+    report.input_bytes = block.len;
+    let out = if a.reducers == 0 {
+        let dir = work.join(format!("m{}-a{}", id.index, id.attempt));
+        let o = tasks::map_only_task(&spec, &cfg, &split, &dir)?;
+        let file = dir.join(format!("part-m-{:05}", id.index));
+        report.output = Some(store_output(shared, &file, &a.output_block)?);
+        let _ = std::fs::remove_dir_all(&dir);
+        o
+    } else {
+        let dir = shared.layout.shuffle_dir(id.job);
+        std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
+        tasks::map_task(
+            &spec,
+            &cfg,
+            &split,
+            &shared.layout.map_output(id.job, id.index, id.attempt),
+        )?
+    };
+    drop(remote);
+    Ok(out)
+}
+
+/// A file removed when dropped.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn fetch_block(shared: &Shared, b: &proto::BlockInfo, sources: &[String], to: &Path) -> Result<()> {
+    let mut last = ClusterError::Remote(format!("block {} has no live replica", b.id));
+    for src in sources {
+        let f = std::fs::File::create(to).map_err(|e| ClusterError::io("creating", to, e))?;
+        let mut w = std::io::BufWriter::with_capacity(256 << 10, f);
+        match data::read_block(src, &shared.cfg.secret, &b.id, b.len, b.crc, &mut w) {
+            Ok(_) => {
+                use std::io::Write;
+                return w.flush().map_err(|e| ClusterError::io("writing", to, e));
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+/// Moves a task's output file into the block store as `id`.
+fn store_output(shared: &Shared, file: &Path, id: &str) -> Result<proto::BlockInfo> {
+    data::check_id(id)?;
+    let bytes = std::fs::read(file).map_err(|e| ClusterError::io("reading", file, e))?;
+    let to = shared.layout.block(id);
+    std::fs::rename(file, &to).map_err(|e| ClusterError::io("storing", &to, e))?;
+    Ok(proto::BlockInfo {
+        id: id.to_owned(),
+        len: bytes.len() as u64,
+        crc: crc32c::crc32c(&bytes),
+        replicas: Vec::new(),
+    })
+}
+
+fn run_reduce(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Result<TaskOutput> {
+    let id = a.task.unwrap_or_default();
+    let (spec, cfg) = task_job(shared, a)?;
+    let dir = shared
+        .layout
+        .work_dir(id.job)
+        .join(format!("r{}-a{}", id.index, id.attempt));
+    let inputs = dir.join("in");
+    std::fs::create_dir_all(&inputs).map_err(|e| ClusterError::io("creating", &inputs, e))?;
+    let t = Instant::now();
+    let fetched = shuffle(shared, a, &inputs)?;
+    report.fetch_seconds = t.elapsed().as_secs_f64();
+    let out_dir = dir.join("out");
+    let o = tasks::reduce_task(&spec, &cfg, id.index, fetched, &out_dir)?;
+    let file = out_dir.join(format!("part-r-{:05}", id.index));
+    report.output = Some(store_output(shared, &file, &a.output_block)?);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(o)
+}
+
+/// Fetches this reducer's partition of every map output into `dir`.
+fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBuf>> {
+    let id = a.task.unwrap_or_default();
+    let mut have: Vec<Option<PathBuf>> = vec![None; a.maps as usize];
+    while have.iter().any(Option::is_none) {
+        if lock(&shared.cancelled).contains(&key(&id)) {
+            return Err(ClusterError::Remote("task killed".into()));
+        }
+        let known = have.iter().filter(|h| h.is_some()).count() as u32;
+        let req = proto::MapOutputsRequest {
+            job: id.job,
+            known,
+            wait_ms: 2000,
+        };
+        let mut rpc = shared.rpc.clone();
+        let r = shared
+            .rt
+            .block_on(async move { rpc.map_outputs(req).await })?
+            .into_inner();
+        if r.aborted {
+            return Err(ClusterError::Remote("the job ended".into()));
+        }
+        let todo: Vec<proto::MapOutput> = r
+            .outputs
+            .into_iter()
+            .filter(|o| have.get(o.map as usize).is_some_and(Option::is_none))
+            .collect();
+        let results = fetch_all(shared, a, &todo, dir);
+        let mut failed = false;
+        for (o, res) in todo.iter().zip(results) {
+            match res {
+                Ok(p) => have[o.map as usize] = Some(p),
+                Err(e) => {
+                    failed = true;
+                    report_fetch_failure(shared, id.job, o, &e);
+                }
+            }
+        }
+        if failed {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    Ok(have.into_iter().flatten().collect())
+}
+
+/// Fetches `todo` a few at a time.
+fn fetch_all(
+    shared: &Shared,
+    a: &TaskAssignment,
+    todo: &[proto::MapOutput],
+    dir: &Path,
+) -> Vec<Result<PathBuf>> {
+    let id = a.task.unwrap_or_default();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<PathBuf>>>> =
+        todo.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..PARALLEL_FETCHES.min(todo.len()) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(o) = todo.get(i) else { return };
+                let path = dir.join(format!("m{:05}.run", o.map));
+                let req = DataRequest::Fetch {
+                    job: id.job,
+                    map: o.map,
+                    attempt: o.attempt,
+                    part: id.index,
+                };
+                let r = data::fetch(&o.addr, &a.job_token, &req, &path).map(|_| path);
+                *lock(&results[i]) = Some(r);
+            });
+        }
+    });
+    let _ = &shared.layout;
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|p| p.into_inner())
+                .expect("every fetch ran")
+        })
+        .collect()
+}
+
+fn report_fetch_failure(shared: &Shared, job: u64, o: &proto::MapOutput, e: &ClusterError) {
+    tracing::warn!("fetch of map {} from {} failed: {e}", o.map, o.addr);
+    let req = proto::FetchFailedRequest {
+        job,
+        map: o.map,
+        attempt: o.attempt,
+        reason: format!("{} ({e})", o.addr),
+    };
+    let mut rpc = shared.rpc.clone();
+    let _ = shared
+        .rt
+        .block_on(async move { rpc.fetch_failed(req).await });
+}
