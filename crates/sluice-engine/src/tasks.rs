@@ -5,8 +5,8 @@
 //! spill file (the format of [`sluice_formats::spill`], whose trailer is the
 //! per-partition index reducers fetch by); a reduce task merges the
 //! partition segments fetched from every map and writes one part file. The
-//! code is the local engine's: [`MapPhase`] on one split, the merge of
-//! [`ReducePhase`], and its reduce of one partition.
+//! code is the local engine's: `MapPhase` on one split, the merge of
+//! `ReducePhase`, and its reduce of one partition.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
