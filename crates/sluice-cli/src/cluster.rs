@@ -114,7 +114,7 @@ pub enum ClusterCmd {
         #[arg(long)]
         slots: Option<u32>,
         /// Extra coordinator flags, e.g. "--worker-timeout-ms 2000".
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", allow_hyphen_values = true)]
         coordinator_flags: String,
     },
     /// Stop the processes of a `cluster up`.

@@ -54,7 +54,7 @@ const OP_WRITE: u8 = 2;
 const OP_FETCH: u8 = 3;
 /// Socket read and write timeout: a peer silent this long (stopped, cut
 /// off) fails the transfer instead of hanging it.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
+pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where a worker keeps its files.

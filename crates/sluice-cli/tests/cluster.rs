@@ -1,0 +1,348 @@
+//! The cluster as a user runs it: real coordinator and worker processes on
+//! loopback, killed, stopped and impersonated. Every job's output is
+//! compared byte for byte with the local engine's on the same input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn sluice() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "sluice failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A cluster from `sluice cluster up`, stopped when dropped.
+struct Cluster {
+    dir: PathBuf,
+}
+
+impl Cluster {
+    fn up(dir: &Path, workers: u32, flags: &str) -> Self {
+        let dir = dir.join("cluster");
+        ok(sluice()
+            .args([
+                "cluster",
+                "up",
+                "--workers",
+                &workers.to_string(),
+                "--slots",
+                "1",
+            ])
+            .args(["--coordinator-flags", flags, "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap());
+        Cluster { dir }
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = sluice();
+        c.args(args).arg("--cluster").arg(&self.dir);
+        c
+    }
+
+    fn submit(&self, args: &[&str]) -> Command {
+        let mut c = sluice();
+        c.arg("submit").arg("--cluster").arg(&self.dir).args(args);
+        c
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(self.dir.join("cluster.json")).unwrap()).unwrap()
+    }
+
+    fn worker_pids(&self) -> Vec<u32> {
+        self.json()["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["pid"].as_u64().unwrap() as u32)
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = sluice()
+            .args(["cluster", "down", "--dir"])
+            .arg(&self.dir)
+            .output();
+    }
+}
+
+fn signal(pid: u32, sig: &str) {
+    Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+}
+
+fn gen(dir: &Path, size: &str) -> PathBuf {
+    let data = dir.join("text");
+    ok(sluice()
+        .args(["gen", "text", "--size", size, "--seed", "5", "--out"])
+        .arg(&data)
+        .output()
+        .unwrap());
+    data
+}
+
+/// The local engine's output for the same job.
+fn local(dir: &Path, input: &Path, job: &[&str]) -> PathBuf {
+    let out = dir.join("local");
+    ok(sluice()
+        .arg("run")
+        .args(job)
+        .arg("--input")
+        .arg(input)
+        .arg("--output")
+        .arg(&out)
+        .arg("-q")
+        .output()
+        .unwrap());
+    std::fs::remove_file(out.join("_SUCCESS")).unwrap();
+    out
+}
+
+/// Asserts two directories hold the same files with the same bytes.
+fn same_dirs(a: &Path, b: &Path) {
+    let names = |d: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(a), names(b));
+    for n in names(a) {
+        assert!(
+            std::fs::read(a.join(&n)).unwrap() == std::fs::read(b.join(&n)).unwrap(),
+            "{n} differs"
+        );
+    }
+}
+
+fn put(c: &Cluster, data: &Path, name: &str, block: &str, repl: &str) {
+    ok(c.cmd(&["put"])
+        .arg(data)
+        .args([
+            "--dataset",
+            name,
+            "--block-size",
+            block,
+            "--replication",
+            repl,
+        ])
+        .output()
+        .unwrap());
+}
+
+fn get(c: &Cluster, name: &str, out: &Path) {
+    ok(c.cmd(&["get", name]).arg(out).output().unwrap());
+}
+
+const WC: &[&str] = &["wordcount", "--reducers", "3"];
+
+fn submit_wc(c: &Cluster, input: &str, output: &str) -> Command {
+    let mut cmd = c.submit(WC);
+    cmd.args(["--input", input, "--output", output]);
+    cmd
+}
+
+#[test]
+fn cluster_jobs_match_the_local_engine_and_data_sets_round_trip() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "3MB");
+    let c = Cluster::up(d.path(), 2, "");
+    assert_eq!(c.worker_pids().len(), 2);
+    put(&c, &data, "words", "256KB", "1");
+    // A data set comes back byte for byte.
+    get(&c, "words", &d.path().join("words.txt"));
+    assert!(
+        std::fs::read(d.path().join("words.txt")).unwrap()
+            == std::fs::read(data.join("part-00000")).unwrap()
+    );
+    let report = d.path().join("report.json");
+    let out = ok(submit_wc(&c, "words", "counts")
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("data-local"), "{stdout}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(r["maps"].as_u64(), Some(12), "{r}");
+    assert_eq!(r["data_local_maps"].as_u64(), Some(12), "{r}");
+    assert_eq!(r["per_worker"].as_array().unwrap().len(), 2, "{r}");
+    get(&c, "counts", &d.path().join("cluster-out"));
+    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+
+    // The output exists now; a second run must say so, and nothing changes.
+    let again = submit_wc(&c, "words", "counts").output().unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+
+    // A map-only job.
+    ok(c.submit(&[
+        "grep",
+        "--pattern",
+        "^the ",
+        "--input",
+        "words",
+        "--output",
+        "g",
+    ])
+    .output()
+    .unwrap());
+    let ls = ok(c.cmd(&["ls"]).output().unwrap());
+    let ls = String::from_utf8_lossy(&ls.stdout);
+    assert!(
+        ls.contains("words") && ls.contains("counts") && ls.contains('g'),
+        "{ls}"
+    );
+    ok(c.cmd(&["rm", "g"]).output().unwrap());
+    let missing = c
+        .cmd(&["get", "g"])
+        .arg(d.path().join("x"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no data set g"));
+    // Names cannot climb out of a directory.
+    let bad = c
+        .cmd(&["put"])
+        .arg(&data)
+        .args(["--dataset", "../x"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid data set name"));
+}
+
+#[test]
+fn a_worker_killed_mid_job_loses_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "24MB");
+    let c = Cluster::up(
+        d.path(),
+        3,
+        "--worker-timeout-ms 1000 --locality-wait-ms 100 --heartbeat-ms 100",
+    );
+    put(&c, &data, "words", "1MB", "2");
+    let report = d.path().join("report.json");
+    let job = submit_wc(&c, "words", "counts")
+        .arg("--report")
+        .arg(&report)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    signal(c.worker_pids()[0], "KILL");
+    ok(job.wait_with_output().unwrap());
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert!(r["attempts"]["lost"].as_u64().unwrap() >= 1, "{r}");
+    get(&c, "counts", &d.path().join("cluster-out"));
+    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+}
+
+#[test]
+fn a_stopped_worker_is_routed_around() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "12MB");
+    let c = Cluster::up(
+        d.path(),
+        3,
+        "--worker-timeout-ms 1500 --locality-wait-ms 100 --heartbeat-ms 100",
+    );
+    put(&c, &data, "words", "1MB", "2");
+    let report = d.path().join("report.json");
+    let job = submit_wc(&c, "words", "counts")
+        .arg("--report")
+        .arg(&report)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let stopped = c.worker_pids()[1];
+    signal(stopped, "STOP");
+    let out = job.wait_with_output().unwrap();
+    signal(stopped, "CONT");
+    ok(out);
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let a = &r["attempts"];
+    let rerun = a["lost"].as_u64().unwrap() + a["speculative"].as_u64().unwrap();
+    assert!(rerun >= 1, "{r}");
+    get(&c, "counts", &d.path().join("cluster-out"));
+    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+}
+
+#[test]
+fn losing_every_worker_fails_the_job_clearly_and_commits_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "8MB");
+    let c = Cluster::up(d.path(), 2, "--worker-timeout-ms 800 --heartbeat-ms 100");
+    put(&c, &data, "words", "512KB", "1");
+    let job = submit_wc(&c, "words", "counts")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for pid in c.worker_pids() {
+        signal(pid, "KILL");
+    }
+    let t = Instant::now();
+    let out = job.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "bounded: {:?}",
+        t.elapsed()
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no live workers") || err.contains("no live replica"),
+        "{err}"
+    );
+    let ls = ok(c.cmd(&["ls"]).output().unwrap());
+    assert!(!String::from_utf8_lossy(&ls.stdout).contains("counts"));
+}
+
+#[test]
+fn unauthenticated_processes_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let c = Cluster::up(d.path(), 1, "");
+    let addr = c.json()["coordinator"].as_str().unwrap().to_owned();
+    let wrong = d.path().join("wrong-secret");
+    std::fs::write(&wrong, "this-is-not-the-cluster-secret").unwrap();
+    let mut worker: Child = sluice()
+        .args(["worker", "--coordinator", &addr, "--data-dir"])
+        .arg(d.path().join("intruder"))
+        .arg("--secret-file")
+        .arg(&wrong)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while worker.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = worker.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refused"));
+    let ls = sluice()
+        .args(["ls", "--coordinator", &addr, "--secret-file"])
+        .arg(&wrong)
+        .output()
+        .unwrap();
+    assert!(!ls.status.success());
+    assert!(String::from_utf8_lossy(&ls.stderr).contains("authentication failed"));
+}
