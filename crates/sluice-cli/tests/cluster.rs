@@ -160,6 +160,22 @@ fn submit_wc(c: &Cluster, input: &str, output: &str) -> Command {
     cmd
 }
 
+/// Starts word count in the background; returns it and its report path.
+fn spawn_wc(c: &Cluster, dir: &Path) -> (Child, PathBuf) {
+    let report = dir.join("report.json");
+    let job = submit_wc(c, "words", "counts")
+        .arg("--report")
+        .arg(&report)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (job, report)
+}
+
+fn read_report(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
 #[test]
 fn cluster_jobs_match_the_local_engine_and_data_sets_round_trip() {
     let d = tempfile::tempdir().unwrap();
@@ -181,7 +197,7 @@ fn cluster_jobs_match_the_local_engine_and_data_sets_round_trip() {
         .unwrap());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("data-local"), "{stdout}");
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let r = read_report(&report);
     assert_eq!(r["maps"].as_u64(), Some(12), "{r}");
     assert_eq!(r["data_local_maps"].as_u64(), Some(12), "{r}");
     assert_eq!(r["per_worker"].as_array().unwrap().len(), 2, "{r}");
@@ -238,17 +254,11 @@ fn a_worker_killed_mid_job_loses_nothing() {
         "--worker-timeout-ms 1000 --locality-wait-ms 100 --heartbeat-ms 100",
     );
     put(&c, &data, "words", "1MB", "2");
-    let report = d.path().join("report.json");
-    let job = submit_wc(&c, "words", "counts")
-        .arg("--report")
-        .arg(&report)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (job, report) = spawn_wc(&c, d.path());
     std::thread::sleep(Duration::from_millis(700));
     signal(c.worker_pids()[0], "KILL");
     ok(job.wait_with_output().unwrap());
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let r = read_report(&report);
     assert!(r["attempts"]["lost"].as_u64().unwrap() >= 1, "{r}");
     get(&c, "counts", &d.path().join("cluster-out"));
     same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
@@ -264,20 +274,14 @@ fn a_stopped_worker_is_routed_around() {
         "--worker-timeout-ms 1500 --locality-wait-ms 100 --heartbeat-ms 100",
     );
     put(&c, &data, "words", "1MB", "2");
-    let report = d.path().join("report.json");
-    let job = submit_wc(&c, "words", "counts")
-        .arg("--report")
-        .arg(&report)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (job, report) = spawn_wc(&c, d.path());
     std::thread::sleep(Duration::from_millis(400));
     let stopped = c.worker_pids()[1];
     signal(stopped, "STOP");
     let out = job.wait_with_output().unwrap();
     signal(stopped, "CONT");
     ok(out);
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let r = read_report(&report);
     let a = &r["attempts"];
     let rerun = a["lost"].as_u64().unwrap() + a["speculative"].as_u64().unwrap();
     assert!(rerun >= 1, "{r}");

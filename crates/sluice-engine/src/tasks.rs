@@ -17,7 +17,7 @@ use sluice_formats::spill::SpillWriter;
 
 use crate::commit::Committer;
 use crate::config::EngineConfig;
-use crate::map::MapPhase;
+use crate::map::{MapOutput, MapPhase};
 use crate::progress::Progress;
 use crate::reduce::{open_runs, ReduceOutput, ReducePhase};
 use crate::EngineError;
@@ -53,17 +53,7 @@ pub fn map_task(
     std::fs::create_dir_all(&spill_dir)
         .map_err(|e| EngineError::io("creating spill directory", &spill_dir, e))?;
     let progress = Progress::default();
-    let splits = [split.clone()];
-    let map = MapPhase {
-        job,
-        cfg,
-        splits: &splits,
-        committer: &committer,
-        spill_dir: &spill_dir,
-        progress: &progress,
-        spill_seq: AtomicUsize::new(0),
-    }
-    .run()?;
+    let map = map_phase(job, cfg, split, &committer, &spill_dir)?;
     let mut counters = map.counters;
     let spill_files = map.runs.len();
     let phase = ReducePhase {
@@ -79,6 +69,26 @@ pub fn map_task(
         spill_files,
         ..TaskOutput::default()
     })
+}
+
+/// The local engine's map phase over one split.
+fn map_phase(
+    job: &JobSpec,
+    cfg: &EngineConfig,
+    split: &Split,
+    committer: &Committer,
+    spill_dir: &Path,
+) -> Result<MapOutput> {
+    MapPhase {
+        job,
+        cfg,
+        splits: std::slice::from_ref(split),
+        committer,
+        spill_dir,
+        progress: &Progress::default(),
+        spill_seq: AtomicUsize::new(0),
+    }
+    .run()
 }
 
 /// Leaves the map's runs as one run at `out`: renamed when there is one,
@@ -118,18 +128,7 @@ pub fn map_only_task(
     cfg.validate()?;
     let committer = Committer::create(out_dir, true)?;
     let spill_dir = committer.stage().join("_temporary").join("_spill");
-    let progress = Progress::default();
-    let splits = [split.clone()];
-    let map = MapPhase {
-        job,
-        cfg,
-        splits: &splits,
-        committer: &committer,
-        spill_dir: &spill_dir,
-        progress: &progress,
-        spill_seq: AtomicUsize::new(0),
-    }
-    .run()?;
+    let map = map_phase(job, cfg, split, &committer, &spill_dir)?;
     committer.commit_job()?;
     Ok(TaskOutput {
         counters: map.counters,
