@@ -378,6 +378,12 @@ fn receive_block(
     res
 }
 
+/// A file's length and CRC32C, read through a fixed buffer.
+pub fn file_crc(path: &Path) -> Result<(u64, u32)> {
+    let mut f = File::open(path).map_err(|e| ClusterError::io("reading", path, e))?;
+    copy_crc(&mut f, &mut std::io::sink(), &path.display().to_string())
+}
+
 /// Copies `r` to `w`, returning the bytes and their CRC32C.
 fn copy_crc(r: &mut impl Read, w: &mut impl Write, peer: &str) -> Result<(u64, u32)> {
     let mut buf = vec![0u8; 256 << 10];

@@ -402,13 +402,13 @@ fn fetch_block(shared: &Shared, b: &proto::BlockInfo, sources: &[String], to: &P
 /// Moves a task's output file into the block store as `id`.
 fn store_output(shared: &Shared, file: &Path, id: &str) -> Result<proto::BlockInfo> {
     data::check_id(id)?;
-    let bytes = std::fs::read(file).map_err(|e| ClusterError::io("reading", file, e))?;
+    let (len, crc) = data::file_crc(file)?;
     let to = shared.layout.block(id);
     std::fs::rename(file, &to).map_err(|e| ClusterError::io("storing", &to, e))?;
     Ok(proto::BlockInfo {
         id: id.to_owned(),
-        len: bytes.len() as u64,
-        crc: crc32c::crc32c(&bytes),
+        len,
+        crc,
         replicas: Vec::new(),
     })
 }
@@ -460,7 +460,7 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
             .into_iter()
             .filter(|o| have.get(o.map as usize).is_some_and(Option::is_none))
             .collect();
-        let results = fetch_all(shared, a, &todo, dir);
+        let results = fetch_all(a, &todo, dir);
         let mut failed = false;
         for (o, res) in todo.iter().zip(results) {
             match res {
@@ -479,12 +479,7 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
 }
 
 /// Fetches `todo` a few at a time.
-fn fetch_all(
-    shared: &Shared,
-    a: &TaskAssignment,
-    todo: &[proto::MapOutput],
-    dir: &Path,
-) -> Vec<Result<PathBuf>> {
+fn fetch_all(a: &TaskAssignment, todo: &[proto::MapOutput], dir: &Path) -> Vec<Result<PathBuf>> {
     let id = a.task.unwrap_or_default();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<Mutex<Option<Result<PathBuf>>>> =
@@ -506,7 +501,6 @@ fn fetch_all(
             });
         }
     });
-    let _ = &shared.layout;
     results
         .into_iter()
         .map(|m| {
