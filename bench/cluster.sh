@@ -13,7 +13,9 @@ trap '$S cluster down --dir "$W/cl" >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
 $S gen text --size "$SIZE" --out "$W/text" >/dev/null
 $S cluster up --workers 2 --dir "$W/cl" >/dev/null
 C=(--cluster "$W/cl")
-$S put "$W/text" --dataset words --block-size 64MB "${C[@]}" >/dev/null
+# Replication 2: on two workers every block is local to both, so the
+# scheduler can balance maps without giving up locality (HDFS defaults to 3).
+$S put "$W/text" --dataset words --block-size 32MB --replication 2 "${C[@]}" >/dev/null
 : > "$W/empty.txt"
 $S put "$W/empty.txt" --dataset empty "${C[@]}" >/dev/null
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

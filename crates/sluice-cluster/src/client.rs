@@ -59,6 +59,17 @@ impl Client {
             created_ms: crate::now_ms(),
             origin: format!("put {}", path.display()),
         };
+        // One plan for the whole data set, so blocks spread evenly across
+        // workers however many files there are; blocks cut short at line
+        // ends may ask for a few more.
+        let mut total = 0;
+        for f in &files {
+            let len = std::fs::metadata(&f.path)
+                .map_err(|e| ClusterError::io("reading", &f.path, e))?
+                .len();
+            total += len.div_ceil(opts.block_size.max(1)).max(1);
+        }
+        let mut plan = std::collections::VecDeque::from(self.plan(total, opts.replication).await?);
         for f in &files {
             if f.codec != sluice_formats::input::Codec::None {
                 return Err(ClusterError::Config(format!(
@@ -70,7 +81,7 @@ impl Client {
                 .path
                 .file_name()
                 .map_or_else(|| name.to_owned(), |n| n.to_string_lossy().into_owned());
-            let blocks = self.put_file(&f.path, opts).await?;
+            let blocks = self.put_file(&f.path, opts, &mut plan).await?;
             meta.files.push(FileMeta {
                 name: file_name,
                 blocks,
@@ -84,32 +95,24 @@ impl Client {
         Ok(meta)
     }
 
-    async fn put_file(&self, path: &Path, opts: &PutOptions) -> Result<Vec<BlockMeta>> {
+    async fn put_file(
+        &self,
+        path: &Path,
+        opts: &PutOptions,
+        plan: &mut std::collections::VecDeque<proto::Placement>,
+    ) -> Result<Vec<BlockMeta>> {
         let mut f = std::fs::File::open(path).map_err(|e| ClusterError::io("opening", path, e))?;
-        let len = f
-            .metadata()
-            .map_err(|e| ClusterError::io("reading", path, e))?
-            .len();
         let mut blocks = Vec::new();
         let mut carry = Vec::new();
-        // Placed together, so the file's blocks spread evenly; blocks cut
-        // short at line ends may need a few more.
-        let mut plan = Vec::new();
         loop {
             let block = next_block(&mut f, &mut carry, opts.block_size, path)?;
             if block.is_empty() {
                 return Ok(blocks);
             }
             if plan.is_empty() {
-                let left = len.saturating_sub(blocks.iter().map(|b: &BlockMeta| b.len).sum());
-                plan = self
-                    .plan(
-                        left.div_ceil(opts.block_size.max(1)).max(1),
-                        opts.replication,
-                    )
-                    .await?;
+                plan.extend(self.plan(1, opts.replication).await?);
             }
-            let p = plan.remove(0);
+            let p = plan.pop_front().expect("a placement was planned");
             blocks.push(self.store_block(&block, p).await?);
         }
     }
@@ -280,38 +283,45 @@ fn hidden_beside(out: &Path) -> std::path::PathBuf {
 
 /// The next block of `f`: up to `size` bytes ending at a newline (longer
 /// when a single line is longer; the file's last bytes need no newline).
+/// A tail shorter than a tenth of `size` joins the block before it rather
+/// than becoming a block of its own (Hadoop's split slop), so a file a few
+/// bytes over the block size does not make a task of a few bytes.
 /// `carry` holds bytes read past the previous block's end.
 fn next_block(f: &mut impl Read, carry: &mut Vec<u8>, size: u64, path: &Path) -> Result<Vec<u8>> {
     let size = size.max(1) as usize;
+    let with_slop = size + size / 10;
     let mut block = std::mem::take(carry);
     let mut eof = false;
-    while block.len() < size && !eof {
+    while block.len() <= with_slop && !eof {
         let at = block.len();
-        block.resize(size.max(at + 1), 0);
+        block.resize(with_slop.max(at) + 1, 0);
         let n = read_full(f, &mut block[at..], path)?;
         block.truncate(at + n);
         eof = n == 0;
     }
-    if eof {
+    if eof && block.len() <= with_slop {
         return Ok(block);
     }
-    let cut = match memchr::memrchr(b'\n', &block) {
+    let cut = match memchr::memrchr(b'\n', &block[..size.min(block.len())]) {
         Some(i) => i + 1,
-        None => {
-            // One line longer than a block: read on to its end.
-            loop {
-                let at = block.len();
-                block.resize(at + (1 << 20), 0);
-                let n = read_full(f, &mut block[at..], path)?;
-                block.truncate(at + n);
-                if let Some(i) = memchr::memchr(b'\n', &block[at..]) {
-                    break at + i + 1;
-                }
-                if n == 0 {
-                    break block.len();
+        None => match memchr::memchr(b'\n', &block[size.min(block.len())..]) {
+            Some(i) => size + i + 1,
+            None => {
+                // One line longer than a block: read on to its end.
+                loop {
+                    let at = block.len();
+                    block.resize(at + (1 << 20), 0);
+                    let n = read_full(f, &mut block[at..], path)?;
+                    block.truncate(at + n);
+                    if let Some(i) = memchr::memchr(b'\n', &block[at..]) {
+                        break at + i + 1;
+                    }
+                    if n == 0 {
+                        break block.len();
+                    }
                 }
             }
-        }
+        },
     };
     *carry = block.split_off(cut);
     Ok(block)
@@ -358,5 +368,12 @@ mod tests {
             }
         }
         assert!(blocks(b"", 4).is_empty());
+        // A tail under a tenth of the block size joins the last block.
+        let lines = b"0123456789\n".repeat(10);
+        let mut data = lines.clone();
+        data.extend_from_slice(b"x\n");
+        assert_eq!(blocks(&data, 110).len(), 1);
+        assert_eq!(blocks(&data, 55).len(), 2);
+        assert_eq!(blocks(&lines, 10).len(), 10);
     }
 }
