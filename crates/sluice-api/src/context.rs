@@ -30,12 +30,31 @@ pub trait Values {
 pub struct MapContext<'a> {
     sink: &'a mut dyn Sink,
     counters: &'a mut Counters,
+    task: usize,
 }
 
 impl<'a> MapContext<'a> {
     /// A context writing to `sink` and counting into `counters`.
     pub fn new(sink: &'a mut dyn Sink, counters: &'a mut Counters) -> Self {
-        MapContext { sink, counters }
+        MapContext {
+            sink,
+            counters,
+            task: 0,
+        }
+    }
+
+    /// The same context for the map task of split `task`.
+    pub fn for_task(mut self, task: usize) -> Self {
+        self.task = task;
+        self
+    }
+
+    /// The index of the split this map task runs over: its position in
+    /// the job's split list. Jobs on synthetic input (no file, see
+    /// `Split::synthetic` in `sluice-formats`) generate their records from
+    /// it in `setup` or `cleanup`, so a re-run task makes the same records.
+    pub fn task(&self) -> usize {
+        self.task
     }
 
     /// Emits one intermediate (or, in a map-only job, output) record.

@@ -109,6 +109,19 @@ enum JobName {
     PavloJoin,
     /// Pavlo UDF aggregation: inbound links per URL over Documents.
     PavloUdf,
+    /// OSU HiBD shuffle micro-benchmark on `--input synthetic:MAPS`: maps
+    /// make pairs in memory, --pattern avg|rand|skew spreads them, reducers
+    /// count and write nothing.
+    Ohb,
+}
+
+/// Key/value type of the OHB job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PairTypeArg {
+    /// Binary keys, random value bytes.
+    Bytes,
+    /// Hex keys, letter values.
+    Text,
 }
 
 /// How the input of a Pavlo task is stored.
@@ -181,9 +194,21 @@ struct RunArgs {
     /// Replace an existing output directory.
     #[arg(long)]
     overwrite: bool,
-    /// Regular expression for grep.
+    /// Regular expression for grep; distribution pattern for ohb (avg, rand, skew).
     #[arg(long)]
     pattern: Option<String>,
+    /// Pairs each ohb map emits.
+    #[arg(long, default_value_t = 100_000)]
+    pairs_per_map: u64,
+    /// Bytes of one ohb pair, key plus value.
+    #[arg(long, default_value = "1KiB", value_parser = units::parse_size)]
+    pair_size: u64,
+    /// Key/value type of ohb pairs.
+    #[arg(long, value_enum, default_value = "bytes")]
+    pair_type: PairTypeArg,
+    /// Seed of ohb's values and random choices.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
     /// Selection threshold for pavlo-selection (pageRank > N).
     #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
     threshold: i64,

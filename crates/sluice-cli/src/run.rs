@@ -74,6 +74,9 @@ pub(crate) fn config(args: &RunArgs) -> EngineConfig {
 
 /// Splits of an input, planned as the engine does.
 pub fn plan(input: &str, cfg: &EngineConfig) -> anyhow::Result<Vec<Split>> {
+    if let Some(n) = input::synthetic_count(input)? {
+        return Ok((0..n).map(Split::synthetic).collect());
+    }
     let files = input::resolve(input)?;
     let total = input::total_len(&files);
     Ok(input::plan_splits(
@@ -216,6 +219,7 @@ pub(crate) fn build_job(
             pavlo::aggregation(Some(7), hash_grouping(args), encoding(args, &mut cfg)?)
                 .key_order(key_order(args, unordered_default(args)))
         }
+        JobName::Ohb => ohb_job(args)?,
         JobName::PavloUdf => pavlo::udf().key_order(key_order(args, KeyOrder::Fingerprint)),
         JobName::PavloJoin => {
             cfg.reducers = 1;
@@ -224,6 +228,34 @@ pub(crate) fn build_job(
         }
     };
     Ok((job, cfg, None))
+}
+
+/// The OHB shuffle micro-benchmark job; its input must be synthetic.
+fn ohb_job(args: &RunArgs) -> anyhow::Result<JobSpec> {
+    use sluice_jobs::ohb::{OhbSpec, PairType, Pattern};
+    anyhow::ensure!(
+        input::synthetic_count(&args.input)?.is_some(),
+        "ohb reads no files: give --input synthetic:MAPS"
+    );
+    let pattern = match args.pattern.as_deref() {
+        Some("avg") | None => Pattern::Avg,
+        Some("rand") => Pattern::Rand,
+        Some("skew") => Pattern::Skew,
+        Some(p) => anyhow::bail!("ohb --pattern is avg, rand or skew, not {p:?}"),
+    };
+    let spec = OhbSpec {
+        pattern,
+        reduces: args.reducers.unwrap_or(1),
+        pairs_per_map: args.pairs_per_map,
+        pair_size: usize::try_from(args.pair_size).context("--pair-size")?,
+        kind: match args.pair_type {
+            crate::PairTypeArg::Bytes => PairType::Bytes,
+            crate::PairTypeArg::Text => PairType::Text,
+        },
+        seed: args.seed,
+    };
+    spec.validate().map_err(anyhow::Error::msg)?;
+    Ok(sluice_jobs::ohb::ohb(spec))
 }
 
 /// The fast join, with its hash table built on the smaller side: the

@@ -22,7 +22,7 @@ use crate::ClusterError;
 type Result<T> = std::result::Result<T, ClusterError>;
 
 /// One block and where its replicas are.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct BlockMeta {
     pub id: String,
     pub len: u64,

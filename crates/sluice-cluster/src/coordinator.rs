@@ -157,6 +157,22 @@ impl Service {
 }
 
 impl State {
+    /// The map inputs of a job: a data set's blocks, or for `synthetic:N`
+    /// N blockless tasks that run on any worker.
+    fn input_blocks(&self, input: &str) -> std::result::Result<Vec<BlockMeta>, Status> {
+        let synthetic = sluice_formats::input::synthetic_count(input)
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        if let Some(n) = synthetic {
+            return Ok(vec![BlockMeta::default(); n]);
+        }
+        let d = self
+            .catalog
+            .datasets
+            .get(input)
+            .ok_or_else(|| Status::not_found(format!("no data set {input}")))?;
+        Ok(d.blocks().cloned().collect())
+    }
+
     fn alive(&self) -> impl Iterator<Item = &WorkerState> {
         self.workers.values().filter(|w| w.info.alive)
     }
@@ -774,18 +790,13 @@ impl Coordinator for Service {
         if st.alive().next().is_none() {
             return Err(Status::unavailable("no live workers"));
         }
-        let input = st
-            .catalog
-            .datasets
-            .get(&r.input)
-            .ok_or_else(|| Status::not_found(format!("no data set {}", r.input)))?;
+        let blocks = st.input_blocks(&r.input)?;
         if st.catalog.datasets.contains_key(&r.output) && !r.overwrite {
             return Err(Status::already_exists(format!(
                 "output data set {} exists (pass --overwrite to replace it)",
                 r.output
             )));
         }
-        let blocks: Vec<BlockMeta> = input.blocks().cloned().collect();
         st.next_job += 1;
         let id = (st.epoch << 32) | st.next_job;
         let token = self.cfg.secret.job_token(id);

@@ -281,7 +281,11 @@ impl Job {
         now: Instant,
         live_holder: &dyn Fn(&str) -> bool,
     ) -> Option<(u32, usize, bool, bool)> {
-        let holds = |i: usize| self.blocks[i].replicas.iter().any(|u| u == w.uid);
+        // A synthetic task (no block) is at home anywhere.
+        let holds = |i: usize| {
+            let r = &self.blocks[i].replicas;
+            r.is_empty() || r.iter().any(|u| u == w.uid)
+        };
         let pending = || self.maps.iter().enumerate().filter(|(_, t)| t.pending());
         if let Some((i, _)) = pending().find(|&(i, _)| holds(i)) {
             return Some((MAP, i, true, false));

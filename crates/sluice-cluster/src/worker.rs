@@ -329,28 +329,12 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     let id = a.task.unwrap_or_default();
     let (spec, cfg) = task_job(shared, a)?;
     let block = a.block.clone().unwrap_or_default();
-    data::check_id(&block.id)?;
     let work = shared.layout.work_dir(id.job);
     std::fs::create_dir_all(&work).map_err(|e| ClusterError::io("creating", &work, e))?;
-    let local = shared.layout.block(&block.id);
-    let (path, remote) = if local.exists() {
-        (local, None)
+    let (split, remote) = if block.id.is_empty() {
+        (Split::synthetic(id.index as usize), None)
     } else {
-        let t = Instant::now();
-        let tmp = work.join(format!("m{}-a{}.in", id.index, id.attempt));
-        fetch_block(shared, &block, &a.sources, &tmp)?;
-        report.fetch_seconds = t.elapsed().as_secs_f64();
-        (tmp.clone(), Some(TempFile(tmp)))
-    };
-    let split = Split {
-        index: id.index as usize,
-        file: Arc::new(InputFile {
-            path: path.clone(),
-            len: block.len,
-            codec: Codec::None,
-        }),
-        start: 0,
-        end: block.len,
+        map_input(shared, a, &block, &work, report)?
     };
     report.input_bytes = block.len;
     let out = if a.reducers == 0 {
@@ -372,6 +356,40 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     };
     drop(remote);
     Ok(out)
+}
+
+/// The split of a map over `block`: the local replica, else a copy
+/// streamed from a worker that holds it (removed when dropped).
+fn map_input(
+    shared: &Shared,
+    a: &TaskAssignment,
+    block: &proto::BlockInfo,
+    work: &Path,
+    report: &mut TaskReport,
+) -> Result<(Split, Option<TempFile>)> {
+    let id = a.task.unwrap_or_default();
+    data::check_id(&block.id)?;
+    let local = shared.layout.block(&block.id);
+    let (path, remote) = if local.exists() {
+        (local, None)
+    } else {
+        let t = Instant::now();
+        let tmp = work.join(format!("m{}-a{}.in", id.index, id.attempt));
+        fetch_block(shared, block, &a.sources, &tmp)?;
+        report.fetch_seconds = t.elapsed().as_secs_f64();
+        (tmp.clone(), Some(TempFile(tmp)))
+    };
+    let split = Split {
+        index: id.index as usize,
+        file: Arc::new(InputFile {
+            path,
+            len: block.len,
+            codec: Codec::None,
+        }),
+        start: 0,
+        end: block.len,
+    };
+    Ok((split, remote))
 }
 
 /// A file removed when dropped.

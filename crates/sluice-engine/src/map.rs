@@ -120,20 +120,27 @@ impl MapPhase<'_> {
         let path = &split.file.path;
         let mut mapper = (self.job.mapper)();
         let mut bad = BadRecords::new(self, split);
-        let r = mapper.setup(&mut MapContext::new(sink, counters));
+        let task = split.index;
+        let r = mapper.setup(&mut MapContext::new(sink, counters).for_task(task));
         r.map_err(|e| user_error(sink, e, "map setup", None))?;
         let opts = ReadOptions {
             buffer_size: 1 << 20,
             max_record: self.cfg.max_record,
         };
         let mut records = 0u64;
-        let consumed = if self.cfg.format == RecordFormat::Lines && mapper.wants_line_blocks() {
+        let consumed = if split.is_synthetic() {
+            0
+        } else if self.cfg.format == RecordFormat::Lines && mapper.wants_line_blocks() {
             read_line_blocks(split, &opts, |off, block| {
                 records += count_lines(block);
                 if queue.aborted() {
                     return Err(EngineError::Cancelled);
                 }
-                match mapper.map_lines(off, block, &mut MapContext::new(sink, counters)) {
+                match mapper.map_lines(
+                    off,
+                    block,
+                    &mut MapContext::new(sink, counters).for_task(task),
+                ) {
                     Ok(()) => Ok(()),
                     Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
                 }
@@ -144,14 +151,18 @@ impl MapPhase<'_> {
                 if records.is_multiple_of(65_536) && queue.aborted() {
                     return Err(EngineError::Cancelled);
                 }
-                match mapper.map(off, rec, &mut MapContext::new(sink, counters)) {
+                match mapper.map(
+                    off,
+                    rec,
+                    &mut MapContext::new(sink, counters).for_task(task),
+                ) {
                     Ok(()) => Ok(()),
                     Err(ApiError::BadRecord(msg)) => bad.handle(path, off, rec, msg, counters),
                     Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
                 }
             })?
         };
-        let r = mapper.cleanup(&mut MapContext::new(sink, counters));
+        let r = mapper.cleanup(&mut MapContext::new(sink, counters).for_task(task));
         r.map_err(|e| user_error(sink, e, "map cleanup", None))?;
         counters.add(TaskCounter::MapInputRecords, records);
         counters.add(TaskCounter::MapInputBytes, consumed);

@@ -54,7 +54,47 @@ pub struct Split {
     pub end: u64,
 }
 
+/// The number of maps of a synthetic input named `synthetic:N`, or `None`
+/// when `input` names files. `synthetic:0` and a bad count are errors.
+pub fn synthetic_count(input: &str) -> Result<Option<usize>> {
+    let Some(n) = input.strip_prefix(SYNTHETIC_PREFIX) else {
+        return Ok(None);
+    };
+    match n.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(FormatError::BadPattern {
+            pattern: input.to_owned(),
+            detail: "a synthetic input is synthetic:N with N >= 1 maps".into(),
+        }),
+    }
+}
+
+/// How an input of synthetic splits is named: `synthetic:N` for N maps.
+pub const SYNTHETIC_PREFIX: &str = "synthetic:";
+
 impl Split {
+    /// Split `index` of a job on synthetic input: no file and no records;
+    /// the mapper makes its records from the split's index
+    /// (`MapContext::task`). Used by benchmarks that must touch no file
+    /// system and by generators that run as map tasks.
+    pub fn synthetic(index: usize) -> Split {
+        Split {
+            index,
+            file: Arc::new(InputFile {
+                path: PathBuf::new(),
+                len: 0,
+                codec: Codec::None,
+            }),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Whether this split is synthetic (has no file).
+    pub fn is_synthetic(&self) -> bool {
+        self.file.path.as_os_str().is_empty()
+    }
+
     /// Bytes of the file this split covers.
     pub fn len(&self) -> u64 {
         self.end - self.start

@@ -7,9 +7,11 @@
 //! - [`sort`]: bytewise total order of lines with a sampled range
 //!   partitioner; duplicates kept.
 //! - [`tera::terasort`]: TeraSort over 100-byte records.
+//! - [`ohb::ohb`]: the OSU HiBD shuffle micro-benchmarks on synthetic input.
 
 mod grep;
 pub mod index;
+pub mod ohb;
 pub mod pavlo;
 mod sort;
 pub mod tera;
