@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p sluice-cli
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install --quiet --disable-pip-version-check duckdb
-# bench/compare installs the other peers (chdb, pyspark, matplotlib from
+.venv/bin/pip install --quiet --disable-pip-version-check duckdb matplotlib
+# bench/compare installs the other peers (chdb, pyspark from
 # PyPI; Hadoop jars from Maven Central via bench/hadoop/pom.xml) on first use.

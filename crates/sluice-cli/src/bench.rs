@@ -18,6 +18,8 @@ use crate::{flag_name, InputFormat, JobName, JoinForm, RunArgs};
 pub enum BenchKind {
     /// The Pavlo benchmark: grep, selection, aggregations, join (both forms), UDF.
     Pavlo(PavloBench),
+    /// The OSU HiBD shuffle micro-benchmarks: MR-AVG, MR-RAND, MR-SKEW.
+    Ohb(crate::ohb::OhbBench),
     /// Mutable vs allocating decoders, text and binary (seed 000's experiment).
     Decoders {
         /// Rankings rows.
@@ -159,6 +161,7 @@ struct Row {
 pub fn run(kind: BenchKind) -> anyhow::Result<()> {
     let b = match kind {
         BenchKind::Pavlo(b) => b,
+        BenchKind::Ohb(b) => return crate::ohb::run(&b),
         BenchKind::Decoders {
             rankings,
             uservisits,
@@ -250,7 +253,7 @@ fn build_indexes(b: &PavloBench, data: &Path) -> anyhow::Result<String> {
     Ok(note)
 }
 
-fn python(given: Option<&Path>) -> PathBuf {
+pub(crate) fn python(given: Option<&Path>) -> PathBuf {
     if let Some(p) = given {
         return p.to_owned();
     }

@@ -15,6 +15,7 @@ use sluice_cluster::catalog::RackAware;
 use sluice_cluster::client::{Client, PutOptions};
 use sluice_cluster::coordinator::{self, CoordinatorConfig};
 use sluice_cluster::report::ClusterReport;
+use sluice_cluster::sample::Sample;
 use sluice_cluster::worker::{self, WorkerConfig};
 use sluice_cluster::JobFactory;
 use sluice_engine::EngineConfig;
@@ -33,6 +34,21 @@ pub struct Conn {
     /// Shared secret file [default: CLUSTER/secret, or $SLUICE_SECRET].
     #[arg(long)]
     secret_file: Option<PathBuf>,
+}
+
+impl Conn {
+    /// A connection by address, or by a `cluster up` directory.
+    pub fn new(
+        coordinator: Option<String>,
+        cluster: Option<PathBuf>,
+        secret_file: Option<PathBuf>,
+    ) -> Conn {
+        Conn {
+            coordinator,
+            cluster: cluster.unwrap_or_else(|| "sluice-cluster".into()),
+            secret_file,
+        }
+    }
 }
 
 /// Coordinator settings.
@@ -554,6 +570,21 @@ pub fn get(name: &str, out: &Path, conn: &Conn) -> anyhow::Result<()> {
 }
 
 /// `sluice rm`.
+/// Removes data set `name` without a word.
+pub fn remove(conn: &Conn, name: &str) -> anyhow::Result<()> {
+    let rt = runtime()?;
+    let c = rt.block_on(connect(conn))?;
+    Ok(rt.block_on(c.remove(name))?)
+}
+
+/// Each live worker's utilization samples since `since` (Unix ms), by
+/// worker address.
+pub fn node_samples(conn: &Conn, since: u64) -> anyhow::Result<Vec<(String, Vec<Sample>)>> {
+    let rt = runtime()?;
+    let c = rt.block_on(connect(conn))?;
+    Ok(rt.block_on(c.node_samples(since))?)
+}
+
 pub fn rm(name: &str, conn: &Conn) -> anyhow::Result<()> {
     let rt = runtime()?;
     let c = rt.block_on(connect(conn))?;
@@ -564,12 +595,17 @@ pub fn rm(name: &str, conn: &Conn) -> anyhow::Result<()> {
 
 /// `sluice submit`: runs a job on the cluster and prints its summary.
 pub fn submit(a: &SubmitArgs) -> anyhow::Result<ClusterReport> {
-    let ra = RunArgs::parse(&a.args)?;
+    submit_args(&a.conn, a.args.clone())
+}
+
+/// Submits the job `sluice run ARGS` describes and waits for it.
+pub fn submit_args(conn: &Conn, args: Vec<String>) -> anyhow::Result<ClusterReport> {
+    let ra = RunArgs::parse(&args)?;
     let input = ra.input.clone();
     let output = ra.output.display().to_string();
     let rt = runtime()?;
-    let c = rt.block_on(connect(&a.conn))?;
-    let id = rt.block_on(c.submit(a.args.clone(), &input, &output, ra.overwrite))?;
+    let c = rt.block_on(connect(conn))?;
+    let id = rt.block_on(c.submit(args, &input, &output, ra.overwrite))?;
     let status = loop {
         let s = rt.block_on(c.wait(id, Duration::from_secs(30)))?;
         if s.state != "running" {

@@ -8,6 +8,7 @@ mod demo;
 mod gen;
 mod index;
 mod model;
+mod ohb;
 mod run;
 mod summary;
 mod teravalidate;

@@ -9,6 +9,7 @@ use crate::auth::Secret;
 use crate::catalog::{check_name, BlockMeta, DatasetMeta, FileMeta};
 use crate::data;
 use crate::proto::{self, Empty};
+use crate::sample::Sample;
 use crate::worker::{connect, Rpc};
 use crate::ClusterError;
 
@@ -45,6 +46,20 @@ impl Client {
     /// The workers.
     pub async fn info(&self) -> Result<proto::ClusterInfo> {
         Ok(self.rpc.clone().info(Empty {}).await?.into_inner())
+    }
+
+    /// Each live worker's utilization samples since `since` (Unix ms),
+    /// by worker data address.
+    pub async fn node_samples(&self, since: u64) -> Result<Vec<(String, Vec<Sample>)>> {
+        let info = self.info().await?;
+        let mut out = Vec::new();
+        for w in info.workers.iter().filter(|w| w.alive) {
+            out.push((
+                w.data_addr.clone(),
+                data::stats(&w.data_addr, &self.secret, since)?,
+            ));
+        }
+        Ok(out)
     }
 
     /// Stores the files of `path` (a file or a directory of files) as data

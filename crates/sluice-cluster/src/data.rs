@@ -13,10 +13,13 @@
 //!                  followed by `data`: len bytes, CRC32C(data) = crc
 //!   3 FETCH        ts job:u64 map:u32 attempt:u32 part:u32
 //!                                                          key = job token
+//!   4 STATS        ts since:u64                            key = secret
 //! response := status:u8 (0 ok, 1 error)
 //!   ok:    len:u64 records:u64 then len bytes (READ_BLOCK: the block;
 //!          FETCH: partition `part`'s segment of the map's spill file, its
-//!          blocks as stored, each with its own CRC32C; WRITE_BLOCK: none)
+//!          blocks as stored, each with its own CRC32C; WRITE_BLOCK: none;
+//!          STATS: `records` node samples taken since `since` (Unix ms),
+//!          56 bytes each, as [`crate::sample`] documents)
 //!   error: msg_len:u32 msg[msg_len]
 //! ```
 //!
@@ -40,6 +43,7 @@ use std::time::Duration;
 use sluice_formats::spill::{self, SpillFile};
 
 use crate::auth::{check_skew, constant_eq, mac_with, Secret};
+use crate::sample::{Sample, Sampler};
 use crate::ClusterError;
 
 type Result<T> = std::result::Result<T, ClusterError>;
@@ -52,6 +56,7 @@ pub const MAX_BODY: u32 = 4096;
 const OP_READ: u8 = 1;
 const OP_WRITE: u8 = 2;
 const OP_FETCH: u8 = 3;
+const OP_STATS: u8 = 4;
 /// Socket read and write timeout: a peer silent this long (stopped, cut
 /// off) fails the transfer instead of hanging it.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -137,6 +142,8 @@ pub enum Request {
         attempt: u32,
         part: u32,
     },
+    /// The node's utilization samples since a time (Unix ms).
+    Stats { since: u64 },
 }
 
 impl Request {
@@ -145,6 +152,7 @@ impl Request {
             Request::ReadBlock { .. } => OP_READ,
             Request::WriteBlock { .. } => OP_WRITE,
             Request::Fetch { .. } => OP_FETCH,
+            Request::Stats { .. } => OP_STATS,
         }
     }
 
@@ -168,6 +176,7 @@ impl Request {
                 b.extend_from_slice(&attempt.to_le_bytes());
                 b.extend_from_slice(&part.to_le_bytes());
             }
+            Request::Stats { since } => b.extend_from_slice(&since.to_le_bytes()),
         }
         b
     }
@@ -188,6 +197,7 @@ impl Request {
                 attempt: c.u32()?,
                 part: c.u32()?,
             },
+            OP_STATS => Request::Stats { since: c.u64()? },
             _ => return None,
         };
         c.0.is_empty().then_some((ts, req))
@@ -253,16 +263,16 @@ impl Cursor<'_> {
 
 /// Serves a worker's blocks and map outputs on `listener`, one thread per
 /// connection, until the process exits.
-pub fn serve(listener: TcpListener, layout: Layout, secret: Secret) {
+pub fn serve(listener: TcpListener, layout: Layout, secret: Secret, sampler: Option<Sampler>) {
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(conn) = conn else { continue };
-            let (layout, secret) = (layout.clone(), secret.clone());
+            let (layout, secret, sampler) = (layout.clone(), secret.clone(), sampler.clone());
             std::thread::spawn(move || {
                 let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
                 let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
                 let _ = conn.set_nodelay(true);
-                if let Err(e) = handle(&conn, &layout, &secret) {
+                if let Err(e) = handle(&conn, &layout, &secret, sampler.as_ref()) {
                     tracing::debug!("data request failed: {e}");
                     let _ = send_error(&conn, &e.to_string());
                 }
@@ -271,7 +281,12 @@ pub fn serve(listener: TcpListener, layout: Layout, secret: Secret) {
     });
 }
 
-fn handle(conn: &TcpStream, layout: &Layout, secret: &Secret) -> Result<()> {
+fn handle(
+    conn: &TcpStream,
+    layout: &Layout,
+    secret: &Secret,
+    sampler: Option<&Sampler>,
+) -> Result<()> {
     let peer = conn
         .peer_addr()
         .map_or_else(|_| "?".into(), |a| a.to_string());
@@ -306,6 +321,15 @@ fn handle(conn: &TcpStream, layout: &Layout, secret: &Secret) -> Result<()> {
             })?;
             let f = File::open(&path).map_err(|e| ClusterError::io("opening", &path, e))?;
             send_range(conn, f, seg.offset, seg.len, seg.records)
+        }
+        Request::Stats { since } => {
+            let samples = sampler.map(|s| s.since(since)).unwrap_or_default();
+            let mut body = Vec::with_capacity(samples.len() * crate::sample::SAMPLE_BYTES);
+            samples.iter().for_each(|s| s.encode(&mut body));
+            send_ok(conn, body.len() as u64, samples.len() as u64)?;
+            let mut c = conn;
+            c.write_all(&body)
+                .map_err(|e| ClusterError::net("sending to", &peer, e))
         }
     }
 }
@@ -531,6 +555,16 @@ pub fn write_block(
     Ok(())
 }
 
+/// The utilization samples the worker at `addr` took since `since` (Unix ms).
+pub fn stats(addr: &str, secret: &Secret, since: u64) -> Result<Vec<Sample>> {
+    let (s, len, _) = call(addr, &Request::Stats { since }, &secret_bytes(secret), None)?;
+    let mut body = Vec::new();
+    (&s).take(len.min(64 << 20))
+        .read_to_end(&mut body)
+        .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
+    Ok(Sample::decode_all(&body))
+}
+
 /// Fetches partition `part` of a map attempt's output from `addr` into a
 /// one-partition spill file at `out`, verifying every block; returns the
 /// segment's bytes. `token` is the job's token.
@@ -594,7 +628,7 @@ mod tests {
         let layout = Layout::create(dir.path()).unwrap();
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();
-        serve(l, layout.clone(), secret());
+        serve(l, layout.clone(), secret(), None);
         (addr, dir, layout)
     }
 

@@ -19,6 +19,7 @@ pub mod coordinator;
 pub mod data;
 mod error;
 pub mod report;
+pub mod sample;
 pub mod sched;
 pub mod worker;
 

@@ -109,7 +109,10 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         .local_addr()
         .map_err(|e| ClusterError::net("listening on", &cfg.listen.to_string(), e))?;
     let data_addr = cfg.advertise.clone().unwrap_or_else(|| bound.to_string());
-    data::serve(listener, layout.clone(), cfg.secret.clone());
+    // Ten samples a second, the last hour kept, for benchmarks' per-node
+    // utilization (data plane STATS).
+    let sampler = crate::sample::Sampler::start(Duration::from_millis(100), 36_000);
+    data::serve(listener, layout.clone(), cfg.secret.clone(), Some(sampler));
     let rpc = connect(&cfg.coordinator, &cfg.secret, Duration::from_secs(60)).await?;
     let shared = Arc::new(Shared {
         layout,
