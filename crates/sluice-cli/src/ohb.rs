@@ -15,6 +15,8 @@ use clap::Args;
 use serde::Serialize;
 use sluice_cluster::sample::{rates, Rate, Sample, Sampler};
 
+use sluice_jobs::ohb::{PairType, Pattern};
+
 use crate::cluster::{self, Conn};
 use crate::units::{human, parse_size};
 use crate::RunArgs;
@@ -372,6 +374,7 @@ fn run_once(b: &OhbBench, target: &Target, c: &Config, i: usize) -> anyhow::Resu
             }
         }
     };
+    check_counts(c, &run)?;
     // One more sample interval, so the window's last samples exist.
     std::thread::sleep(Duration::from_millis(150));
     let t1 = sluice_cluster::now_ms();
@@ -384,6 +387,40 @@ fn run_once(b: &OhbBench, target: &Target, c: &Config, i: usize) -> anyhow::Resu
         .map(|(node, s)| node_use(node, &s, t1))
         .collect();
     Ok(run)
+}
+
+/// The oracle: every pair made arrived, and for the patterns with fixed
+/// shares each reducer got exactly its share.
+fn check_counts(c: &Config, run: &Run) -> anyhow::Result<()> {
+    let made = u64::from(c.maps) * c.pairs_per_map;
+    anyhow::ensure!(
+        run.pairs == made && run.reducer_pairs.iter().sum::<u64>() == made,
+        "reducers received {} pairs ({} by reducer tallies), the maps made {made}",
+        run.pairs,
+        run.reducer_pairs.iter().sum::<u64>()
+    );
+    let spec = sluice_jobs::ohb::OhbSpec {
+        pattern: match c.pattern.as_str() {
+            "avg" => Pattern::Avg,
+            "rand" => Pattern::Rand,
+            _ => Pattern::Skew,
+        },
+        reduces: c.reduces,
+        pairs_per_map: c.pairs_per_map,
+        pair_size: c.pair_size as usize,
+        kind: PairType::Bytes,
+        seed: 0,
+    };
+    for (r, &got) in run.reducer_pairs.iter().enumerate() {
+        if let Some(want) = spec.expected_pairs(u64::from(c.maps), r as u32) {
+            anyhow::ensure!(
+                got == want,
+                "reducer {r} received {got} pairs; the {} pattern sends it {want}",
+                c.pattern
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The reducers' tallies from the job's `OHB` counters.

@@ -125,18 +125,27 @@ impl OhbSpec {
     /// Pairs reducer `r` receives in a job of `maps` maps, for the
     /// patterns whose shares are fixed (`None` for MR-RAND).
     pub fn expected_pairs(&self, maps: u64, r: u32) -> Option<u64> {
-        if self.pattern == Pattern::Rand {
-            return None;
+        let k = self.pairs_per_map;
+        let n = u64::from(self.reduces);
+        match self.pattern {
+            Pattern::Rand => None,
+            // Pairs 0..maps*k round-robin: r gets those congruent to r.
+            Pattern::Avg => Some((maps * k + n - 1 - u64::from(r)) / n),
+            Pattern::Skew => Some(maps * skew_share(k, self.reduces, r)),
         }
-        Some(
-            (0..maps)
-                .map(|m| {
-                    (0..self.pairs_per_map)
-                        .filter(|&i| self.fixed_destination(m, i) == r)
-                        .count() as u64
-                })
-                .sum(),
-        )
+    }
+}
+
+/// How many of a map's `k` pairs MR-SKEW sends to reducer `r`.
+fn skew_share(k: u64, reduces: u32, r: u32) -> u64 {
+    let mut left = k;
+    for _ in 0..r.min(reduces.saturating_sub(1)) {
+        left -= left.div_ceil(2);
+    }
+    if r + 1 >= reduces {
+        left
+    } else {
+        left.div_ceil(2)
     }
 }
 
@@ -318,6 +327,25 @@ mod tests {
         assert_eq!(got, vec![500, 250, 125, 125]);
         let one = spec(Pattern::Skew, 1, 7);
         assert_eq!(one.expected_pairs(3, 0), Some(21));
+    }
+
+    #[test]
+    fn shares_match_the_destinations_pair_by_pair() {
+        for pattern in [Pattern::Avg, Pattern::Skew] {
+            for (maps, reduces, k) in [(3, 4, 7), (2, 3, 10), (1, 1, 5), (4, 8, 3)] {
+                let s = spec(pattern, reduces, k);
+                for r in 0..reduces {
+                    let counted = (0..maps)
+                        .map(|m| (0..k).filter(|&i| s.fixed_destination(m, i) == r).count() as u64)
+                        .sum::<u64>();
+                    assert_eq!(
+                        s.expected_pairs(maps, r),
+                        Some(counted),
+                        "{pattern:?} {maps} {reduces} {k} r{r}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
