@@ -2,13 +2,19 @@
 # A multi-host testbed on one machine: one network namespace per worker,
 # joined to the coordinator's namespace by veth pairs on a bridge, with an
 # optional link limit (tc tbf) on every worker's link. Runs word count on
-# the cluster and checks the answer against the local engine.
-# Needs root. Usage: bench/netns.sh [WORKERS] [RATE] [SIZE]
+# the cluster and checks the answer against the local engine; or, given a
+# command after "--", probes the worker-to-worker network (`sluice probe
+# --network-peer` from the second worker's namespace to the first's) and
+# runs the command with COORD (the coordinator's address), SLUICE_SECRET
+# and PROBE_MB_S (the probe's median) in its environment.
+# Needs root. Usage: bench/netns.sh [WORKERS] [RATE] [SIZE] [-- COMMAND...]
 #   RATE: a tc rate such as 1gbit or 10gbit, or "unlimited" (default).
 set -euo pipefail
 N=${1:-2}
 RATE=${2:-unlimited}
 SIZE=${3:-64MB}
+CMD=()
+if [ "${4:-}" = "--" ]; then shift 4; CMD=("$@"); fi
 cd "$(dirname "$0")/.."
 cargo build --release -q
 S=$PWD/target/release/sluice
@@ -55,6 +61,19 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 $S cluster status "${C[@]}"
+if [ ${#CMD[@]} -gt 0 ]; then
+  PROBE_MB_S=unknown
+  if [ "$N" -ge 2 ]; then
+    ip netns exec slw1 "$S" probe --network-listen "$NET.2:7399" 2>/dev/null &
+    pids+=($!)
+    sleep 0.3
+    p=$(ip netns exec slw2 "$S" probe --network-peer "$NET.2:7399" --reps 3)
+    echo "$p"
+    PROBE_MB_S=$(echo "$p" | awk '{for (i = 1; i <= NF; i++) if ($i == "MB/s") print $(i - 1)}')
+  fi
+  COORD="$NET.1:7070" PROBE_MB_S=$PROBE_MB_S "${CMD[@]}"
+  exit
+fi
 $S gen text --size "$SIZE" --out "$W/text" >/dev/null
 $S put "$W/text" --dataset words --block-size 8MB "${C[@]}"
 $S submit "${C[@]}" wordcount --reducers "$N" --input words --output counts --report "$W/report.json"

@@ -51,9 +51,34 @@ pub struct ProbeArgs {
     /// Where to save the profile [default: $SLUICE_HARDWARE or ~/.sluice/hardware.json].
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Serve as the far end of another host's `--network-peer` probe
+    /// (a sink on ADDR) until killed.
+    #[arg(long, value_name = "ADDR", conflicts_with = "network_peer")]
+    network_listen: Option<String>,
+    /// Probe only the network, to the sink at ADDR (another host or
+    /// namespace running `sluice probe --network-listen`); prints the rate,
+    /// saves nothing.
+    #[arg(long, value_name = "ADDR")]
+    network_peer: Option<String>,
 }
 
 pub fn probe(args: &ProbeArgs) -> anyhow::Result<()> {
+    if let Some(addr) = &args.network_listen {
+        let l = std::net::TcpListener::bind(addr)
+            .map_err(|e| anyhow::anyhow!("listening on {addr}: {e}"))?;
+        eprintln!("network probe sink on {}", l.local_addr()?);
+        return Ok(sluice_probe::serve_sink(l)?);
+    }
+    if let Some(peer) = &args.network_peer {
+        let opts = ProbeOptions {
+            reps: args.reps.max(1),
+            ..ProbeOptions::default()
+        };
+        let r = sluice_probe::probe_network_to(peer, &opts);
+        println!("{:<20} {}", format!("network to {peer}"), describe(&r));
+        anyhow::ensure!(r.median().is_some(), "network probe to {peer} failed");
+        return Ok(());
+    }
     let opts = ProbeOptions {
         dir: args.dir.clone(),
         size: args.size,

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-pub use probes::{probe_disk, probe_memory, probe_network, ProbeOptions};
+pub use probes::{
+    probe_disk, probe_memory, probe_network, probe_network_to, serve_sink, ProbeOptions,
+};
 use sluice_model::{Hardware, DEFAULT_DISK_READ, DEFAULT_DISK_WRITE, DEFAULT_NETWORK};
 
 /// Probe and profile failures.

@@ -172,18 +172,60 @@ pub fn probe_network(opts: &ProbeOptions) -> ProbeResult {
 fn send_once(size: u64) -> std::io::Result<f64> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
-    let receiver = std::thread::spawn(move || -> std::io::Result<u64> {
-        let (mut s, _) = listener.accept()?;
-        let mut buf = vec![0u8; 1 << 20];
-        let mut total = 0;
-        loop {
-            let n = s.read(&mut buf)?;
-            if n == 0 {
-                return Ok(total);
-            }
-            total += n as u64;
+    let receiver = std::thread::spawn(move || answer(listener.accept()?.0));
+    let rate = send_to(&addr.to_string(), size)?;
+    receiver
+        .join()
+        .map_err(|_| std::io::Error::other("receiver panicked"))??;
+    Ok(rate)
+}
+
+/// TCP throughput to a peer running [`serve_sink`] (`sluice probe
+/// --network-listen`), one flow: the network between two hosts or network
+/// namespaces rather than loopback.
+pub fn probe_network_to(peer: &str, opts: &ProbeOptions) -> ProbeResult {
+    let mut samples = Vec::new();
+    for _ in 0..opts.reps.max(1) {
+        match send_to(peer, opts.network_size) {
+            Ok(rate) => samples.push(rate),
+            Err(e) => return ProbeResult::Skipped(format!("TCP to {peer}: {e}")),
         }
-    });
+    }
+    measured(samples)
+}
+
+/// Accepts connections on `listener` forever, reading each to its end
+/// and answering with the byte count (`u64`, little-endian).
+pub fn serve_sink(listener: TcpListener) -> std::io::Result<()> {
+    for conn in listener.incoming() {
+        let s = conn?;
+        std::thread::spawn(move || answer(s));
+    }
+    Ok(())
+}
+
+/// Reads `s` to its end and answers with the byte count.
+fn answer(mut s: TcpStream) -> std::io::Result<()> {
+    let n = sink(&mut s)?;
+    s.write_all(&n.to_le_bytes())
+}
+
+/// Reads `s` to its end; returns the bytes read.
+fn sink(s: &mut TcpStream) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0;
+    loop {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n as u64;
+    }
+}
+
+/// Sends `size` bytes to the sink at `addr` and waits for its count, so
+/// the time covers delivery, not just the local send buffer.
+fn send_to(addr: &str, size: u64) -> std::io::Result<f64> {
     let chunk = vec![7u8; 1 << 20];
     let start = Instant::now();
     let mut s = TcpStream::connect(addr)?;
@@ -193,10 +235,10 @@ fn send_once(size: u64) -> std::io::Result<f64> {
         s.write_all(&chunk[..n])?;
         left -= n as u64;
     }
-    drop(s);
-    let got = receiver
-        .join()
-        .map_err(|_| std::io::Error::other("receiver panicked"))??;
+    s.shutdown(std::net::Shutdown::Write)?;
+    let mut got = [0u8; 8];
+    s.read_exact(&mut got)?;
+    let got = u64::from_le_bytes(got);
     if got != size {
         return Err(std::io::Error::other(format!(
             "received {got} of {size} bytes"
