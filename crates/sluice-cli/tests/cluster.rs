@@ -339,3 +339,75 @@ fn unauthenticated_processes_are_refused() {
     assert!(!ls.status.success());
     assert!(String::from_utf8_lossy(&ls.stderr).contains("authentication failed"));
 }
+
+#[test]
+fn ohb_counts_every_pair_on_the_cluster_even_when_a_worker_dies() {
+    let d = tempfile::tempdir().unwrap();
+    let c = Cluster::up(d.path(), 3, "--worker-timeout-ms 1000 --heartbeat-ms 100");
+    // The bench on the cluster: its oracle checks the counts; every
+    // worker reports utilization samples.
+    let out = d.path().join("ohb");
+    ok(sluice()
+        .args([
+            "bench",
+            "ohb",
+            "--maps",
+            "6",
+            "--reduces",
+            "3",
+            "--pairs-per-map",
+            "2000",
+        ])
+        .args([
+            "--pair-size",
+            "100",
+            "--runs",
+            "1",
+            "--python",
+            "/nonexistent",
+        ])
+        .arg("--cluster")
+        .arg(&c.dir)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap());
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(
+        r[0]["median_run"]["nodes"].as_array().unwrap().len(),
+        3,
+        "{r}"
+    );
+    assert_eq!(r[0]["engine"], "cluster");
+    // A synthetic map re-run elsewhere makes the same pairs: after a
+    // worker dies mid-job, each reducer still gets exactly its share.
+    let report = d.path().join("ohb-report.json");
+    let job = c
+        .submit(&["ohb", "--input", "synthetic:12", "--output", "ohb-out"])
+        .args([
+            "--reducers",
+            "3",
+            "--pattern",
+            "avg",
+            "--pairs-per-map",
+            "60000",
+        ])
+        .args(["--pair-size", "100", "-q", "--report"])
+        .arg(&report)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    signal(c.worker_pids()[0], "KILL");
+    ok(job.wait_with_output().unwrap());
+    let r = read_report(&report);
+    // 12 maps and 3 reduces: more attempts means work was redone.
+    assert!(r["attempts"]["launched"].as_u64().unwrap() > 15, "{r}");
+    for p in 0..3 {
+        assert_eq!(
+            r["user_counters"][format!("OHB.PAIRS_R{p}")].as_u64(),
+            Some(240_000),
+            "{r}"
+        );
+    }
+}

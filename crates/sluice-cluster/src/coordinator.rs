@@ -230,7 +230,9 @@ impl State {
         let mut changed = false;
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
             let dead = job.maps.iter().enumerate().find(|(i, t)| {
-                t.pending() && !job.blocks[*i].replicas.iter().any(|u| live.contains(u))
+                let r = &job.blocks[*i].replicas;
+                // A synthetic task (no block) can run anywhere.
+                t.pending() && !r.is_empty() && !r.iter().any(|u| live.contains(u))
             });
             if let Some((i, _)) = dead {
                 let b = &job.blocks[i];

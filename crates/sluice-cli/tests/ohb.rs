@@ -1,0 +1,151 @@
+//! `sluice bench ohb` and the `ohb` job as a user runs them: exact pair
+//! counts per reducer (the bench's own oracle fails the run otherwise),
+//! utilization samples, and clear errors for impossible parameters.
+
+mod common;
+use common::{ok, sluice};
+
+fn results(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn skew_sends_half_to_reducer_zero_and_the_rest_down_the_line() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("ohb");
+    ok(sluice()
+        .args([
+            "bench",
+            "ohb",
+            "--pattern",
+            "skew",
+            "--maps",
+            "4",
+            "--reduces",
+            "3",
+        ])
+        .args([
+            "--pairs-per-map",
+            "5000",
+            "--pair-size",
+            "100",
+            "--runs",
+            "2",
+        ])
+        .args(["--threads", "2", "--python", "/nonexistent", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let r = &results(&out)[0];
+    let run = &r["median_run"];
+    assert_eq!(run["reducer_pairs"], serde_json::json!([10000, 5000, 5000]));
+    assert_eq!(r["reducer0_share"].as_f64().unwrap(), 0.5);
+    assert_eq!(r["payload_bytes"].as_u64().unwrap(), 4 * 5000 * 100);
+    assert_eq!(r["latencies_s"].as_array().unwrap().len(), 2);
+    assert_eq!(run["nodes"].as_array().unwrap().len(), 1);
+    let md = std::fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(md.contains("| skew |"), "{md}");
+}
+
+#[test]
+fn shuffle_size_sets_pairs_per_map_and_text_pairs_work() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("ohb");
+    ok(sluice()
+        .args([
+            "bench",
+            "ohb",
+            "--pattern",
+            "rand",
+            "--maps",
+            "2",
+            "--reduces",
+            "2",
+        ])
+        .args([
+            "--shuffle-size",
+            "2MB",
+            "--pair-size",
+            "1KB",
+            "--type",
+            "text",
+        ])
+        .args(["--runs", "1", "--python", "/nonexistent", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let r = &results(&out)[0];
+    assert_eq!(r["config"]["pairs_per_map"].as_u64().unwrap(), 1000);
+    let got: u64 = r["median_run"]["reducer_pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(got, 2000);
+}
+
+fn fails_with(args: &[&str], want: &str) {
+    let out = sluice().args(args).output().unwrap();
+    assert!(!out.status.success(), "{args:?} succeeded");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(want), "{args:?}: {err}");
+}
+
+#[test]
+fn impossible_parameters_are_refused_clearly() {
+    let bench = |extra: &[&str]| {
+        let mut a = vec!["bench", "ohb", "--out", "/nonexistent/ohb"];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |a: Vec<String>, want: &str| {
+        fails_with(&a.iter().map(String::as_str).collect::<Vec<_>>(), want)
+    };
+    run(
+        bench(&[
+            "--maps",
+            "4",
+            "--shuffle-size",
+            "100B",
+            "--pair-size",
+            "100",
+        ]),
+        "less than one 100-byte pair per map",
+    );
+    run(
+        bench(&["--pairs-per-map", "10", "--pair-size", "8"]),
+        "cannot hold the 16-byte key",
+    );
+    run(
+        bench(&["--pairs-per-map", "10", "--pattern", "zipf"]),
+        "avg, rand or skew",
+    );
+    run(bench(&[]), "give --pairs-per-map or --shuffle-size");
+    run(
+        bench(&["--pairs-per-map", "10", "--shuffle-size", "1MB"]),
+        "cannot be used with",
+    );
+    fails_with(
+        &[
+            "run",
+            "ohb",
+            "--input",
+            "synthetic:0",
+            "--output",
+            "/nonexistent/o",
+        ],
+        "synthetic:N with N >= 1",
+    );
+    fails_with(
+        &[
+            "run",
+            "ohb",
+            "--input",
+            "/etc/hostname",
+            "--output",
+            "/nonexistent/o",
+        ],
+        "ohb reads no files",
+    );
+}
