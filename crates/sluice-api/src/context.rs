@@ -69,6 +69,13 @@ impl<'a> MapContext<'a> {
         self.sink.emit_key(key)
     }
 
+    /// Emits bytes that a map-only job's output files write as they are
+    /// (no separator, no newline); see [`Sink::emit_raw`].
+    #[inline]
+    pub fn emit_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        self.sink.emit_raw(bytes)
+    }
+
     /// The task's counters, for user counters.
     pub fn counters(&mut self) -> &mut Counters {
         self.counters

@@ -23,15 +23,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     let data = args.dir.join("text");
     let out = args.dir.join("wordcount");
     if !data.join("part-00000").exists() {
-        crate::gen::run(crate::gen::GenKind::Text {
-            size: args.size,
-            seed: 7,
-            out: data.clone(),
-            vocabulary: 100_000,
-            exponent: 1.0,
-            threads: None,
-            overwrite: true,
-        })?;
+        crate::gen::text(args.size, 7, data.clone(), 100_000, 1.0, None, true)?;
     }
     let report = args.dir.join("wordcount-report.json");
     let run = RunArgs::parse(&[

@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use clap::Subcommand;
 use sluice_engine::commit::Committer;
-use sluice_gen::{generate_pavlo, generate_text, PavloSet, PavloSpec, TextSpec};
+use sluice_gen::{generate_pavlo, generate_text, GenSpec, PavloSet, PavloSpec, TextSpec};
+
+use crate::cluster::Conn;
 
 use crate::summary::bar;
 use crate::units::{human, parse_size};
@@ -20,9 +22,8 @@ pub enum GenKind {
         /// Seed: the same seed and size give the same bytes.
         #[arg(long, default_value_t = 7)]
         seed: u64,
-        /// Output directory.
-        #[arg(long)]
-        out: PathBuf,
+        #[command(flatten)]
+        dest: Dest,
         /// Distinct words.
         #[arg(long, default_value_t = 100_000)]
         vocabulary: usize,
@@ -55,9 +56,8 @@ pub enum GenKind {
         /// Seed.
         #[arg(long, default_value_t = 7)]
         seed: u64,
-        /// Output directory.
-        #[arg(long)]
-        out: PathBuf,
+        #[command(flatten)]
+        dest: Dest,
         /// Threads [default: all cores].
         #[arg(long)]
         threads: Option<usize>,
@@ -73,9 +73,10 @@ pub enum GenKind {
         /// Seed.
         #[arg(long, default_value_t = 7)]
         seed: u64,
-        /// Output directory.
-        #[arg(long)]
-        out: PathBuf,
+        /// Output directory, or with --dataset the prefix NAME of the data
+        /// sets NAME.grep, NAME.rankings, NAME.uservisits, NAME.documents.
+        #[command(flatten)]
+        dest: Dest,
         /// Threads [default: all cores].
         #[arg(long)]
         threads: Option<usize>,
@@ -83,6 +84,69 @@ pub enum GenKind {
         #[arg(long)]
         overwrite: bool,
     },
+}
+
+/// Where generated data goes: a local directory, or a data set made on a
+/// cluster's workers (each generates its share of the parts).
+#[derive(Debug, Clone, clap::Args)]
+pub struct Dest {
+    /// Output directory.
+    #[arg(long, required_unless_present = "dataset", conflicts_with = "dataset")]
+    out: Option<PathBuf>,
+    /// Generate on the cluster's workers, as this data set.
+    #[arg(long)]
+    dataset: Option<String>,
+    /// Coordinator address, with --dataset [default: from --cluster].
+    #[arg(long, requires = "dataset")]
+    coordinator: Option<String>,
+    /// Directory of a `sluice cluster up` cluster, with --dataset.
+    #[arg(long, requires = "dataset")]
+    cluster: Option<PathBuf>,
+    /// Shared secret file, with --dataset.
+    #[arg(long, requires = "dataset")]
+    secret_file: Option<PathBuf>,
+}
+
+impl Dest {
+    fn conn(&self) -> Conn {
+        Conn::new(
+            self.coordinator.clone(),
+            self.cluster.clone(),
+            self.secret_file.clone(),
+        )
+    }
+}
+
+/// Generates `spec` on the cluster as data set `name`: a map-only job of
+/// one synthetic map per part.
+fn on_cluster(spec: &GenSpec, name: &str, dest: &Dest, overwrite: bool) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let parts = spec.parts();
+    let mut args: Vec<String> = [
+        "gen",
+        "--input",
+        &format!("synthetic:{parts}"),
+        "--output",
+        name,
+        "--gen-spec",
+        &serde_json::to_string(spec)?,
+        "-q",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if overwrite {
+        args.push("--overwrite".into());
+    }
+    let r = crate::cluster::submit_args(&dest.conn(), args)?;
+    let records = r.user_counters.get("GEN.RECORDS").copied().unwrap_or(0);
+    eprintln!(
+        "generated data set {name}: {} in {parts} files ({records} records) on {} workers in {:.2}s",
+        human(r.output_bytes),
+        r.per_worker.iter().filter(|w| w.maps > 0).count(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// Options of one Pavlo data set.
@@ -101,9 +165,8 @@ pub struct PavloArgs {
     /// [default: this set's rows x 18/155, the seed's ratio].
     #[arg(long)]
     rankings_rows: Option<u64>,
-    /// Output directory.
-    #[arg(long)]
-    out: PathBuf,
+    #[command(flatten)]
+    dest: Dest,
     /// Threads [default: all cores].
     #[arg(long)]
     threads: Option<usize>,
@@ -117,12 +180,33 @@ pub fn run(kind: GenKind) -> anyhow::Result<()> {
         GenKind::Text {
             size,
             seed,
-            out,
+            dest,
             vocabulary,
             exponent,
             threads,
             overwrite,
-        } => text(size, seed, out, vocabulary, exponent, threads, overwrite),
+        } => match (&dest.out, &dest.dataset) {
+            (_, Some(name)) => {
+                let spec = GenSpec::Text {
+                    size,
+                    seed,
+                    vocabulary,
+                    exponent,
+                    part_size: TextSpec::default().part_size,
+                };
+                on_cluster(&spec, name, &dest, overwrite)
+            }
+            (Some(out), None) => text(
+                size,
+                seed,
+                out.clone(),
+                vocabulary,
+                exponent,
+                threads,
+                overwrite,
+            ),
+            (None, None) => unreachable!("clap requires a destination"),
+        },
         GenKind::Grep(a) => pavlo_set(PavloSet::Grep, &a),
         GenKind::Rankings(a) => pavlo_set(PavloSet::Rankings, &a),
         GenKind::Uservisits(a) => pavlo_set(PavloSet::UserVisits, &a),
@@ -131,33 +215,90 @@ pub fn run(kind: GenKind) -> anyhow::Result<()> {
             size,
             rows,
             seed,
-            out,
+            dest,
             threads,
             overwrite,
-        } => tera(size, rows, seed, &out, threads, overwrite),
+        } => {
+            let rows = match (rows, size) {
+                (Some(r), _) => r,
+                (None, Some(s)) => (s / sluice_gen::TERA_RECORD as u64).max(1),
+                (None, None) => anyhow::bail!("give --size or --rows"),
+            };
+            match (&dest.out, &dest.dataset) {
+                (_, Some(name)) => {
+                    let spec = GenSpec::Tera {
+                        rows,
+                        seed,
+                        rows_per_part: ROWS_PER_PART_BYTES / sluice_gen::TERA_RECORD as u64,
+                    };
+                    on_cluster(&spec, name, &dest, overwrite)
+                }
+                (Some(out), None) => tera(rows, seed, out, threads, overwrite),
+                (None, None) => unreachable!("clap requires a destination"),
+            }
+        }
         GenKind::Pavlo {
             scale,
             seed,
-            out,
+            dest,
             threads,
             overwrite,
-        } => pavlo_all(scale, seed, &out, threads, overwrite),
+        } => match (&dest.out, &dest.dataset) {
+            (_, Some(prefix)) => {
+                let rows = pavlo_rows(scale);
+                for (set, n) in rows {
+                    let spec = pavlo_spec(set, n, rows[0].1, seed, threads);
+                    on_cluster(
+                        &gen_spec(&spec),
+                        &format!("{prefix}.{}", set.name()),
+                        &dest,
+                        overwrite,
+                    )?;
+                }
+                Ok(())
+            }
+            (Some(out), None) => pavlo_all(scale, seed, out, threads, overwrite),
+            (None, None) => unreachable!("clap requires a destination"),
+        },
+    }
+}
+
+/// The set's spec, parts of [`ROWS_PER_PART_BYTES`].
+fn pavlo_spec(
+    set: PavloSet,
+    rows: u64,
+    rankings_rows: u64,
+    seed: u64,
+    threads: Option<usize>,
+) -> PavloSpec {
+    PavloSpec {
+        set,
+        rows,
+        rankings_rows,
+        seed,
+        rows_per_part: ROWS_PER_PART_BYTES / set.row_bytes(),
+        threads: threads_or_all(threads),
+    }
+}
+
+/// The same set as a [`GenSpec`].
+fn gen_spec(p: &PavloSpec) -> GenSpec {
+    GenSpec::Pavlo {
+        set: p.set.name().to_owned(),
+        rows: p.rows,
+        rankings_rows: p.rankings_rows,
+        seed: p.seed,
+        rows_per_part: p.rows_per_part,
     }
 }
 
 fn tera(
-    size: Option<u64>,
-    rows: Option<u64>,
+    rows: u64,
     seed: u64,
     out: &Path,
     threads: Option<usize>,
     overwrite: bool,
 ) -> anyhow::Result<()> {
-    let rows = match (rows, size) {
-        (Some(r), _) => r,
-        (None, Some(s)) => (s / sluice_gen::TERA_RECORD as u64).max(1),
-        (None, None) => anyhow::bail!("give --size or --rows"),
-    };
     let t = Instant::now();
     let pb = bar(rows * sluice_gen::TERA_RECORD as u64, "teragen");
     let per_part = ROWS_PER_PART_BYTES / sluice_gen::TERA_RECORD as u64;
@@ -194,15 +335,13 @@ fn pavlo_set(set: PavloSet, a: &PavloArgs) -> anyhow::Result<()> {
         (None, Some(s)) => (s / set.row_bytes()).max(1),
         (None, None) => anyhow::bail!("give --size or --rows"),
     };
-    let spec = PavloSpec {
-        set,
-        rows,
-        rankings_rows: a.rankings_rows.unwrap_or((rows * 18 / 155).max(1)),
-        seed: a.seed,
-        rows_per_part: ROWS_PER_PART_BYTES / set.row_bytes(),
-        threads: threads_or_all(a.threads),
-    };
-    write_pavlo(&spec, &a.out, a.overwrite)
+    let rankings_rows = a.rankings_rows.unwrap_or((rows * 18 / 155).max(1));
+    let spec = pavlo_spec(set, rows, rankings_rows, a.seed, a.threads);
+    match (&a.dest.out, &a.dest.dataset) {
+        (_, Some(name)) => on_cluster(&gen_spec(&spec), name, &a.dest, a.overwrite),
+        (Some(out), None) => write_pavlo(&spec, out, a.overwrite),
+        (None, None) => unreachable!("clap requires a destination"),
+    }
 }
 
 /// Bytes per part file of the Pavlo sets.
@@ -243,15 +382,11 @@ pub fn pavlo_all(
         if !overwrite && dir.join("part-00000").exists() {
             continue;
         }
-        let spec = PavloSpec {
-            set,
-            rows: n,
-            rankings_rows,
-            seed,
-            rows_per_part: ROWS_PER_PART_BYTES / set.row_bytes(),
-            threads: threads_or_all(threads),
-        };
-        write_pavlo(&spec, &dir, true)?;
+        write_pavlo(
+            &pavlo_spec(set, n, rankings_rows, seed, threads),
+            &dir,
+            true,
+        )?;
     }
     Ok(())
 }
@@ -297,7 +432,7 @@ fn write_pavlo(spec: &PavloSpec, out: &Path, overwrite: bool) -> anyhow::Result<
     Ok(())
 }
 
-fn text(
+pub(crate) fn text(
     size: u64,
     seed: u64,
     out: PathBuf,

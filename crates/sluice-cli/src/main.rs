@@ -114,6 +114,9 @@ enum JobName {
     /// make pairs in memory, --pattern avg|rand|skew spreads them, reducers
     /// count and write nothing.
     Ohb,
+    /// A data generator as a map-only job on `--input synthetic:PARTS`
+    /// (what `sluice gen ... --dataset` submits to a cluster).
+    Gen,
 }
 
 /// Key/value type of the OHB job.
@@ -210,6 +213,9 @@ struct RunArgs {
     /// Seed of ohb's values and random choices.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// The data set the gen job makes, as JSON (`sluice_gen::GenSpec`).
+    #[arg(long)]
+    gen_spec: Option<String>,
     /// Selection threshold for pavlo-selection (pageRank > N).
     #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
     threshold: i64,

@@ -220,6 +220,7 @@ pub(crate) fn build_job(
                 .key_order(key_order(args, unordered_default(args)))
         }
         JobName::Ohb => ohb_job(args)?,
+        JobName::Gen => gen_job(args)?,
         JobName::PavloUdf => pavlo::udf().key_order(key_order(args, KeyOrder::Fingerprint)),
         JobName::PavloJoin => {
             cfg.reducers = 1;
@@ -228,6 +229,22 @@ pub(crate) fn build_job(
         }
     };
     Ok((job, cfg, None))
+}
+
+/// The generator job; its input must be one synthetic map per part.
+fn gen_job(args: &RunArgs) -> anyhow::Result<JobSpec> {
+    let json = args
+        .gen_spec
+        .as_deref()
+        .context("gen needs --gen-spec JSON")?;
+    let spec: sluice_gen::GenSpec =
+        serde_json::from_str(json).context("--gen-spec is not a generator description")?;
+    let parts = spec.parts();
+    anyhow::ensure!(
+        input::synthetic_count(&args.input)? == Some(parts as usize),
+        "gen makes {parts} parts: give --input synthetic:{parts}"
+    );
+    sluice_jobs::generate::generate(&spec).map_err(anyhow::Error::msg)
 }
 
 /// The OHB shuffle micro-benchmark job; its input must be synthetic.

@@ -411,3 +411,59 @@ fn ohb_counts_every_pair_on_the_cluster_even_when_a_worker_dies() {
         );
     }
 }
+
+#[test]
+fn gen_on_the_workers_makes_the_local_generators_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let c = Cluster::up(d.path(), 2, "");
+    // Two parts (32 MiB each at most), one map task each.
+    ok(c.cmd(&[
+        "gen",
+        "text",
+        "--size",
+        "40MB",
+        "--seed",
+        "5",
+        "--dataset",
+        "words",
+    ])
+    .output()
+    .unwrap());
+    let got = d.path().join("got");
+    get(&c, "words", &got);
+    let local = gen(d.path(), "40MB");
+    let concat = |dir: &Path| {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("part-")
+            })
+            .collect();
+        names.sort();
+        (
+            names.len(),
+            names
+                .iter()
+                .flat_map(|p| std::fs::read(p).unwrap())
+                .collect::<Vec<u8>>(),
+        )
+    };
+    let (n, bytes) = concat(&got);
+    let (m, want) = concat(&local);
+    assert_eq!((n, m), (2, 2));
+    assert!(
+        bytes == want,
+        "generated data differs from the local generator's"
+    );
+    // A second gen to the same name is refused unless --overwrite.
+    let again = c
+        .cmd(&["gen", "text", "--size", "1MB", "--dataset", "words"])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+}

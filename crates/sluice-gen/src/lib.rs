@@ -4,13 +4,17 @@
 //! derived from the user's seed and the part number, so the bytes depend on
 //! the seed and size only, never on the number of threads.
 
+mod parts;
 mod pavlo;
 mod tera;
 mod text;
 
-pub use pavlo::{generate_pavlo, page_url, source_ip_pool, PavloSet, PavloSpec, GREP_PATTERN};
-pub use tera::{generate_tera, tera_record, TERA_KEY, TERA_RECORD};
-pub use text::{generate_text, TextSpec, Vocabulary};
+pub use parts::{GenSpec, PartMaker};
+pub use pavlo::{
+    generate_pavlo, page_url, pavlo_part, source_ip_pool, PavloSet, PavloSpec, GREP_PATTERN,
+};
+pub use tera::{generate_tera, tera_part, tera_record, TERA_KEY, TERA_RECORD};
+pub use text::{generate_text, text_part, TextSpec, Vocabulary};
 
 use std::path::PathBuf;
 

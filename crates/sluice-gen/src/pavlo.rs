@@ -64,6 +64,18 @@ impl PavloSet {
         }
     }
 
+    /// The set with this [`name`](PavloSet::name).
+    pub fn from_name(name: &str) -> Option<PavloSet> {
+        [
+            PavloSet::Grep,
+            PavloSet::Rankings,
+            PavloSet::UserVisits,
+            PavloSet::Documents,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+
     fn tag(self) -> u64 {
         match self {
             PavloSet::Grep => 0x6772,
@@ -146,6 +158,13 @@ pub fn generate_pavlo(
 }
 
 fn write_part(spec: &PavloSpec, rows: std::ops::Range<u64>, path: &Path) -> Result<u64, GenError> {
+    let buf = pavlo_part(spec, rows);
+    crate::write_file(path, &buf)?;
+    Ok(buf.len() as u64)
+}
+
+/// The bytes of rows `rows` of a Pavlo data set.
+pub fn pavlo_part(spec: &PavloSpec, rows: std::ops::Range<u64>) -> Vec<u8> {
     let mut buf =
         Vec::with_capacity((rows.end - rows.start) as usize * spec.set.row_bytes() as usize);
     for i in rows {
@@ -157,16 +176,7 @@ fn write_part(spec: &PavloSpec, rows: std::ops::Range<u64>, path: &Path) -> Resu
             PavloSet::Documents => document_row(&mut buf, &mut rng, spec, i),
         }
     }
-    let io = |e| GenError::Io {
-        op: "writing",
-        path: path.to_owned(),
-        source: e,
-    };
-    std::fs::File::create(path)
-        .map_err(io)?
-        .write_all(&buf)
-        .map_err(io)?;
-    Ok(buf.len() as u64)
+    buf
 }
 
 const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";

@@ -51,11 +51,17 @@ pub fn generate_tera(
     crate::generate_parts(parts, threads, progress, &|p| {
         let range = p * per..((p + 1) * per).min(rows);
         let n = range.end - range.start;
-        let mut buf = Vec::with_capacity(n as usize * TERA_RECORD);
-        range.for_each(|r| tera_record(seed, r, &mut buf));
+        let buf = tera_part(seed, range);
         crate::write_file(&dir.join(format!("part-{p:05}")), &buf)?;
         Ok((buf.len() as u64, n))
     })
+}
+
+/// The bytes of records `rows`.
+pub fn tera_part(seed: u64, rows: std::ops::Range<u64>) -> Vec<u8> {
+    let mut buf = Vec::with_capacity((rows.end - rows.start) as usize * TERA_RECORD);
+    rows.for_each(|r| tera_record(seed, r, &mut buf));
+    buf
 }
 
 #[cfg(test)]

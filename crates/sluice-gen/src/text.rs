@@ -102,7 +102,13 @@ fn write_part(
     size: u64,
     dir: &Path,
 ) -> Result<(u64, u64), GenError> {
-    let path = dir.join(format!("part-{part:05}"));
+    let (buf, lines) = text_part(vocab, seed, part, size);
+    crate::write_file(&dir.join(format!("part-{part:05}")), &buf)?;
+    Ok((buf.len() as u64, lines))
+}
+
+/// The bytes of text part `part` (about `size` bytes) and its line count.
+pub fn text_part(vocab: &Vocabulary, seed: u64, part: u64, size: u64) -> (Vec<u8>, u64) {
     let mut rng = Pcg64Mcg::seed_from_u64(part_seed(seed, part));
     let mut buf = Vec::with_capacity(size as usize + 256);
     let mut lines = 0;
@@ -117,8 +123,7 @@ fn write_part(
         buf.push(b'\n');
         lines += 1;
     }
-    crate::write_file(&path, &buf)?;
-    Ok((buf.len() as u64, lines))
+    (buf, lines)
 }
 
 #[cfg(test)]

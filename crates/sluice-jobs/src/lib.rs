@@ -7,8 +7,10 @@
 //! - [`sort`]: bytewise total order of lines with a sampled range
 //!   partitioner; duplicates kept.
 //! - [`tera::terasort`]: TeraSort over 100-byte records.
+//! - [`generate::generate`]: a data generator as a map-only job.
 //! - [`ohb::ohb`]: the OSU HiBD shuffle micro-benchmarks on synthetic input.
 
+pub mod generate;
 mod grep;
 pub mod index;
 pub mod ohb;
