@@ -374,10 +374,15 @@ pub fn up(n: u32, dir: &Path, slots: Option<u32>, extra: &str) -> anyhow::Result
     let addr_file = dir.join("coordinator.addr");
     let _ = std::fs::remove_file(&addr_file);
     let s = |p: &Path| p.display().to_string();
+    // A port chosen now, not at bind time, so a coordinator restarted
+    // with the same command line comes back where the workers look.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let mut args = vec![
         "coordinator".into(),
         "--listen".into(),
-        "127.0.0.1:0".into(),
+        format!("127.0.0.1:{port}"),
         "--state-dir".into(),
         s(&dir.join("coordinator")),
         "--secret-file".into(),
@@ -570,6 +575,19 @@ pub fn get(name: &str, out: &Path, conn: &Conn) -> anyhow::Result<()> {
 }
 
 /// `sluice rm`.
+/// `sluice jobs`.
+pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
+    let rt = runtime()?;
+    let c = rt.block_on(connect(conn))?;
+    for (s, what) in rt.block_on(c.jobs())? {
+        println!("{:<12} {:<10} {what}", s.job, s.state);
+        if !s.error.is_empty() {
+            println!("{:<12} {:<10} {}", "", "", s.error);
+        }
+    }
+    Ok(())
+}
+
 /// Removes data set `name` without a word.
 pub fn remove(conn: &Conn, name: &str) -> anyhow::Result<()> {
     let rt = runtime()?;
@@ -604,10 +622,28 @@ pub fn submit_args(conn: &Conn, args: Vec<String>) -> anyhow::Result<ClusterRepo
     let input = ra.input.clone();
     let output = ra.output.display().to_string();
     let rt = runtime()?;
-    let c = rt.block_on(connect(conn))?;
+    let mut c = rt.block_on(connect(conn))?;
     let id = rt.block_on(c.submit(args, &input, &output, ra.overwrite))?;
+    let mut lost_since: Option<Instant> = None;
     let status = loop {
-        let s = rt.block_on(c.wait(id, Duration::from_secs(30)))?;
+        let s = match rt.block_on(c.wait(id, Duration::from_secs(30))) {
+            Ok(s) => s,
+            // A restarted coordinator knows what became of the job: keep
+            // asking for a minute before giving up.
+            Err(e) if lost_since.is_none_or(|t| t.elapsed() < Duration::from_secs(60)) => {
+                if lost_since.is_none() {
+                    eprintln!("job {id}: lost the coordinator ({e}); waiting for it");
+                }
+                lost_since.get_or_insert_with(Instant::now);
+                std::thread::sleep(Duration::from_millis(200));
+                if let Ok(again) = rt.block_on(connect(conn)) {
+                    c = again;
+                }
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        lost_since = None;
         if s.state != "running" {
             break s;
         }

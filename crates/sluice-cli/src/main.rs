@@ -66,6 +66,8 @@ enum Command {
     Put(cluster::PutArgs),
     /// List the cluster's data sets.
     Ls(cluster::Conn),
+    /// List the cluster's jobs: running, succeeded and failed (with why).
+    Jobs(cluster::Conn),
     /// Copy a data set out of the cluster.
     Get {
         /// Data set name.
@@ -300,6 +302,7 @@ fn main() {
         Command::Worker(a) => cluster::run_worker(&a),
         Command::Put(a) => cluster::put(&a),
         Command::Ls(conn) => cluster::ls(&conn),
+        Command::Jobs(conn) => cluster::jobs(&conn),
         Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
         Command::Rm { name, conn } => cluster::rm(&name, &conn),
         Command::Submit(a) => cluster::submit(&a).map(|_| ()),

@@ -49,6 +49,15 @@ impl Cluster {
         serde_json::from_slice(&std::fs::read(self.dir.join("cluster.json")).unwrap()).unwrap()
     }
 
+    fn data_dirs(&self) -> Vec<PathBuf> {
+        self.json()["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| PathBuf::from(w["data_dir"].as_str().unwrap()))
+            .collect()
+    }
+
     fn worker_pids(&self) -> Vec<u32> {
         self.json()["workers"]
             .as_array()
@@ -466,4 +475,159 @@ fn gen_on_the_workers_makes_the_local_generators_bytes() {
         .unwrap();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+}
+
+/// Files under `dir` (recursively) whose names satisfy `want`.
+fn files_under(dir: &Path, want: &dyn Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p, want));
+        } else if want(&e.file_name().to_string_lossy()) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Whether `name` is a finished map output (`mNNNNN-aN.run`), not a
+/// scratch file of a running map.
+fn is_map_output(name: &str) -> bool {
+    name.starts_with('m') && name.ends_with(".run") && name.contains("-a")
+}
+
+/// Polls `f` every 2 ms for up to 30 s.
+fn poll<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    let t = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "timed out polling");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_corrupt_map_output_on_disk_is_recomputed() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "12MB");
+    let c = Cluster::up(d.path(), 2, "--locality-wait-ms 100 --heartbeat-ms 100");
+    put(&c, &data, "words", "1MB", "1");
+    let (job, report) = spawn_wc(&c, d.path());
+    // The first map output to appear (maps rename a finished output into
+    // place) gets 64 bytes flipped in its middle, long before reducers
+    // start fetching (slow start waits for 80% of the maps).
+    let dirs = c.data_dirs();
+    let victim = poll(|| {
+        dirs.iter()
+            .flat_map(|d| files_under(&d.join("shuffle"), &is_map_output))
+            .next()
+    });
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 64] {
+        *b ^= 0xff;
+    }
+    std::fs::write(&victim, &bytes).unwrap();
+    ok(job.wait_with_output().unwrap());
+    let r = read_report(&report);
+    // 12 maps and 3 reduces: more attempts means the damaged map re-ran.
+    assert!(r["attempts"]["launched"].as_u64().unwrap() > 15, "{r}");
+    get(&c, "counts", &d.path().join("cluster-out"));
+    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+}
+
+#[test]
+fn a_worker_killed_after_reducers_fetched_its_output_loses_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "24MB");
+    let c = Cluster::up(
+        d.path(),
+        3,
+        "--worker-timeout-ms 1000 --locality-wait-ms 100 --heartbeat-ms 100",
+    );
+    put(&c, &data, "words", "1MB", "2");
+    let (job, report) = spawn_wc(&c, d.path());
+    // Wait until some reducer holds a fetched segment, then kill another
+    // worker that wrote map outputs: what was fetched stays used, what was
+    // not is recomputed from the surviving replicas.
+    let dirs = c.data_dirs();
+    let fetcher = poll(|| {
+        dirs.iter().position(|d| {
+            !files_under(&d.join("work"), &|_| true)
+                .iter()
+                .filter(|p| p.parent().is_some_and(|q| q.ends_with("in")))
+                .collect::<Vec<_>>()
+                .is_empty()
+        })
+    });
+    let victim = (0..dirs.len())
+        .find(|&i| {
+            i != fetcher && !files_under(&dirs[i].join("shuffle"), &is_map_output).is_empty()
+        })
+        .expect("another worker ran maps");
+    signal(c.worker_pids()[victim], "KILL");
+    ok(job.wait_with_output().unwrap());
+    let r = read_report(&report);
+    assert!(r["attempts"]["lost"].as_u64().unwrap() >= 1, "{r}");
+    get(&c, "counts", &d.path().join("cluster-out"));
+    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+}
+
+#[test]
+fn the_catalog_survives_a_coordinator_restart_and_the_running_job_fails_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "12MB");
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 100");
+    put(&c, &data, "words", "1MB", "1");
+    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let argv: Vec<String> = cmdline
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let job = submit_wc(&c, "words", "counts")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    signal(pid, "KILL");
+    std::thread::sleep(Duration::from_millis(500));
+    // The same coordinator again, on the same address and state dir; the
+    // waiting client learns from it that its job failed, and why.
+    let mut again = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = job.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the coordinator restarted"), "{err}");
+    poll(|| {
+        let s = c.cmd(&["cluster", "status"]).output().ok()?;
+        (String::from_utf8_lossy(&s.stdout).matches("alive").count() == 2).then_some(())
+    });
+    let ls = ok(c.cmd(&["ls"]).output().unwrap());
+    let ls = String::from_utf8_lossy(&ls.stdout);
+    assert!(ls.contains("words") && !ls.contains("counts"), "{ls}");
+    let jobs = ok(c.cmd(&["jobs"]).output().unwrap());
+    let jobs = String::from_utf8_lossy(&jobs.stdout);
+    assert!(
+        jobs.contains("failed") && jobs.contains("coordinator restarted"),
+        "{jobs}"
+    );
+    // The restarted cluster runs the job to the local engine's answer.
+    ok(submit_wc(&c, "words", "counts").output().unwrap());
+    get(&c, "counts", &d.path().join("cluster-out"));
+    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+    let _ = again.kill();
+    let _ = again.wait();
 }

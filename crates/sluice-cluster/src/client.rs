@@ -48,6 +48,12 @@ impl Client {
         Ok(self.rpc.clone().info(Empty {}).await?.into_inner())
     }
 
+    /// Every job the coordinator remembers, with a one-line description.
+    pub async fn jobs(&self) -> Result<Vec<(proto::JobStatus, String)>> {
+        let l = self.rpc.clone().list_jobs(Empty {}).await?.into_inner();
+        Ok(l.jobs.into_iter().zip(l.descriptions).collect())
+    }
+
     /// Each live worker's utilization samples since `since` (Unix ms),
     /// by worker data address.
     pub async fn node_samples(&self, since: u64) -> Result<Vec<(String, Vec<Sample>)>> {

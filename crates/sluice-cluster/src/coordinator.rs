@@ -852,6 +852,19 @@ impl Coordinator for Service {
         }
     }
 
+    async fn list_jobs(&self, _: Request<Empty>) -> Reply<proto::JobList> {
+        let st = self.lock();
+        let mut out = proto::JobList::default();
+        for (id, r) in &st.records {
+            let mut s = st.status(*id).expect("recorded");
+            s.report_json.clear();
+            out.jobs.push(s);
+            out.descriptions
+                .push(format!("{} {} -> {}", r.args.join(" "), r.input, r.output));
+        }
+        Ok(Response::new(out))
+    }
+
     async fn info(&self, _: Request<Empty>) -> Reply<proto::ClusterInfo> {
         let st = self.lock();
         Ok(Response::new(proto::ClusterInfo {

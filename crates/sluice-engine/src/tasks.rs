@@ -100,21 +100,27 @@ fn single_run(
     out: &Path,
     counters: &mut Counters,
 ) -> Result<()> {
+    // Written beside `out` and renamed into place, so `out` only ever
+    // holds a whole map output.
+    let name = out
+        .file_name()
+        .map_or_else(|| "map-output".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = out.with_file_name(format!(".{name}.tmp"));
     match runs.len() {
         0 => {
-            let w = SpillWriter::create(out, phase.cfg.reducers)?;
+            let w = SpillWriter::create(&tmp, phase.cfg.reducers)?;
             w.finish()?;
         }
-        1 => std::fs::rename(&runs[0], out)
-            .map_err(|e| EngineError::io("moving map output", out, e))?,
+        1 => std::fs::rename(&runs[0], &tmp)
+            .map_err(|e| EngineError::io("moving map output", &tmp, e))?,
         _ => {
             let mut merged = ReduceOutput::default();
             let runs = phase.merge_passes(runs, &mut merged)?;
             counters.merge(&merged.counters);
-            phase.merge_group(&runs, out, counters)?;
+            phase.merge_group(&runs, &tmp, counters)?;
         }
     }
-    Ok(())
+    std::fs::rename(&tmp, out).map_err(|e| EngineError::io("moving map output", out, e))
 }
 
 /// Runs the map task of a map-only job over `split`, committing
