@@ -120,7 +120,12 @@ pub async fn start(
     svc.spawn_liveness();
     let verify = Verify(svc.cfg.secret.clone());
     let server = CoordinatorServer::with_interceptor(svc, verify);
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // The builder's tcp_nodelay covers only sockets it accepts itself; set
+    // it on ours, or small replies wait out the peer's delayed ACK (40 ms).
+    let incoming = tokio_stream::StreamExt::map(
+        tokio_stream::wrappers::TcpListenerStream::new(listener),
+        |s| s.and_then(|s| s.set_nodelay(true).map(|()| s)),
+    );
     let handle = tokio::spawn(async move {
         let r = tonic::transport::Server::builder()
             .tcp_nodelay(true)
