@@ -21,19 +21,20 @@ for rate in 1gbit 10gbit unlimited; do
   rm -rf "$dir"
   if [ "$SWEEP" = --sweep ]; then
     what=(--sweep --sizes "$SIZE" --runs 1)
+    patterns=(all)
   else
-    what=(--pattern avg --maps 8 --reduces 4 --shuffle-size "$SIZE" --pair-size 1KiB --runs "$RUNS")
+    what=(--maps 8 --reduces 4 --shuffle-size "$SIZE" --pair-size 1KiB --runs "$RUNS")
+    patterns=(avg rand skew)
   fi
-  bash bench/netns.sh "$N" "$rate" 1MB -- bash -c '
+  PATTERNS="${patterns[*]}" bash bench/netns.sh "$N" "$rate" 1MB -- bash -c '
     set -e
     S=$1; dir=$2; rate=$3; shift 3
-    "$S" bench ohb --coordinator "$COORD" --label "$rate" --out "$dir" "$@"
-    if [ -z "${SWEEP_ONLY:-}" ]; then
-      for p in rand skew; do
-        "$S" bench ohb --coordinator "$COORD" --label "$rate" --out "$dir-$p" "$@" --pattern "$p" 2>/dev/null || true
-      done
-    fi
+    mkdir -p "$dir"
     echo "$PROBE_MB_S" > "$dir/probe_mb_s"
+    for p in $PATTERNS; do
+      if [ "$p" = all ]; then pat=(); else pat=(--pattern "$p"); fi
+      "$S" bench ohb --coordinator "$COORD" --label "$rate" --out "$dir/$p" "${pat[@]}" "$@"
+    done
   ' _ "$S" "$dir" "$rate" "${what[@]}"
 done
 python3 - "$OUT" <<'PY'
@@ -42,31 +43,27 @@ from pathlib import Path
 out = Path(sys.argv[1])
 rows = []
 for d in sorted(out.glob("netns-*")):
-    f = d / "results.json"
-    if not f.exists():
-        continue
     probe = None
-    for p in [d / "probe_mb_s", Path(str(d).rsplit("-", 1)[0]) / "probe_mb_s"]:
-        if p.exists():
-            try:
-                probe = float(p.read_text().strip())
-            except ValueError:
-                pass
-            break
-    for r in json.load(open(f)):
-        r["probe_mb_s"] = probe
-        rows.append(r)
+    try:
+        probe = float((d / "probe_mb_s").read_text().strip())
+    except (OSError, ValueError):
+        pass
+    for f in sorted(d.glob("*/results.json")):
+        for r in json.load(open(f)):
+            r["probe_mb_s"] = probe
+            rows.append(r)
 merged = out / "netns"
 merged.mkdir(exist_ok=True)
 json.dump(rows, open(merged / "results.json", "w"), indent=1)
-lines = ["| link | pattern | maps/reduces | pair | shuffle | latency s | MB/s per node (pairs / latency) | peak rx MB/s per node (/proc) | probe MB/s | per node / probe |",
+lines = ["| link | pattern | maps/reduces | pair | shuffle | latency s | net rx MB/s per node over shuffle+reduce (/proc) | peak rx MB/s per node (100 ms) | probe MB/s (one flow) | rx / probe |",
          "|---|---|---|---|---|---|---|---|---|---|"]
 for r in rows:
     c = r["config"]
     peak = max((n["peak_rx_mb_s"] for n in r["median_run"]["nodes"]), default=0)
     pr = r.get("probe_mb_s")
-    share = f'{r["shuffle_mb_s_per_node"] / pr:.0%}' if pr else "-"
-    lines.append(f'| {r["label"]} | {c["pattern"]} | {c["maps"]}/{c["reduces"]} | {c["pair_size"]} | {r["payload_bytes"] / 1e6:.0f} MB | {r["latency_s"]:.3f} | {r["shuffle_mb_s_per_node"]:.0f} | {peak:.0f} | {pr if pr else "-"} | {share} |')
+    rx = r["net_rx_mb_s_per_node"]
+    share = f"{rx / pr:.0%}" if pr else "-"
+    lines.append(f'| {r["label"]} | {c["pattern"]} | {c["maps"]}/{c["reduces"]} | {c["pair_size"]} | {r["payload_bytes"] / 1e6:.0f} MB | {r["latency_s"]:.3f} | {rx:.0f} | {peak:.0f} | {pr if pr else "-"} | {share} |')
 (merged / "results.md").write_text("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

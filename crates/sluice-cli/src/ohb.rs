@@ -111,6 +111,8 @@ struct NodeUse {
     peak_rx_mb_s: f64,
     /// Mean `lo` receive rate (where an embedded cluster's shuffle goes).
     lo_mb_s: f64,
+    /// Bytes received over the run, other interfaces than `lo`.
+    rx_bytes: u64,
     series: Vec<Rate>,
 }
 
@@ -142,6 +144,10 @@ struct Row {
     slowest_reducer_share: f64,
     /// Pair bytes over job latency, per node.
     shuffle_mb_s_per_node: f64,
+    /// Network bytes each node received (from `/proc`, not `lo`) over the
+    /// shuffle-and-reduce phase, mean of the nodes: the rate to read
+    /// against the probed network bandwidth.
+    net_rx_mb_s_per_node: f64,
     median_run: Run,
 }
 
@@ -341,6 +347,10 @@ fn measure(b: &OhbBench, target: &Target, c: &Config) -> anyhow::Result<Row> {
         slowest_reducer_share: median.reducer_s.iter().copied().fold(0.0, f64::max)
             / median.latency_s.max(1e-9),
         shuffle_mb_s_per_node: c.payload() as f64 / 1e6 / nodes / median.latency_s.max(1e-9),
+        net_rx_mb_s_per_node: median.nodes.iter().map(|n| n.rx_bytes).sum::<u64>() as f64
+            / 1e6
+            / nodes
+            / median.reduce_s.max(1e-9),
         median_run: median,
     })
 }
@@ -460,13 +470,17 @@ fn node_use(node: String, samples: &[Sample], until_ms: u64) -> NodeUse {
         rx_mb_s: mean(|r| r.rx_bps) / 1e6,
         peak_rx_mb_s: peak(|r| r.rx_bps) / 1e6,
         lo_mb_s: mean(|r| r.lo_bps) / 1e6,
+        rx_bytes: kept
+            .last()
+            .zip(kept.first())
+            .map_or(0, |(b, a)| b.rx.saturating_sub(a.rx)),
         series,
     }
 }
 
 fn render(rows: &[Row]) -> String {
     let mut s = String::from(
-        "| label | engine | pattern | type | maps/reduces | pair | pairs/map | shuffle | latency s (median) | runs | reducer 0 share | slowest reducer / job | MB/s per node | CPU cores per node (avg) | net rx MB/s per node (avg, peak) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| label | engine | pattern | type | maps/reduces | pair | pairs/map | shuffle | latency s (median) | runs | reducer 0 share | slowest reducer / job | MB/s per node | net rx MB/s per node, shuffle+reduce | CPU cores per node (avg) | net rx MB/s per node (avg, peak) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let c = &r.config;
@@ -480,7 +494,7 @@ fn render(rows: &[Row]) -> String {
             .map(|n| format!("{:.0}/{:.0}", n.rx_mb_s, n.peak_rx_mb_s))
             .collect();
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {}/{} | {} | {} | {} | {:.3} | {} | {:.3} | {:.2} | {:.0} | {} | {} |\n",
+            "| {} | {} | {} | {} | {}/{} | {} | {} | {} | {:.3} | {} | {:.3} | {:.2} | {:.0} | {:.0} | {} | {} |\n",
             r.label,
             r.engine,
             c.pattern,
@@ -495,6 +509,7 @@ fn render(rows: &[Row]) -> String {
             r.reducer0_share,
             r.slowest_reducer_share,
             r.shuffle_mb_s_per_node,
+            r.net_rx_mb_s_per_node,
             cores.join(" "),
             net.join(" "),
         ));

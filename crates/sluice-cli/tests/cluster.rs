@@ -170,6 +170,12 @@ fn spawn_wc(c: &Cluster, dir: &Path) -> (Child, PathBuf) {
     (job, report)
 }
 
+/// The cluster's `counts` equal the local engine's word count of `data`.
+fn counts_match_local(c: &Cluster, dir: &Path, data: &Path) {
+    get(c, "counts", &dir.join("cluster-out"));
+    same_dirs(&dir.join("cluster-out"), &local(dir, data, WC));
+}
+
 fn read_report(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
@@ -199,8 +205,7 @@ fn cluster_jobs_match_the_local_engine_and_data_sets_round_trip() {
     assert_eq!(r["maps"].as_u64(), Some(12), "{r}");
     assert_eq!(r["data_local_maps"].as_u64(), Some(12), "{r}");
     assert_eq!(r["per_worker"].as_array().unwrap().len(), 2, "{r}");
-    get(&c, "counts", &d.path().join("cluster-out"));
-    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+    counts_match_local(&c, d.path(), &data);
 
     // The output exists now; a second run must say so, and nothing changes.
     let again = submit_wc(&c, "words", "counts").output().unwrap();
@@ -258,8 +263,7 @@ fn a_worker_killed_mid_job_loses_nothing() {
     ok(job.wait_with_output().unwrap());
     let r = read_report(&report);
     assert!(r["attempts"]["lost"].as_u64().unwrap() >= 1, "{r}");
-    get(&c, "counts", &d.path().join("cluster-out"));
-    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+    counts_match_local(&c, d.path(), &data);
 }
 
 #[test]
@@ -283,8 +287,7 @@ fn a_stopped_worker_is_routed_around() {
     let a = &r["attempts"];
     let rerun = a["lost"].as_u64().unwrap() + a["speculative"].as_u64().unwrap();
     assert!(rerun >= 1, "{r}");
-    get(&c, "counts", &d.path().join("cluster-out"));
-    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+    counts_match_local(&c, d.path(), &data);
 }
 
 #[test]
@@ -538,8 +541,7 @@ fn a_corrupt_map_output_on_disk_is_recomputed() {
     let r = read_report(&report);
     // 12 maps and 3 reduces: more attempts means the damaged map re-ran.
     assert!(r["attempts"]["launched"].as_u64().unwrap() > 15, "{r}");
-    get(&c, "counts", &d.path().join("cluster-out"));
-    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+    counts_match_local(&c, d.path(), &data);
 }
 
 #[test]
@@ -575,8 +577,7 @@ fn a_worker_killed_after_reducers_fetched_its_output_loses_nothing() {
     ok(job.wait_with_output().unwrap());
     let r = read_report(&report);
     assert!(r["attempts"]["lost"].as_u64().unwrap() >= 1, "{r}");
-    get(&c, "counts", &d.path().join("cluster-out"));
-    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+    counts_match_local(&c, d.path(), &data);
 }
 
 #[test]
@@ -626,8 +627,7 @@ fn the_catalog_survives_a_coordinator_restart_and_the_running_job_fails_clearly(
     );
     // The restarted cluster runs the job to the local engine's answer.
     ok(submit_wc(&c, "words", "counts").output().unwrap());
-    get(&c, "counts", &d.path().join("cluster-out"));
-    same_dirs(&d.path().join("cluster-out"), &local(d.path(), &data, WC));
+    counts_match_local(&c, d.path(), &data);
     let _ = again.kill();
     let _ = again.wait();
 }

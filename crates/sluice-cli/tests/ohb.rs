@@ -5,37 +5,29 @@
 mod common;
 use common::{ok, sluice};
 
+/// Runs `sluice bench ohb ARGS` (split at spaces) into a fresh directory (no plots).
+fn bench(args: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("ohb");
+    ok(sluice()
+        .args(["bench", "ohb", "--python", "/nonexistent", "--out"])
+        .arg(&out)
+        .args(args.split_whitespace())
+        .output()
+        .unwrap());
+    (d, out)
+}
+
 fn results(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap()
 }
 
 #[test]
 fn skew_sends_half_to_reducer_zero_and_the_rest_down_the_line() {
-    let d = tempfile::tempdir().unwrap();
-    let out = d.path().join("ohb");
-    ok(sluice()
-        .args([
-            "bench",
-            "ohb",
-            "--pattern",
-            "skew",
-            "--maps",
-            "4",
-            "--reduces",
-            "3",
-        ])
-        .args([
-            "--pairs-per-map",
-            "5000",
-            "--pair-size",
-            "100",
-            "--runs",
-            "2",
-        ])
-        .args(["--threads", "2", "--python", "/nonexistent", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap());
+    let (_d, out) = bench(concat!(
+        "--pattern skew --maps 4 --reduces 3 --pairs-per-map 5000",
+        " --pair-size 100 --runs 2 --threads 2"
+    ));
     let r = &results(&out)[0];
     let run = &r["median_run"];
     assert_eq!(run["reducer_pairs"], serde_json::json!([10000, 5000, 5000]));
@@ -49,31 +41,10 @@ fn skew_sends_half_to_reducer_zero_and_the_rest_down_the_line() {
 
 #[test]
 fn shuffle_size_sets_pairs_per_map_and_text_pairs_work() {
-    let d = tempfile::tempdir().unwrap();
-    let out = d.path().join("ohb");
-    ok(sluice()
-        .args([
-            "bench",
-            "ohb",
-            "--pattern",
-            "rand",
-            "--maps",
-            "2",
-            "--reduces",
-            "2",
-        ])
-        .args([
-            "--shuffle-size",
-            "2MB",
-            "--pair-size",
-            "1KB",
-            "--type",
-            "text",
-        ])
-        .args(["--runs", "1", "--python", "/nonexistent", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap());
+    let (_d, out) = bench(concat!(
+        "--pattern rand --maps 2 --reduces 2 --shuffle-size 2MB",
+        " --pair-size 1KB --type text --runs 1"
+    ));
     let r = &results(&out)[0];
     assert_eq!(r["config"]["pairs_per_map"].as_u64().unwrap(), 1000);
     let got: u64 = r["median_run"]["reducer_pairs"]
@@ -94,36 +65,23 @@ fn fails_with(args: &[&str], want: &str) {
 
 #[test]
 fn impossible_parameters_are_refused_clearly() {
-    let bench = |extra: &[&str]| {
+    let refused = |extra: &str, want: &str| {
         let mut a = vec!["bench", "ohb", "--out", "/nonexistent/ohb"];
-        a.extend_from_slice(extra);
-        a.into_iter().map(String::from).collect::<Vec<_>>()
+        a.extend(extra.split_whitespace());
+        fails_with(&a, want);
     };
-    let run = |a: Vec<String>, want: &str| {
-        fails_with(&a.iter().map(String::as_str).collect::<Vec<_>>(), want)
-    };
-    run(
-        bench(&[
-            "--maps",
-            "4",
-            "--shuffle-size",
-            "100B",
-            "--pair-size",
-            "100",
-        ]),
+    refused(
+        "--maps 4 --shuffle-size 100B --pair-size 100",
         "less than one 100-byte pair per map",
     );
-    run(
-        bench(&["--pairs-per-map", "10", "--pair-size", "8"]),
+    refused(
+        "--pairs-per-map 10 --pair-size 8",
         "cannot hold the 16-byte key",
     );
-    run(
-        bench(&["--pairs-per-map", "10", "--pattern", "zipf"]),
-        "avg, rand or skew",
-    );
-    run(bench(&[]), "give --pairs-per-map or --shuffle-size");
-    run(
-        bench(&["--pairs-per-map", "10", "--shuffle-size", "1MB"]),
+    refused("--pairs-per-map 10 --pattern zipf", "avg, rand or skew");
+    refused("", "give --pairs-per-map or --shuffle-size");
+    refused(
+        "--pairs-per-map 10 --shuffle-size 1MB",
         "cannot be used with",
     );
     fails_with(
