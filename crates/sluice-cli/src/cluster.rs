@@ -197,13 +197,18 @@ struct CliJobs;
 impl JobFactory for CliJobs {
     fn build(&self, args: &[String]) -> Result<(JobSpec, EngineConfig), String> {
         let ra = RunArgs::parse(args).map_err(|e| e.to_string())?;
-        if matches!(
-            ra.job,
-            JobName::Sort | JobName::Terasort | JobName::PavloJoin
-        ) {
+        if ra.job == JobName::PavloJoin {
+            return Err(
+                "pavlo-join needs its side input (Rankings) read before the job \
+                 starts; it runs on the local engine (sluice run)"
+                    .into(),
+            );
+        }
+        let sorts = matches!(ra.job, JobName::Sort | JobName::Terasort);
+        if sorts && ra.split_points.is_none() && ra.reducers.unwrap_or(1) > 1 {
             return Err(format!(
-                "{} needs a sample or a side input read before the job starts; \
-                 it runs on the local engine (sluice run)",
+                "{} on a cluster needs --split-points (sluice submit samples the data set \
+                 and adds them)",
                 crate::flag_name(&ra.job)
             ));
         }
@@ -575,6 +580,49 @@ pub fn get(name: &str, out: &Path, conn: &Conn) -> anyhow::Result<()> {
 }
 
 /// `sluice rm`.
+/// Bytes read from the head of each block to sample a data set.
+const SAMPLE_HEAD: u64 = 256 << 10;
+
+/// For sort and TeraSort with more than one reducer and no split points:
+/// samples the input data set as `sluice run` samples files (the first
+/// records of each block, read from the head of every block), and returns
+/// the split points to pass.
+fn sample_split_points(
+    rt: &tokio::runtime::Runtime,
+    c: &Client,
+    ra: &mut RunArgs,
+) -> anyhow::Result<Option<String>> {
+    let sorts = matches!(ra.job, JobName::Sort | JobName::Terasort);
+    if !sorts || ra.split_points.is_some() || ra.reducers.unwrap_or(1) <= 1 {
+        return Ok(None);
+    }
+    let heads = rt.block_on(c.block_heads(&ra.input, SAMPLE_HEAD))?;
+    let dir = tempfile::tempdir()?;
+    for (i, h) in heads.iter().enumerate() {
+        // Whole records only: a head cut short ends at its last newline
+        // (lines and TeraSort's CRLF-terminated records alike).
+        let end = if h.len() as u64 == SAMPLE_HEAD {
+            h.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+        } else {
+            h.len()
+        };
+        std::fs::write(dir.path().join(format!("head-{i:05}")), &h[..end])?;
+    }
+    let input = dir.path().display().to_string();
+    let mut cfg = crate::run::config(ra);
+    if ra.job == JobName::Terasort {
+        cfg.format = sluice_formats::input::RecordFormat::Fixed(sluice_gen::TERA_RECORD);
+    }
+    let splits = crate::run::plan(&input, &cfg)?;
+    let sample = if ra.job == JobName::Terasort {
+        crate::run::tera_sample(&splits, &cfg)?
+    } else {
+        crate::run::sample_splits(&splits, &cfg)?
+    };
+    let p = sluice_api::RangePartitioner::from_sample(sample, cfg.reducers);
+    Ok(Some(crate::run::split_points_arg(&p)))
+}
+
 /// `sluice jobs`.
 pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
     let rt = runtime()?;
@@ -618,11 +666,15 @@ pub fn submit(a: &SubmitArgs) -> anyhow::Result<ClusterReport> {
 
 /// Submits the job `sluice run ARGS` describes and waits for it.
 pub fn submit_args(conn: &Conn, args: Vec<String>) -> anyhow::Result<ClusterReport> {
-    let ra = RunArgs::parse(&args)?;
+    let mut ra = RunArgs::parse(&args)?;
     let input = ra.input.clone();
     let output = ra.output.display().to_string();
     let rt = runtime()?;
     let mut c = rt.block_on(connect(conn))?;
+    let mut args = args;
+    if let Some(points) = sample_split_points(&rt, &c, &mut ra)? {
+        args.extend(["--split-points".to_owned(), points]);
+    }
     let id = rt.block_on(c.submit(args, &input, &output, ra.overwrite))?;
     let mut lost_since: Option<Instant> = None;
     let status = loop {

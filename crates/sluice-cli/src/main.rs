@@ -215,6 +215,11 @@ struct RunArgs {
     /// Seed of ohb's values and random choices.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Split points of sort and terasort, hex-encoded and comma-separated,
+    /// instead of sampling the input (what `sluice submit` passes after
+    /// sampling a cluster data set).
+    #[arg(long)]
+    split_points: Option<String>,
     /// The data set the gen job makes, as JSON (`sluice_gen::GenSpec`).
     #[arg(long)]
     gen_spec: Option<String>,

@@ -188,24 +188,20 @@ pub(crate) fn build_job(
                 args.key_order.is_none_or(|k| k == KeyOrderArg::Bytewise),
                 "sort needs --key-order bytewise: its output is a total order"
             );
-            sluice_jobs::sort(sample(args, &cfg)?, cfg.reducers)
+            match given_splits(args)? {
+                Some(p) => sluice_jobs::sort_by(p),
+                None => sluice_jobs::sort(sample(args, &cfg)?, cfg.reducers),
+            }
         }
         JobName::Terasort => {
             cfg.format = RecordFormat::Fixed(sluice_gen::TERA_RECORD);
-            let splits = plan(&args.input, &cfg)?;
-            let keys = sluice_engine::sample_records(
-                &splits,
-                cfg.format,
-                cfg.max_record,
-                SORT_SAMPLES_PER_SPLIT,
-            )?
-            .into_iter()
-            .map(|mut r| {
-                r.truncate(sluice_gen::TERA_KEY);
-                r
-            })
-            .collect();
-            sluice_jobs::tera::terasort(keys, cfg.reducers)
+            match given_splits(args)? {
+                Some(p) => sluice_jobs::tera::terasort_by(p),
+                None => {
+                    let keys = tera_sample(&plan(&args.input, &cfg)?, &cfg)?;
+                    sluice_jobs::tera::terasort(keys, cfg.reducers)
+                }
+            }
         }
         JobName::PavloGrep => {
             pavlo::grep(args.pattern.as_deref().unwrap_or(sluice_gen::GREP_PATTERN))
@@ -229,6 +225,59 @@ pub(crate) fn build_job(
         }
     };
     Ok((job, cfg, None))
+}
+
+/// The split points of `--split-points`, if given.
+fn given_splits(args: &RunArgs) -> anyhow::Result<Option<sluice_api::RangePartitioner>> {
+    let Some(hex) = &args.split_points else {
+        return Ok(None);
+    };
+    let points = hex
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(from_hex)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let reducers = args.reducers.unwrap_or(1) as usize;
+    anyhow::ensure!(
+        points.len() < reducers.max(1),
+        "--split-points gives {} points for {reducers} reducers (at most reducers - 1)",
+        points.len()
+    );
+    Ok(Some(sluice_api::RangePartitioner::new(points)))
+}
+
+/// Split points as `--split-points` takes them.
+pub(crate) fn split_points_arg(p: &sluice_api::RangePartitioner) -> String {
+    p.splits()
+        .iter()
+        .map(|k| k.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn from_hex(s: &str) -> anyhow::Result<Vec<u8>> {
+    anyhow::ensure!(
+        s.len().is_multiple_of(2),
+        "--split-points: odd-length hex {s:?}"
+    );
+    (0..s.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&s[i..i + 2], 16)
+                .map_err(|_| anyhow::anyhow!("--split-points: bad hex {s:?}"))
+        })
+        .collect()
+}
+
+/// TeraSort's sample: the keys of the first records of each split.
+pub(crate) fn tera_sample(splits: &[Split], cfg: &EngineConfig) -> anyhow::Result<Vec<Vec<u8>>> {
+    Ok(sample_splits(splits, cfg)?
+        .into_iter()
+        .map(|mut r| {
+            r.truncate(sluice_gen::TERA_KEY);
+            r
+        })
+        .collect())
 }
 
 /// The generator job; its input must be one synthetic map per part.
@@ -383,9 +432,13 @@ fn sample(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<Vec<Vec<u8>>> {
     if cfg.reducers <= 1 {
         return Ok(Vec::new());
     }
-    let splits = plan(&args.input, cfg)?;
+    sample_splits(&plan(&args.input, cfg)?, cfg)
+}
+
+/// The sort's sample: the first records of each split.
+pub(crate) fn sample_splits(splits: &[Split], cfg: &EngineConfig) -> anyhow::Result<Vec<Vec<u8>>> {
     Ok(sluice_engine::sample_records(
-        &splits,
+        splits,
         cfg.format,
         cfg.max_record,
         SORT_SAMPLES_PER_SPLIT,

@@ -631,3 +631,96 @@ fn the_catalog_survives_a_coordinator_restart_and_the_running_job_fails_clearly(
     let _ = again.kill();
     let _ = again.wait();
 }
+
+/// The part files of `dir` concatenated in name order.
+fn concat_parts(dir: &Path) -> Vec<u8> {
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("part-")
+        })
+        .collect();
+    parts.sort();
+    parts
+        .iter()
+        .flat_map(|p| std::fs::read(p).unwrap())
+        .collect()
+}
+
+#[test]
+fn sort_and_terasort_run_on_the_cluster_from_a_sample_of_the_data_set() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "6MB");
+    let c = Cluster::up(d.path(), 2, "");
+    put(&c, &data, "words", "1MB", "1");
+    // submit samples the blocks' heads and passes the split points.
+    ok(c.submit(&[
+        "sort",
+        "--reducers",
+        "3",
+        "--input",
+        "words",
+        "--output",
+        "sorted",
+    ])
+    .output()
+    .unwrap());
+    get(&c, "sorted", &d.path().join("sorted"));
+    let local = local(d.path(), &data, &["sort", "--reducers", "3"]);
+    assert!(
+        concat_parts(&d.path().join("sorted")) == concat_parts(&local),
+        "the cluster's total order differs from the local engine's"
+    );
+    let tera = d.path().join("tera");
+    ok(sluice()
+        .args(["gen", "tera", "--rows", "50000", "--out"])
+        .arg(&tera)
+        .output()
+        .unwrap());
+    put(&c, &tera, "tera", "1MB", "1");
+    ok(c.submit(&[
+        "terasort",
+        "--reducers",
+        "3",
+        "--input",
+        "tera",
+        "--output",
+        "tsorted",
+    ])
+    .output()
+    .unwrap());
+    get(&c, "tsorted", &d.path().join("tsorted"));
+    let v = ok(sluice()
+        .arg("teravalidate")
+        .arg("--input")
+        .arg(d.path().join("tsorted"))
+        .arg("--against")
+        .arg(&tera)
+        .output()
+        .unwrap());
+    let v = String::from_utf8_lossy(&v.stdout);
+    assert!(
+        v.contains("sorted: ok") && v.contains("same records"),
+        "{v}"
+    );
+    // Without a sample, the coordinator says what is missing.
+    let out = c
+        .submit(&[
+            "sort",
+            "--reducers",
+            "3",
+            "--input",
+            "words",
+            "--output",
+            "x",
+        ])
+        .args(["--split-points", "zz"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad hex"));
+}

@@ -197,6 +197,31 @@ impl Client {
         Ok(())
     }
 
+    /// The first `max` bytes of each block of data set `name` (from any
+    /// live replica), for sampling its records before a job.
+    pub async fn block_heads(&self, name: &str, max: u64) -> Result<Vec<Vec<u8>>> {
+        let d = self.dataset(name).await?;
+        let info = self.info().await?;
+        let mut out = Vec::new();
+        for b in d.blocks() {
+            let mut last = ClusterError::Remote(format!("block {} has no live replica", b.id));
+            let mut got = None;
+            for uid in &b.replicas {
+                let live = info.workers.iter().find(|w| w.alive && &w.uid == uid);
+                let Some(w) = live else { continue };
+                match data::read_head(&w.data_addr, &self.secret, &b.id, max) {
+                    Ok(h) => {
+                        got = Some(h);
+                        break;
+                    }
+                    Err(e) => last = e,
+                }
+            }
+            out.push(got.ok_or(last)?);
+        }
+        Ok(out)
+    }
+
     /// Writes data set `name` to `out`: a file when the data set has one
     /// file, else a directory of its files. Written beside `out` and
     /// renamed into place, so `out` appears whole or not at all.

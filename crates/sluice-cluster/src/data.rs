@@ -14,12 +14,14 @@
 //!   3 FETCH        ts job:u64 map:u32 attempt:u32 part:u32
 //!                                                          key = job token
 //!   4 STATS        ts since:u64                            key = secret
+//!   5 READ_HEAD    ts id:str max:u64                       key = secret
 //! response := status:u8 (0 ok, 1 error)
 //!   ok:    len:u64 records:u64 then len bytes (READ_BLOCK: the block;
 //!          FETCH: partition `part`'s segment of the map's spill file, its
 //!          blocks as stored, each with its own CRC32C; WRITE_BLOCK: none;
 //!          STATS: `records` node samples taken since `since` (Unix ms),
-//!          56 bytes each, as [`crate::sample`] documents)
+//!          56 bytes each, as [`crate::sample`] documents; READ_HEAD: the
+//!          block's first min(max, block length) bytes, for sampling)
 //!   error: msg_len:u32 msg[msg_len]
 //! ```
 //!
@@ -57,6 +59,7 @@ const OP_READ: u8 = 1;
 const OP_WRITE: u8 = 2;
 const OP_FETCH: u8 = 3;
 const OP_STATS: u8 = 4;
+const OP_HEAD: u8 = 5;
 /// Socket read and write timeout: a peer silent this long (stopped, cut
 /// off) fails the transfer instead of hanging it.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -144,6 +147,8 @@ pub enum Request {
     },
     /// The node's utilization samples since a time (Unix ms).
     Stats { since: u64 },
+    /// Read at most `max` bytes from the start of a block.
+    ReadHead { id: String, max: u64 },
 }
 
 impl Request {
@@ -153,6 +158,7 @@ impl Request {
             Request::WriteBlock { .. } => OP_WRITE,
             Request::Fetch { .. } => OP_FETCH,
             Request::Stats { .. } => OP_STATS,
+            Request::ReadHead { .. } => OP_HEAD,
         }
     }
 
@@ -177,6 +183,10 @@ impl Request {
                 b.extend_from_slice(&part.to_le_bytes());
             }
             Request::Stats { since } => b.extend_from_slice(&since.to_le_bytes()),
+            Request::ReadHead { id, max } => {
+                put_str(&mut b, id);
+                b.extend_from_slice(&max.to_le_bytes());
+            }
         }
         b
     }
@@ -198,6 +208,10 @@ impl Request {
                 part: c.u32()?,
             },
             OP_STATS => Request::Stats { since: c.u64()? },
+            OP_HEAD => Request::ReadHead {
+                id: c.str()?,
+                max: c.u64()?,
+            },
             _ => return None,
         };
         c.0.is_empty().then_some((ts, req))
@@ -293,16 +307,8 @@ fn handle(
     let mut r = BufReader::with_capacity(256 << 10, conn);
     let req = read_request(&mut r, secret, &peer)?;
     match req {
-        Request::ReadBlock { id } => {
-            check_id(&id)?;
-            let path = layout.block(&id);
-            let f = File::open(&path).map_err(|e| ClusterError::io("opening block", &path, e))?;
-            let len = f
-                .metadata()
-                .map_err(|e| ClusterError::io("reading", &path, e))?
-                .len();
-            send_range(conn, f, 0, len, 0)
-        }
+        Request::ReadBlock { id } => send_block(conn, layout, &id, u64::MAX),
+        Request::ReadHead { id, max } => send_block(conn, layout, &id, max),
         Request::WriteBlock { id, len, crc } => {
             check_id(&id)?;
             receive_block(&mut r, layout, &id, len, crc, &peer)?;
@@ -332,6 +338,18 @@ fn handle(
                 .map_err(|e| ClusterError::net("sending to", &peer, e))
         }
     }
+}
+
+/// Sends the first `max` bytes of block `id` (all of it when shorter).
+fn send_block(conn: &TcpStream, layout: &Layout, id: &str, max: u64) -> Result<()> {
+    check_id(id)?;
+    let path = layout.block(id);
+    let f = File::open(&path).map_err(|e| ClusterError::io("opening block", &path, e))?;
+    let len = f
+        .metadata()
+        .map_err(|e| ClusterError::io("reading", &path, e))?
+        .len();
+    send_range(conn, f, 0, len.min(max), 0)
 }
 
 fn read_request(r: &mut impl Read, secret: &Secret, peer: &str) -> Result<Request> {
@@ -553,6 +571,19 @@ pub fn write_block(
     };
     call(addr, &req, &secret_bytes(secret), Some(&mut data.take(len)))?;
     Ok(())
+}
+
+/// The first `max` bytes of block `id` on the worker at `addr` (fewer
+/// when the block is shorter). Not checked against the block's CRC, which
+/// covers the whole block: for sampling only.
+pub fn read_head(addr: &str, secret: &Secret, id: &str, max: u64) -> Result<Vec<u8>> {
+    let req = Request::ReadHead { id: id.into(), max };
+    let (s, len, _) = call(addr, &req, &secret_bytes(secret), None)?;
+    let mut body = Vec::with_capacity(len.min(max) as usize);
+    (&s).take(len.min(max))
+        .read_to_end(&mut body)
+        .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
+    Ok(body)
 }
 
 /// The utilization samples the worker at `addr` took since `since` (Unix ms).

@@ -20,5 +20,5 @@ pub mod tera;
 mod wordcount;
 
 pub use grep::grep;
-pub use sort::sort;
+pub use sort::{sort, sort_by};
 pub use wordcount::{is_delimiter, wordcount, Grouping, SumReducer, WordCountMapper};

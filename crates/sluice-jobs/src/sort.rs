@@ -32,8 +32,14 @@ impl Reducer for RepeatKey {
 /// `reducers - 1` split points are chosen, so part files taken in number
 /// order form one total order.
 pub fn sort(sample: Vec<Vec<u8>>, reducers: u32) -> JobSpec {
+    sort_by(RangePartitioner::from_sample(sample, reducers))
+}
+
+/// Sorts lines bytewise with split points already chosen (a cluster's
+/// client samples the data set before it submits the job).
+pub fn sort_by(partitioner: RangePartitioner) -> JobSpec {
     JobSpec::new("sort", || LineMapper)
         .reducer(|| RepeatKey)
-        .partitioner(RangePartitioner::from_sample(sample, reducers))
+        .partitioner(partitioner)
         .key_order(KeyOrder::Bytewise)
 }

@@ -43,8 +43,13 @@ impl Reducer for WholeRecord {
 /// Sorts fixed-length records on their first 10 bytes; `sample` holds
 /// sampled keys for `reducers - 1` split points.
 pub fn terasort(sample: Vec<Vec<u8>>, reducers: u32) -> JobSpec {
+    terasort_by(RangePartitioner::from_sample(sample, reducers))
+}
+
+/// TeraSort with split points already chosen.
+pub fn terasort_by(partitioner: RangePartitioner) -> JobSpec {
     JobSpec::new("terasort", || SplitRecord)
         .reducer(WholeRecord::default)
-        .partitioner(RangePartitioner::from_sample(sample, reducers))
+        .partitioner(partitioner)
         .key_order(KeyOrder::Bytewise)
 }
