@@ -22,6 +22,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def fmt_bytes(n):
+    if n and n < 1e6 and n % 1024 == 0:
+        return f"{n // 1024} KiB"
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if n >= size:
             return f"{n / size:.3g} {unit}"
