@@ -170,6 +170,23 @@ fn spawn_wc(c: &Cluster, dir: &Path) -> (Child, PathBuf) {
     (job, report)
 }
 
+/// A cluster of `workers` running word count over `size` of text put with
+/// 1 MB blocks and `replication`: its directory, data, cluster, the
+/// running `submit` and where its report will be.
+fn running_wc(
+    size: &str,
+    workers: u32,
+    flags: &str,
+    replication: &str,
+) -> (tempfile::TempDir, PathBuf, Cluster, Child, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), size);
+    let c = Cluster::up(d.path(), workers, flags);
+    put(&c, &data, "words", "1MB", replication);
+    let (job, report) = spawn_wc(&c, d.path());
+    (d, data, c, job, report)
+}
+
 /// The cluster's `counts` equal the local engine's word count of `data`.
 fn counts_match_local(c: &Cluster, dir: &Path, data: &Path) {
     get(c, "counts", &dir.join("cluster-out"));
@@ -249,15 +266,12 @@ fn cluster_jobs_match_the_local_engine_and_data_sets_round_trip() {
 
 #[test]
 fn a_worker_killed_mid_job_loses_nothing() {
-    let d = tempfile::tempdir().unwrap();
-    let data = gen(d.path(), "24MB");
-    let c = Cluster::up(
-        d.path(),
+    let (d, data, c, job, report) = running_wc(
+        "24MB",
         3,
         "--worker-timeout-ms 1000 --locality-wait-ms 100 --heartbeat-ms 100",
+        "2",
     );
-    put(&c, &data, "words", "1MB", "2");
-    let (job, report) = spawn_wc(&c, d.path());
     std::thread::sleep(Duration::from_millis(700));
     signal(c.worker_pids()[0], "KILL");
     ok(job.wait_with_output().unwrap());
@@ -268,15 +282,12 @@ fn a_worker_killed_mid_job_loses_nothing() {
 
 #[test]
 fn a_stopped_worker_is_routed_around() {
-    let d = tempfile::tempdir().unwrap();
-    let data = gen(d.path(), "12MB");
-    let c = Cluster::up(
-        d.path(),
+    let (d, data, c, job, report) = running_wc(
+        "12MB",
         3,
         "--worker-timeout-ms 1500 --locality-wait-ms 100 --heartbeat-ms 100",
+        "2",
     );
-    put(&c, &data, "words", "1MB", "2");
-    let (job, report) = spawn_wc(&c, d.path());
     std::thread::sleep(Duration::from_millis(400));
     let stopped = c.worker_pids()[1];
     signal(stopped, "STOP");
@@ -546,15 +557,12 @@ fn a_corrupt_map_output_on_disk_is_recomputed() {
 
 #[test]
 fn a_worker_killed_after_reducers_fetched_its_output_loses_nothing() {
-    let d = tempfile::tempdir().unwrap();
-    let data = gen(d.path(), "24MB");
-    let c = Cluster::up(
-        d.path(),
+    let (d, data, c, job, report) = running_wc(
+        "24MB",
         3,
         "--worker-timeout-ms 1000 --locality-wait-ms 100 --heartbeat-ms 100",
+        "2",
     );
-    put(&c, &data, "words", "1MB", "2");
-    let (job, report) = spawn_wc(&c, d.path());
     // Wait until some reducer holds a fetched segment, then kill another
     // worker that wrote map outputs: what was fetched stays used, what was
     // not is recomputed from the surviving replicas.
