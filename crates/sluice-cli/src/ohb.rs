@@ -225,7 +225,7 @@ fn config(
     shuffle_size: Option<u64>,
 ) -> anyhow::Result<Config> {
     anyhow::ensure!(
-        matches!(pattern, "avg" | "rand" | "skew"),
+        Pattern::from_name(pattern).is_some(),
         "--pattern is avg, rand or skew, not {pattern:?}"
     );
     anyhow::ensure!(
@@ -410,11 +410,7 @@ fn check_counts(c: &Config, run: &Run) -> anyhow::Result<()> {
         run.reducer_pairs.iter().sum::<u64>()
     );
     let spec = sluice_jobs::ohb::OhbSpec {
-        pattern: match c.pattern.as_str() {
-            "avg" => Pattern::Avg,
-            "rand" => Pattern::Rand,
-            _ => Pattern::Skew,
-        },
+        pattern: Pattern::from_name(&c.pattern).expect("checked by config"),
         reduces: c.reduces,
         pairs_per_map: c.pairs_per_map,
         pair_size: c.pair_size as usize,

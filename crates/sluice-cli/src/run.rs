@@ -303,12 +303,9 @@ fn ohb_job(args: &RunArgs) -> anyhow::Result<JobSpec> {
         input::synthetic_count(&args.input)?.is_some(),
         "ohb reads no files: give --input synthetic:MAPS"
     );
-    let pattern = match args.pattern.as_deref() {
-        Some("avg") | None => Pattern::Avg,
-        Some("rand") => Pattern::Rand,
-        Some("skew") => Pattern::Skew,
-        Some(p) => anyhow::bail!("ohb --pattern is avg, rand or skew, not {p:?}"),
-    };
+    let name = args.pattern.as_deref().unwrap_or("avg");
+    let pattern = Pattern::from_name(name)
+        .with_context(|| format!("ohb --pattern is avg, rand or skew, not {name:?}"))?;
     let spec = OhbSpec {
         pattern,
         reduces: args.reducers.unwrap_or(1),

@@ -455,28 +455,8 @@ fn gen_on_the_workers_makes_the_local_generators_bytes() {
     let got = d.path().join("got");
     get(&c, "words", &got);
     let local = gen(d.path(), "40MB");
-    let concat = |dir: &Path| {
-        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("part-")
-            })
-            .collect();
-        names.sort();
-        (
-            names.len(),
-            names
-                .iter()
-                .flat_map(|p| std::fs::read(p).unwrap())
-                .collect::<Vec<u8>>(),
-        )
-    };
-    let (n, bytes) = concat(&got);
-    let (m, want) = concat(&local);
+    let (n, bytes) = (part_files(&got).len(), concat_parts(&got));
+    let (m, want) = (part_files(&local).len(), concat_parts(&local));
     assert_eq!((n, m), (2, 2));
     assert!(
         bytes == want,
@@ -640,8 +620,8 @@ fn the_catalog_survives_a_coordinator_restart_and_the_running_job_fails_clearly(
     let _ = again.wait();
 }
 
-/// The part files of `dir` concatenated in name order.
-fn concat_parts(dir: &Path) -> Vec<u8> {
+/// The part files of `dir`, in name order.
+fn part_files(dir: &Path) -> Vec<PathBuf> {
     let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -654,6 +634,11 @@ fn concat_parts(dir: &Path) -> Vec<u8> {
         .collect();
     parts.sort();
     parts
+}
+
+/// The part files of `dir` concatenated in name order.
+fn concat_parts(dir: &Path) -> Vec<u8> {
+    part_files(dir)
         .iter()
         .flat_map(|p| std::fs::read(p).unwrap())
         .collect()

@@ -202,24 +202,13 @@ impl Client {
     pub async fn block_heads(&self, name: &str, max: u64) -> Result<Vec<Vec<u8>>> {
         let d = self.dataset(name).await?;
         let info = self.info().await?;
-        let mut out = Vec::new();
-        for b in d.blocks() {
-            let mut last = ClusterError::Remote(format!("block {} has no live replica", b.id));
-            let mut got = None;
-            for uid in &b.replicas {
-                let live = info.workers.iter().find(|w| w.alive && &w.uid == uid);
-                let Some(w) = live else { continue };
-                match data::read_head(&w.data_addr, &self.secret, &b.id, max) {
-                    Ok(h) => {
-                        got = Some(h);
-                        break;
-                    }
-                    Err(e) => last = e,
-                }
-            }
-            out.push(got.ok_or(last)?);
-        }
-        Ok(out)
+        d.blocks()
+            .map(|b| {
+                from_any_replica(b, &live_addr(&info), |addr| {
+                    data::read_head(addr, &self.secret, &b.id, max)
+                })
+            })
+            .collect()
     }
 
     /// Writes data set `name` to `out`: a file when the data set has one
@@ -228,12 +217,7 @@ impl Client {
     pub async fn get(&self, name: &str, out: &Path) -> Result<u64> {
         let d = self.dataset(name).await?;
         let info = self.info().await?;
-        let addr_of = |uid: &str| {
-            info.workers
-                .iter()
-                .find(|w| w.alive && w.uid == uid)
-                .map(|w| w.data_addr.clone())
-        };
+        let addr_of = live_addr(&info);
         let tmp = hidden_beside(out);
         let single = d.files.len() == 1;
         if !single {
@@ -292,6 +276,36 @@ impl Client {
     }
 }
 
+/// The data address of a live worker, by uid.
+fn live_addr(info: &proto::ClusterInfo) -> impl Fn(&str) -> Option<String> + '_ {
+    |uid| {
+        info.workers
+            .iter()
+            .find(|w| w.alive && w.uid == uid)
+            .map(|w| w.data_addr.clone())
+    }
+}
+
+/// `read` from the first live replica of `b` that answers correctly.
+fn from_any_replica<T>(
+    b: &BlockMeta,
+    addr_of: &dyn Fn(&str) -> Option<String>,
+    mut read: impl FnMut(&str) -> Result<T>,
+) -> Result<T> {
+    let mut last = ClusterError::Remote(format!(
+        "block {} has no live replica (held by {:?})",
+        b.id, b.replicas
+    ));
+    for uid in &b.replicas {
+        let Some(addr) = addr_of(uid) else { continue };
+        match read(&addr) {
+            Ok(v) => return Ok(v),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 /// Reads a block from the first live replica that answers correctly.
 fn read_any(
     secret: &Secret,
@@ -299,23 +313,14 @@ fn read_any(
     addr_of: &dyn Fn(&str) -> Option<String>,
     w: &mut impl Write,
 ) -> Result<u64> {
-    let mut last = ClusterError::Remote(format!(
-        "block {} has no live replica (held by {:?})",
-        b.id, b.replicas
-    ));
-    for uid in &b.replicas {
-        let Some(addr) = addr_of(uid) else { continue };
+    let (n, buf) = from_any_replica(b, addr_of, |addr| {
         let mut buf = Vec::with_capacity(b.len as usize);
-        match data::read_block(&addr, secret, &b.id, b.len, b.crc, &mut buf) {
-            Ok(n) => {
-                w.write_all(&buf)
-                    .map_err(|e| ClusterError::io("writing", Path::new("output"), e))?;
-                return Ok(n);
-            }
-            Err(e) => last = e,
-        }
-    }
-    Err(last)
+        let n = data::read_block(addr, secret, &b.id, b.len, b.crc, &mut buf)?;
+        Ok((n, buf))
+    })?;
+    w.write_all(&buf)
+        .map_err(|e| ClusterError::io("writing", Path::new("output"), e))?;
+    Ok(n)
 }
 
 fn hidden_beside(out: &Path) -> std::path::PathBuf {

@@ -579,8 +579,13 @@ pub fn write_block(
 pub fn read_head(addr: &str, secret: &Secret, id: &str, max: u64) -> Result<Vec<u8>> {
     let req = Request::ReadHead { id: id.into(), max };
     let (s, len, _) = call(addr, &req, &secret_bytes(secret), None)?;
-    let mut body = Vec::with_capacity(len.min(max) as usize);
-    (&s).take(len.min(max))
+    read_body(&s, len.min(max), addr)
+}
+
+/// The `len` bytes of an answer's body.
+fn read_body(s: &TcpStream, len: u64, addr: &str) -> Result<Vec<u8>> {
+    let mut body = Vec::with_capacity(len.min(64 << 20) as usize);
+    s.take(len)
         .read_to_end(&mut body)
         .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
     Ok(body)
@@ -589,11 +594,7 @@ pub fn read_head(addr: &str, secret: &Secret, id: &str, max: u64) -> Result<Vec<
 /// The utilization samples the worker at `addr` took since `since` (Unix ms).
 pub fn stats(addr: &str, secret: &Secret, since: u64) -> Result<Vec<Sample>> {
     let (s, len, _) = call(addr, &Request::Stats { since }, &secret_bytes(secret), None)?;
-    let mut body = Vec::new();
-    (&s).take(len.min(64 << 20))
-        .read_to_end(&mut body)
-        .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
-    Ok(Sample::decode_all(&body))
+    Ok(Sample::decode_all(&read_body(&s, len.min(64 << 20), addr)?))
 }
 
 /// Fetches partition `part` of a map attempt's output from `addr` into a

@@ -53,6 +53,13 @@ impl Pattern {
             Pattern::Skew => "skew",
         }
     }
+
+    /// The pattern with this [`name`](Pattern::name).
+    pub fn from_name(name: &str) -> Option<Pattern> {
+        [Pattern::Avg, Pattern::Rand, Pattern::Skew]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
 }
 
 /// The two key/value types the OHB benchmarks offer.
@@ -190,7 +197,7 @@ impl Mapper for OhbMapper {
     fn cleanup(&mut self, ctx: &mut MapContext<'_>) -> Result<()> {
         let s = self.spec;
         let map = ctx.task() as u64;
-        let mut rng = Pcg64Mcg::seed_from_u64(map_seed(s.seed, map));
+        let mut rng = Pcg64Mcg::seed_from_u64(sluice_gen::part_seed(s.seed, map));
         let value = make_value(&mut rng, s.pair_size - s.kind.key_len(), s.kind);
         let mut key = Vec::with_capacity(s.kind.key_len());
         for i in 0..s.pairs_per_map {
@@ -203,14 +210,6 @@ impl Mapper for OhbMapper {
         }
         Ok(())
     }
-}
-
-/// A map task's seed (SplitMix64 finalizer of the job seed and the index).
-fn map_seed(seed: u64, map: u64) -> u64 {
-    let mut z = seed ^ map.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 fn make_value(rng: &mut Pcg64Mcg, len: usize, kind: PairType) -> Vec<u8> {
