@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Cluster benchmarks: an empty job's latency end to end, and word count on
-# a 2-worker embedded cluster against the local engine on the same data
-# (answers compared byte for byte). Usage: bench/cluster.sh [SIZE] [RUNS]
+# Cluster benchmarks: an empty job's latency end to end; word count, the
+# Pavlo large aggregation and the Pavlo join (both forms) on a 2-worker
+# embedded cluster against the local engine on the same data (answers
+# compared); recovery from a killed worker. Usage: bench/cluster.sh [SIZE] [RUNS]
 set -euo pipefail
 SIZE=${1:-256MB}
 RUNS=${2:-3}
@@ -46,8 +47,10 @@ l=$(cut -d' ' -f1 "$W/wc.times" | median); c=$(cut -d' ' -f2 "$W/wc.times" | med
 echo "median local s: $l  cluster s: $c  ratio cluster/local: $(echo "scale=3; $c / $l" | bc)  (answers identical; data-local maps/maps per run in column 3-4)"
 
 echo "Pavlo large aggregation, UserVisits $SIZE: local engine (2 threads) vs 2-worker cluster"
-$S gen uservisits --size "$SIZE" --out "$W/uv" >/dev/null
+$S gen pavlo --scale "$SIZE" --out "$W/pv" >/dev/null
+ln -s "$W/pv/uservisits" "$W/uv"
 $S put "$W/uv" --dataset uv --block-size 32MB --replication 2 "${C[@]}" >/dev/null
+$S put "$W/pv/rankings" --dataset rankings --block-size 32MB --replication 2 "${C[@]}" >/dev/null
 same_sums() { # two answer directories, sums equal within 1e-9 relative (addition order differs)
   python3 - "$1" "$2" <<'PY'
 import sys, pathlib
@@ -76,6 +79,32 @@ for i in $(seq "$RUNS"); do
 done | tee "$W/ag.times"
 l=$(cut -d' ' -f1 "$W/ag.times" | median); c=$(cut -d' ' -f2 "$W/ag.times" | median)
 echo "median local s: $l  cluster s: $c  ratio cluster/local: $(echo "scale=3; $c / $l" | bc)  (sums equal; data-local maps/maps per run in column 3-4)"
+
+same_top() { # two one-line join answers: same sourceIP, sums equal within 1e-9 relative
+  python3 - "$1" "$2" <<'PY'
+import sys
+def row(f):
+    ip, rest = open(f).read().strip().split("\t")
+    return ip, [float(x) for x in rest.split("|")]
+(a, x), (b, y) = row(sys.argv[1]), row(sys.argv[2])
+assert a == b, f"{a} != {b}"
+assert all(abs(p - q) <= 1e-9 * max(1.0, abs(p)) for p, q in zip(x, y)), f"{x} != {y}"
+PY
+}
+for form in fast baseline; do
+  echo "Pavlo join ($form form), UserVisits $SIZE: local engine (2 threads) vs 2-worker cluster"
+  for i in $(seq "$RUNS"); do
+    sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
+    t0=$(now); $S run pavlo-join --join $form --rankings "$W/pv/rankings" --input "$W/uv" --output "$W/jl$form$i" --reducers 2 --threads 2 -q; t1=$(now)
+    sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
+    t2=$(now); $S submit "${C[@]}" pavlo-join --join $form --rankings rankings --reducers 2 --input uv --output "j$form$i" -q; t3=$(now)
+    $S get "j$form$i" "$W/jg$form$i" "${C[@]}" >/dev/null
+    same_top "$W/jl$form$i/part-r-00000" "$W/jg$form$i" || { echo "ANSWERS DIFFER in run $i"; exit 1; }
+    echo "$(echo "$t1 - $t0" | bc) $(echo "$t3 - $t2" | bc)"
+  done | tee "$W/j$form.times"
+  l=$(cut -d' ' -f1 "$W/j$form.times" | median); c=$(cut -d' ' -f2 "$W/j$form.times" | median)
+  echo "median local s: $l  cluster s: $c  ratio cluster/local: $(echo "scale=3; $c / $l" | bc)  (top row equal)"
+done
 
 echo "recovery: word count $SIZE on 3 workers (replication 2), one worker SIGKILLed mid-job"
 $S cluster down --dir "$W/cl" >/dev/null

@@ -19,8 +19,10 @@ use sluice_cluster::sample::Sample;
 use sluice_cluster::worker::{self, WorkerConfig};
 use sluice_cluster::JobFactory;
 use sluice_engine::EngineConfig;
+use sluice_formats::input::{Codec, InputFile, Split};
+use sluice_jobs::pavlo;
 
-use crate::{units, InputFormat, JobName, RunArgs};
+use crate::{units, InputFormat, JobName, JoinForm, RunArgs};
 
 /// Where a client finds the cluster.
 #[derive(Debug, Args, Clone)]
@@ -195,14 +197,31 @@ pub struct WorkerEntry {
 struct CliJobs;
 
 impl JobFactory for CliJobs {
-    fn build(&self, args: &[String]) -> Result<(JobSpec, EngineConfig), String> {
+    fn side_inputs(&self, args: &[String]) -> Result<Vec<String>, String> {
         let ra = RunArgs::parse(args).map_err(|e| e.to_string())?;
-        if ra.job == JobName::PavloJoin {
-            return Err(
-                "pavlo-join needs its side input (Rankings) read before the job \
-                 starts; it runs on the local engine (sluice run)"
-                    .into(),
-            );
+        if !is_broadcast_join(&ra) {
+            return Ok(Vec::new());
+        }
+        let rankings = ra
+            .rankings
+            .clone()
+            .ok_or("pavlo-join needs --rankings DATASET")?;
+        Ok(vec![rankings])
+    }
+
+    fn build(
+        &self,
+        args: &[String],
+        side: Option<&[Vec<PathBuf>]>,
+    ) -> Result<(JobSpec, EngineConfig), String> {
+        let ra = RunArgs::parse(args).map_err(|e| e.to_string())?;
+        if ra.job == JobName::PavloJoin && ra.join_stage.is_none() {
+            if ra.join == JoinForm::Baseline {
+                return Err(
+                    "the baseline pavlo-join is three jobs: sluice submit chains them".into(),
+                );
+            }
+            return broadcast_join(&ra, side);
         }
         let sorts = matches!(ra.job, JobName::Sort | JobName::Terasort);
         if sorts && ra.split_points.is_none() && ra.reducers.unwrap_or(1) > 1 {
@@ -219,6 +238,54 @@ impl JobFactory for CliJobs {
         let (job, cfg, _) = crate::run::build_job(&ra, cfg).map_err(|e| format!("{e:#}"))?;
         Ok((job, cfg))
     }
+}
+
+/// The fast pavlo-join, which a cluster runs as a broadcast hash join.
+fn is_broadcast_join(ra: &RunArgs) -> bool {
+    ra.job == JobName::PavloJoin && ra.join == JoinForm::Fast && ra.join_stage.is_none()
+}
+
+/// The fast join on a cluster: every map task looks its visits up in a
+/// table of the whole Rankings data set, which each worker copies and
+/// builds once per job (the broadcast side input). The range-index
+/// pruning of the local fast join has no cluster form: data sets hold
+/// text only.
+fn broadcast_join(
+    ra: &RunArgs,
+    side: Option<&[Vec<PathBuf>]>,
+) -> Result<(JobSpec, EngineConfig), String> {
+    let mut cfg = crate::run::config(ra);
+    cfg.reducers = 1;
+    let table = match side {
+        // Validation at the coordinator: the job's shape, not its data.
+        None => pavlo::RankTable::default(),
+        Some([files]) => pavlo::rank_table(&whole_files(files)?, cfg.max_record)?,
+        Some(_) => return Err("pavlo-join has one side input, Rankings".into()),
+    };
+    Ok((pavlo::join_fast(Arc::new(table)), cfg))
+}
+
+/// One split per file, each whole.
+fn whole_files(files: &[PathBuf]) -> Result<Vec<Split>, String> {
+    files
+        .iter()
+        .enumerate()
+        .map(|(index, path)| {
+            let len = std::fs::metadata(path)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?
+                .len();
+            Ok(Split {
+                index,
+                file: Arc::new(InputFile {
+                    path: path.clone(),
+                    len,
+                    codec: Codec::None,
+                }),
+                start: 0,
+                end: len,
+            })
+        })
+        .collect()
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -664,8 +731,85 @@ pub fn submit(a: &SubmitArgs) -> anyhow::Result<ClusterReport> {
     submit_args(&a.conn, a.args.clone())
 }
 
-/// Submits the job `sluice run ARGS` describes and waits for it.
+/// Submits the job `sluice run ARGS` describes (the three jobs of the
+/// baseline join, one after another) and waits for it.
 pub fn submit_args(conn: &Conn, args: Vec<String>) -> anyhow::Result<ClusterReport> {
+    let ra = RunArgs::parse(&args)?;
+    let baseline = ra.join == JoinForm::Baseline && ra.join_stage.is_none();
+    if ra.job == JobName::PavloJoin && baseline {
+        return join_baseline(conn, &args, &ra);
+    }
+    submit_one(conn, args)
+}
+
+/// The baseline join as Hadoop runs it: three jobs through two temporary
+/// data sets, removed afterwards whatever happened. Its report (when
+/// asked for) is the array of the three jobs' reports, as `sluice run`
+/// writes it.
+fn join_baseline(conn: &Conn, args: &[String], ra: &RunArgs) -> anyhow::Result<ClusterReport> {
+    let rankings = ra
+        .rankings
+        .as_deref()
+        .context("pavlo-join needs --rankings DATASET")?;
+    let tag = format!("{}-{}", std::process::id(), sluice_cluster::now_ms());
+    let filtered = format!("_join-{tag}-filtered");
+    let aggregated = format!("_join-{tag}-aggregated");
+    let output = ra.output.display().to_string();
+    let base = without_flags(args, &["--input", "--output", "--report"], &["--overwrite"]);
+    let stages = [
+        (
+            "filter",
+            format!("{rankings},{}", ra.input),
+            &filtered,
+            true,
+        ),
+        ("aggregate", filtered.clone(), &aggregated, true),
+        ("top", aggregated.clone(), &output, ra.overwrite),
+    ];
+    let mut reports = Vec::new();
+    let mut run = || -> anyhow::Result<()> {
+        for (stage, input, out, overwrite) in &stages {
+            let mut a = base.clone();
+            a.extend(["--join-stage", stage, "--input", input, "--output", out].map(String::from));
+            if *overwrite {
+                a.push("--overwrite".into());
+            }
+            reports.push(submit_one(conn, a)?);
+        }
+        Ok(())
+    };
+    let done = run();
+    for t in [&filtered, &aggregated] {
+        let _ = remove(conn, t);
+    }
+    done?;
+    if let Some(path) = &ra.report {
+        std::fs::write(path, serde_json::to_string_pretty(&reports)?)
+            .with_context(|| format!("writing report {}", path.display()))?;
+    }
+    Ok(reports.pop().expect("three jobs ran"))
+}
+
+/// `args` without the flags `valued` (and their values, in either
+/// `--flag VALUE` or `--flag=VALUE` form) and the flags `switches`.
+fn without_flags(args: &[String], valued: &[&str], switches: &[&str]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let flag = a.split('=').next().unwrap_or(a);
+        if valued.contains(&flag) {
+            if !a.contains('=') {
+                it.next();
+            }
+        } else if !switches.contains(&a.as_str()) {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// Submits one job and waits for it.
+fn submit_one(conn: &Conn, args: Vec<String>) -> anyhow::Result<ClusterReport> {
     let mut ra = RunArgs::parse(&args)?;
     let input = ra.input.clone();
     let output = ra.output.display().to_string();
@@ -761,5 +905,34 @@ fn print_report(r: &ClusterReport) {
             "straggler    {} on {}: {:.2} s (median {:.2} s)",
             s.task, s.worker, s.seconds, s.median_s
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_flags;
+
+    #[test]
+    fn without_flags_drops_flags_in_both_forms_and_keeps_the_rest() {
+        let args: Vec<String> = [
+            "pavlo-join",
+            "--input",
+            "uv",
+            "--output=o",
+            "--overwrite",
+            "--rankings",
+            "r",
+            "--report",
+            "x.json",
+            "-q",
+        ]
+        .map(String::from)
+        .to_vec();
+        let kept = without_flags(
+            &args,
+            &["--input", "--output", "--report"],
+            &["--overwrite"],
+        );
+        assert_eq!(kept, ["pavlo-join", "--rankings", "r", "-q"]);
     }
 }

@@ -148,6 +148,17 @@ enum JoinForm {
     Baseline,
 }
 
+/// The three jobs of the baseline Pavlo join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum JoinStage {
+    /// Reduce-side join of Rankings and the week's visits.
+    Filter,
+    /// Sum and average per source IP.
+    Aggregate,
+    /// The largest total (one reducer).
+    Top,
+}
+
 /// Map-output grouping for aggregation jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum GroupingArg {
@@ -238,6 +249,11 @@ struct RunArgs {
     /// Form of pavlo-join.
     #[arg(long, value_enum, default_value = "fast")]
     join: JoinForm,
+    /// One job of the baseline pavlo-join alone (what `sluice submit`
+    /// chains on a cluster; the filter stage's --input is Rankings and
+    /// UserVisits together).
+    #[arg(long, value_enum, hide = true)]
+    join_stage: Option<JoinStage>,
     /// Grouping for word count and the Pavlo aggregations.
     #[arg(long, value_enum, default_value = "hash")]
     grouping: GroupingArg,

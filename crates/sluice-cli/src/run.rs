@@ -14,7 +14,9 @@ use sluice_formats::input::{self, RecordFormat, Split};
 use sluice_jobs::{pavlo, Grouping};
 
 use crate::summary::{bar, print_summary};
-use crate::{BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, KeyOrderArg, RunArgs};
+use crate::{
+    BadRecordsArg, GroupingArg, InputFormat, JobName, JoinForm, JoinStage, KeyOrderArg, RunArgs,
+};
 
 /// Samples per split for the sort job's range partitioner.
 const SORT_SAMPLES_PER_SPLIT: usize = 100;
@@ -22,7 +24,8 @@ const SORT_SAMPLES_PER_SPLIT: usize = 100;
 /// Runs the job (three jobs for the baseline join) and returns the reports.
 pub fn run(args: &RunArgs) -> anyhow::Result<Vec<JobReport>> {
     let cfg = config(args);
-    let reports = if args.job == JobName::PavloJoin && args.join == JoinForm::Baseline {
+    let baseline = args.join == JoinForm::Baseline && args.join_stage.is_none();
+    let reports = if args.job == JobName::PavloJoin && baseline {
         join_baseline(args, &cfg)?
     } else {
         let (job, cfg, input) = build_job(args, cfg)?;
@@ -218,11 +221,20 @@ pub(crate) fn build_job(
         JobName::Ohb => ohb_job(args)?,
         JobName::Gen => gen_job(args)?,
         JobName::PavloUdf => pavlo::udf().key_order(key_order(args, KeyOrder::Fingerprint)),
-        JobName::PavloJoin => {
-            cfg.reducers = 1;
-            let (job, input) = fast_join(args, &cfg)?;
-            return Ok((job, cfg, input));
-        }
+        JobName::PavloJoin => match args.join_stage {
+            Some(stage) => {
+                let (job, one) = join_stage(stage);
+                if one {
+                    cfg.reducers = 1;
+                }
+                job
+            }
+            None => {
+                cfg.reducers = 1;
+                let (job, input) = fast_join(args, &cfg)?;
+                return Ok((job, cfg, input));
+            }
+        },
     };
     Ok((job, cfg, None))
 }
@@ -384,6 +396,16 @@ fn join_baseline(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<Vec<JobRe
         args.quiet,
     )?);
     Ok(reports)
+}
+
+/// The job of one stage of the baseline join, and whether it takes a
+/// single reducer.
+fn join_stage(stage: JoinStage) -> (JobSpec, bool) {
+    match stage {
+        JoinStage::Filter => (pavlo::join_filter(), false),
+        JoinStage::Aggregate => (pavlo::join_aggregate(), false),
+        JoinStage::Top => (pavlo::join_top(), true),
+    }
 }
 
 /// A hidden directory beside a path, removed when dropped.

@@ -717,3 +717,126 @@ fn sort_and_terasort_run_on_the_cluster_from_a_sample_of_the_data_set() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad hex"));
 }
+
+/// `sluice run`'s answer to a job over the local Pavlo files.
+fn local_join(dir: &Path, pavlo: &Path, form: &str) -> PathBuf {
+    let rankings = pavlo.join("rankings").display().to_string();
+    let out = local(
+        dir,
+        &pavlo.join("uservisits"),
+        &["pavlo-join", "--join", form, "--rankings", &rankings],
+    );
+    let named = dir.join(format!("local-{form}"));
+    std::fs::rename(out, &named).unwrap();
+    named
+}
+
+#[test]
+fn the_pavlo_join_runs_on_the_cluster_in_both_forms() {
+    let d = tempfile::tempdir().unwrap();
+    let pavlo = d.path().join("pavlo");
+    ok(sluice()
+        .args(["gen", "pavlo", "--scale", "4MB", "--out"])
+        .arg(&pavlo)
+        .output()
+        .unwrap());
+    let c = Cluster::up(d.path(), 2, "--worker-timeout-ms 1000 --heartbeat-ms 100");
+    // One replica of each Rankings block: a worker copies the blocks it
+    // lacks from the other (the broadcast side input).
+    put(&c, &pavlo.join("rankings"), "rankings", "64KB", "1");
+    let holder = c
+        .data_dirs()
+        .iter()
+        .position(|d| {
+            std::fs::read_dir(d.join("blocks"))
+                .unwrap()
+                .next()
+                .is_some()
+        })
+        .unwrap();
+    put(&c, &pavlo.join("uservisits"), "uservisits", "512KB", "2");
+    let join = |form: &str, out: &str, report: &Path| {
+        let mut cmd = c.submit(&["pavlo-join", "--join", form, "--rankings", "rankings"]);
+        cmd.args(["--input", "uservisits", "--output", out, "--report"])
+            .arg(report);
+        ok(cmd.output().unwrap());
+        get(&c, out, &d.path().join(out));
+    };
+    let fast_report = d.path().join("fast.json");
+    join("fast", "joined-fast", &fast_report);
+    let base_report = d.path().join("baseline.json");
+    join("baseline", "joined-base", &base_report);
+
+    let answer = local_join(d.path(), &pavlo, "fast");
+    assert_eq!(
+        std::fs::read_to_string(answer.join("part-r-00000"))
+            .unwrap()
+            .lines()
+            .count(),
+        1
+    );
+    // One part file: `get` writes it as a file.
+    for out in ["joined-fast", "joined-base"] {
+        assert!(
+            std::fs::read(d.path().join(out)).unwrap()
+                == std::fs::read(answer.join("part-r-00000")).unwrap(),
+            "{out} differs from the local engine's answer"
+        );
+    }
+    same_dirs(&answer, &local_join(d.path(), &pavlo, "baseline"));
+    let fast = read_report(&fast_report);
+    assert_eq!(fast["reducers"].as_u64(), Some(1), "{fast}");
+    // The baseline's report is its three jobs', and their temporary data
+    // sets are gone.
+    let base = read_report(&base_report);
+    assert_eq!(base.as_array().map(Vec::len), Some(3), "{base}");
+    let names = || {
+        let ls = ok(c.cmd(&["ls"]).output().unwrap());
+        String::from_utf8_lossy(&ls.stdout)
+            .lines()
+            .map(|l| l.split(' ').next().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(),
+        ["joined-base", "joined-fast", "rankings", "uservisits"]
+    );
+
+    // A missing side input is named, in both forms, and leaves nothing.
+    for form in ["fast", "baseline"] {
+        let out = c
+            .submit(&["pavlo-join", "--join", form, "--rankings", "nope"])
+            .args(["--input", "uservisits", "--output", "x"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no data set nope"), "{form}: {err}");
+    }
+    assert_eq!(
+        names(),
+        ["joined-base", "joined-fast", "rankings", "uservisits"]
+    );
+
+    // With a worker holding the only copy of some Rankings blocks killed,
+    // the broadcast join fails in bounded time, saying why.
+    signal(c.worker_pids()[holder], "KILL");
+    poll(|| {
+        let s = ok(c.cmd(&["cluster", "status"]).output().unwrap());
+        String::from_utf8_lossy(&s.stdout)
+            .contains("lost")
+            .then_some(())
+    });
+    let out = c
+        .submit(&["pavlo-join", "--rankings", "rankings"])
+        .args(["--input", "uservisits", "--output", "x"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("side data set rankings has no live replica"),
+        "{err}"
+    );
+    assert!(!names().contains(&"x".to_owned()));
+}

@@ -162,20 +162,40 @@ impl Service {
 }
 
 impl State {
-    /// The map inputs of a job: a data set's blocks, or for `synthetic:N`
-    /// N blockless tasks that run on any worker.
+    /// The map inputs of a job: the blocks of its data sets (names
+    /// separated by commas), or for `synthetic:N` N blockless tasks that
+    /// run on any worker.
     fn input_blocks(&self, input: &str) -> std::result::Result<Vec<BlockMeta>, Status> {
         let synthetic = sluice_formats::input::synthetic_count(input)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         if let Some(n) = synthetic {
             return Ok(vec![BlockMeta::default(); n]);
         }
+        let mut blocks = Vec::new();
+        for name in input.split(',') {
+            blocks.extend(self.dataset_blocks(name)?);
+        }
+        Ok(blocks)
+    }
+
+    fn dataset_blocks(&self, name: &str) -> std::result::Result<Vec<BlockMeta>, Status> {
         let d = self
             .catalog
             .datasets
-            .get(input)
-            .ok_or_else(|| Status::not_found(format!("no data set {input}")))?;
+            .get(name)
+            .ok_or_else(|| Status::not_found(format!("no data set {name}")))?;
         Ok(d.blocks().cloned().collect())
+    }
+
+    /// The side inputs of a job, each with its blocks.
+    fn side_inputs(
+        &self,
+        names: Vec<String>,
+    ) -> std::result::Result<Vec<(String, Vec<BlockMeta>)>, Status> {
+        names
+            .into_iter()
+            .map(|n| Ok((n.clone(), self.dataset_blocks(&n)?)))
+            .collect()
     }
 
     fn alive(&self) -> impl Iterator<Item = &WorkerState> {
@@ -244,6 +264,23 @@ impl State {
                 let msg = format!(
                     "block {} of data set {} has no live replica (held by {:?})",
                     b.id, job.input, b.replicas
+                );
+                job.fail(msg);
+                changed = true;
+                continue;
+            }
+            // Every worker that runs one of the job's tasks reads every
+            // side block.
+            let side_dead = job.side.iter().find_map(|(name, blocks)| {
+                let b = blocks
+                    .iter()
+                    .find(|b| !b.replicas.iter().any(|u| live.contains(u)))?;
+                Some((name, b))
+            });
+            if let Some((name, b)) = side_dead {
+                let msg = format!(
+                    "block {} of side data set {name} has no live replica (held by {:?})",
+                    b.id, b.replicas
                 );
                 job.fail(msg);
                 changed = true;
@@ -538,6 +575,24 @@ fn assignment(
             .filter_map(|u| live.get(u).cloned())
             .collect();
     }
+    a.side = job
+        .side
+        .iter()
+        .map(|(name, blocks)| proto::SideInput {
+            dataset: name.clone(),
+            blocks: blocks
+                .iter()
+                .map(|b| proto::SideBlock {
+                    block: Some(b.into()),
+                    sources: b
+                        .replicas
+                        .iter()
+                        .filter_map(|u| live.get(u).cloned())
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
     if kind == REDUCE || job.map_only {
         let k = if kind == MAP { 'm' } else { 'r' };
         a.output_block = format!("j{}-{k}{i}-a{attempt}", job.id);
@@ -787,10 +842,18 @@ impl Coordinator for Service {
     async fn submit(&self, req: Request<proto::SubmitRequest>) -> Reply<proto::SubmitReply> {
         let r = req.into_inner();
         check_name(&r.output).map_err(status)?;
-        let (spec, cfg) = self
-            .cfg
-            .factory
-            .build(&r.args)
+        if r.input.split(',').any(|n| n == r.output) {
+            return Err(Status::invalid_argument(format!(
+                "output data set {} is also an input",
+                r.output
+            )));
+        }
+        let factory = &self.cfg.factory;
+        let (spec, cfg) = factory
+            .build(&r.args, None)
+            .map_err(Status::invalid_argument)?;
+        let side = factory
+            .side_inputs(&r.args)
             .map_err(Status::invalid_argument)?;
         let reducers = if spec.is_map_only() { 0 } else { cfg.reducers };
         let mut st = self.lock();
@@ -798,6 +861,7 @@ impl Coordinator for Service {
             return Err(Status::unavailable("no live workers"));
         }
         let blocks = st.input_blocks(&r.input)?;
+        let side = st.side_inputs(side)?;
         if st.catalog.datasets.contains_key(&r.output) && !r.overwrite {
             return Err(Status::already_exists(format!(
                 "output data set {} exists (pass --overwrite to replace it)",
@@ -807,7 +871,7 @@ impl Coordinator for Service {
         st.next_job += 1;
         let id = (st.epoch << 32) | st.next_job;
         let token = self.cfg.secret.job_token(id);
-        let job = Job::new(
+        let mut job = Job::new(
             id,
             r.args.clone(),
             r.input.clone(),
@@ -817,6 +881,7 @@ impl Coordinator for Service {
             reducers,
             token,
         );
+        job.side = side;
         st.jobs.insert(id, job);
         st.records.insert(
             id,
@@ -831,6 +896,8 @@ impl Coordinator for Service {
         );
         let records = st.records.clone();
         st.store.save_jobs(&records).map_err(status)?;
+        // A job that cannot read its input fails before any task runs.
+        st.fail_unreadable_inputs();
         st.settle_jobs();
         drop(st);
         self.notify.notify_waiters();

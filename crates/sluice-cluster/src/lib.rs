@@ -33,17 +33,29 @@ pub mod proto {
 
 /// Version of the control and data protocols; a worker of another version
 /// is refused at registration.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Builds a job from its submitted arguments: the same arguments `sluice
 /// run` takes after the job name, so that every process of the cluster
 /// builds the same job. The coordinator calls it at submit to validate the
-/// job and learn its reducers; workers call it for each task.
+/// job and learn its reducers; workers call it once per job and keep the
+/// job for its tasks.
 pub trait JobFactory: Send + Sync {
-    /// The job and the engine settings for its tasks.
+    /// Data sets, by name, that every task reads whole besides its own
+    /// input block: the small side of a broadcast join. Workers copy their
+    /// blocks once per job.
+    fn side_inputs(&self, _args: &[String]) -> Result<Vec<String>, String> {
+        Ok(Vec::new())
+    }
+
+    /// The job and the engine settings for its tasks. `side` holds, for
+    /// each of [`JobFactory::side_inputs`] in order, the local files of
+    /// its blocks; it is `None` at the coordinator, which only validates
+    /// (a job must not read its side inputs then).
     fn build(
         &self,
         args: &[String],
+        side: Option<&[Vec<std::path::PathBuf>]>,
     ) -> Result<(sluice_api::JobSpec, sluice_engine::EngineConfig), String>;
 }
 

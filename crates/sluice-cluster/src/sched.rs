@@ -175,6 +175,9 @@ pub struct Job {
     pub reducers: u32,
     pub map_only: bool,
     pub blocks: Vec<BlockMeta>,
+    /// Data sets every task reads whole, with their blocks
+    /// ([`crate::JobFactory::side_inputs`]).
+    pub side: Vec<(String, Vec<BlockMeta>)>,
     pub maps: Vec<Task>,
     pub reduces: Vec<Task>,
     pub token: [u8; 32],
@@ -209,6 +212,7 @@ impl Job {
             maps: blocks.iter().map(|_| Task::new(now)).collect(),
             reduces: (0..reducers).map(|_| Task::new(now)).collect(),
             blocks,
+            side: Vec::new(),
             token,
             started: now,
             finished: None,

@@ -13,10 +13,10 @@
 //! re-registration (new coordinator epoch, or this worker declared lost)
 //! discards every running task's result.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use sluice_api::TaskCounter;
@@ -83,8 +83,14 @@ pub async fn connect(addr: &str, secret: &Secret, patience: Duration) -> Result<
     }
 }
 
+/// A job as this worker built it, shared by its tasks.
+type Built = std::result::Result<(sluice_api::JobSpec, sluice_engine::EngineConfig), String>;
+
 struct Shared {
     cfg: WorkerConfig,
+    /// Jobs built here, by id: built once (side inputs copied once) by the
+    /// first task and dropped when the job finishes.
+    jobs: Mutex<HashMap<u64, Arc<OnceLock<Built>>>>,
     layout: Layout,
     rpc: Rpc,
     rt: Handle,
@@ -115,6 +121,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     data::serve(listener, layout.clone(), cfg.secret.clone(), Some(sampler));
     let rpc = connect(&cfg.coordinator, &cfg.secret, Duration::from_secs(60)).await?;
     let shared = Arc::new(Shared {
+        jobs: Mutex::new(HashMap::new()),
         layout,
         rpc,
         rt: Handle::current(),
@@ -241,6 +248,7 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
             .copied()
             .collect();
         lock(&shared.cancelled).extend(running);
+        lock(&shared.jobs).remove(j);
         let _ = std::fs::remove_dir_all(shared.layout.shuffle_dir(*j));
         let _ = std::fs::remove_dir_all(shared.layout.work_dir(*j));
     }
@@ -309,16 +317,26 @@ fn run_task(shared: &Shared, a: &TaskAssignment) -> TaskReport {
     report
 }
 
-/// The job and engine settings for one task.
+/// The job and engine settings for one task: the job is built by the
+/// first of its tasks to run here (the others wait for it); a failed build
+/// is forgotten so that the next attempt tries again.
 fn task_job(
     shared: &Shared,
     a: &TaskAssignment,
 ) -> Result<(sluice_api::JobSpec, sluice_engine::EngineConfig)> {
-    let (spec, mut cfg) = shared
-        .cfg
-        .factory
-        .build(&a.args)
-        .map_err(ClusterError::Config)?;
+    let job = a.task.unwrap_or_default().job;
+    let cell = lock(&shared.jobs).entry(job).or_default().clone();
+    let built = cell.get_or_init(|| build_job(shared, a));
+    let (spec, mut cfg) = match built {
+        Ok(b) => b.clone(),
+        Err(e) => {
+            let mut jobs = lock(&shared.jobs);
+            if jobs.get(&job).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+                jobs.remove(&job);
+            }
+            return Err(ClusterError::Config(e.clone()));
+        }
+    };
     cfg.threads = 1;
     cfg.reducers = a.reducers.max(1);
     cfg.overwrite = true;
@@ -326,6 +344,45 @@ fn task_job(
     cfg.spill_dir = None;
     cfg.split_size = None;
     Ok((spec, cfg))
+}
+
+fn build_job(shared: &Shared, a: &TaskAssignment) -> Built {
+    let side = side_files(shared, a).map_err(|e| e.to_string())?;
+    shared.cfg.factory.build(&a.args, Some(&side))
+}
+
+/// Local files of the job's side inputs: the block store's replicas, else
+/// copies fetched into the job's work directory (renamed into place whole,
+/// and removed with it when the job finishes).
+fn side_files(shared: &Shared, a: &TaskAssignment) -> Result<Vec<Vec<PathBuf>>> {
+    let dir = shared
+        .layout
+        .work_dir(a.task.unwrap_or_default().job)
+        .join("side");
+    let mut out = Vec::with_capacity(a.side.len());
+    for s in &a.side {
+        let mut files = Vec::with_capacity(s.blocks.len());
+        for sb in &s.blocks {
+            let b = sb.block.clone().unwrap_or_default();
+            data::check_id(&b.id)?;
+            let local = shared.layout.block(&b.id);
+            let copy = dir.join(&b.id);
+            if !local.exists() && !copy.exists() {
+                std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
+                let part = dir.join(format!("{}.part", b.id));
+                fetch_block(shared, &b, &sb.sources, &part).map_err(|e| {
+                    ClusterError::Remote(format!(
+                        "copying block {} of side data set {}: {e}",
+                        b.id, s.dataset
+                    ))
+                })?;
+                std::fs::rename(&part, &copy).map_err(|e| ClusterError::io("storing", &copy, e))?;
+            }
+            files.push(if local.exists() { local } else { copy });
+        }
+        out.push(files);
+    }
+    Ok(out)
 }
 
 fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Result<TaskOutput> {
