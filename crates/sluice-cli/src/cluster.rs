@@ -170,6 +170,10 @@ pub struct PutArgs {
 pub struct SubmitArgs {
     #[command(flatten)]
     conn: Conn,
+    /// Replicas of each output block (before the job name): the job's
+    /// output survives the loss of all but one of them.
+    #[arg(long, default_value_t = 1)]
+    replication: u32,
     /// The job and its `sluice run` flags; --input and --output name data sets.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     args: Vec<String>,
@@ -728,25 +732,34 @@ pub fn rm(name: &str, conn: &Conn) -> anyhow::Result<()> {
 
 /// `sluice submit`: runs a job on the cluster and prints its summary.
 pub fn submit(a: &SubmitArgs) -> anyhow::Result<ClusterReport> {
-    submit_args(&a.conn, a.args.clone())
+    submit_args(&a.conn, a.args.clone(), a.replication)
 }
 
 /// Submits the job `sluice run ARGS` describes (the three jobs of the
 /// baseline join, one after another) and waits for it.
-pub fn submit_args(conn: &Conn, args: Vec<String>) -> anyhow::Result<ClusterReport> {
+pub fn submit_args(
+    conn: &Conn,
+    args: Vec<String>,
+    replication: u32,
+) -> anyhow::Result<ClusterReport> {
     let ra = RunArgs::parse(&args)?;
     let baseline = ra.join == JoinForm::Baseline && ra.join_stage.is_none();
     if ra.job == JobName::PavloJoin && baseline {
-        return join_baseline(conn, &args, &ra);
+        return join_baseline(conn, &args, &ra, replication);
     }
-    submit_one(conn, args)
+    submit_one(conn, args, replication)
 }
 
 /// The baseline join as Hadoop runs it: three jobs through two temporary
 /// data sets, removed afterwards whatever happened. Its report (when
 /// asked for) is the array of the three jobs' reports, as `sluice run`
 /// writes it.
-fn join_baseline(conn: &Conn, args: &[String], ra: &RunArgs) -> anyhow::Result<ClusterReport> {
+fn join_baseline(
+    conn: &Conn,
+    args: &[String],
+    ra: &RunArgs,
+    replication: u32,
+) -> anyhow::Result<ClusterReport> {
     let rankings = ra
         .rankings
         .as_deref()
@@ -774,7 +787,10 @@ fn join_baseline(conn: &Conn, args: &[String], ra: &RunArgs) -> anyhow::Result<C
             if *overwrite {
                 a.push("--overwrite".into());
             }
-            reports.push(submit_one(conn, a)?);
+            // Only the answer takes the replication asked for; the
+            // temporary data sets live as long as the chain.
+            let r = if *out == &output { replication } else { 1 };
+            reports.push(submit_one(conn, a, r)?);
         }
         Ok(())
     };
@@ -809,7 +825,7 @@ fn without_flags(args: &[String], valued: &[&str], switches: &[&str]) -> Vec<Str
 }
 
 /// Submits one job and waits for it.
-fn submit_one(conn: &Conn, args: Vec<String>) -> anyhow::Result<ClusterReport> {
+fn submit_one(conn: &Conn, args: Vec<String>, replication: u32) -> anyhow::Result<ClusterReport> {
     let mut ra = RunArgs::parse(&args)?;
     let input = ra.input.clone();
     let output = ra.output.display().to_string();
@@ -819,7 +835,7 @@ fn submit_one(conn: &Conn, args: Vec<String>) -> anyhow::Result<ClusterReport> {
     if let Some(points) = sample_split_points(&rt, &c, &mut ra)? {
         args.extend(["--split-points".to_owned(), points]);
     }
-    let id = rt.block_on(c.submit(args, &input, &output, ra.overwrite))?;
+    let id = rt.block_on(c.submit(args, &input, &output, ra.overwrite, replication))?;
     let mut lost_since: Option<Instant> = None;
     let status = loop {
         let s = match rt.block_on(c.wait(id, Duration::from_secs(30))) {

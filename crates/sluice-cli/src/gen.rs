@@ -138,7 +138,7 @@ fn on_cluster(spec: &GenSpec, name: &str, dest: &Dest, overwrite: bool) -> anyho
     if overwrite {
         args.push("--overwrite".into());
     }
-    let r = crate::cluster::submit_args(&dest.conn(), args)?;
+    let r = crate::cluster::submit_args(&dest.conn(), args, 1)?;
     let records = r.user_counters.get("GEN.RECORDS").copied().unwrap_or(0);
     eprintln!(
         "generated data set {name}: {} in {parts} files ({records} records) on {} workers in {:.2}s",

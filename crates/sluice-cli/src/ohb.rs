@@ -373,7 +373,7 @@ fn run_once(b: &OhbBench, target: &Target, c: &Config, i: usize) -> anyhow::Resu
         }
         Target::Cluster(conn) => {
             let out = format!("ohb-{}-{i}", std::process::id());
-            let report = cluster::submit_args(conn, job_args(b, c, &out))?;
+            let report = cluster::submit_args(conn, job_args(b, c, &out), 1)?;
             let _ = cluster::remove(conn, &out);
             Run {
                 latency_s: report.phases.total_s,

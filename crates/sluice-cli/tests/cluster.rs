@@ -840,3 +840,41 @@ fn the_pavlo_join_runs_on_the_cluster_in_both_forms() {
     );
     assert!(!names().contains(&"x".to_owned()));
 }
+
+#[test]
+fn replicated_output_survives_the_loss_of_a_worker() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "3MB");
+    let c = Cluster::up(d.path(), 2, "--worker-timeout-ms 1000 --heartbeat-ms 100");
+    put(&c, &data, "words", "512KB", "2");
+    let mut cmd = sluice();
+    cmd.args(["submit", "--replication", "2", "--cluster"])
+        .arg(&c.dir)
+        .args(WC)
+        .args(["--input", "words", "--output", "counts"]);
+    ok(cmd.output().unwrap());
+    let ls = ok(c.cmd(&["ls"]).output().unwrap());
+    let ls = String::from_utf8_lossy(&ls.stdout);
+    let counts = ls.lines().find(|l| l.starts_with("counts ")).unwrap();
+    assert!(counts.contains("replicas>=2"), "{ls}");
+    // Each worker holds every block of both data sets, nothing more.
+    let blocks = |name: &str| -> usize {
+        let line = ls.lines().find(|l| l.starts_with(name)).unwrap();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == "blocks").unwrap();
+        words[at - 1].parse().unwrap()
+    };
+    assert_eq!(blocks("counts "), 3);
+    for dir in c.data_dirs() {
+        let held = std::fs::read_dir(dir.join("blocks")).unwrap().count();
+        assert_eq!(held, blocks("words ") + 3);
+    }
+    signal(c.worker_pids()[0], "KILL");
+    poll(|| {
+        let s = ok(c.cmd(&["cluster", "status"]).output().unwrap());
+        String::from_utf8_lossy(&s.stdout)
+            .contains("lost")
+            .then_some(())
+    });
+    counts_match_local(&c, d.path(), &data);
+}

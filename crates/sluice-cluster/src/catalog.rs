@@ -122,6 +122,51 @@ pub trait PlacementPolicy: Send + Sync {
         replication: usize,
         placed: &mut HashMap<String, usize>,
     ) -> Vec<String>;
+
+    /// Up to `copies` workers of `live`, other than `holder`, for further
+    /// replicas of a block `holder` already has (a task's output). The
+    /// default: other racks first, then the least loaded.
+    fn place_copies(
+        &self,
+        live: &[Node],
+        holder: &str,
+        copies: usize,
+        placed: &mut HashMap<String, usize>,
+    ) -> Vec<String> {
+        let Some(first) = live.iter().find(|n| n.uid == holder) else {
+            return Vec::new();
+        };
+        let mut order: Vec<&Node> = live.iter().collect();
+        order.shuffle(&mut rand::thread_rng());
+        let mut chosen = vec![first];
+        more_replicas(&order, &mut chosen, copies + 1, placed);
+        chosen[1..].iter().map(|n| n.uid.clone()).collect()
+    }
+}
+
+/// Adds workers of `order` to `chosen` until it holds `replication` (or
+/// every worker): off the first one's rack first, then the least loaded.
+/// Counts every chosen worker in `placed`, the first too.
+fn more_replicas<'a>(
+    order: &[&'a Node],
+    chosen: &mut Vec<&'a Node>,
+    replication: usize,
+    placed: &mut HashMap<String, usize>,
+) {
+    let load = |n: &Node, placed: &HashMap<String, usize>| *placed.get(&n.uid).unwrap_or(&0);
+    while chosen.len() < replication.min(order.len()) {
+        let rack0 = (&chosen[0].datacenter, &chosen[0].rack);
+        let next = order
+            .iter()
+            .copied()
+            .filter(|n| !chosen.iter().any(|c| c.uid == n.uid))
+            .min_by_key(|n| ((&n.datacenter, &n.rack) == rack0, load(n, placed)))
+            .expect("fewer chosen than live workers");
+        chosen.push(next);
+    }
+    for n in chosen.iter() {
+        *placed.entry(n.uid.clone()).or_default() += 1;
+    }
 }
 
 /// The default policy: the first replica on a worker on the writer's host
@@ -159,19 +204,7 @@ impl PlacementPolicy for RackAware {
         if let Some(first) = first_pool.iter().copied().min_by_key(|n| load(n, placed)) {
             chosen.push(first);
         }
-        while chosen.len() < replication.min(order.len()) {
-            let rack0 = (&chosen[0].datacenter, &chosen[0].rack);
-            let next = order
-                .iter()
-                .copied()
-                .filter(|n| !chosen.iter().any(|c| c.uid == n.uid))
-                .min_by_key(|n| ((&n.datacenter, &n.rack) == rack0, load(n, placed)))
-                .expect("fewer chosen than live workers");
-            chosen.push(next);
-        }
-        for n in &chosen {
-            *placed.entry(n.uid.clone()).or_default() += 1;
-        }
+        more_replicas(&order, &mut chosen, replication, placed);
         chosen.into_iter().map(|n| n.uid.clone()).collect()
     }
 }
@@ -361,6 +394,28 @@ mod tests {
         }
         let counts: Vec<usize> = ["a", "b", "c"].iter().map(|u| placed[*u]).collect();
         assert!(counts.iter().all(|&c| c >= 10), "{counts:?}");
+    }
+
+    #[test]
+    fn output_copies_go_off_the_holders_rack_and_never_to_it() {
+        let live = [node("a", "r1"), node("b", "r1"), node("c", "r2")];
+        for _ in 0..20 {
+            let one = RackAware.place_copies(&live, "a", 1, &mut HashMap::new());
+            assert_eq!(one, ["c"]);
+            let mut two = RackAware.place_copies(&live, "a", 2, &mut HashMap::new());
+            two.sort();
+            assert_eq!(two, ["b", "c"]);
+            // As many as there are other workers, however many are asked for.
+            assert_eq!(
+                RackAware
+                    .place_copies(&live, "b", 5, &mut HashMap::new())
+                    .len(),
+                2
+            );
+        }
+        assert!(RackAware
+            .place_copies(&live, "gone", 1, &mut HashMap::new())
+            .is_empty());
     }
 
     #[test]

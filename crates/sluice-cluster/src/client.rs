@@ -256,12 +256,14 @@ impl Client {
         input: &str,
         output: &str,
         overwrite: bool,
+        replication: u32,
     ) -> Result<u64> {
         let req = proto::SubmitRequest {
             args,
             input: input.into(),
             output: output.into(),
             overwrite,
+            replication,
         };
         Ok(self.rpc.clone().submit(req).await?.into_inner().job)
     }

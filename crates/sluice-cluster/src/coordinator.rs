@@ -331,10 +331,12 @@ impl State {
                     .as_ref()
                     .and_then(|r| r.output.clone())
                     .unwrap_or_default();
+                let mut replicas = vec![a.uid.clone()];
+                replicas.extend(out.replicas.iter().filter(|u| **u != a.uid).cloned());
                 FileMeta {
                     name: format!("{prefix}-{i:05}"),
                     blocks: vec![BlockMeta {
-                        replicas: vec![a.uid.clone()],
+                        replicas,
                         ..out.into()
                     }],
                 }
@@ -397,7 +399,7 @@ impl State {
                     let won = succeeded && t.done == Some(i);
                     if let Some(out) = a.report.as_ref().and_then(|r| r.output.as_ref()) {
                         if !won && !out.id.is_empty() {
-                            drop_blocks.push((a.worker, out.id.clone()));
+                            drop_blocks.push((a.worker, out.clone()));
                         }
                     }
                 }
@@ -419,13 +421,47 @@ impl State {
             }
         }
         for (w, b) in drop_blocks {
-            if let Some(w) = self.workers.get_mut(&w) {
-                w.deletes.push(b);
-            }
+            self.drop_output(w, &b);
         }
         for w in self.workers.values_mut() {
             w.finished_jobs.push(id);
         }
+    }
+
+    /// Has the worker that wrote an output block, and every worker that
+    /// took a copy, delete it.
+    fn drop_output(&mut self, writer: u64, b: &proto::BlockInfo) {
+        if let Some(w) = self.workers.get_mut(&writer) {
+            w.deletes.push(b.id.clone());
+        }
+        for uid in &b.replicas {
+            if let Some(w) = self.worker_by_uid_mut(uid) {
+                w.deletes.push(b.id.clone());
+            }
+        }
+    }
+
+    /// Workers to copy an output block written on `worker` to, for a job
+    /// that keeps `output_replication` replicas.
+    fn output_copies(
+        &self,
+        job: u64,
+        worker: u64,
+        policy: &dyn PlacementPolicy,
+    ) -> Vec<proto::WorkerInfo> {
+        let n = self.jobs.get(&job).map_or(1, |j| j.output_replication) as usize;
+        let Some(holder) = self.workers.get(&worker) else {
+            return Vec::new();
+        };
+        if n <= 1 {
+            return Vec::new();
+        }
+        let live: Vec<&proto::WorkerInfo> = self.alive().map(|w| &w.info).collect();
+        let nodes: Vec<Node> = live.iter().map(|w| node(w)).collect();
+        let uids = policy.place_copies(&nodes, &holder.info.uid, n - 1, &mut HashMap::new());
+        uids.iter()
+            .filter_map(|u| live.iter().find(|w| &w.uid == u).map(|w| (*w).clone()))
+            .collect()
     }
 
     fn delete_dataset_blocks(&mut self, d: &DatasetMeta) {
@@ -498,7 +534,7 @@ impl State {
                 rep.error
             );
         }
-        let output = rep.output.as_ref().map(|o| o.id.clone());
+        let output = rep.output.clone();
         let (kills, discard) = if job.is_running() {
             job.finish(t.kind, t.index as usize, rep, s)
         } else {
@@ -509,10 +545,8 @@ impl State {
                 ws.kills.push(proto::TaskId { attempt, ..t });
             }
         }
-        if let (true, Some(id)) = (discard, output.filter(|o| !o.is_empty())) {
-            if let Some(ws) = self.workers.get_mut(&worker) {
-                ws.deletes.push(id);
-            }
+        if let (true, Some(out)) = (discard, output.filter(|o| !o.id.is_empty())) {
+            self.drop_output(worker, &out);
         }
     }
 
@@ -755,15 +789,7 @@ impl Coordinator for Service {
         if live.is_empty() {
             return Err(Status::unavailable("no live workers"));
         }
-        let nodes: Vec<Node> = live
-            .iter()
-            .map(|w| Node {
-                uid: w.uid.clone(),
-                host: host_of(&w.data_addr),
-                datacenter: w.datacenter.clone(),
-                rack: w.rack.clone(),
-            })
-            .collect();
+        let nodes: Vec<Node> = live.iter().map(node).collect();
         let repl = (r.replication.max(1) as usize).min(live.len());
         let mut placed = HashMap::new();
         let epoch = st.epoch;
@@ -882,6 +908,7 @@ impl Coordinator for Service {
             token,
         );
         job.side = side;
+        job.output_replication = r.replication.max(1);
         st.jobs.insert(id, job);
         st.records.insert(
             id,
@@ -948,7 +975,11 @@ impl Coordinator for Service {
 
 impl Service {
     fn take_reply(&self, st: &mut State, worker: u64) -> proto::HeartbeatReply {
-        let tasks = st.assign(worker, &self.cfg.settings);
+        let mut tasks = st.assign(worker, &self.cfg.settings);
+        for t in tasks.iter_mut().filter(|t| !t.output_block.is_empty()) {
+            let job = t.task.unwrap_or_default().job;
+            t.output_copies = st.output_copies(job, worker, &*self.cfg.placement);
+        }
         let w = st.workers.get_mut(&worker).expect("checked by caller");
         proto::HeartbeatReply {
             reregister: false,
@@ -965,6 +996,16 @@ fn is_empty(r: &proto::HeartbeatReply) -> bool {
         && r.kills.is_empty()
         && r.delete_blocks.is_empty()
         && r.finished_jobs.is_empty()
+}
+
+/// A worker as placement sees it.
+fn node(w: &proto::WorkerInfo) -> Node {
+    Node {
+        uid: w.uid.clone(),
+        host: host_of(&w.data_addr),
+        datacenter: w.datacenter.clone(),
+        rack: w.rack.clone(),
+    }
 }
 
 /// The host part of `host:port`.

@@ -178,6 +178,8 @@ pub struct Job {
     /// Data sets every task reads whole, with their blocks
     /// ([`crate::JobFactory::side_inputs`]).
     pub side: Vec<(String, Vec<BlockMeta>)>,
+    /// Replicas of each output block.
+    pub output_replication: u32,
     pub maps: Vec<Task>,
     pub reduces: Vec<Task>,
     pub token: [u8; 32],
@@ -213,6 +215,7 @@ impl Job {
             reduces: (0..reducers).map(|_| Task::new(now)).collect(),
             blocks,
             side: Vec::new(),
+            output_replication: 1,
             token,
             started: now,
             finished: None,

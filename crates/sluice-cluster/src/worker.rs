@@ -257,11 +257,17 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
         let Some(id) = t.task else { continue };
         lock(&shared.running).insert(key(&id));
         std::thread::spawn(move || {
-            let report = run_task(&shared, &t);
+            let mut report = run_task(&shared, &t);
             lock(&shared.running).remove(&key(&id));
             if lock(&shared.cancelled).remove(&key(&id)) {
                 discard(&shared, &report);
-                return;
+                if report.output.as_ref().is_none_or(|o| o.replicas.is_empty()) {
+                    return;
+                }
+                // Its output has copies on other workers: reported as
+                // killed, the coordinator has them deleted.
+                report.ok = false;
+                report.error = "killed".into();
             }
             let s2 = shared.clone();
             shared.rt.spawn(async move {
@@ -401,7 +407,7 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
         let dir = work.join(format!("m{}-a{}", id.index, id.attempt));
         let o = tasks::map_only_task(&spec, &cfg, &split, &dir)?;
         let file = dir.join(format!("part-m-{:05}", id.index));
-        report.output = Some(store_output(shared, &file, &a.output_block)?);
+        report.output = Some(store_output(shared, a, &file)?);
         let _ = std::fs::remove_dir_all(&dir);
         o
     } else {
@@ -477,17 +483,33 @@ fn fetch_block(shared: &Shared, b: &proto::BlockInfo, sources: &[String], to: &P
     Err(last)
 }
 
-/// Moves a task's output file into the block store as `id`.
-fn store_output(shared: &Shared, file: &Path, id: &str) -> Result<proto::BlockInfo> {
+/// Moves a task's output file into the block store as its output block,
+/// then copies it to the workers the assignment names. A copy that fails
+/// leaves the block with fewer replicas (as an HDFS pipeline carries on
+/// without a failed node); the report lists the workers that have one.
+fn store_output(shared: &Shared, a: &TaskAssignment, file: &Path) -> Result<proto::BlockInfo> {
+    let id = &a.output_block;
     data::check_id(id)?;
     let (len, crc) = data::file_crc(file)?;
     let to = shared.layout.block(id);
     std::fs::rename(file, &to).map_err(|e| ClusterError::io("storing", &to, e))?;
+    let mut replicas = Vec::new();
+    for w in &a.output_copies {
+        let copied = std::fs::File::open(&to)
+            .map_err(|e| ClusterError::io("reading", &to, e))
+            .and_then(|mut f| {
+                data::write_block(&w.data_addr, &shared.cfg.secret, id, &mut f, len, crc)
+            });
+        match copied {
+            Ok(()) => replicas.push(w.uid.clone()),
+            Err(e) => tracing::warn!("output block {id}: no copy on {}: {e}", w.data_addr),
+        }
+    }
     Ok(proto::BlockInfo {
         id: id.to_owned(),
         len,
         crc,
-        replicas: Vec::new(),
+        replicas,
     })
 }
 
@@ -506,7 +528,7 @@ fn run_reduce(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> R
     let out_dir = dir.join("out");
     let o = tasks::reduce_task(&spec, &cfg, id.index, fetched, &out_dir)?;
     let file = out_dir.join(format!("part-r-{:05}", id.index));
-    report.output = Some(store_output(shared, &file, &a.output_block)?);
+    report.output = Some(store_output(shared, a, &file)?);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(o)
 }
