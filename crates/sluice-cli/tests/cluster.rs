@@ -621,6 +621,16 @@ fn the_catalog_survives_a_coordinator_restart_and_the_running_job_fails_clearly(
 }
 
 /// The part files of `dir`, in name order.
+/// Waits until the coordinator has noticed that a worker is gone.
+fn wait_until_lost(c: &Cluster) {
+    poll(|| {
+        let s = ok(c.cmd(&["cluster", "status"]).output().unwrap());
+        String::from_utf8_lossy(&s.stdout)
+            .contains("lost")
+            .then_some(())
+    });
+}
+
 fn part_files(dir: &Path) -> Vec<PathBuf> {
     let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
@@ -821,12 +831,7 @@ fn the_pavlo_join_runs_on_the_cluster_in_both_forms() {
     // With a worker holding the only copy of some Rankings blocks killed,
     // the broadcast join fails in bounded time, saying why.
     signal(c.worker_pids()[holder], "KILL");
-    poll(|| {
-        let s = ok(c.cmd(&["cluster", "status"]).output().unwrap());
-        String::from_utf8_lossy(&s.stdout)
-            .contains("lost")
-            .then_some(())
-    });
+    wait_until_lost(&c);
     let out = c
         .submit(&["pavlo-join", "--rankings", "rankings"])
         .args(["--input", "uservisits", "--output", "x"])
@@ -870,11 +875,6 @@ fn replicated_output_survives_the_loss_of_a_worker() {
         assert_eq!(held, blocks("words ") + 3);
     }
     signal(c.worker_pids()[0], "KILL");
-    poll(|| {
-        let s = ok(c.cmd(&["cluster", "status"]).output().unwrap());
-        String::from_utf8_lossy(&s.stdout)
-            .contains("lost")
-            .then_some(())
-    });
+    wait_until_lost(&c);
     counts_match_local(&c, d.path(), &data);
 }
