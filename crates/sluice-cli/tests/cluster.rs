@@ -621,13 +621,16 @@ fn the_catalog_survives_a_coordinator_restart_and_the_running_job_fails_clearly(
 }
 
 /// The part files of `dir`, in name order.
-/// Waits until the coordinator has noticed that a worker is gone.
-fn wait_until_lost(c: &Cluster) {
+/// Waits until the coordinator counts `n` workers lost (a worker that
+/// comes back registers anew; its old entry stays lost).
+fn wait_until_lost(c: &Cluster, n: usize) {
     poll(|| {
         let s = ok(c.cmd(&["cluster", "status"]).output().unwrap());
-        String::from_utf8_lossy(&s.stdout)
-            .contains("lost")
-            .then_some(())
+        let lost = String::from_utf8_lossy(&s.stdout)
+            .lines()
+            .filter(|l| l.ends_with("lost"))
+            .count();
+        (lost >= n).then_some(())
     });
 }
 
@@ -831,7 +834,7 @@ fn the_pavlo_join_runs_on_the_cluster_in_both_forms() {
     // With a worker holding the only copy of some Rankings blocks killed,
     // the broadcast join fails in bounded time, saying why.
     signal(c.worker_pids()[holder], "KILL");
-    wait_until_lost(&c);
+    wait_until_lost(&c, 1);
     let out = c
         .submit(&["pavlo-join", "--rankings", "rankings"])
         .args(["--input", "uservisits", "--output", "x"])
@@ -852,6 +855,11 @@ fn replicated_output_survives_the_loss_of_a_worker() {
     let data = gen(d.path(), "3MB");
     let c = Cluster::up(d.path(), 2, "--worker-timeout-ms 1000 --heartbeat-ms 100");
     put(&c, &data, "words", "512KB", "2");
+    let dirs = c.data_dirs();
+    // A stray output block of the job about to run (the first of epoch
+    // 1), as a writer that died between copying and reporting leaves.
+    let stray = dirs[1].join("blocks/j4294967297-r7-a3");
+    std::fs::write(&stray, b"stray").unwrap();
     let mut cmd = sluice();
     cmd.args(["submit", "--replication", "2", "--cluster"])
         .arg(&c.dir)
@@ -870,11 +878,27 @@ fn replicated_output_survives_the_loss_of_a_worker() {
         words[at - 1].parse().unwrap()
     };
     assert_eq!(blocks("counts "), 3);
-    for dir in c.data_dirs() {
+    // The job's end sweeps the stray block away.
+    poll(|| (!stray.exists()).then_some(()));
+    for dir in &dirs {
         let held = std::fs::read_dir(dir.join("blocks")).unwrap().count();
         assert_eq!(held, blocks("words ") + 3);
     }
-    signal(c.worker_pids()[0], "KILL");
-    wait_until_lost(&c);
+    // A worker that comes back is told to delete output blocks of jobs
+    // that are over and in no data set; other blocks it keeps.
+    let orphan = dirs[0].join("blocks/j4294967296-r0-a0");
+    let other = dirs[0].join("blocks/b9-9");
+    std::fs::write(&orphan, b"orphan").unwrap();
+    std::fs::write(&other, b"not an output").unwrap();
+    let pid = c.worker_pids()[0];
+    signal(pid, "STOP");
+    wait_until_lost(&c, 1);
+    signal(pid, "CONT");
+    poll(|| (!orphan.exists()).then_some(()));
+    assert!(other.exists());
+    std::fs::remove_file(&other).unwrap();
+
+    signal(pid, "KILL");
+    wait_until_lost(&c, 2);
     counts_match_local(&c, d.path(), &data);
 }

@@ -10,7 +10,7 @@
 //! dropping their running tasks (fencing), and jobs that were running when
 //! the previous coordinator died are recorded as failed with the reason.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,6 +48,7 @@ struct WorkerState {
     kills: Vec<proto::TaskId>,
     deletes: Vec<String>,
     finished_jobs: Vec<u64>,
+    kept_blocks: Vec<String>,
 }
 
 struct State {
@@ -405,6 +406,7 @@ impl State {
                 }
             }
         }
+        let kept = committed_blocks(job);
         let (state, error) = match &job.state {
             JobState::Succeeded => ("succeeded", String::new()),
             JobState::Failed(m) => ("failed", m.clone()),
@@ -425,7 +427,31 @@ impl State {
         }
         for w in self.workers.values_mut() {
             w.finished_jobs.push(id);
+            w.kept_blocks.extend(kept.iter().cloned());
         }
+    }
+
+    /// Of the blocks a registering worker holds, the task outputs nothing
+    /// will use: of a job not running here, in no data set. (A worker
+    /// that died between copying an output block and reporting it, or
+    /// a job that a coordinator restart ended, leaves such blocks.)
+    fn orphans(&self, blocks: &[String]) -> Vec<String> {
+        let cataloged: HashSet<&str> = self
+            .catalog
+            .datasets
+            .values()
+            .flat_map(|d| d.blocks().map(|b| b.id.as_str()))
+            .collect();
+        blocks
+            .iter()
+            .filter(|b| {
+                output_block_job(b).is_some_and(|j| {
+                    !self.jobs.get(&j).is_some_and(Job::is_running)
+                        && !cataloged.contains(b.as_str())
+                })
+            })
+            .cloned()
+            .collect()
     }
 
     /// Has the worker that wrote an output block, and every worker that
@@ -654,6 +680,7 @@ impl Coordinator for Service {
         for id in old {
             st.lose_worker(id);
         }
+        let orphans = st.orphans(&r.blocks);
         st.next_worker += 1;
         let id = st.next_worker;
         st.workers.insert(
@@ -671,8 +698,9 @@ impl Coordinator for Service {
                 },
                 last_seen: Instant::now(),
                 kills: Vec::new(),
-                deletes: Vec::new(),
+                deletes: orphans,
                 finished_jobs: Vec::new(),
+                kept_blocks: Vec::new(),
             },
         );
         drop(st);
@@ -987,6 +1015,7 @@ impl Service {
             kills: std::mem::take(&mut w.kills),
             delete_blocks: std::mem::take(&mut w.deletes),
             finished_jobs: std::mem::take(&mut w.finished_jobs),
+            kept_blocks: std::mem::take(&mut w.kept_blocks),
         }
     }
 }
@@ -996,6 +1025,27 @@ fn is_empty(r: &proto::HeartbeatReply) -> bool {
         && r.kills.is_empty()
         && r.delete_blocks.is_empty()
         && r.finished_jobs.is_empty()
+}
+
+/// The job whose task wrote output block `id` (`j<job>-...`, see
+/// [`assignment`]), if it is one.
+pub fn output_block_job(id: &str) -> Option<u64> {
+    id.strip_prefix('j')?.split('-').next()?.parse().ok()
+}
+
+/// The output blocks a job's commit put in the catalog (none unless it
+/// succeeded).
+fn committed_blocks(job: &Job) -> Vec<String> {
+    if job.state != JobState::Succeeded {
+        return Vec::new();
+    }
+    [MAP, REDUCE]
+        .iter()
+        .flat_map(|&k| job.tasks(k))
+        .filter_map(|t| t.winner()?.report.as_ref()?.output.as_ref())
+        .map(|o| o.id.clone())
+        .filter(|id| !id.is_empty())
+        .collect()
 }
 
 /// A worker as placement sees it.
@@ -1014,4 +1064,18 @@ pub fn host_of(addr: &str) -> String {
         .map_or(addr, |(h, _)| h)
         .trim_matches(['[', ']'])
         .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::output_block_job;
+
+    #[test]
+    fn output_blocks_name_their_job() {
+        assert_eq!(output_block_job("j4294967297-r0-a1"), Some(4294967297));
+        assert_eq!(output_block_job("j12-m3-a0"), Some(12));
+        for not_output in ["b1-7", "j-r0-a0", "jx-r0", "", "j"] {
+            assert_eq!(output_block_job(not_output), None, "{not_output}");
+        }
+    }
 }

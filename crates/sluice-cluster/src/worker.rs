@@ -249,6 +249,7 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
             .collect();
         lock(&shared.cancelled).extend(running);
         lock(&shared.jobs).remove(j);
+        sweep_outputs(shared, *j, &r.kept_blocks);
         let _ = std::fs::remove_dir_all(shared.layout.shuffle_dir(*j));
         let _ = std::fs::remove_dir_all(shared.layout.work_dir(*j));
     }
@@ -276,6 +277,18 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
         });
     }
     false
+}
+
+/// Deletes the output blocks of finished job `job` here that its
+/// committed data set does not hold: copies of attempts that lost, or
+/// whose writer died before reporting them.
+fn sweep_outputs(shared: &Shared, job: u64, kept: &[String]) {
+    for id in shared.layout.block_ids() {
+        let of_job = crate::coordinator::output_block_job(&id) == Some(job);
+        if of_job && !kept.contains(&id) {
+            let _ = std::fs::remove_file(shared.layout.block(&id));
+        }
+    }
 }
 
 fn discard(shared: &Shared, report: &TaskReport) {
