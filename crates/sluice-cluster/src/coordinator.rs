@@ -1028,7 +1028,7 @@ fn is_empty(r: &proto::HeartbeatReply) -> bool {
 }
 
 /// The job whose task wrote output block `id` (`j<job>-...`, see
-/// [`assignment`]), if it is one.
+/// the coordinator names them), if it is one.
 pub fn output_block_job(id: &str) -> Option<u64> {
     id.strip_prefix('j')?.split('-').next()?.parse().ok()
 }
