@@ -1027,8 +1027,8 @@ fn is_empty(r: &proto::HeartbeatReply) -> bool {
         && r.finished_jobs.is_empty()
 }
 
-/// The job whose task wrote output block `id` (`j<job>-...`, see
-/// the coordinator names them), if it is one.
+/// The job whose task wrote output block `id` (the coordinator names
+/// them `j<job>-<m|r><task>-a<attempt>`), if it is one.
 pub fn output_block_job(id: &str) -> Option<u64> {
     id.strip_prefix('j')?.split('-').next()?.parse().ok()
 }
