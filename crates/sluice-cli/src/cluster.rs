@@ -19,7 +19,7 @@ use sluice_cluster::sample::Sample;
 use sluice_cluster::worker::{self, WorkerConfig};
 use sluice_cluster::JobFactory;
 use sluice_engine::EngineConfig;
-use sluice_formats::input::{Codec, InputFile, Split};
+use sluice_formats::input::Split;
 use sluice_jobs::pavlo;
 
 use crate::{units, InputFormat, JobName, JoinForm, RunArgs};
@@ -203,7 +203,7 @@ struct CliJobs;
 impl JobFactory for CliJobs {
     fn side_inputs(&self, args: &[String]) -> Result<Vec<String>, String> {
         let ra = RunArgs::parse(args).map_err(|e| e.to_string())?;
-        if !is_broadcast_join(&ra) {
+        if !ra.is_join(JoinForm::Fast) {
             return Ok(Vec::new());
         }
         let rankings = ra
@@ -219,13 +219,11 @@ impl JobFactory for CliJobs {
         side: Option<&[Vec<PathBuf>]>,
     ) -> Result<(JobSpec, EngineConfig), String> {
         let ra = RunArgs::parse(args).map_err(|e| e.to_string())?;
-        if ra.job == JobName::PavloJoin && ra.join_stage.is_none() {
-            if ra.join == JoinForm::Baseline {
-                return Err(
-                    "the baseline pavlo-join is three jobs: sluice submit chains them".into(),
-                );
-            }
+        if ra.is_join(JoinForm::Fast) {
             return broadcast_join(&ra, side);
+        }
+        if ra.is_join(JoinForm::Baseline) {
+            return Err("the baseline pavlo-join is three jobs: sluice submit chains them".into());
         }
         let sorts = matches!(ra.job, JobName::Sort | JobName::Terasort);
         if sorts && ra.split_points.is_none() && ra.reducers.unwrap_or(1) > 1 {
@@ -242,11 +240,6 @@ impl JobFactory for CliJobs {
         let (job, cfg, _) = crate::run::build_job(&ra, cfg).map_err(|e| format!("{e:#}"))?;
         Ok((job, cfg))
     }
-}
-
-/// The fast pavlo-join, which a cluster runs as a broadcast hash join.
-fn is_broadcast_join(ra: &RunArgs) -> bool {
-    ra.job == JobName::PavloJoin && ra.join == JoinForm::Fast && ra.join_stage.is_none()
 }
 
 /// The fast join on a cluster: every map task looks its visits up in a
@@ -278,16 +271,7 @@ fn whole_files(files: &[PathBuf]) -> Result<Vec<Split>, String> {
             let len = std::fs::metadata(path)
                 .map_err(|e| format!("reading {}: {e}", path.display()))?
                 .len();
-            Ok(Split {
-                index,
-                file: Arc::new(InputFile {
-                    path: path.clone(),
-                    len,
-                    codec: Codec::None,
-                }),
-                start: 0,
-                end: len,
-            })
+            Ok(Split::whole(index, path.clone(), len))
         })
         .collect()
 }
@@ -743,8 +727,7 @@ pub fn submit_args(
     replication: u32,
 ) -> anyhow::Result<ClusterReport> {
     let ra = RunArgs::parse(&args)?;
-    let baseline = ra.join == JoinForm::Baseline && ra.join_stage.is_none();
-    if ra.job == JobName::PavloJoin && baseline {
+    if ra.is_join(JoinForm::Baseline) {
         return join_baseline(conn, &args, &ra, replication);
     }
     submit_one(conn, args, replication)
@@ -769,28 +752,34 @@ fn join_baseline(
     let aggregated = format!("_join-{tag}-aggregated");
     let output = ra.output.display().to_string();
     let base = without_flags(args, &["--input", "--output", "--report"], &["--overwrite"]);
+    // Only the answer takes the replication asked for; the temporary
+    // data sets live as long as the chain.
     let stages = [
         (
             "filter",
             format!("{rankings},{}", ra.input),
             &filtered,
             true,
+            1,
         ),
-        ("aggregate", filtered.clone(), &aggregated, true),
-        ("top", aggregated.clone(), &output, ra.overwrite),
+        ("aggregate", filtered.clone(), &aggregated, true, 1),
+        (
+            "top",
+            aggregated.clone(),
+            &output,
+            ra.overwrite,
+            replication,
+        ),
     ];
     let mut reports = Vec::new();
     let mut run = || -> anyhow::Result<()> {
-        for (stage, input, out, overwrite) in &stages {
+        for (stage, input, out, overwrite, replication) in &stages {
             let mut a = base.clone();
             a.extend(["--join-stage", stage, "--input", input, "--output", out].map(String::from));
             if *overwrite {
                 a.push("--overwrite".into());
             }
-            // Only the answer takes the replication asked for; the
-            // temporary data sets live as long as the chain.
-            let r = if *out == &output { replication } else { 1 };
-            reports.push(submit_one(conn, a, r)?);
+            reports.push(submit_one(conn, a, *replication)?);
         }
         Ok(())
     };

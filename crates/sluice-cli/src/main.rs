@@ -298,6 +298,12 @@ impl RunArgs {
             _ => anyhow::bail!("not a run command"),
         }
     }
+
+    /// Whether this is the whole Pavlo join in `form` (not one stage of
+    /// the baseline).
+    fn is_join(&self, form: JoinForm) -> bool {
+        self.job == JobName::PavloJoin && self.join == form && self.join_stage.is_none()
+    }
 }
 
 /// A value enum's command-line name (`pavlo-agg-large`).

@@ -24,8 +24,7 @@ const SORT_SAMPLES_PER_SPLIT: usize = 100;
 /// Runs the job (three jobs for the baseline join) and returns the reports.
 pub fn run(args: &RunArgs) -> anyhow::Result<Vec<JobReport>> {
     let cfg = config(args);
-    let baseline = args.join == JoinForm::Baseline && args.join_stage.is_none();
-    let reports = if args.job == JobName::PavloJoin && baseline {
+    let reports = if args.is_join(JoinForm::Baseline) {
         join_baseline(args, &cfg)?
     } else {
         let (job, cfg, input) = build_job(args, cfg)?;

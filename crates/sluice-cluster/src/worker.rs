@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use sluice_api::TaskCounter;
 use sluice_engine::tasks::{self, TaskOutput};
-use sluice_formats::input::{Codec, InputFile, Split};
+use sluice_formats::input::Split;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tonic::service::interceptor::InterceptedService;
@@ -458,17 +458,7 @@ fn map_input(
         report.fetch_seconds = t.elapsed().as_secs_f64();
         (tmp.clone(), Some(TempFile(tmp)))
     };
-    let split = Split {
-        index: id.index as usize,
-        file: Arc::new(InputFile {
-            path,
-            len: block.len,
-            codec: Codec::None,
-        }),
-        start: 0,
-        end: block.len,
-    };
-    Ok((split, remote))
+    Ok((Split::whole(id.index as usize, path, block.len), remote))
 }
 
 /// A file removed when dropped.

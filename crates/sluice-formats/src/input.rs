@@ -90,6 +90,21 @@ impl Split {
         }
     }
 
+    /// Split `index`: the whole of the uncompressed file at `path`, of
+    /// `len` bytes (a cluster block).
+    pub fn whole(index: usize, path: PathBuf, len: u64) -> Split {
+        Split {
+            index,
+            file: Arc::new(InputFile {
+                path,
+                len,
+                codec: Codec::None,
+            }),
+            start: 0,
+            end: len,
+        }
+    }
+
     /// Whether this split is synthetic (has no file).
     pub fn is_synthetic(&self) -> bool {
         self.file.path.as_os_str().is_empty()
