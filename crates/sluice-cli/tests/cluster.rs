@@ -831,6 +831,19 @@ fn the_pavlo_join_runs_on_the_cluster_in_both_forms() {
         ["joined-base", "joined-fast", "rankings", "uservisits"]
     );
 
+    // A job may not overwrite a data set it reads.
+    let out = c
+        .submit(&["wordcount", "--input", "rankings,uservisits"])
+        .args(["--output", "uservisits", "--overwrite"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("output data set uservisits is also an input"),
+        "{err}"
+    );
+
     // With a worker holding the only copy of some Rankings blocks killed,
     // the broadcast join fails in bounded time, saying why.
     signal(c.worker_pids()[holder], "KILL");
