@@ -89,6 +89,10 @@ pub struct CoordinatorArgs {
     /// A task this many times slower than its phase's median is a straggler.
     #[arg(long, default_value_t = 1.5)]
     speculative_slowdown: f64,
+    /// A block no data set, put or job knows is deleted from its worker
+    /// once it has been reported this long (ms).
+    #[arg(long, default_value_t = 600_000)]
+    orphan_grace_ms: u64,
 }
 
 /// Worker settings.
@@ -116,6 +120,15 @@ pub struct WorkerArgs {
     /// Shared secret file [default: $SLUICE_SECRET].
     #[arg(long)]
     secret_file: Option<PathBuf>,
+    /// Block scanner read rate (bytes/s); 0 turns the scanner off.
+    #[arg(long, default_value = "16MiB/s", value_parser = units::parse_rate)]
+    scan_rate: u64,
+    /// Seconds between the starts of two scans of every stored block.
+    #[arg(long, default_value_t = 21_600.0)]
+    scan_period_s: f64,
+    /// Interval between block reports (every stored block) in ms.
+    #[arg(long, default_value_t = 60_000)]
+    block_report_ms: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -134,6 +147,9 @@ pub enum ClusterCmd {
         /// Extra coordinator flags, e.g. "--worker-timeout-ms 2000".
         #[arg(long, default_value = "", allow_hyphen_values = true)]
         coordinator_flags: String,
+        /// Extra flags for every worker, e.g. "--scan-period-s 60".
+        #[arg(long, default_value = "", allow_hyphen_values = true)]
+        worker_flags: String,
     },
     /// Stop the processes of a `cluster up`.
     Down {
@@ -322,6 +338,7 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         settings,
         factory: Arc::new(CliJobs),
         placement: Box::new(RackAware),
+        orphan_grace: Duration::from_millis(a.orphan_grace_ms),
     };
     runtime()?.block_on(async {
         let (addr, server) = coordinator::start(cfg).await?;
@@ -349,6 +366,11 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
         slots: a.slots.unwrap_or(cores).max(1),
         secret: secret(a.secret_file.as_deref())?,
         factory: Arc::new(CliJobs),
+        scan: worker::ScanSettings {
+            rate: a.scan_rate,
+            period: Duration::from_secs_f64(a.scan_period_s.max(0.0)),
+        },
+        block_report: Duration::from_millis(a.block_report_ms.max(10)),
     };
     runtime()?.block_on(worker::run(cfg))?;
     Ok(())
@@ -362,8 +384,9 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             dir,
             slots,
             coordinator_flags,
+            worker_flags,
         } => {
-            let f = up(*workers, dir, *slots, coordinator_flags)?;
+            let f = up(*workers, dir, *slots, coordinator_flags, worker_flags)?;
             println!(
                 "cluster up: coordinator {} and {} workers; state in {}",
                 f.coordinator,
@@ -411,7 +434,13 @@ fn spawn(dir: &Path, log: &str, args: &[String]) -> anyhow::Result<u32> {
 }
 
 /// Starts a coordinator and `n` workers in `dir`; writes cluster.json.
-pub fn up(n: u32, dir: &Path, slots: Option<u32>, extra: &str) -> anyhow::Result<ClusterFile> {
+pub fn up(
+    n: u32,
+    dir: &Path,
+    slots: Option<u32>,
+    extra: &str,
+    worker_extra: &str,
+) -> anyhow::Result<ClusterFile> {
     if dir.join("cluster.json").exists() {
         bail!(
             "{} already has a cluster (sluice cluster down --dir {0} first)",
@@ -461,7 +490,7 @@ pub fn up(n: u32, dir: &Path, slots: Option<u32>, extra: &str) -> anyhow::Result
     let mut pids = Vec::new();
     for i in 0..n {
         let data = dir.join(format!("worker-{i}"));
-        let args = vec![
+        let mut args = vec![
             "worker".into(),
             "--coordinator".into(),
             addr.clone(),
@@ -472,6 +501,7 @@ pub fn up(n: u32, dir: &Path, slots: Option<u32>, extra: &str) -> anyhow::Result
             "--secret-file".into(),
             s(&secret_file),
         ];
+        args.extend(worker_extra.split_whitespace().map(str::to_owned));
         pids.push((spawn(&dir, &format!("worker-{i}.log"), &args)?, data));
     }
     let conn = Conn {
@@ -609,8 +639,18 @@ pub fn ls(conn: &Conn) -> anyhow::Result<()> {
     for d in rt.block_on(c.list())? {
         let blocks: Vec<_> = d.blocks().collect();
         let min_repl = blocks.iter().map(|b| b.replicas.len()).min().unwrap_or(0);
+        let want = d.replication.max(1) as usize;
+        let under: Vec<_> = blocks.iter().filter(|b| b.replicas.len() < want).collect();
+        let health = if under.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "  {} blocks with fewer than {want} intact replicas",
+                under.len()
+            )
+        };
         println!(
-            "{:<24} {:>14} bytes {:>4} files {:>5} blocks  replicas>={}  {}",
+            "{:<24} {:>14} bytes {:>4} files {:>5} blocks  replicas>={}{health}  {}",
             d.name,
             d.len(),
             d.files.len(),
@@ -618,6 +658,24 @@ pub fn ls(conn: &Conn) -> anyhow::Result<()> {
             min_repl,
             d.origin
         );
+        for b in under {
+            let damaged: Vec<String> = b
+                .corrupt
+                .iter()
+                .map(|c| format!("worker {}: {}", c.uid, c.detail))
+                .collect();
+            println!(
+                "  block {}: {} of {want} replicas intact{}{}",
+                b.id,
+                b.replicas.len(),
+                if damaged.is_empty() {
+                    ""
+                } else {
+                    "; damaged: "
+                },
+                damaged.join("; ")
+            );
+        }
     }
     Ok(())
 }

@@ -27,8 +27,39 @@ pub struct BlockMeta {
     pub id: String,
     pub len: u64,
     pub crc: u32,
-    /// Uids of workers holding a replica.
+    /// Uids of workers holding an intact replica.
     pub replicas: Vec<String>,
+    /// Replicas found damaged, taken out of `replicas`: never read again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corrupt: Vec<CorruptMark>,
+}
+
+/// A replica found damaged, and the evidence.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CorruptMark {
+    /// The worker that held it.
+    pub uid: String,
+    /// What was wrong (`10 bytes of 3999955`, `checksum mismatch at chunk 7 ...`).
+    pub detail: String,
+    /// When it was reported (Unix ms).
+    pub at_ms: u64,
+}
+
+impl BlockMeta {
+    /// Moves worker `uid`'s replica from `replicas` to `corrupt`; returns
+    /// whether it held one.
+    pub fn mark_corrupt(&mut self, uid: &str, detail: &str) -> bool {
+        let Some(i) = self.replicas.iter().position(|u| u == uid) else {
+            return false;
+        };
+        self.replicas.remove(i);
+        self.corrupt.push(CorruptMark {
+            uid: uid.to_owned(),
+            detail: detail.to_owned(),
+            at_ms: crate::now_ms(),
+        });
+        true
+    }
 }
 
 /// One file of a data set.
@@ -46,6 +77,13 @@ pub struct DatasetMeta {
     pub created_ms: u64,
     /// How it was made: `put PATH`, `job N (wordcount)`, ...
     pub origin: String,
+    /// Replicas asked for each block.
+    #[serde(default = "one")]
+    pub replication: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl DatasetMeta {
@@ -304,6 +342,17 @@ impl From<&BlockMeta> for proto::BlockInfo {
             len: b.len,
             crc: b.crc,
             replicas: b.replicas.clone(),
+            corrupt: b
+                .corrupt
+                .iter()
+                .map(|c| proto::CorruptReplica {
+                    block: b.id.clone(),
+                    worker: c.uid.clone(),
+                    addr: String::new(),
+                    detail: c.detail.clone(),
+                    at_ms: c.at_ms,
+                })
+                .collect(),
         }
     }
 }
@@ -315,6 +364,15 @@ impl From<proto::BlockInfo> for BlockMeta {
             len: b.len,
             crc: b.crc,
             replicas: b.replicas,
+            corrupt: b
+                .corrupt
+                .into_iter()
+                .map(|c| CorruptMark {
+                    uid: c.worker,
+                    detail: c.detail,
+                    at_ms: c.at_ms,
+                })
+                .collect(),
         }
     }
 }
@@ -333,6 +391,7 @@ impl From<&DatasetMeta> for proto::Dataset {
                 .collect(),
             created_ms: d.created_ms,
             origin: d.origin.clone(),
+            replication: d.replication,
         }
     }
 }
@@ -351,6 +410,7 @@ impl From<proto::Dataset> for DatasetMeta {
                 .collect(),
             created_ms: d.created_ms,
             origin: d.origin,
+            replication: d.replication.max(1),
         }
     }
 }
@@ -436,10 +496,12 @@ mod tests {
                         len: 3,
                         crc: 1,
                         replicas: vec!["a".into()],
+                        corrupt: Vec::new(),
                     }],
                 }],
                 created_ms: 0,
                 origin: "test".into(),
+                replication: 1,
             },
         );
         s.save_catalog(&c).unwrap();

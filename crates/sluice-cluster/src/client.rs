@@ -79,6 +79,7 @@ impl Client {
             files: Vec::new(),
             created_ms: crate::now_ms(),
             origin: format!("put {}", path.display()),
+            replication: opts.replication.max(1),
         };
         // One plan for the whole data set, so blocks spread evenly across
         // workers however many files there are; blocks cut short at line
@@ -91,7 +92,31 @@ impl Client {
             total += len.div_ceil(opts.block_size.max(1)).max(1);
         }
         let mut plan = std::collections::VecDeque::from(self.plan(total, opts.replication).await?);
-        for f in &files {
+        let mut planned: Vec<String> = plan.iter().map(|p| p.id.clone()).collect();
+        let res = self
+            .put_files(&files, name, opts, &mut meta, &mut plan, &mut planned)
+            .await;
+        if let Err(e) = res {
+            // Nothing of a failed put may stay on the workers.
+            let req = proto::BlockIds { ids: planned };
+            if let Err(a) = self.rpc.clone().abandon_blocks(req).await {
+                tracing::warn!("abandoning the put's blocks: {}", a.message());
+            }
+            return Err(e);
+        }
+        Ok(meta)
+    }
+
+    async fn put_files(
+        &self,
+        files: &[sluice_formats::input::InputFile],
+        name: &str,
+        opts: &PutOptions,
+        meta: &mut DatasetMeta,
+        plan: &mut std::collections::VecDeque<proto::Placement>,
+        planned: &mut Vec<String>,
+    ) -> Result<()> {
+        for f in files {
             if f.codec != sluice_formats::input::Codec::None {
                 return Err(ClusterError::Config(format!(
                     "{}: compressed files cannot be cut into blocks; decompress it first",
@@ -102,18 +127,18 @@ impl Client {
                 .path
                 .file_name()
                 .map_or_else(|| name.to_owned(), |n| n.to_string_lossy().into_owned());
-            let blocks = self.put_file(&f.path, opts, &mut plan).await?;
+            let blocks = self.put_file(&f.path, opts, plan, planned).await?;
             meta.files.push(FileMeta {
                 name: file_name,
                 blocks,
             });
         }
         let req = proto::CommitDatasetRequest {
-            dataset: Some((&meta).into()),
+            dataset: Some((&*meta).into()),
             overwrite: opts.overwrite,
         };
         self.rpc.clone().commit_dataset(req).await?;
-        Ok(meta)
+        Ok(())
     }
 
     async fn put_file(
@@ -121,6 +146,7 @@ impl Client {
         path: &Path,
         opts: &PutOptions,
         plan: &mut std::collections::VecDeque<proto::Placement>,
+        planned: &mut Vec<String>,
     ) -> Result<Vec<BlockMeta>> {
         let mut f = std::fs::File::open(path).map_err(|e| ClusterError::io("opening", path, e))?;
         let mut blocks = Vec::new();
@@ -131,7 +157,9 @@ impl Client {
                 return Ok(blocks);
             }
             if plan.is_empty() {
-                plan.extend(self.plan(1, opts.replication).await?);
+                let more = self.plan(1, opts.replication).await?;
+                planned.extend(more.iter().map(|p| p.id.clone()));
+                plan.extend(more);
             }
             let p = plan.pop_front().expect("a placement was planned");
             blocks.push(self.store_block(&block, p).await?);
@@ -144,31 +172,72 @@ impl Client {
             blocks: u32::try_from(n).unwrap_or(u32::MAX),
             replication,
             writer_host: String::new(),
+            exclude: Vec::new(),
         };
         Ok(self.rpc.clone().plan_blocks(req).await?.into_inner().blocks)
     }
 
-    /// Writes one block to every target of its placement.
+    /// A worker for one replica, none of `exclude` (uids).
+    async fn another_worker(&self, exclude: Vec<String>) -> Result<Option<proto::WorkerInfo>> {
+        let req = proto::PlanBlocksRequest {
+            blocks: 1,
+            replication: 1,
+            writer_host: String::new(),
+            exclude,
+        };
+        let r = self.rpc.clone().plan_blocks(req).await?.into_inner();
+        Ok(r.blocks
+            .into_iter()
+            .next()
+            .and_then(|p| p.targets.into_iter().next()))
+    }
+
+    /// Writes one block to every target of its placement. A target that
+    /// cannot store it (a full disk, a lost worker) is replaced by another
+    /// worker the coordinator picks; when none is left the put fails,
+    /// naming every worker tried and why.
     async fn store_block(&self, block: &[u8], p: proto::Placement) -> Result<BlockMeta> {
         let crc = crc32c::crc32c(block);
-        let mut replicas = Vec::new();
-        for t in &p.targets {
-            let mut r = block;
-            data::write_block(
-                &t.data_addr,
-                &self.secret,
-                &p.id,
-                &mut r,
-                block.len() as u64,
-                crc,
-            )?;
-            replicas.push(t.uid.clone());
+        let mut replicas: Vec<String> = Vec::new();
+        let mut failures: Vec<String> = Vec::new();
+        let mut tried: Vec<String> = p.targets.iter().map(|t| t.uid.clone()).collect();
+        for first in &p.targets {
+            let mut target = first.clone();
+            loop {
+                let mut r = block;
+                let len = block.len() as u64;
+                match data::write_block(&target.data_addr, &self.secret, &p.id, &mut r, len, crc) {
+                    Ok(()) => {
+                        replicas.push(target.uid.clone());
+                        break;
+                    }
+                    Err(e) => {
+                        let why = format!("worker {} ({}): {e}", target.id, target.data_addr);
+                        tracing::warn!("block {}: {why}", p.id);
+                        failures.push(why);
+                    }
+                }
+                match self.another_worker(tried.clone()).await? {
+                    Some(w) => {
+                        tried.push(w.uid.clone());
+                        target = w;
+                    }
+                    None => {
+                        return Err(ClusterError::Remote(format!(
+                            "block {} could not be stored: {}; no other worker is left",
+                            p.id,
+                            failures.join("; ")
+                        )))
+                    }
+                }
+            }
         }
         Ok(BlockMeta {
             id: p.id,
             len: block.len() as u64,
             crc,
             replicas,
+            corrupt: Vec::new(),
         })
     }
 
@@ -202,13 +271,28 @@ impl Client {
     pub async fn block_heads(&self, name: &str, max: u64) -> Result<Vec<Vec<u8>>> {
         let d = self.dataset(name).await?;
         let info = self.info().await?;
-        d.blocks()
+        let mut damaged = Vec::new();
+        let heads = d
+            .blocks()
             .map(|b| {
-                from_any_replica(b, &live_addr(&info), |addr| {
+                from_any_replica(b, &live_addr(&info), &mut damaged, |addr| {
                     data::read_head(addr, &self.secret, &b.id, max)
                 })
             })
-            .collect()
+            .collect();
+        self.report_damaged(damaged).await;
+        heads
+    }
+
+    /// Tells the coordinator about damaged replicas a read met.
+    async fn report_damaged(&self, replicas: Vec<proto::CorruptReplica>) {
+        if replicas.is_empty() {
+            return;
+        }
+        let req = proto::CorruptReport { replicas };
+        if let Err(e) = self.rpc.clone().report_corrupt(req).await {
+            tracing::warn!("reporting damaged replicas: {}", e.message());
+        }
     }
 
     /// Writes data set `name` to `out`: a file when the data set has one
@@ -224,6 +308,7 @@ impl Client {
             std::fs::create_dir_all(&tmp).map_err(|e| ClusterError::io("creating", &tmp, e))?;
         }
         let mut total = 0;
+        let mut damaged = Vec::new();
         let res: Result<()> = (|| {
             for f in &d.files {
                 let path = if single {
@@ -235,7 +320,8 @@ impl Client {
                     .map_err(|e| ClusterError::io("creating", &path, e))?;
                 let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
                 for b in &f.blocks {
-                    total += read_any(&self.secret, b, &addr_of, &mut w)?;
+                    total += read_any(&self.secret, b, &addr_of, &mut damaged, &mut w)
+                        .map_err(|e| in_dataset(e, name))?;
                 }
                 w.flush()
                     .map_err(|e| ClusterError::io("writing", &path, e))?;
@@ -246,6 +332,7 @@ impl Client {
             let _ = std::fs::remove_dir_all(&tmp);
             let _ = std::fs::remove_file(&tmp);
         }
+        self.report_damaged(damaged).await;
         res.map(|()| total)
     }
 
@@ -289,23 +376,67 @@ fn live_addr(info: &proto::ClusterInfo) -> impl Fn(&str) -> Option<String> + '_ 
 }
 
 /// `read` from the first live replica of `b` that answers correctly.
+/// Replicas found damaged are added to `damaged`; when every replica is
+/// damaged or gone the error says so, with each one's evidence.
 fn from_any_replica<T>(
     b: &BlockMeta,
     addr_of: &dyn Fn(&str) -> Option<String>,
+    damaged: &mut Vec<proto::CorruptReplica>,
     mut read: impl FnMut(&str) -> Result<T>,
 ) -> Result<T> {
-    let mut last = ClusterError::Remote(format!(
-        "block {} has no live replica (held by {:?})",
-        b.id, b.replicas
-    ));
+    let mut last = None;
+    let mut evidence: Vec<String> = b
+        .corrupt
+        .iter()
+        .map(|c| format!("worker {}: {}", c.uid, c.detail))
+        .collect();
     for uid in &b.replicas {
-        let Some(addr) = addr_of(uid) else { continue };
+        let Some(addr) = addr_of(uid) else {
+            evidence.push(format!("worker {uid}: not live"));
+            continue;
+        };
         match read(&addr) {
             Ok(v) => return Ok(v),
-            Err(e) => last = e,
+            Err(ClusterError::Damaged { damage, .. }) => {
+                evidence.push(format!("worker {uid} ({addr}): {damage}"));
+                damaged.push(proto::CorruptReplica {
+                    block: b.id.clone(),
+                    worker: uid.clone(),
+                    addr: addr.clone(),
+                    detail: damage,
+                    at_ms: crate::now_ms(),
+                });
+            }
+            Err(e) => {
+                evidence.push(format!("worker {uid} ({addr}): {e}"));
+                last = Some(e);
+            }
         }
     }
-    Err(last)
+    let any_damage = !b.corrupt.is_empty() || damaged.iter().any(|d| d.block == b.id);
+    if !any_damage {
+        return Err(last.unwrap_or_else(|| {
+            ClusterError::Remote(format!(
+                "block {} has no live replica (held by {:?})",
+                b.id, b.replicas
+            ))
+        }));
+    }
+    Err(ClusterError::Remote(format!(
+        "block {} has no intact replica ({})",
+        b.id,
+        evidence.join("; ")
+    )))
+}
+
+/// Names the data set in a "no intact replica" error.
+fn in_dataset(e: ClusterError, name: &str) -> ClusterError {
+    match e {
+        ClusterError::Remote(m) if m.contains("has no intact replica") => {
+            ClusterError::Remote(m.replacen(" has no", &format!(" of data set {name} has no"), 1))
+        }
+        e => e,
+    }
 }
 
 /// Reads a block from the first live replica that answers correctly.
@@ -313,9 +444,10 @@ fn read_any(
     secret: &Secret,
     b: &BlockMeta,
     addr_of: &dyn Fn(&str) -> Option<String>,
+    damaged: &mut Vec<proto::CorruptReplica>,
     w: &mut impl Write,
 ) -> Result<u64> {
-    let (n, buf) = from_any_replica(b, addr_of, |addr| {
+    let (n, buf) = from_any_replica(b, addr_of, damaged, |addr| {
         let mut buf = Vec::with_capacity(b.len as usize);
         let n = data::read_block(addr, secret, &b.id, b.len, b.crc, &mut buf)?;
         Ok((n, buf))

@@ -40,7 +40,14 @@ pub struct CoordinatorConfig {
     pub settings: Settings,
     pub factory: Arc<dyn JobFactory>,
     pub placement: Box<dyn PlacementPolicy>,
+    /// How long a block that no data set, put or job knows may sit on a
+    /// worker before the worker is told to delete it.
+    pub orphan_grace: Duration,
 }
+
+/// How long blocks planned for a put are reserved for it (a put that
+/// neither commits nor abandons them in this time is assumed dead).
+const PUT_LEASE: Duration = Duration::from_secs(24 * 3600);
 
 struct WorkerState {
     info: proto::WorkerInfo,
@@ -62,6 +69,11 @@ struct State {
     next_job: u64,
     /// When a live worker was last seen (for failing jobs when none is).
     last_alive: Instant,
+    /// Block ids handed to puts in progress, and when.
+    planned: HashMap<String, Instant>,
+    /// Blocks a worker reported that nothing knows, by (uid, block), and
+    /// since when: deleted after the orphan grace period.
+    unknown: HashMap<(String, String), Instant>,
 }
 
 /// The gRPC service.
@@ -106,6 +118,8 @@ pub async fn start(
         next_worker: 0,
         next_job: 0,
         last_alive: Instant::now(),
+        planned: HashMap::new(),
+        unknown: HashMap::new(),
     };
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
@@ -250,22 +264,29 @@ impl State {
         }
     }
 
-    /// Fails jobs with a pending map whose block has no live replica.
+    /// Fails jobs with a pending map whose block has no live intact
+    /// replica.
     fn fail_unreadable_inputs(&mut self) -> bool {
         let live: Vec<String> = self.alive().map(|w| w.info.uid.clone()).collect();
+        let workers: Vec<proto::WorkerInfo> =
+            self.workers.values().map(|w| w.info.clone()).collect();
         let mut changed = false;
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
             let dead = job.maps.iter().enumerate().find(|(i, t)| {
-                let r = &job.blocks[*i].replicas;
+                let b = &job.blocks[*i];
                 // A synthetic task (no block) can run anywhere.
-                t.pending() && !r.is_empty() && !r.iter().any(|u| live.contains(u))
+                t.pending() && !b.id.is_empty() && !b.replicas.iter().any(|u| live.contains(u))
             });
             if let Some((i, _)) = dead {
                 let b = &job.blocks[i];
-                let msg = format!(
-                    "block {} of data set {} has no live replica (held by {:?})",
-                    b.id, job.input, b.replicas
-                );
+                let msg = if b.corrupt.is_empty() {
+                    format!(
+                        "block {} of data set {} has no live replica (held by {:?})",
+                        b.id, job.input, b.replicas
+                    )
+                } else {
+                    no_intact_replica(b, &job.input, &workers)
+                };
                 job.fail(msg);
                 changed = true;
                 continue;
@@ -288,6 +309,101 @@ impl State {
             }
         }
         changed
+    }
+
+    /// Marks a replica damaged: out of its block's replicas in the
+    /// catalog and in running jobs (never read again), and deleted from
+    /// its worker. Returns whether a replica was marked (a report about a
+    /// replica already marked, or never held, changes nothing).
+    fn mark_corrupt(&mut self, c: &proto::CorruptReplica) -> bool {
+        let uid = if c.worker.is_empty() {
+            match self.alive().find(|w| w.info.data_addr == c.addr) {
+                Some(w) => w.info.uid.clone(),
+                None => return false,
+            }
+        } else {
+            c.worker.clone()
+        };
+        let mut marked = false;
+        for d in self.catalog.datasets.values_mut() {
+            for f in &mut d.files {
+                for b in f.blocks.iter_mut().filter(|b| b.id == c.block) {
+                    marked |= b.mark_corrupt(&uid, &c.detail);
+                }
+            }
+        }
+        for job in self.jobs.values_mut().filter(|j| j.is_running()) {
+            let side = job.side.iter_mut().flat_map(|(_, b)| b.iter_mut());
+            for b in job
+                .blocks
+                .iter_mut()
+                .chain(side)
+                .filter(|b| b.id == c.block)
+            {
+                marked |= b.mark_corrupt(&uid, &c.detail);
+            }
+        }
+        if !marked {
+            return false;
+        }
+        tracing::warn!(
+            "block {}: replica on {uid} is damaged: {}",
+            c.block,
+            c.detail
+        );
+        if let Err(e) = self.store.save_catalog(&self.catalog) {
+            tracing::error!("saving the catalog after marking a damaged replica: {e}");
+        }
+        if let Some(w) = self.worker_by_uid_mut(&uid) {
+            w.deletes.push(c.block.clone());
+        }
+        true
+    }
+
+    /// Takes a worker's block report: blocks that no data set holds on it,
+    /// no put in progress was given and no running job wrote are orphans;
+    /// those still reported after the grace period are deleted. Output
+    /// blocks of jobs that have ended go at once.
+    fn block_report(&mut self, worker: u64, blocks: &[String], grace: Duration) {
+        let Some(uid) = self.workers.get(&worker).map(|w| w.info.uid.clone()) else {
+            return;
+        };
+        let now = Instant::now();
+        self.planned
+            .retain(|_, t| now.duration_since(*t) < PUT_LEASE);
+        let held: HashSet<&str> = self
+            .catalog
+            .datasets
+            .values()
+            .flat_map(|d| d.blocks())
+            .filter(|b| b.replicas.contains(&uid))
+            .map(|b| b.id.as_str())
+            .collect();
+        let mut deletes = self.orphans(blocks);
+        let mut unknown = Vec::new();
+        for b in blocks {
+            let known = held.contains(b.as_str())
+                || self.planned.contains_key(b)
+                || output_block_job(b)
+                    .is_some_and(|j| self.jobs.get(&j).is_some_and(Job::is_running))
+                || deletes.contains(b);
+            if !known {
+                unknown.push(b.clone());
+            }
+        }
+        self.unknown
+            .retain(|(u, b), _| *u != uid || unknown.contains(b));
+        for b in unknown {
+            let since = *self.unknown.entry((uid.clone(), b.clone())).or_insert(now);
+            if now.duration_since(since) >= grace {
+                tracing::info!("deleting orphan block {b} on {uid}");
+                self.unknown.remove(&(uid.clone(), b.clone()));
+                deletes.push(b);
+            }
+        }
+        if let Some(w) = self.workers.get_mut(&worker) {
+            w.deletes.extend(deletes);
+        }
     }
 
     /// Commits complete jobs and cleans up after ended ones.
@@ -353,6 +469,7 @@ impl State {
             files,
             created_ms: crate::now_ms(),
             origin: format!("job {id} ({})", job.args.join(" ")),
+            replication: job.output_replication,
         };
         let old = self.catalog.datasets.insert(name.clone(), meta);
         if let Err(e) = self.store.save_catalog(&self.catalog) {
@@ -546,8 +663,15 @@ impl State {
             .count()
     }
 
-    fn on_report(&mut self, worker: u64, rep: proto::TaskReport, s: &Settings) {
+    fn on_report(&mut self, worker: u64, mut rep: proto::TaskReport, s: &Settings) {
         let Some(t) = rep.task else { return };
+        // Only replicas actually taken out of service excuse a failure, so
+        // a task cannot fail forever without counting.
+        let corrupt = std::mem::take(&mut rep.corrupt);
+        rep.corrupt = corrupt
+            .into_iter()
+            .filter(|c| self.mark_corrupt(c))
+            .collect();
         let Some(job) = self.jobs.get_mut(&t.job) else {
             return;
         };
@@ -680,7 +804,6 @@ impl Coordinator for Service {
         for id in old {
             st.lose_worker(id);
         }
-        let orphans = st.orphans(&r.blocks);
         st.next_worker += 1;
         let id = st.next_worker;
         st.workers.insert(
@@ -698,11 +821,12 @@ impl Coordinator for Service {
                 },
                 last_seen: Instant::now(),
                 kills: Vec::new(),
-                deletes: orphans,
+                deletes: Vec::new(),
                 finished_jobs: Vec::new(),
                 kept_blocks: Vec::new(),
             },
         );
+        st.block_report(id, &r.blocks, self.cfg.orphan_grace);
         drop(st);
         self.notify.notify_waiters();
         Ok(Response::new(proto::RegisterReply {
@@ -732,10 +856,17 @@ impl Coordinator for Service {
                     }))
                 }
             }
-            let had_reports = !r.reports.is_empty();
+            let had_reports = !r.reports.is_empty() || !r.corrupt.is_empty();
+            for c in &r.corrupt {
+                st.mark_corrupt(c);
+            }
+            if r.block_report {
+                st.block_report(r.worker_id, &r.blocks, self.cfg.orphan_grace);
+            }
             for rep in r.reports {
                 st.on_report(r.worker_id, rep, s);
             }
+            st.fail_unreadable_inputs();
             st.settle_jobs();
             if had_reports {
                 self.notify.notify_waiters();
@@ -813,9 +944,16 @@ impl Coordinator for Service {
     ) -> Reply<proto::PlanBlocksReply> {
         let r = req.into_inner();
         let mut st = self.lock();
-        let live: Vec<proto::WorkerInfo> = st.alive().map(|w| w.info.clone()).collect();
-        if live.is_empty() {
+        if st.alive().next().is_none() {
             return Err(Status::unavailable("no live workers"));
+        }
+        let live: Vec<proto::WorkerInfo> = st
+            .alive()
+            .filter(|w| !r.exclude.contains(&w.info.uid))
+            .map(|w| w.info.clone())
+            .collect();
+        if live.is_empty() {
+            return Ok(Response::new(proto::PlanBlocksReply::default()));
         }
         let nodes: Vec<Node> = live.iter().map(node).collect();
         let repl = (r.replication.max(1) as usize).min(live.len());
@@ -831,10 +969,9 @@ impl Coordinator for Service {
                 .iter()
                 .filter_map(|u| live.iter().find(|w| &w.uid == u).cloned())
                 .collect();
-            blocks.push(proto::Placement {
-                id: st.catalog.new_block_id(epoch),
-                targets,
-            });
+            let id = st.catalog.new_block_id(epoch);
+            st.planned.insert(id.clone(), Instant::now());
+            blocks.push(proto::Placement { id, targets });
         }
         let cat = st.catalog.clone();
         st.store.save_catalog(&cat).map_err(status)?;
@@ -852,12 +989,49 @@ impl Coordinator for Service {
                 d.name
             )));
         }
+        for b in d.blocks() {
+            st.planned.remove(&b.id);
+        }
         let old = st.catalog.datasets.insert(d.name.clone(), d);
         let cat = st.catalog.clone();
         st.store.save_catalog(&cat).map_err(status)?;
         if let Some(old) = old {
             st.delete_dataset_blocks(&old);
         }
+        Ok(Response::new(Empty {}))
+    }
+
+    async fn abandon_blocks(&self, req: Request<proto::BlockIds>) -> Reply<Empty> {
+        let ids = req.into_inner().ids;
+        let mut st = self.lock();
+        let cataloged: HashSet<String> = st
+            .catalog
+            .datasets
+            .values()
+            .flat_map(|d| d.blocks().map(|b| b.id.clone()))
+            .collect();
+        // Only blocks handed to a put and never committed.
+        let ids: Vec<String> = ids
+            .into_iter()
+            .filter(|b| st.planned.remove(b).is_some() && !cataloged.contains(b))
+            .collect();
+        for w in st.workers.values_mut().filter(|w| w.info.alive) {
+            w.deletes.extend(ids.iter().cloned());
+        }
+        drop(st);
+        self.notify.notify_waiters();
+        Ok(Response::new(Empty {}))
+    }
+
+    async fn report_corrupt(&self, req: Request<proto::CorruptReport>) -> Reply<Empty> {
+        let mut st = self.lock();
+        for c in &req.into_inner().replicas {
+            st.mark_corrupt(c);
+        }
+        st.fail_unreadable_inputs();
+        st.settle_jobs();
+        drop(st);
+        self.notify.notify_waiters();
         Ok(Response::new(Empty {}))
     }
 
@@ -1046,6 +1220,26 @@ fn committed_blocks(job: &Job) -> Vec<String> {
         .map(|o| o.id.clone())
         .filter(|id| !id.is_empty())
         .collect()
+}
+
+/// The error of a job whose block has no intact replica left, with the
+/// evidence against each damaged one.
+fn no_intact_replica(b: &BlockMeta, input: &str, workers: &[proto::WorkerInfo]) -> String {
+    let name = |uid: &str| match workers.iter().rev().find(|w| w.uid == uid) {
+        Some(w) => format!("worker {} ({})", w.id, w.data_addr),
+        None => format!("worker {uid}"),
+    };
+    let mut why: Vec<String> = b
+        .corrupt
+        .iter()
+        .map(|c| format!("{}: {}", name(&c.uid), c.detail))
+        .collect();
+    why.extend(b.replicas.iter().map(|u| format!("{}: not live", name(u))));
+    format!(
+        "block {} of data set {input} has no intact replica ({})",
+        b.id,
+        why.join("; ")
+    )
 }
 
 /// A worker as placement sees it.

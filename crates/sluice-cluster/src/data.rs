@@ -15,21 +15,28 @@
 //!                                                          key = job token
 //!   4 STATS        ts since:u64                            key = secret
 //!   5 READ_HEAD    ts id:str max:u64                       key = secret
-//! response := status:u8 (0 ok, 1 error)
+//! response := status:u8 (0 ok, 1 error, 2 damaged replica)
 //!   ok:    len:u64 records:u64 then len bytes (READ_BLOCK: the block;
 //!          FETCH: partition `part`'s segment of the map's spill file, its
 //!          blocks as stored, each with its own CRC32C; WRITE_BLOCK: none;
 //!          STATS: `records` node samples taken since `since` (Unix ms),
 //!          56 bytes each, as [`crate::sample`] documents; READ_HEAD: the
 //!          block's first min(max, block length) bytes, for sampling)
-//!   error: msg_len:u32 msg[msg_len]
+//!   error, damaged: msg_len:u32 msg[msg_len]
 //! ```
+//!
+//! Status 2 answers READ_BLOCK and READ_HEAD when the stored replica is
+//! missing, has no valid checksum file, or has another length than its
+//! checksum file says: the reader blames that copy and tries another.
 //!
 //! The server refuses a request with a wrong MAC, a timestamp more than
 //! [`crate::auth::MAX_SKEW_MS`] off, an unknown op or version, a body over
 //! [`MAX_BODY`] or an invalid block id, before touching any file. A block
-//! written is verified against its length and CRC, synced, and only then
-//! renamed into place, so a reader never sees a partial block. A fetched
+//! written is verified against its length and CRC, synced with its chunk
+//! checksums ([`crate::block`]), and only then renamed into place, so a
+//! reader never sees a partial block. A reader checks every block it
+//! receives against the catalog's length and CRC; a mismatch is a
+//! [`ClusterError::Damaged`] against the sending replica. A fetched
 //! segment is verified block by block as it arrives (length bounds before
 //! allocating, CRC before writing), so a damaged map output is caught at
 //! fetch time and reported as a fetch failure. In-flight bytes are bounded:
@@ -60,6 +67,8 @@ const OP_WRITE: u8 = 2;
 const OP_FETCH: u8 = 3;
 const OP_STATS: u8 = 4;
 const OP_HEAD: u8 = 5;
+const STATUS_ERROR: u8 = 1;
+const STATUS_DAMAGED: u8 = 2;
 /// Socket read and write timeout: a peer silent this long (stopped, cut
 /// off) fails the transfer instead of hanging it.
 pub const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -311,7 +320,7 @@ fn handle(
         Request::ReadHead { id, max } => send_block(conn, layout, &id, max),
         Request::WriteBlock { id, len, crc } => {
             check_id(&id)?;
-            receive_block(&mut r, layout, &id, len, crc, &peer)?;
+            crate::block::store_stream(layout, &id, &mut r, len, crc, &peer)?;
             send_ok(conn, 0, 0)
         }
         Request::Fetch {
@@ -341,14 +350,19 @@ fn handle(
 }
 
 /// Sends the first `max` bytes of block `id` (all of it when shorter).
+/// A damaged replica (missing, no valid checksum file, wrong length) is
+/// answered with status 2.
 fn send_block(conn: &TcpStream, layout: &Layout, id: &str, max: u64) -> Result<()> {
     check_id(id)?;
     let path = layout.block(id);
+    let len = match crate::block::check_before_send(layout, id) {
+        Ok(len) => len,
+        Err(d) => {
+            let _ = send_status(conn, STATUS_DAMAGED, &d.to_string());
+            return Ok(());
+        }
+    };
     let f = File::open(&path).map_err(|e| ClusterError::io("opening block", &path, e))?;
-    let len = f
-        .metadata()
-        .map_err(|e| ClusterError::io("reading", &path, e))?
-        .len();
     send_range(conn, f, 0, len.min(max), 0)
 }
 
@@ -381,51 +395,6 @@ fn read_request(r: &mut impl Read, secret: &Secret, peer: &str) -> Result<Reques
     Ok(req)
 }
 
-fn receive_block(
-    r: &mut impl Read,
-    layout: &Layout,
-    id: &str,
-    len: u64,
-    crc: u32,
-    peer: &str,
-) -> Result<()> {
-    let path = layout.block(id);
-    let tmp = layout
-        .root
-        .join("blocks")
-        .join(format!(".{id}.tmp-{}", crate::now_ms()));
-    let res = (|| {
-        let f = File::create(&tmp).map_err(|e| ClusterError::io("creating", &tmp, e))?;
-        let mut w = BufWriter::with_capacity(256 << 10, f);
-        let got = copy_crc(&mut r.take(len), &mut w, peer)?;
-        if got.0 != len || got.1 != crc {
-            return Err(ClusterError::Corrupt {
-                from: peer.to_owned(),
-                msg: format!(
-                    "block {id}: got {} bytes, crc {:08x}; want {len}, {crc:08x}",
-                    got.0, got.1
-                ),
-            });
-        }
-        let f = w
-            .into_inner()
-            .map_err(|e| ClusterError::io("writing", &tmp, e.into_error()))?;
-        f.sync_all()
-            .map_err(|e| ClusterError::io("syncing", &tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| ClusterError::io("renaming", &path, e))
-    })();
-    if res.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    res
-}
-
-/// A file's length and CRC32C, read through a fixed buffer.
-pub fn file_crc(path: &Path) -> Result<(u64, u32)> {
-    let mut f = File::open(path).map_err(|e| ClusterError::io("reading", path, e))?;
-    copy_crc(&mut f, &mut std::io::sink(), &path.display().to_string())
-}
-
 /// Copies `r` to `w`, returning the bytes and their CRC32C.
 fn copy_crc(r: &mut impl Read, w: &mut impl Write, peer: &str) -> Result<(u64, u32)> {
     let mut buf = vec![0u8; 256 << 10];
@@ -452,8 +421,12 @@ fn send_ok(mut conn: &TcpStream, len: u64, records: u64) -> Result<()> {
         .map_err(|e| ClusterError::net("answering", "peer", e))
 }
 
-fn send_error(mut conn: &TcpStream, msg: &str) -> std::io::Result<()> {
-    let mut h = vec![1u8];
+fn send_error(conn: &TcpStream, msg: &str) -> std::io::Result<()> {
+    send_status(conn, STATUS_ERROR, msg)
+}
+
+fn send_status(mut conn: &TcpStream, status: u8, msg: &str) -> std::io::Result<()> {
+    let mut h = vec![status];
     h.extend_from_slice(&(msg.len() as u32).to_le_bytes());
     h.extend_from_slice(msg.as_bytes());
     conn.write_all(&h)
@@ -502,23 +475,15 @@ fn call(
     s.write_all(&req.encode(key))
         .map_err(|e| ClusterError::net("sending to", addr, e))?;
     if let Some(d) = data {
-        std::io::copy(d, &mut s).map_err(|e| ClusterError::net("sending to", addr, e))?;
+        if let Err(e) = std::io::copy(d, &mut s) {
+            // The peer may have refused the data and said why.
+            return Err(match read_status(&mut s, req, addr) {
+                Err(refusal @ (ClusterError::Remote(_) | ClusterError::Damaged { .. })) => refusal,
+                _ => ClusterError::net("sending to", addr, e),
+            });
+        }
     }
-    let mut status = [0u8; 1];
-    s.read_exact(&mut status)
-        .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
-    if status[0] != 0 {
-        let mut n = [0u8; 4];
-        s.read_exact(&mut n)
-            .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
-        let mut msg = vec![0u8; (u32::from_le_bytes(n) as usize).min(1 << 16)];
-        s.read_exact(&mut msg)
-            .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
-        return Err(ClusterError::Remote(format!(
-            "{addr}: {}",
-            String::from_utf8_lossy(&msg)
-        )));
-    }
+    read_status(&mut s, req, addr)?;
     let mut h = [0u8; 16];
     s.read_exact(&mut h)
         .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
@@ -527,8 +492,37 @@ fn call(
     Ok((s, len, records))
 }
 
+/// Reads an answer's status; an error or damage report becomes an error.
+fn read_status(s: &mut TcpStream, req: &Request, addr: &str) -> Result<()> {
+    let mut status = [0u8; 1];
+    s.read_exact(&mut status)
+        .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
+    if status[0] == 0 {
+        return Ok(());
+    }
+    let mut n = [0u8; 4];
+    s.read_exact(&mut n)
+        .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
+    let mut msg = vec![0u8; (u32::from_le_bytes(n) as usize).min(1 << 16)];
+    s.read_exact(&mut msg)
+        .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
+    let msg = String::from_utf8_lossy(&msg).into_owned();
+    Err(match (status[0], req) {
+        (STATUS_DAMAGED, Request::ReadBlock { id } | Request::ReadHead { id, .. }) => {
+            ClusterError::Damaged {
+                block: id.clone(),
+                holder: addr.to_owned(),
+                damage: msg,
+            }
+        }
+        _ => ClusterError::Remote(format!("{addr}: {msg}")),
+    })
+}
+
 /// Reads block `id` from the worker at `addr` into `out`, checking its
-/// length and CRC32C; returns its length.
+/// length and CRC32C; returns its length. A replica of another length or
+/// CRC is [`ClusterError::Damaged`]; a transfer cut short is a network
+/// error.
 pub fn read_block(
     addr: &str,
     secret: &Secret,
@@ -543,14 +537,24 @@ pub fn read_block(
         &secret_bytes(secret),
         None,
     )?;
+    let damaged = |damage: String| ClusterError::Damaged {
+        block: id.to_owned(),
+        holder: addr.to_owned(),
+        damage,
+    };
+    if len != want_len {
+        return Err(damaged(format!("{len} bytes of {want_len}")));
+    }
     let (n, crc) = copy_crc(&mut (&s).take(len), out, addr)?;
-    if n != want_len || crc != want_crc {
-        return Err(ClusterError::Corrupt {
-            from: addr.to_owned(),
-            msg: format!(
-                "block {id}: got {n} bytes, crc {crc:08x}; want {want_len}, {want_crc:08x}"
-            ),
-        });
+    if n != len {
+        return Err(ClusterError::Remote(format!(
+            "{addr}: block {id}: the transfer ended after {n} of {len} bytes"
+        )));
+    }
+    if crc != want_crc {
+        return Err(damaged(format!(
+            "checksum mismatch over the whole block: crc {crc:08x}, want {want_crc:08x}"
+        )));
     }
     Ok(n)
 }

@@ -26,6 +26,19 @@ pub enum ClusterError {
     /// Data arrived damaged (checksum mismatch, bad framing).
     #[error("corrupt data from {from}: {msg}")]
     Corrupt { from: String, msg: String },
+    /// A stored replica of a block is damaged (missing, wrong length,
+    /// checksum mismatch): that copy's fault, not the reader's.
+    #[error("block {block} on {holder}: damaged replica: {damage}")]
+    Damaged {
+        block: String,
+        /// The data-plane address of the worker holding it.
+        holder: String,
+        /// What is wrong with it.
+        damage: String,
+    },
+    /// A worker's disk is full.
+    #[error("{0}")]
+    NoSpace(String),
     /// A control-plane call failed.
     #[error("coordinator: {0}")]
     Rpc(String),

@@ -13,6 +13,7 @@
 //! engine does.
 
 pub mod auth;
+pub mod block;
 pub mod catalog;
 pub mod client;
 pub mod coordinator;
@@ -33,7 +34,7 @@ pub mod proto {
 
 /// Version of the control and data protocols; a worker of another version
 /// is refused at registration.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Builds a job from its submitted arguments: the same arguments `sluice
 /// run` takes after the job name, so that every process of the cluster

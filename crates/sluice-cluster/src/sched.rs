@@ -20,7 +20,9 @@
 //!   so a late report from a lost or killed attempt changes nothing.
 //! - Failure: an attempt's failure (or a map output a reducer could not
 //!   fetch) counts against the task; after [`Settings::max_attempts`]
-//!   failures the job fails with the last error. Attempts lost with their
+//!   failures the job fails with the last error. A failure on a damaged
+//!   input replica does not count: the replica is marked corrupt and the
+//!   task may run on any worker at once, reading an intact replica. Attempts lost with their
 //!   worker do not count; the worker's finished map outputs are recomputed
 //!   while reducers may still need them.
 
@@ -111,6 +113,9 @@ pub struct Task {
     /// When it last became pending.
     pub pending_since: Instant,
     pub last_error: String,
+    /// An attempt failed on a damaged replica: the next may run on any
+    /// worker at once, reading an intact replica.
+    pub any_worker: bool,
 }
 
 impl Task {
@@ -121,6 +126,7 @@ impl Task {
             failures: 0,
             pending_since: now,
             last_error: String::new(),
+            any_worker: false,
         }
     }
 
@@ -290,8 +296,8 @@ impl Job {
     ) -> Option<(u32, usize, bool, bool)> {
         // A synthetic task (no block) is at home anywhere.
         let holds = |i: usize| {
-            let r = &self.blocks[i].replicas;
-            r.is_empty() || r.iter().any(|u| u == w.uid)
+            let b = &self.blocks[i];
+            b.id.is_empty() || b.replicas.iter().any(|u| u == w.uid)
         };
         let pending = || self.maps.iter().enumerate().filter(|(_, t)| t.pending());
         if let Some((i, _)) = pending().find(|&(i, _)| holds(i)) {
@@ -299,7 +305,8 @@ impl Job {
         }
         // Remote only after the locality wait, or when no live worker has it.
         let remote_ok = |i: usize, t: &Task| {
-            now.duration_since(t.pending_since) >= s.locality_wait
+            t.any_worker
+                || now.duration_since(t.pending_since) >= s.locality_wait
                 || !self.blocks[i].replicas.iter().any(|u| live_holder(u))
         };
         if let Some((i, _)) = pending().find(|&(i, t)| remote_ok(i, t)) {
@@ -378,7 +385,9 @@ impl Job {
     }
 
     /// Records an attempt's report. Returns the attempts to kill (losers)
-    /// and whether this attempt's output must be discarded.
+    /// and whether this attempt's output must be discarded. A failure
+    /// that reports damaged replicas is theirs: it does not count against
+    /// the task, which may run on any worker at once.
     pub fn finish(
         &mut self,
         kind: u32,
@@ -390,6 +399,7 @@ impl Job {
         let id = report.task.as_ref().map_or(0, |t| t.attempt);
         let ok = report.ok;
         let err = report.error.clone();
+        let blame_replica = !report.corrupt.is_empty();
         let Some(a) = self.running_attempt(kind, index, id) else {
             return (Vec::new(), true);
         };
@@ -413,8 +423,12 @@ impl Job {
             return (kills, false);
         }
         t.attempts[id as usize].state = AttemptState::Failed;
-        t.failures += 1;
         t.last_error = err;
+        if blame_replica {
+            t.any_worker = true;
+        } else {
+            t.failures += 1;
+        }
         if t.pending() {
             t.pending_since = now;
         }
@@ -518,6 +532,7 @@ mod tests {
                 len: 10,
                 crc: 0,
                 replicas: vec![if i % 2 == 0 { "a" } else { "b" }.into()],
+                corrupt: Vec::new(),
             })
             .collect();
         Job::new(
@@ -608,6 +623,34 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_damaged_replica_is_not_the_tasks_fault() {
+        let mut j = job(2, 1);
+        let s = Settings::default();
+        let live = |_: &str| true;
+        let now = Instant::now();
+        for attempt in 0..10 {
+            let id = j.launch(MAP, 1, &asker(2, "b"), true, false);
+            assert_eq!(id, attempt);
+            let mut r = ok(MAP, 1, id);
+            r.ok = false;
+            r.error = "damaged replica".into();
+            r.corrupt.push(proto::CorruptReplica {
+                block: "b1".into(),
+                ..Default::default()
+            });
+            j.finish(MAP, 1, r, &s);
+        }
+        assert!(j.is_running(), "{:?}", j.state);
+        assert_eq!(j.maps[1].failures, 0);
+        // And it may go to a worker without the block at once.
+        j.launch(MAP, 0, &asker(1, "a"), true, false);
+        assert_eq!(
+            j.pick(&asker(1, "a"), MAP, &s, now, &live),
+            Some((MAP, 1, false, false))
+        );
     }
 
     #[test]

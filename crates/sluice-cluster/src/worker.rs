@@ -54,6 +54,30 @@ pub struct WorkerConfig {
     pub slots: u32,
     pub secret: Secret,
     pub factory: Arc<dyn JobFactory>,
+    /// The block scanner's pace.
+    pub scan: ScanSettings,
+    /// How often the worker sends a block report (every block it holds).
+    pub block_report: Duration,
+}
+
+/// How the block scanner verifies stored blocks, as an HDFS DataNode's
+/// volume scanner does: every block once per `period`, reading at most
+/// `rate` bytes a second so that jobs keep the disk.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanSettings {
+    /// Bytes per second the scanner reads (0: no scanner).
+    pub rate: u64,
+    /// Time between the starts of two passes over every block.
+    pub period: Duration,
+}
+
+impl Default for ScanSettings {
+    fn default() -> Self {
+        ScanSettings {
+            rate: 16 << 20,
+            period: Duration::from_secs(6 * 3600),
+        }
+    }
 }
 
 /// Connects a signed client to the coordinator at `addr`, retrying for up
@@ -88,6 +112,13 @@ type Built = std::result::Result<(sluice_api::JobSpec, sluice_engine::EngineConf
 
 struct Shared {
     cfg: WorkerConfig,
+    uid: String,
+    data_addr: String,
+    /// Damaged replicas found outside a task's report (the scanner, side
+    /// inputs), sent on the next heartbeat.
+    corrupt: Mutex<Vec<proto::CorruptReplica>>,
+    /// When the last block report was sent.
+    last_block_report: Mutex<Option<Instant>>,
     /// Jobs built here, by id: built once (side inputs copied once) by the
     /// first task and dropped when the job finishes.
     jobs: Mutex<HashMap<u64, Arc<OnceLock<Built>>>>,
@@ -121,6 +152,10 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     data::serve(listener, layout.clone(), cfg.secret.clone(), Some(sampler));
     let rpc = connect(&cfg.coordinator, &cfg.secret, Duration::from_secs(60)).await?;
     let shared = Arc::new(Shared {
+        uid: uid.clone(),
+        data_addr: data_addr.clone(),
+        corrupt: Mutex::new(Vec::new()),
+        last_block_report: Mutex::new(None),
         jobs: Mutex::new(HashMap::new()),
         layout,
         rpc,
@@ -132,6 +167,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         reregister: Notify::new(),
         cfg,
     });
+    spawn_scanner(&shared);
     loop {
         register(&shared, &uid, &data_addr).await?;
         tracing::info!("worker {uid} registered, data plane on {data_addr}");
@@ -171,6 +207,7 @@ async fn register(shared: &Shared, uid: &str, data_addr: &str) -> Result<()> {
         pid: std::process::id(),
         blocks: shared.layout.block_ids(),
     };
+    *lock(&shared.last_block_report) = Some(Instant::now());
     let mut tries = 0;
     loop {
         match shared.rpc.clone().register(req.clone()).await {
@@ -197,6 +234,42 @@ async fn register(shared: &Shared, uid: &str, data_addr: &str) -> Result<()> {
     }
 }
 
+/// Starts the block scanner (unless its rate is 0): a thread that reads
+/// every stored block against its checksum file once per period, at most
+/// at the configured rate, and queues damaged ones for the next heartbeat.
+fn spawn_scanner(shared: &Arc<Shared>) {
+    let scan = shared.cfg.scan;
+    if scan.rate == 0 {
+        return;
+    }
+    let shared = shared.clone();
+    std::thread::spawn(move || loop {
+        let pass = Instant::now();
+        let mut reported = HashSet::new();
+        for id in shared.layout.block_ids() {
+            let Ok(len) = std::fs::metadata(shared.layout.block(&id)).map(|m| m.len()) else {
+                continue;
+            };
+            let t = Instant::now();
+            if let Err(d) = crate::block::verify(&shared.layout, &id, None) {
+                // Deleted while scanned (a job's end, a removed data set) is no damage.
+                if shared.layout.block(&id).exists() && reported.insert(id.clone()) {
+                    let c = shared.own_damage(&id, &format!("{d} (block scanner)"));
+                    lock(&shared.corrupt).push(c);
+                }
+            }
+            // Pace: `len` bytes may take no less than len / rate seconds.
+            let due = Duration::from_secs_f64(len as f64 / scan.rate as f64);
+            if let Some(rest) = due.checked_sub(t.elapsed()) {
+                std::thread::sleep(rest);
+            }
+        }
+        if let Some(rest) = scan.period.checked_sub(pass.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    });
+}
+
 /// Heartbeats until the coordinator asks for a re-registration.
 async fn heartbeats(shared: &Arc<Shared>) {
     loop {
@@ -212,16 +285,32 @@ async fn heartbeats(shared: &Arc<Shared>) {
 /// One heartbeat carrying `reports`; returns whether to re-register.
 async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
     let (worker_id, epoch) = *lock(&shared.session);
+    let corrupt = std::mem::take(&mut *lock(&shared.corrupt));
+    let block_report =
+        lock(&shared.last_block_report).is_none_or(|t| t.elapsed() >= shared.cfg.block_report);
     let req = proto::HeartbeatRequest {
         worker_id,
         epoch,
         reports: reports.clone(),
+        corrupt: corrupt.clone(),
+        block_report,
+        blocks: if block_report {
+            shared.layout.block_ids()
+        } else {
+            Vec::new()
+        },
     };
     match shared.rpc.clone().heartbeat(req).await {
-        Ok(r) => handle_reply(shared, r.into_inner()),
+        Ok(r) => {
+            if block_report {
+                *lock(&shared.last_block_report) = Some(Instant::now());
+            }
+            handle_reply(shared, r.into_inner())
+        }
         Err(e) => {
             tracing::warn!("heartbeat failed: {}", e.message());
             lock(&shared.unsent).extend(reports);
+            lock(&shared.corrupt).extend(corrupt);
             tokio::time::sleep(Duration::from_millis(200)).await;
             false
         }
@@ -237,9 +326,7 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
         lock(&shared.cancelled).insert(key(k));
     }
     for b in &r.delete_blocks {
-        if data::check_id(b).is_ok() {
-            let _ = std::fs::remove_file(shared.layout.block(b));
-        }
+        shared.layout.remove_block(b);
     }
     for j in &r.finished_jobs {
         let running: Vec<_> = lock(&shared.running)
@@ -286,16 +373,14 @@ fn sweep_outputs(shared: &Shared, job: u64, kept: &[String]) {
     for id in shared.layout.block_ids() {
         let of_job = crate::coordinator::output_block_job(&id) == Some(job);
         if of_job && !kept.contains(&id) {
-            let _ = std::fs::remove_file(shared.layout.block(&id));
+            shared.layout.remove_block(&id);
         }
     }
 }
 
 fn discard(shared: &Shared, report: &TaskReport) {
     if let Some(out) = &report.output {
-        if data::check_id(&out.id).is_ok() {
-            let _ = std::fs::remove_file(shared.layout.block(&out.id));
-        }
+        shared.layout.remove_block(&out.id);
     }
 }
 
@@ -370,15 +455,18 @@ fn build_job(shared: &Shared, a: &TaskAssignment) -> Built {
     shared.cfg.factory.build(&a.args, Some(&side))
 }
 
-/// Local files of the job's side inputs: the block store's replicas, else
-/// copies fetched into the job's work directory (renamed into place whole,
-/// and removed with it when the job finishes).
+/// Local files of the job's side inputs: the block store's replicas,
+/// verified whole against their checksums, else copies fetched into the
+/// job's work directory (renamed into place whole, and removed with it
+/// when the job finishes). Damaged replicas met on the way are reported
+/// on the next heartbeat.
 fn side_files(shared: &Shared, a: &TaskAssignment) -> Result<Vec<Vec<PathBuf>>> {
     let dir = shared
         .layout
         .work_dir(a.task.unwrap_or_default().job)
         .join("side");
     let mut out = Vec::with_capacity(a.side.len());
+    let mut corrupt = Vec::new();
     for s in &a.side {
         let mut files = Vec::with_capacity(s.blocks.len());
         for sb in &s.blocks {
@@ -386,10 +474,27 @@ fn side_files(shared: &Shared, a: &TaskAssignment) -> Result<Vec<Vec<PathBuf>>> 
             data::check_id(&b.id)?;
             let local = shared.layout.block(&b.id);
             let copy = dir.join(&b.id);
-            if !local.exists() && !copy.exists() {
+            let mine = b.replicas.contains(&shared.uid);
+            let intact = mine
+                && match crate::block::verify(&shared.layout, &b.id, Some((b.len, b.crc))) {
+                    Ok(()) => true,
+                    Err(d) => {
+                        corrupt.push(shared.own_damage(&b.id, &d.to_string()));
+                        false
+                    }
+                };
+            if !intact && !copy.exists() {
                 std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
                 let part = dir.join(format!("{}.part", b.id));
-                fetch_block(shared, &b, &sb.sources, &part).map_err(|e| {
+                let others: Vec<String> = sb
+                    .sources
+                    .iter()
+                    .filter(|a| **a != shared.data_addr)
+                    .cloned()
+                    .collect();
+                let fetched = fetch_block(shared, &b, &others, &part, &mut corrupt);
+                lock(&shared.corrupt).append(&mut corrupt);
+                fetched.map_err(|e| {
                     ClusterError::Remote(format!(
                         "copying block {} of side data set {}: {e}",
                         b.id, s.dataset
@@ -397,11 +502,26 @@ fn side_files(shared: &Shared, a: &TaskAssignment) -> Result<Vec<Vec<PathBuf>>> 
                 })?;
                 std::fs::rename(&part, &copy).map_err(|e| ClusterError::io("storing", &copy, e))?;
             }
-            files.push(if local.exists() { local } else { copy });
+            files.push(if intact { local } else { copy });
         }
         out.push(files);
     }
+    lock(&shared.corrupt).append(&mut corrupt);
     Ok(out)
+}
+
+impl Shared {
+    /// A damaged replica of block `id` on this worker.
+    fn own_damage(&self, id: &str, detail: &str) -> proto::CorruptReplica {
+        tracing::warn!("block {id}: damaged replica here: {detail}");
+        proto::CorruptReplica {
+            block: id.to_owned(),
+            worker: self.uid.clone(),
+            addr: self.data_addr.clone(),
+            detail: detail.to_owned(),
+            at_ms: crate::now_ms(),
+        }
+    }
 }
 
 fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Result<TaskOutput> {
@@ -410,19 +530,22 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     let block = a.block.clone().unwrap_or_default();
     let work = shared.layout.work_dir(id.job);
     std::fs::create_dir_all(&work).map_err(|e| ClusterError::io("creating", &work, e))?;
-    let (split, remote) = if block.id.is_empty() {
-        (Split::synthetic(id.index as usize), None)
+    let (split, input) = if block.id.is_empty() {
+        (Split::synthetic(id.index as usize), MapInput::Synthetic)
     } else {
         map_input(shared, a, &block, &work, report)?
     };
     report.input_bytes = block.len;
-    let out = if a.reducers == 0 {
+    let res = if a.reducers == 0 {
         let dir = work.join(format!("m{}-a{}", id.index, id.attempt));
-        let o = tasks::map_only_task(&spec, &cfg, &split, &dir)?;
-        let file = dir.join(format!("part-m-{:05}", id.index));
-        report.output = Some(store_output(shared, a, &file)?);
+        let o = tasks::map_only_task(&spec, &cfg, &split, &dir).map_err(ClusterError::from);
+        let stored = o.and_then(|o| {
+            let file = dir.join(format!("part-m-{:05}", id.index));
+            report.output = Some(store_output(shared, a, &file)?);
+            Ok(o)
+        });
         let _ = std::fs::remove_dir_all(&dir);
-        o
+        stored
     } else {
         let dir = shared.layout.shuffle_dir(id.job);
         std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
@@ -431,34 +554,72 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
             &cfg,
             &split,
             &shared.layout.map_output(id.job, id.index, id.attempt),
-        )?
+        )
+        .map_err(ClusterError::from)
     };
-    drop(remote);
-    Ok(out)
+    // Damage met while streaming a local replica is that replica's fault.
+    if let (Err(e), MapInput::Local) = (&res, &input) {
+        if let Some(d) = damage_of(e) {
+            report.corrupt.push(shared.own_damage(&block.id, &d));
+        }
+    }
+    drop(input);
+    res
 }
 
-/// The split of a map over `block`: the local replica, else a copy
-/// streamed from a worker that holds it (removed when dropped).
+/// What a map reads.
+enum MapInput {
+    /// Nothing: a synthetic split.
+    Synthetic,
+    /// This worker's replica of the block.
+    Local,
+    /// A copy fetched from another worker, removed when dropped.
+    Fetched { _copy: TempFile },
+}
+
+/// The damage a task's error reports about its input, if any.
+fn damage_of(e: &ClusterError) -> Option<String> {
+    match e {
+        ClusterError::Engine(sluice_engine::EngineError::Format(
+            sluice_formats::FormatError::Damaged { damage, .. },
+        )) => Some(damage.to_string()),
+        _ => None,
+    }
+}
+
+/// The split of a map over `block`: this worker's replica, read through
+/// its chunk checksums, or, when it has none or it is damaged, a copy
+/// streamed from a worker that holds an intact one (checked against the
+/// catalog's CRC as it arrives, and chunk by chunk again as it is read).
 fn map_input(
     shared: &Shared,
     a: &TaskAssignment,
     block: &proto::BlockInfo,
     work: &Path,
     report: &mut TaskReport,
-) -> Result<(Split, Option<TempFile>)> {
+) -> Result<(Split, MapInput)> {
     let id = a.task.unwrap_or_default();
     data::check_id(&block.id)?;
-    let local = shared.layout.block(&block.id);
-    let (path, remote) = if local.exists() {
-        (local, None)
-    } else {
-        let t = Instant::now();
-        let tmp = work.join(format!("m{}-a{}.in", id.index, id.attempt));
-        fetch_block(shared, block, &a.sources, &tmp)?;
-        report.fetch_seconds = t.elapsed().as_secs_f64();
-        (tmp.clone(), Some(TempFile(tmp)))
-    };
-    Ok((Split::whole(id.index as usize, path, block.len), remote))
+    let split =
+        |path: PathBuf, sums| Split::whole_checked(id.index as usize, path, block.len, Some(sums));
+    if block.replicas.contains(&shared.uid) {
+        match crate::block::open_checked(&shared.layout, &block.id, block.len, block.crc) {
+            Ok(sums) => return Ok((split(shared.layout.block(&block.id), sums), MapInput::Local)),
+            Err(d) => report
+                .corrupt
+                .push(shared.own_damage(&block.id, &d.to_string())),
+        }
+    }
+    let t = Instant::now();
+    let tmp = work.join(format!("m{}-a{}.in", id.index, id.attempt));
+    let sums = fetch_block(shared, block, &a.sources, &tmp, &mut report.corrupt);
+    let temp = TempFile(tmp.clone());
+    let sums = sums?;
+    report.fetch_seconds = t.elapsed().as_secs_f64();
+    Ok((
+        split(tmp, Arc::new(sums)),
+        MapInput::Fetched { _copy: temp },
+    ))
 }
 
 /// A file removed when dropped.
@@ -470,19 +631,42 @@ impl Drop for TempFile {
     }
 }
 
-fn fetch_block(shared: &Shared, b: &proto::BlockInfo, sources: &[String], to: &Path) -> Result<()> {
+/// Copies block `b` from the first of `sources` with an intact replica to
+/// `to`; returns its chunk checksums, computed as it arrived. Replicas
+/// found damaged on the way are added to `corrupt`.
+fn fetch_block(
+    shared: &Shared,
+    b: &proto::BlockInfo,
+    sources: &[String],
+    to: &Path,
+    corrupt: &mut Vec<proto::CorruptReplica>,
+) -> Result<sluice_formats::chunked::ChunkSums> {
     let mut last = ClusterError::Remote(format!("block {} has no live replica", b.id));
     for src in sources {
         let f = std::fs::File::create(to).map_err(|e| ClusterError::io("creating", to, e))?;
-        let mut w = std::io::BufWriter::with_capacity(256 << 10, f);
+        let mut w = crate::block::Hashing::new(std::io::BufWriter::with_capacity(256 << 10, f));
         match data::read_block(src, &shared.cfg.secret, &b.id, b.len, b.crc, &mut w) {
             Ok(_) => {
                 use std::io::Write;
-                return w.flush().map_err(|e| ClusterError::io("writing", to, e));
+                w.flush().map_err(|e| ClusterError::io("writing", to, e))?;
+                return Ok(w.hasher.finish());
             }
-            Err(e) => last = e,
+            Err(e) => {
+                if let ClusterError::Damaged { damage, .. } = &e {
+                    tracing::warn!("block {}: damaged replica on {src}: {damage}", b.id);
+                    corrupt.push(proto::CorruptReplica {
+                        block: b.id.clone(),
+                        worker: String::new(),
+                        addr: src.clone(),
+                        detail: damage.clone(),
+                        at_ms: crate::now_ms(),
+                    });
+                }
+                last = e;
+            }
         }
     }
+    let _ = std::fs::remove_file(to);
     Err(last)
 }
 
@@ -493,9 +677,8 @@ fn fetch_block(shared: &Shared, b: &proto::BlockInfo, sources: &[String], to: &P
 fn store_output(shared: &Shared, a: &TaskAssignment, file: &Path) -> Result<proto::BlockInfo> {
     let id = &a.output_block;
     data::check_id(id)?;
-    let (len, crc) = data::file_crc(file)?;
+    let (len, crc) = crate::block::adopt(&shared.layout, id, file)?;
     let to = shared.layout.block(id);
-    std::fs::rename(file, &to).map_err(|e| ClusterError::io("storing", &to, e))?;
     let mut replicas = Vec::new();
     for w in &a.output_copies {
         let copied = std::fs::File::open(&to)
@@ -513,6 +696,7 @@ fn store_output(shared: &Shared, a: &TaskAssignment, file: &Path) -> Result<prot
         len,
         crc,
         replicas,
+        corrupt: Vec::new(),
     })
 }
 

@@ -62,6 +62,15 @@ pub enum FormatError {
         /// What failed to validate.
         detail: String,
     },
+    /// A stored block (a cluster replica) does not match its checksums:
+    /// the fault of that copy, not of the job reading it.
+    #[error("{}: damaged replica: {damage}", path.display())]
+    Damaged {
+        /// The block file.
+        path: PathBuf,
+        /// What is wrong with it.
+        damage: crate::chunked::Damage,
+    },
     /// A gzip stream could not be decoded.
     #[error("{}: gzip stream is corrupt or truncated near decompressed offset {offset}: {source}", path.display())]
     Gzip {

@@ -164,6 +164,7 @@ impl RangeIndex {
                 path: p,
                 len,
                 codec: Codec::None,
+                checks: None,
             }));
         }
         let meets = |c: &&Chunk| {

@@ -28,6 +28,9 @@ pub struct InputFile {
     pub len: u64,
     /// Its compression.
     pub codec: Codec,
+    /// Chunk checksums that every byte read must match (a cluster block):
+    /// readers verify each chunk before handing out its bytes.
+    pub checks: Option<Arc<crate::chunked::ChunkSums>>,
 }
 
 /// How a file is cut into records.
@@ -84,6 +87,7 @@ impl Split {
                 path: PathBuf::new(),
                 len: 0,
                 codec: Codec::None,
+                checks: None,
             }),
             start: 0,
             end: 0,
@@ -91,14 +95,26 @@ impl Split {
     }
 
     /// Split `index`: the whole of the uncompressed file at `path`, of
-    /// `len` bytes (a cluster block).
+    /// `len` bytes.
     pub fn whole(index: usize, path: PathBuf, len: u64) -> Split {
+        Split::whole_checked(index, path, len, None)
+    }
+
+    /// Split `index`: the whole of a stored block at `path`, read through
+    /// its chunk checksums when `checks` is given (then `len` is theirs).
+    pub fn whole_checked(
+        index: usize,
+        path: PathBuf,
+        len: u64,
+        checks: Option<Arc<crate::chunked::ChunkSums>>,
+    ) -> Split {
         Split {
             index,
             file: Arc::new(InputFile {
                 path,
                 len,
                 codec: Codec::None,
+                checks,
             }),
             start: 0,
             end: len,
@@ -200,6 +216,7 @@ fn input_file(path: &Path) -> Result<InputFile> {
         path: path.to_owned(),
         len: meta.len(),
         codec,
+        checks: None,
     })
 }
 
@@ -297,6 +314,7 @@ mod tests {
             path: "f".into(),
             len: 920,
             codec: Codec::None,
+            checks: None,
         };
         let s = plan_splits(std::slice::from_ref(&f), 300, RecordFormat::Lines);
         let bounds: Vec<_> = s.iter().map(|s| (s.start, s.end)).collect();

@@ -1,5 +1,7 @@
 //! Sluice's formats: where input comes from and how bytes become records.
 //!
+//! - [`chunked`]: chunked checksums of stored blocks and the reader that
+//!   verifies them as it streams.
 //! - [`input`]: resolving files, directories and globs; planning splits.
 //! - [`read`]: record readers (text lines, gzip text, fixed-length binary)
 //!   that push borrowed records to a callback, never allocating per record.
@@ -12,6 +14,7 @@
 //! Architecture invariant: this crate knows nothing of jobs, threads or
 //! memory budgets; it reads and writes bytes it is told to.
 
+pub mod chunked;
 pub mod dates;
 pub mod delimited;
 mod error;

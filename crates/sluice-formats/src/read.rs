@@ -18,6 +18,7 @@ use std::path::Path;
 
 use flate2::read::MultiGzDecoder;
 
+use crate::chunked::CheckedReader;
 use crate::input::{Codec, RecordFormat, Split};
 use crate::{FormatError, Result};
 
@@ -65,12 +66,15 @@ where
 enum Source {
     Plain(File),
     Gzip(Box<MultiGzDecoder<File>>),
+    /// A stored block read through its chunk checksums.
+    Checked(Box<CheckedReader>),
 }
 
 impl Source {
     fn read(&mut self, path: &Path, at: u64, buf: &mut [u8]) -> Result<usize> {
         loop {
             let r = match self {
+                Source::Checked(c) => return c.read_into(buf),
                 Source::Plain(f) => f.read(buf),
                 Source::Gzip(g) => g.read(buf),
             };
@@ -79,7 +83,9 @@ impl Source {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     return Err(match self {
-                        Source::Plain(_) => FormatError::io("reading", path, e),
+                        Source::Plain(_) | Source::Checked(_) => {
+                            FormatError::io("reading", path, e)
+                        }
                         Source::Gzip(_) => FormatError::Gzip {
                             path: path.to_owned(),
                             offset: at,
@@ -96,6 +102,12 @@ impl Source {
 /// source, the file offset of its first byte and the split end.
 fn open_at(split: &Split, format: RecordFormat) -> Result<(Source, u64, u64)> {
     let path = split.file.path.as_path();
+    if let Some(sums) = &split.file.checks {
+        // Checked blocks are read whole, from their first chunk.
+        debug_assert_eq!(split.start, 0, "a checked block is one split");
+        let r = CheckedReader::open(path, sums.clone())?;
+        return Ok((Source::Checked(Box::new(r)), 0, split.end));
+    }
     let mut file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
     if split.file.codec == Codec::Gzip {
         return Ok((

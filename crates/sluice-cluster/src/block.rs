@@ -1,0 +1,302 @@
+//! A worker's block store: block files and their checksum files.
+//!
+//! Block `ID` is `DATA_DIR/blocks/ID` (its bytes, nothing else, so it can
+//! be sent with `sendfile` and read by any record reader) and
+//! `DATA_DIR/blocks/ID.meta`, its chunk checksums in the layout of
+//! [`sluice_formats::chunked`]. Every way a block enters the store
+//! ([`store_stream`] for blocks arriving over the data plane, [`adopt`]
+//! for a task's output file) computes the checksums from the bytes as they
+//! are written, syncs both files, and renames the checksum file into place
+//! before the block file: a block that exists has its checksums. Readers
+//! check the checksum file against the catalog's length and CRC
+//! ([`open_checked`]) and then every chunk as they stream.
+//!
+//! A write that fails (no space, a peer that went away) removes what it
+//! wrote; a write refused for want of space still reads the rest of the
+//! request, so the writer hears why instead of a reset connection.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sluice_formats::chunked::{ChunkHasher, ChunkSums, Damage};
+
+use crate::data::Layout;
+use crate::ClusterError;
+
+type Result<T> = std::result::Result<T, ClusterError>;
+
+impl Layout {
+    /// A stored block's checksum file.
+    pub fn meta(&self, id: &str) -> PathBuf {
+        self.root.join("blocks").join(format!("{id}.meta"))
+    }
+
+    /// Removes a stored block and its checksum file (missing ones are fine).
+    pub fn remove_block(&self, id: &str) {
+        if crate::data::check_id(id).is_ok() {
+            let _ = std::fs::remove_file(self.block(id));
+            let _ = std::fs::remove_file(self.meta(id));
+        }
+    }
+
+    fn temp(&self, id: &str, what: &str) -> PathBuf {
+        self.root
+            .join("blocks")
+            .join(format!(".{id}.{what}-{}", crate::now_ms()))
+    }
+}
+
+/// A writer that feeds everything it writes to a [`ChunkHasher`].
+#[derive(Debug)]
+pub struct Hashing<W> {
+    pub inner: W,
+    pub hasher: ChunkHasher,
+}
+
+impl<W: Write> Hashing<W> {
+    pub fn new(inner: W) -> Self {
+        Hashing {
+            inner,
+            hasher: ChunkHasher::new(),
+        }
+    }
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Whether an I/O error means the disk is full.
+pub fn is_no_space(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ENOSPC) || e.kind() == std::io::ErrorKind::StorageFull
+}
+
+/// Stores `len` bytes read from `r` as block `id`, whose whole CRC32C must
+/// be `crc`. Bytes left unread after a local failure are drained (up to
+/// `len`) so that the peer can read the error.
+pub fn store_stream(
+    layout: &Layout,
+    id: &str,
+    r: &mut impl Read,
+    len: u64,
+    crc: u32,
+    peer: &str,
+) -> Result<()> {
+    let tmp = layout.temp(id, "tmp");
+    let mut read = 0u64;
+    let res = (|| {
+        let f = File::create(&tmp).map_err(|e| local_write_error(id, &tmp, e))?;
+        let mut w = Hashing::new(BufWriter::with_capacity(256 << 10, f));
+        let mut buf = vec![0u8; 256 << 10];
+        while read < len {
+            let want = buf.len().min((len - read) as usize);
+            let k = r
+                .read(&mut buf[..want])
+                .map_err(|e| ClusterError::net("receiving from", peer, e))?;
+            if k == 0 {
+                break;
+            }
+            read += k as u64;
+            w.write_all(&buf[..k])
+                .map_err(|e| local_write_error(id, &tmp, e))?;
+        }
+        let sums = w.hasher.finish();
+        if sums.len != len || sums.whole_crc() != crc {
+            return Err(ClusterError::Corrupt {
+                from: peer.to_owned(),
+                msg: format!(
+                    "block {id}: got {} bytes, crc {:08x}; want {len}, {crc:08x}",
+                    sums.len,
+                    sums.whole_crc()
+                ),
+            });
+        }
+        let f = w
+            .inner
+            .into_inner()
+            .map_err(|e| local_write_error(id, &tmp, e.into_error()))?;
+        f.sync_all().map_err(|e| local_write_error(id, &tmp, e))?;
+        install(layout, id, &tmp, &sums)
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+        // Read what the peer still sends, so it can read our answer.
+        let _ = std::io::copy(
+            &mut (&mut *r).take(len.saturating_sub(read)),
+            &mut std::io::sink(),
+        );
+    }
+    res
+}
+
+/// An error writing to this worker's disk, full disks said plainly.
+fn local_write_error(id: &str, path: &Path, e: std::io::Error) -> ClusterError {
+    if is_no_space(&e) {
+        return ClusterError::NoSpace(format!("no space left on device storing block {id}"));
+    }
+    ClusterError::io("writing", path, e)
+}
+
+/// Writes `sums` as block `id`'s checksum file and renames `data` (synced)
+/// into place as the block.
+fn install(layout: &Layout, id: &str, data: &Path, sums: &ChunkSums) -> Result<()> {
+    let meta_tmp = layout.temp(id, "meta-tmp");
+    let res = (|| {
+        let mut f = File::create(&meta_tmp).map_err(|e| local_write_error(id, &meta_tmp, e))?;
+        f.write_all(&sums.encode())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| local_write_error(id, &meta_tmp, e))?;
+        let meta = layout.meta(id);
+        std::fs::rename(&meta_tmp, &meta).map_err(|e| ClusterError::io("renaming", &meta, e))?;
+        let to = layout.block(id);
+        std::fs::rename(data, &to).map_err(|e| ClusterError::io("renaming", &to, e))
+    })();
+    if res.is_err() {
+        let _ = std::fs::remove_file(&meta_tmp);
+    }
+    res
+}
+
+/// Makes the finished file `file` (a task's output, on this worker's disk)
+/// block `id`; returns its length and CRC32C.
+pub fn adopt(layout: &Layout, id: &str, file: &Path) -> Result<(u64, u32)> {
+    let mut f = File::open(file).map_err(|e| ClusterError::io("reading", file, e))?;
+    let mut w = Hashing::new(std::io::sink());
+    std::io::copy(&mut f, &mut w).map_err(|e| ClusterError::io("reading", file, e))?;
+    f.sync_all()
+        .map_err(|e| ClusterError::io("syncing", file, e))?;
+    let sums = w.hasher.finish();
+    install(layout, id, file, &sums)?;
+    Ok((sums.len, sums.whole_crc()))
+}
+
+/// The checksums of stored block `id`, checked against the catalog's
+/// length and CRC, and the block file's length against them. Reading the
+/// block through them ([`sluice_formats::input::Split::whole_checked`])
+/// checks every chunk.
+pub fn open_checked(
+    layout: &Layout,
+    id: &str,
+    len: u64,
+    crc: u32,
+) -> std::result::Result<Arc<ChunkSums>, Damage> {
+    let found = match std::fs::metadata(layout.block(id)) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Damage::Missing),
+        Err(e) => return Err(Damage::Checksums(format!("block unreadable: {e}"))),
+    };
+    if found != len {
+        return Err(Damage::Length {
+            expected: len,
+            found,
+        });
+    }
+    let sums = ChunkSums::load(&layout.meta(id))?;
+    sums.matches(len, crc)?;
+    Ok(Arc::new(sums))
+}
+
+/// Reads stored block `id` whole against its checksum file (and, when
+/// given, the catalog's length and CRC). For the block scanner and for
+/// blocks read whole outside a record reader (side inputs).
+pub fn verify(
+    layout: &Layout,
+    id: &str,
+    expect: Option<(u64, u32)>,
+) -> std::result::Result<(), Damage> {
+    let sums = match expect {
+        Some((len, crc)) => open_checked(layout, id, len, crc)?,
+        None => {
+            if !layout.block(id).exists() {
+                return Err(Damage::Missing);
+            }
+            Arc::new(ChunkSums::load(&layout.meta(id))?)
+        }
+    };
+    match sums.verify_file(&layout.block(id)) {
+        Ok(()) => Ok(()),
+        Err(sluice_formats::FormatError::Damaged { damage, .. }) => Err(damage),
+        Err(e) => Err(Damage::Checksums(format!("block unreadable: {e}"))),
+    }
+}
+
+/// The length a stored block should have, from its checksum file; for a
+/// server about to send it.
+pub fn check_before_send(layout: &Layout, id: &str) -> std::result::Result<u64, Damage> {
+    let len = match std::fs::metadata(layout.block(id)) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Damage::Missing),
+        Err(e) => return Err(Damage::Checksums(format!("block unreadable: {e}"))),
+    };
+    let sums = ChunkSums::load(&layout.meta(id))?;
+    if sums.len != len {
+        return Err(Damage::Length {
+            expected: sums.len,
+            found: len,
+        });
+    }
+    Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_blocks_carry_checksums_that_catch_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let crc = crc32c::crc32c(&data);
+        store_stream(&layout, "b1", &mut &data[..], data.len() as u64, crc, "t").unwrap();
+        let n = data.len() as u64;
+        open_checked(&layout, "b1", n, crc).unwrap();
+        verify(&layout, "b1", Some((n, crc))).unwrap();
+        verify(&layout, "b1", None).unwrap();
+        // A wrong CRC is refused and leaves nothing.
+        let e = store_stream(&layout, "b2", &mut &data[..], n, crc ^ 1, "t").unwrap_err();
+        assert!(e.to_string().contains("crc"), "{e}");
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("blocks"))
+                .unwrap()
+                .count(),
+            2
+        );
+        // Damage of every kind is named.
+        let mut bad = data.clone();
+        bad[200_000] ^= 4;
+        std::fs::write(layout.block("b1"), &bad).unwrap();
+        let d = verify(&layout, "b1", Some((n, crc))).unwrap_err();
+        assert!(d.to_string().contains("chunk 3"), "{d}");
+        std::fs::write(layout.block("b1"), &data[..10]).unwrap();
+        let d = open_checked(&layout, "b1", n, crc).unwrap_err();
+        assert_eq!(d.to_string(), "10 bytes of 300000");
+        std::fs::write(layout.block("b1"), &data).unwrap();
+        std::fs::remove_file(layout.meta("b1")).unwrap();
+        assert!(open_checked(&layout, "b1", n, crc).is_err());
+        layout.remove_block("b1");
+        assert_eq!(open_checked(&layout, "b1", n, crc), Err(Damage::Missing));
+    }
+
+    #[test]
+    fn adopted_files_become_checked_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let f = dir.path().join("part");
+        std::fs::write(&f, b"a\t1\nb\t2\n").unwrap();
+        let (len, crc) = adopt(&layout, "j1-r0-a0", &f).unwrap();
+        assert_eq!((len, crc), (8, crc32c::crc32c(b"a\t1\nb\t2\n")));
+        assert!(!f.exists());
+        verify(&layout, "j1-r0-a0", Some((len, crc))).unwrap();
+    }
+}

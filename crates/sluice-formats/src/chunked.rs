@@ -1,0 +1,496 @@
+//! Chunked checksums of a stored block, and a reader that verifies them as
+//! it streams.
+//!
+//! A cluster block is a plain file of data (so it can be sent with
+//! `sendfile` and read by any record reader) beside a small checksum file,
+//! as an HDFS DataNode keeps a `.meta` file beside each block file. The
+//! checksum file holds one CRC32C per chunk of [`CHUNK`] bytes; a reader
+//! checks each chunk before handing out any of its bytes, so a damaged
+//! block is caught at the first damaged chunk, not after a whole pass, and
+//! no byte reaches a job unverified. The chunk CRCs combine
+//! ([`ChunkSums::whole_crc`]) into the CRC32C of the whole block, which the
+//! catalog keeps: checking the combination against the catalog proves the
+//! checksum file itself belongs to this block and is intact.
+//!
+//! Checksum file layout (all integers little-endian):
+//!
+//! ```text
+//! offset  size  field
+//! 0       4     magic "SLBM"
+//! 4       1     version = 1
+//! 5       3     reserved, zero
+//! 8       4     chunk: bytes per chunk (the last chunk may be shorter)
+//! 12      8     len: bytes of the block
+//! 20      4n    crc[i]: CRC32C of chunk i, n = ceil(len / chunk)
+//! 20+4n   4     CRC32C of bytes 0 .. 20+4n (this file's own check)
+//! ```
+
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::{FormatError, Result};
+
+/// Bytes per checksummed chunk: 64 KiB (HDFS checks 512 bytes per CRC; a
+/// larger chunk costs nothing with CRC32C instructions and keeps the
+/// checksum file at 1/16384 of the block).
+pub const CHUNK: u32 = 64 << 10;
+const MAGIC: &[u8; 4] = b"SLBM";
+const VERSION: u8 = 1;
+const HEADER: usize = 20;
+
+/// The chunk CRCs of one block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkSums {
+    /// Bytes per chunk.
+    pub chunk: u32,
+    /// Bytes of the block.
+    pub len: u64,
+    /// CRC32C of each chunk, in order.
+    pub crcs: Vec<u32>,
+}
+
+/// What is wrong with a stored block: the evidence a reader reports
+/// against that copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// The block file is not there.
+    Missing,
+    /// The block file has the wrong length.
+    Length {
+        /// Bytes it should have.
+        expected: u64,
+        /// Bytes it has.
+        found: u64,
+    },
+    /// A chunk's bytes do not match its CRC.
+    Chunk {
+        /// Chunk number.
+        index: u64,
+        /// Its first byte's offset in the block.
+        offset: u64,
+        /// The CRC the checksum file holds.
+        expected: u32,
+        /// The CRC of the bytes read.
+        found: u32,
+    },
+    /// The checksum file is missing, damaged, or belongs to other data.
+    Checksums(String),
+}
+
+impl fmt::Display for Damage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Damage::Missing => write!(f, "block file missing"),
+            Damage::Length { expected, found } => write!(f, "{found} bytes of {expected}"),
+            Damage::Chunk {
+                index,
+                offset,
+                expected,
+                found,
+            } => write!(
+                f,
+                "checksum mismatch at chunk {index} (offset {offset}): expected {expected:08x}, found {found:08x}"
+            ),
+            Damage::Checksums(m) => write!(f, "checksum file {m}"),
+        }
+    }
+}
+
+impl ChunkSums {
+    /// The sums of `data`.
+    pub fn of(data: &[u8]) -> Self {
+        let mut h = ChunkHasher::new();
+        h.update(data);
+        h.finish()
+    }
+
+    /// The CRC32C of the whole block, combined from the chunks' CRCs.
+    pub fn whole_crc(&self) -> u32 {
+        let mut crc = 0u32;
+        let mut left = self.len;
+        for &c in &self.crcs {
+            let n = left.min(u64::from(self.chunk));
+            crc = crc32c::crc32c_combine(crc, c, n as usize);
+            left -= n;
+        }
+        crc
+    }
+
+    /// The bytes of chunk `index`.
+    pub fn chunk_len(&self, index: u64) -> u64 {
+        let start = index * u64::from(self.chunk);
+        self.len.saturating_sub(start).min(u64::from(self.chunk))
+    }
+
+    /// The checksum file's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(HEADER + 4 * self.crcs.len() + 4);
+        b.extend_from_slice(MAGIC);
+        b.extend_from_slice(&[VERSION, 0, 0, 0]);
+        b.extend_from_slice(&self.chunk.to_le_bytes());
+        b.extend_from_slice(&self.len.to_le_bytes());
+        for c in &self.crcs {
+            b.extend_from_slice(&c.to_le_bytes());
+        }
+        let own = crc32c::crc32c(&b);
+        b.extend_from_slice(&own.to_le_bytes());
+        b
+    }
+
+    /// Parses a checksum file, checking its magic, version, size and own CRC.
+    pub fn decode(b: &[u8]) -> std::result::Result<Self, Damage> {
+        let bad = |m: &str| Damage::Checksums(m.to_owned());
+        if b.len() < HEADER + 4 || &b[..4] != MAGIC {
+            return Err(bad("is not a Sluice checksum file"));
+        }
+        if b[4] != VERSION {
+            return Err(Damage::Checksums(format!("has unknown version {}", b[4])));
+        }
+        let (body, own) = b.split_at(b.len() - 4);
+        if crc32c::crc32c(body) != u32::from_le_bytes(own.try_into().expect("4 bytes")) {
+            return Err(bad("is damaged (its own checksum does not match)"));
+        }
+        let chunk = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
+        let len = u64::from_le_bytes(b[12..20].try_into().expect("8 bytes"));
+        if chunk == 0 {
+            return Err(bad("has a chunk size of 0"));
+        }
+        let n = len.div_ceil(u64::from(chunk));
+        if (body.len() - HEADER) as u64 != 4 * n {
+            return Err(bad("has the wrong number of chunks for its length"));
+        }
+        let crcs = body[HEADER..]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+            .collect();
+        Ok(ChunkSums { chunk, len, crcs })
+    }
+
+    /// Reads and parses the checksum file at `path`.
+    pub fn load(path: &Path) -> std::result::Result<Self, Damage> {
+        match std::fs::read(path) {
+            Ok(b) => Self::decode(&b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(Damage::Checksums("is missing".into()))
+            }
+            Err(e) => Err(Damage::Checksums(format!("cannot be read: {e}"))),
+        }
+    }
+
+    /// Checks that these sums describe a block of `len` bytes with CRC32C
+    /// `crc` (the catalog's record of it).
+    pub fn matches(&self, len: u64, crc: u32) -> std::result::Result<(), Damage> {
+        if self.len != len {
+            return Err(Damage::Checksums(format!(
+                "describes {} bytes, the block has {len}",
+                self.len
+            )));
+        }
+        if self.whole_crc() != crc {
+            return Err(Damage::Checksums(
+                "belongs to other data (its chunks do not combine to the block's CRC)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads the whole block file at `path`, checking its length and every
+    /// chunk.
+    pub fn verify_file(&self, path: &Path) -> Result<()> {
+        let mut r = CheckedReader::open(path, Arc::new(self.clone()))?;
+        let mut buf = vec![0u8; 1 << 20];
+        while r.read_into(&mut buf)? > 0 {}
+        Ok(())
+    }
+}
+
+/// Computes [`ChunkSums`] of bytes fed in pieces of any size.
+#[derive(Debug)]
+pub struct ChunkHasher {
+    len: u64,
+    cur: u32,
+    cur_len: u32,
+    crcs: Vec<u32>,
+}
+
+impl Default for ChunkHasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ChunkHasher {
+    /// An empty hasher with chunks of [`CHUNK`] bytes.
+    pub fn new() -> Self {
+        ChunkHasher {
+            len: 0,
+            cur: 0,
+            cur_len: 0,
+            crcs: Vec::new(),
+        }
+    }
+
+    /// Feeds `data`.
+    pub fn update(&mut self, mut data: &[u8]) {
+        self.len += data.len() as u64;
+        while !data.is_empty() {
+            let take = data.len().min((CHUNK - self.cur_len) as usize);
+            self.cur = crc32c::crc32c_append(self.cur, &data[..take]);
+            self.cur_len += take as u32;
+            data = &data[take..];
+            if self.cur_len == CHUNK {
+                self.crcs.push(self.cur);
+                self.cur = 0;
+                self.cur_len = 0;
+            }
+        }
+    }
+
+    /// The sums of everything fed.
+    pub fn finish(mut self) -> ChunkSums {
+        if self.cur_len > 0 {
+            self.crcs.push(self.cur);
+        }
+        ChunkSums {
+            chunk: CHUNK,
+            len: self.len,
+            crcs: self.crcs,
+        }
+    }
+}
+
+/// Reads a block file, handing out only bytes of chunks whose CRC has been
+/// checked; fails with [`FormatError::Damaged`] at the first chunk that
+/// does not match, or when the file is shorter or longer than the sums say.
+#[derive(Debug)]
+pub struct CheckedReader {
+    file: File,
+    path: std::path::PathBuf,
+    sums: Arc<ChunkSums>,
+    /// Next chunk to read from the file.
+    next: u64,
+    /// A verified chunk being handed out in pieces: `buf[lo..hi]`.
+    buf: Vec<u8>,
+    lo: usize,
+    hi: usize,
+}
+
+impl CheckedReader {
+    /// Opens the block at `path`, checking its length first.
+    pub fn open(path: &Path, sums: Arc<ChunkSums>) -> Result<Self> {
+        let damaged = |d: Damage| FormatError::Damaged {
+            path: path.to_owned(),
+            damage: d,
+        };
+        let file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(damaged(Damage::Missing))
+            }
+            Err(e) => return Err(FormatError::io("opening", path, e)),
+        };
+        let found = file
+            .metadata()
+            .map_err(|e| FormatError::io("reading", path, e))?
+            .len();
+        if found != sums.len {
+            return Err(damaged(Damage::Length {
+                expected: sums.len,
+                found,
+            }));
+        }
+        Ok(CheckedReader {
+            file,
+            path: path.to_owned(),
+            sums,
+            next: 0,
+            buf: Vec::new(),
+            lo: 0,
+            hi: 0,
+        })
+    }
+
+    /// Reads verified bytes into `out`; 0 at the end of the block. Whole
+    /// chunks go straight into `out` when it has room for them (no copy).
+    pub fn read_into(&mut self, out: &mut [u8]) -> Result<usize> {
+        if self.lo < self.hi {
+            let n = out.len().min(self.hi - self.lo);
+            out[..n].copy_from_slice(&self.buf[self.lo..self.lo + n]);
+            self.lo += n;
+            return Ok(n);
+        }
+        let chunks = self.sums.crcs.len() as u64;
+        if self.next == chunks || out.is_empty() {
+            return Ok(0);
+        }
+        let chunk = u64::from(self.sums.chunk);
+        // As many whole chunks as fit in `out`, checked in place.
+        let mut fit = 0u64;
+        let mut bytes = 0usize;
+        while self.next + fit < chunks {
+            let n = self.sums.chunk_len(self.next + fit) as usize;
+            if bytes + n > out.len() {
+                break;
+            }
+            bytes += n;
+            fit += 1;
+        }
+        if fit > 0 {
+            self.fill(&mut out[..bytes])?;
+            for i in 0..fit {
+                let start = (i * chunk) as usize;
+                let n = self.sums.chunk_len(self.next + i) as usize;
+                self.check(self.next + i, &out[start..start + n])?;
+            }
+            self.next += fit;
+            return Ok(bytes);
+        }
+        // `out` is smaller than a chunk: verify into our own buffer.
+        let n = self.sums.chunk_len(self.next) as usize;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.resize(n, 0);
+        self.fill(&mut buf)?;
+        self.check(self.next, &buf)?;
+        self.buf = buf;
+        self.next += 1;
+        self.lo = 0;
+        self.hi = n;
+        self.read_into(out)
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) -> Result<()> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.file.read(&mut buf[got..]) {
+                Ok(0) => {
+                    let at = self.next * u64::from(self.sums.chunk) + got as u64;
+                    return Err(FormatError::Damaged {
+                        path: self.path.clone(),
+                        damage: Damage::Length {
+                            expected: self.sums.len,
+                            found: at,
+                        },
+                    });
+                }
+                Ok(k) => got += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(FormatError::io("reading", &self.path, e)),
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&self, index: u64, data: &[u8]) -> Result<()> {
+        let found = crc32c::crc32c(data);
+        let expected = self.sums.crcs[index as usize];
+        if found == expected {
+            return Ok(());
+        }
+        Err(FormatError::Damaged {
+            path: self.path.clone(),
+            damage: Damage::Chunk {
+                index,
+                offset: index * u64::from(self.sums.chunk),
+                expected,
+                found,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 300) as u8).collect()
+    }
+
+    #[test]
+    fn sums_combine_to_the_whole_crc_and_round_trip() {
+        for n in [
+            0,
+            1,
+            CHUNK as usize - 1,
+            CHUNK as usize,
+            3 * CHUNK as usize + 17,
+        ] {
+            let d = data(n);
+            let s = ChunkSums::of(&d);
+            assert_eq!(s.whole_crc(), crc32c::crc32c(&d), "{n}");
+            assert_eq!(s.crcs.len() as u64, (n as u64).div_ceil(u64::from(CHUNK)));
+            let mut h = ChunkHasher::new();
+            for piece in d.chunks(1000) {
+                h.update(piece);
+            }
+            assert_eq!(h.finish(), s);
+            assert_eq!(ChunkSums::decode(&s.encode()).unwrap(), s);
+            s.matches(n as u64, crc32c::crc32c(&d)).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_damaged_checksum_file_is_refused() {
+        let s = ChunkSums::of(&data(200_000));
+        let good = s.encode();
+        for i in 0..good.len() {
+            let mut b = good.clone();
+            b[i] ^= 0x10;
+            assert!(ChunkSums::decode(&b).is_err(), "byte {i}");
+        }
+        assert!(ChunkSums::decode(&good[..good.len() - 4]).is_err());
+        let other = ChunkSums::of(&data(200_001));
+        assert!(other.matches(200_000, s.whole_crc()).is_err());
+        let same_len = ChunkSums::of(&vec![1u8; 200_000]);
+        assert!(same_len.matches(200_000, s.whole_crc()).is_err());
+    }
+
+    fn read_all(path: &Path, s: &ChunkSums, piece: usize) -> Result<Vec<u8>> {
+        let mut r = CheckedReader::open(path, Arc::new(s.clone()))?;
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; piece];
+        loop {
+            let n = r.read_into(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    #[test]
+    fn the_reader_hands_out_verified_bytes_and_names_the_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b");
+        let d = data(5 * CHUNK as usize + 123);
+        std::fs::write(&p, &d).unwrap();
+        let s = ChunkSums::of(&d);
+        for piece in [1, 4096, CHUNK as usize, 3 * CHUNK as usize + 5, 1 << 22] {
+            assert_eq!(read_all(&p, &s, piece).unwrap(), d, "{piece}");
+        }
+        let mut bad = d.clone();
+        bad[2 * CHUNK as usize + 9] ^= 1;
+        std::fs::write(&p, &bad).unwrap();
+        for piece in [100, 1 << 20] {
+            match read_all(&p, &s, piece) {
+                Err(FormatError::Damaged {
+                    damage:
+                        Damage::Chunk {
+                            index: 2, offset, ..
+                        },
+                    ..
+                }) => assert_eq!(offset, 2 * u64::from(CHUNK)),
+                other => panic!("{other:?}"),
+            }
+        }
+        std::fs::write(&p, &d[..1000]).unwrap();
+        let e = read_all(&p, &s, 100).unwrap_err();
+        assert!(e.to_string().contains("1000 bytes of"), "{e}");
+        std::fs::remove_file(&p).unwrap();
+        let e = read_all(&p, &s, 100).unwrap_err();
+        assert!(e.to_string().contains("missing"), "{e}");
+    }
+}
