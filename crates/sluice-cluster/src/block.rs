@@ -95,7 +95,7 @@ pub fn store_stream(
     let tmp = layout.temp(id, "tmp");
     let mut read = 0u64;
     let res = (|| {
-        let f = File::create(&tmp).map_err(|e| local_write_error(id, &tmp, e))?;
+        let f = File::create(&tmp).map_err(|e| local_write_error(&tmp, e))?;
         let mut w = Hashing::new(BufWriter::with_capacity(256 << 10, f));
         let mut buf = vec![0u8; 256 << 10];
         while read < len {
@@ -108,7 +108,7 @@ pub fn store_stream(
             }
             read += k as u64;
             w.write_all(&buf[..k])
-                .map_err(|e| local_write_error(id, &tmp, e))?;
+                .map_err(|e| local_write_error(&tmp, e))?;
         }
         let sums = w.hasher.finish();
         if sums.len != len || sums.whole_crc() != crc {
@@ -124,8 +124,8 @@ pub fn store_stream(
         let f = w
             .inner
             .into_inner()
-            .map_err(|e| local_write_error(id, &tmp, e.into_error()))?;
-        f.sync_all().map_err(|e| local_write_error(id, &tmp, e))?;
+            .map_err(|e| local_write_error(&tmp, e.into_error()))?;
+        f.sync_all().map_err(|e| local_write_error(&tmp, e))?;
         install(layout, id, &tmp, &sums)
     })();
     if res.is_err() {
@@ -139,10 +139,13 @@ pub fn store_stream(
     res
 }
 
-/// An error writing to this worker's disk, full disks said plainly.
-fn local_write_error(id: &str, path: &Path, e: std::io::Error) -> ClusterError {
+/// An error writing `path` on this worker's disk, a full disk said plainly.
+pub fn local_write_error(path: &Path, e: std::io::Error) -> ClusterError {
     if is_no_space(&e) {
-        return ClusterError::NoSpace(format!("no space left on device storing block {id}"));
+        return ClusterError::NoSpace(format!(
+            "no space left on device writing {}",
+            path.display()
+        ));
     }
     ClusterError::io("writing", path, e)
 }
@@ -152,10 +155,10 @@ fn local_write_error(id: &str, path: &Path, e: std::io::Error) -> ClusterError {
 fn install(layout: &Layout, id: &str, data: &Path, sums: &ChunkSums) -> Result<()> {
     let meta_tmp = layout.temp(id, "meta-tmp");
     let res = (|| {
-        let mut f = File::create(&meta_tmp).map_err(|e| local_write_error(id, &meta_tmp, e))?;
+        let mut f = File::create(&meta_tmp).map_err(|e| local_write_error(&meta_tmp, e))?;
         f.write_all(&sums.encode())
             .and_then(|()| f.sync_all())
-            .map_err(|e| local_write_error(id, &meta_tmp, e))?;
+            .map_err(|e| local_write_error(&meta_tmp, e))?;
         let meta = layout.meta(id);
         std::fs::rename(&meta_tmp, &meta).map_err(|e| ClusterError::io("renaming", &meta, e))?;
         let to = layout.block(id);

@@ -310,19 +310,53 @@ impl StateDir {
 
 fn load_json<T: Default + for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     match std::fs::read(path) {
-        Ok(b) => serde_json::from_slice(&b)
-            .map_err(|e| ClusterError::Config(format!("{} is damaged: {e}", path.display()))),
+        Ok(b) => serde_json::from_slice(&b).map_err(|e| damaged_state(path, &e.to_string())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
         Err(e) => Err(ClusterError::io("reading", path, e)),
     }
 }
 
+/// The error for a state file that does not parse, saying how to recover.
+fn damaged_state(path: &Path, why: &str) -> ClusterError {
+    let prev = previous(path);
+    let how = if prev.exists() {
+        format!(
+            "the version before the last change is {0}: check it, then move it into place              (mv {0} {1}) and start again",
+            prev.display(),
+            path.display()
+        )
+    } else {
+        "no previous version is kept beside it".into()
+    };
+    ClusterError::Config(format!("{} is damaged ({why}); {how}", path.display()))
+}
+
+/// Where the version before the last write of `path` is kept.
+pub fn previous(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(".prev");
+    path.with_file_name(name)
+}
+
+/// Saves `v` as JSON atomically, keeping the version it replaces in
+/// [`previous`]`(path)`.
 fn save_json<T: Serialize>(path: &Path, v: &T) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(v).expect("serializable");
+    if path.exists() {
+        // A hard link keeps the old version at no cost; renamed into place
+        // so `.prev` is always a whole file.
+        let prev = previous(path);
+        let link = prev.with_extension("prev-tmp");
+        let _ = std::fs::remove_file(&link);
+        std::fs::hard_link(path, &link)
+            .and_then(|()| std::fs::rename(&link, &prev))
+            .map_err(|e| ClusterError::io("keeping the previous version of", path, e))?;
+    }
     write_atomic(path, &bytes)
 }
 
-/// Writes, syncs and renames into place.
+/// Writes, syncs and renames into place, then syncs the directory so the
+/// rename itself survives a crash.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
@@ -330,7 +364,11 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     f.write_all(bytes)
         .and_then(|()| f.sync_all())
         .map_err(|e| ClusterError::io("writing", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| ClusterError::io("renaming", path, e))
+    std::fs::rename(&tmp, path).map_err(|e| ClusterError::io("renaming", path, e))?;
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(())
 }
 
 // ------------------------------------------------------------ proto
@@ -508,5 +546,26 @@ mod tests {
         let s = StateDir::open(d.path()).unwrap();
         assert_eq!(s.next_epoch().unwrap(), 2);
         assert_eq!(s.load_catalog().unwrap().datasets, c.datasets);
+    }
+
+    #[test]
+    fn a_damaged_catalog_is_refused_saying_how_to_recover() {
+        let d = tempfile::tempdir().unwrap();
+        let s = StateDir::open(d.path()).unwrap();
+        let mut c = Catalog::default();
+        s.save_catalog(&c).unwrap();
+        c.next_block = 7;
+        s.save_catalog(&c).unwrap();
+        let path = d.path().join("catalog.json");
+        let prev = previous(&path);
+        // The version before the last write is kept whole.
+        let kept: Catalog = serde_json::from_slice(&std::fs::read(&prev).unwrap()).unwrap();
+        assert_eq!(kept.next_block, 0);
+        std::fs::write(&path, b"{\"datasets\": {\"x\"").unwrap();
+        let e = s.load_catalog().unwrap_err().to_string();
+        assert!(e.contains("catalog.json is damaged"), "{e}");
+        assert!(e.contains("catalog.json.prev"), "{e}");
+        std::fs::rename(&prev, &path).unwrap();
+        assert_eq!(s.load_catalog().unwrap().next_block, 0);
     }
 }

@@ -49,6 +49,11 @@ pub struct CoordinatorConfig {
 /// neither commits nor abandons them in this time is assumed dead).
 const PUT_LEASE: Duration = Duration::from_secs(24 * 3600);
 
+/// A data set committed this recently is not checked against block
+/// reports: a report listed before a block was stored may arrive after
+/// its commit.
+const REPORT_GUARD_MS: u64 = 5_000;
+
 struct WorkerState {
     info: proto::WorkerInfo,
     last_seen: Instant,
@@ -404,6 +409,32 @@ impl State {
         if let Some(w) = self.workers.get_mut(&worker) {
             w.deletes.extend(deletes);
         }
+        self.missing_replicas(&uid, blocks);
+    }
+
+    /// Marks the replicas the catalog places on `uid` that its block
+    /// report lacks (deleted, or a disk replaced) as damaged.
+    fn missing_replicas(&mut self, uid: &str, reported: &[String]) {
+        let reported: HashSet<&str> = reported.iter().map(String::as_str).collect();
+        let settled = crate::now_ms().saturating_sub(REPORT_GUARD_MS);
+        let missing: Vec<String> = self
+            .catalog
+            .datasets
+            .values()
+            .filter(|d| d.created_ms <= settled)
+            .flat_map(|d| d.blocks())
+            .filter(|b| b.replicas.iter().any(|u| u == uid) && !reported.contains(b.id.as_str()))
+            .map(|b| b.id.clone())
+            .collect();
+        for block in missing {
+            self.mark_corrupt(&proto::CorruptReplica {
+                block,
+                worker: uid.to_owned(),
+                addr: String::new(),
+                detail: "block file missing (block report)".into(),
+                at_ms: crate::now_ms(),
+            });
+        }
     }
 
     /// Commits complete jobs and cleans up after ended ones.
@@ -632,6 +663,7 @@ impl State {
             id: worker,
             uid: &uid,
             addr: &addr,
+            live: live.len(),
         };
         let now = Instant::now();
         let mut out = Vec::new();
@@ -980,8 +1012,9 @@ impl Coordinator for Service {
 
     async fn commit_dataset(&self, req: Request<proto::CommitDatasetRequest>) -> Reply<Empty> {
         let r = req.into_inner();
-        let d: DatasetMeta = r.dataset.unwrap_or_default().into();
+        let mut d: DatasetMeta = r.dataset.unwrap_or_default().into();
         check_name(&d.name).map_err(status)?;
+        d.created_ms = crate::now_ms();
         let mut st = self.lock();
         if st.catalog.datasets.contains_key(&d.name) && !r.overwrite {
             return Err(Status::already_exists(format!(

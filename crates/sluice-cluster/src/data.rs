@@ -606,19 +606,28 @@ pub fn stats(addr: &str, secret: &Secret, since: u64) -> Result<Vec<Sample>> {
 /// segment's bytes. `token` is the job's token.
 pub fn fetch(addr: &str, token: &[u8], req: &Request, out: &Path) -> Result<u64> {
     let (s, len, records) = call(addr, req, token, None)?;
-    let f = File::create(out).map_err(|e| ClusterError::io("creating", out, e))?;
+    let f = File::create(out).map_err(|e| crate::block::local_write_error(out, e))?;
     let mut w = BufWriter::with_capacity(256 << 10, f);
     let mut r = BufReader::with_capacity(256 << 10, &s);
-    copy_blocks(&mut r, &mut w, len, addr)?;
+    copy_blocks(&mut r, &mut w, len, addr, out)?;
     let mut f = w
         .into_inner()
-        .map_err(|e| ClusterError::io("writing", out, e.into_error()))?;
-    spill::seal_segment(&mut f, len, records).map_err(|e| ClusterError::io("writing", out, e))?;
+        .map_err(|e| crate::block::local_write_error(out, e.into_error()))?;
+    spill::seal_segment(&mut f, len, records)
+        .map_err(|e| crate::block::local_write_error(out, e))?;
     Ok(len)
 }
 
-/// Copies `len` bytes of spill blocks, checking each block's frame and CRC.
-fn copy_blocks(r: &mut impl Read, w: &mut impl Write, len: u64, from: &str) -> Result<()> {
+/// Copies `len` bytes of spill blocks to `out` (through `w`), checking
+/// each block's frame and CRC. Failing to write `out` is a local error
+/// ([`ClusterError::Io`] or [`ClusterError::NoSpace`]), never the sender's.
+fn copy_blocks(
+    r: &mut impl Read,
+    w: &mut impl Write,
+    len: u64,
+    from: &str,
+    out: &Path,
+) -> Result<()> {
     let corrupt = |msg: String| ClusterError::Corrupt {
         from: from.to_owned(),
         msg,
@@ -645,7 +654,7 @@ fn copy_blocks(r: &mut impl Read, w: &mut impl Write, len: u64, from: &str) -> R
         }
         w.write_all(&h)
             .and_then(|()| w.write_all(&payload))
-            .map_err(|e| ClusterError::net("storing data from", from, e))?;
+            .map_err(|e| crate::block::local_write_error(out, e))?;
         left -= 8 + u64::from(n);
     }
     Ok(())

@@ -39,6 +39,10 @@ pub struct Attempts {
     pub killed: u32,
     pub lost: u32,
     pub speculative: u32,
+    /// Damaged input replicas the job's attempts met and read around (or
+    /// failed on, without counting against their tasks).
+    #[serde(default)]
+    pub damaged_replicas: u32,
     /// Seconds of attempts whose work was thrown away (failed, killed,
     /// lost, or finished outputs recomputed): the work a recovery redid.
     pub wasted_s: f64,
@@ -173,6 +177,7 @@ impl ClusterReport {
         let n = &mut self.attempts;
         n.launched += 1;
         n.speculative += u32::from(a.speculative);
+        n.damaged_replicas += a.report.as_ref().map_or(0, |r| r.corrupt.len() as u32);
         match a.state {
             AttemptState::Failed => n.failed += 1,
             AttemptState::Killed => n.killed += 1,

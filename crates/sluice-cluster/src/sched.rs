@@ -147,6 +147,26 @@ impl Task {
         self.done.map(|i| &self.attempts[i])
     }
 
+    /// Whether `w` may run it: not on a worker where an attempt failed
+    /// (its own fault, not a damaged replica's), unless it has failed on
+    /// every live worker, as Hadoop keeps a task off the machines where
+    /// it failed.
+    pub fn may_run_on(&self, w: &Asker<'_>) -> bool {
+        let counted = |a: &&Attempt| {
+            a.state == AttemptState::Failed
+                && a.report.as_ref().is_none_or(|r| r.corrupt.is_empty())
+        };
+        let mut failed: Vec<u64> = self
+            .attempts
+            .iter()
+            .filter(counted)
+            .map(|a| a.worker)
+            .collect();
+        failed.sort_unstable();
+        failed.dedup();
+        !failed.contains(&w.id) || failed.len() >= w.live
+    }
+
     /// Makes it pending again (its output was lost).
     pub fn reset(&mut self, now: Instant) {
         self.done = None;
@@ -168,6 +188,8 @@ pub struct Asker<'a> {
     pub id: u64,
     pub uid: &'a str,
     pub addr: &'a str,
+    /// Live workers in the cluster.
+    pub live: usize,
 }
 
 /// A job being scheduled.
@@ -280,7 +302,11 @@ impl Job {
         if self.map_only || self.maps.iter().any(Task::pending) || maps_done < s.slowstart {
             return None;
         }
-        if let Some(i) = self.reduces.iter().position(Task::pending) {
+        if let Some(i) = self
+            .reduces
+            .iter()
+            .position(|t| t.pending() && t.may_run_on(w))
+        {
             return Some((REDUCE, i, true, false));
         }
         self.straggler(REDUCE, w, s, now)
@@ -299,7 +325,12 @@ impl Job {
             let b = &self.blocks[i];
             b.id.is_empty() || b.replicas.iter().any(|u| u == w.uid)
         };
-        let pending = || self.maps.iter().enumerate().filter(|(_, t)| t.pending());
+        let pending = || {
+            self.maps
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| t.pending() && t.may_run_on(w))
+        };
         if let Some((i, _)) = pending().find(|&(i, _)| holds(i)) {
             return Some((MAP, i, true, false));
         }
@@ -548,7 +579,12 @@ mod tests {
     }
 
     fn asker(id: u64, uid: &str) -> Asker<'_> {
-        Asker { id, uid, addr: "x" }
+        Asker {
+            id,
+            uid,
+            addr: "x",
+            live: 2,
+        }
     }
 
     fn ok(kind: u32, index: u32, attempt: u32) -> proto::TaskReport {
@@ -651,6 +687,31 @@ mod tests {
             j.pick(&asker(1, "a"), MAP, &s, now, &live),
             Some((MAP, 1, false, false))
         );
+    }
+
+    #[test]
+    fn a_failed_task_goes_to_another_worker_while_there_is_one() {
+        let mut j = job(1, 1);
+        let s = Settings::default();
+        let live = |_: &str| true;
+        let now = Instant::now();
+        let (a, b) = (asker(1, "a"), asker(2, "b"));
+        let id = j.launch(MAP, 0, &a, true, false);
+        let mut r = ok(MAP, 0, id);
+        r.ok = false;
+        r.error = "no space left on device".into();
+        j.finish(MAP, 0, r.clone(), &s);
+        assert_eq!(j.pick(&a, MAP, &s, now, &live), None, "not again on a");
+        let later = now + s.locality_wait + Duration::from_secs(1);
+        assert_eq!(
+            j.pick(&b, MAP, &s, later, &live),
+            Some((MAP, 0, false, false))
+        );
+        let id = j.launch(MAP, 0, &b, false, false);
+        r.task.as_mut().unwrap().attempt = id;
+        j.finish(MAP, 0, r, &s);
+        // Failed on every live worker: any may try again.
+        assert_eq!(j.pick(&a, MAP, &s, now, &live), Some((MAP, 0, true, false)));
     }
 
     #[test]

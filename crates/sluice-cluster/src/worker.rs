@@ -752,6 +752,9 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
         for (o, res) in todo.iter().zip(results) {
             match res {
                 Ok(p) => have[o.map as usize] = Some(p),
+                // This worker could not store what it fetched (a full
+                // disk): this attempt's fault, not the map output's.
+                Err(e @ (ClusterError::Io { .. } | ClusterError::NoSpace(_))) => return Err(e),
                 Err(e) => {
                     failed = true;
                     report_fetch_failure(shared, id.job, o, &e);

@@ -1,0 +1,242 @@
+//! Helpers of the cluster process tests: a `sluice cluster up` cluster,
+//! data, the local engine's answers, polling.
+#![allow(dead_code)] // each test binary uses its own share of them
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub use crate::common::{ok, sluice};
+
+/// A cluster from `sluice cluster up`, stopped when dropped.
+pub struct Cluster {
+    pub dir: PathBuf,
+}
+
+impl Cluster {
+    pub fn up(dir: &Path, workers: u32, flags: &str) -> Self {
+        Self::up_with(dir, workers, flags, "")
+    }
+
+    /// With extra flags for the coordinator and for every worker.
+    pub fn up_with(dir: &Path, workers: u32, flags: &str, worker_flags: &str) -> Self {
+        let dir = dir.join("cluster");
+        ok(sluice()
+            .args([
+                "cluster",
+                "up",
+                "--workers",
+                &workers.to_string(),
+                "--slots",
+                "1",
+            ])
+            .args(["--coordinator-flags", flags])
+            .args(["--worker-flags", worker_flags, "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap());
+        Cluster { dir }
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = sluice();
+        c.args(args).arg("--cluster").arg(&self.dir);
+        c
+    }
+
+    pub fn submit(&self, args: &[&str]) -> Command {
+        let mut c = sluice();
+        c.arg("submit").arg("--cluster").arg(&self.dir).args(args);
+        c
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(self.dir.join("cluster.json")).unwrap()).unwrap()
+    }
+
+    pub fn data_dirs(&self) -> Vec<PathBuf> {
+        self.json()["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| PathBuf::from(w["data_dir"].as_str().unwrap()))
+            .collect()
+    }
+
+    pub fn worker_pids(&self) -> Vec<u32> {
+        self.json()["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["pid"].as_u64().unwrap() as u32)
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = sluice()
+            .args(["cluster", "down", "--dir"])
+            .arg(&self.dir)
+            .output();
+    }
+}
+
+pub fn signal(pid: u32, sig: &str) {
+    Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+}
+
+pub fn gen(dir: &Path, size: &str) -> PathBuf {
+    let data = dir.join("text");
+    ok(sluice()
+        .args(["gen", "text", "--size", size, "--seed", "5", "--out"])
+        .arg(&data)
+        .output()
+        .unwrap());
+    data
+}
+
+/// The local engine's output for the same job.
+pub fn local(dir: &Path, input: &Path, job: &[&str]) -> PathBuf {
+    let out = dir.join("local");
+    ok(sluice()
+        .arg("run")
+        .args(job)
+        .arg("--input")
+        .arg(input)
+        .arg("--output")
+        .arg(&out)
+        .arg("-q")
+        .output()
+        .unwrap());
+    std::fs::remove_file(out.join("_SUCCESS")).unwrap();
+    out
+}
+
+/// Asserts two directories hold the same files with the same bytes.
+pub fn same_dirs(a: &Path, b: &Path) {
+    let names = |d: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(a), names(b));
+    for n in names(a) {
+        assert!(
+            std::fs::read(a.join(&n)).unwrap() == std::fs::read(b.join(&n)).unwrap(),
+            "{n} differs"
+        );
+    }
+}
+
+pub fn put(c: &Cluster, data: &Path, name: &str, block: &str, repl: &str) {
+    ok(c.cmd(&["put"])
+        .arg(data)
+        .args([
+            "--dataset",
+            name,
+            "--block-size",
+            block,
+            "--replication",
+            repl,
+        ])
+        .output()
+        .unwrap());
+}
+
+pub fn get(c: &Cluster, name: &str, out: &Path) {
+    ok(c.cmd(&["get", name]).arg(out).output().unwrap());
+}
+
+pub const WC: &[&str] = &["wordcount", "--reducers", "3"];
+
+pub fn submit_wc(c: &Cluster, input: &str, output: &str) -> Command {
+    let mut cmd = c.submit(WC);
+    cmd.args(["--input", input, "--output", output]);
+    cmd
+}
+
+/// Starts word count in the background; returns it and its report path.
+pub fn spawn_wc(c: &Cluster, dir: &Path) -> (Child, PathBuf) {
+    let report = dir.join("report.json");
+    let job = submit_wc(c, "words", "counts")
+        .arg("--report")
+        .arg(&report)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (job, report)
+}
+
+/// A cluster of `workers` running word count over `size` of text put with
+/// 1 MB blocks and `replication`: its directory, data, cluster, the
+/// running `submit` and where its report will be.
+pub fn running_wc(
+    size: &str,
+    workers: u32,
+    flags: &str,
+    replication: &str,
+) -> (tempfile::TempDir, PathBuf, Cluster, Child, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), size);
+    let c = Cluster::up(d.path(), workers, flags);
+    put(&c, &data, "words", "1MB", replication);
+    let (job, report) = spawn_wc(&c, d.path());
+    (d, data, c, job, report)
+}
+
+/// The cluster's `counts` equal the local engine's word count of `data`.
+pub fn counts_match_local(c: &Cluster, dir: &Path, data: &Path) {
+    get(c, "counts", &dir.join("cluster-out"));
+    same_dirs(&dir.join("cluster-out"), &local(dir, data, WC));
+}
+
+/// The block files (not checksum files) in a worker's data directory.
+pub fn block_files(data_dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(data_dir.join("blocks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            !n.ends_with(".meta") && !n.starts_with('.')
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn read_report(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Polls `f` every 2 ms for up to 30 s.
+pub fn poll<T>(mut f: impl FnMut() -> Option<T>) -> T {
+    let t = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "timed out polling");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Waits until the coordinator counts `n` workers lost (a worker that
+/// comes back registers anew; its old entry stays lost).
+pub fn wait_until_lost(c: &Cluster, n: usize) {
+    poll(|| {
+        let s = ok(c.cmd(&["cluster", "status"]).output().unwrap());
+        let lost = String::from_utf8_lossy(&s.stdout)
+            .lines()
+            .filter(|l| l.ends_with("lost"))
+            .count();
+        (lost >= n).then_some(())
+    });
+}
