@@ -183,6 +183,30 @@ pub fn adopt(layout: &Layout, id: &str, file: &Path) -> Result<(u64, u32)> {
     Ok((sums.len, sums.whole_crc()))
 }
 
+/// Gives every stored block without a checksum file one computed from its
+/// bytes (blocks stored before checksum files existed); returns how many.
+/// Safe against damage: a reader still checks the sums against the
+/// catalog's CRC of the block ([`open_checked`]), so sums computed from
+/// damaged bytes fail there.
+pub fn add_missing_checksums(layout: &Layout) -> Result<usize> {
+    let mut n = 0;
+    for id in layout.block_ids() {
+        if layout.meta(&id).exists() {
+            continue;
+        }
+        let path = layout.block(&id);
+        let mut f = File::open(&path).map_err(|e| ClusterError::io("reading", &path, e))?;
+        let mut w = Hashing::new(std::io::sink());
+        std::io::copy(&mut f, &mut w).map_err(|e| ClusterError::io("reading", &path, e))?;
+        let meta_tmp = layout.temp(&id, "meta-tmp");
+        std::fs::write(&meta_tmp, w.hasher.finish().encode())
+            .and_then(|()| std::fs::rename(&meta_tmp, layout.meta(&id)))
+            .map_err(|e| local_write_error(&meta_tmp, e))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// The checksums of stored block `id`, checked against the catalog's
 /// length and CRC, and the block file's length against them. Reading the
 /// block through them ([`sluice_formats::input::Split::whole_checked`])
@@ -289,6 +313,23 @@ mod tests {
         assert!(open_checked(&layout, "b1", n, crc).is_err());
         layout.remove_block("b1");
         assert_eq!(open_checked(&layout, "b1", n, crc), Err(Damage::Missing));
+    }
+
+    #[test]
+    fn blocks_from_before_checksum_files_get_them_and_are_still_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let good = b"intact\n".repeat(1000);
+        std::fs::write(layout.block("old"), &good).unwrap();
+        let mut bad = good.clone();
+        bad[10] = b'X';
+        std::fs::write(layout.block("rotted"), &bad).unwrap();
+        assert_eq!(add_missing_checksums(&layout).unwrap(), 2);
+        assert_eq!(add_missing_checksums(&layout).unwrap(), 0);
+        let (n, crc) = (good.len() as u64, crc32c::crc32c(&good));
+        open_checked(&layout, "old", n, crc).unwrap();
+        // The catalog's CRC is of the intact bytes: the rotted copy fails.
+        assert!(open_checked(&layout, "rotted", n, crc).is_err());
     }
 
     #[test]

@@ -139,6 +139,10 @@ fn key(t: &TaskId) -> (u64, u32, u32, u32) {
 /// Runs a worker until the process is stopped.
 pub async fn run(cfg: WorkerConfig) -> Result<()> {
     let layout = Layout::create(&cfg.data_dir)?;
+    let added = crate::block::add_missing_checksums(&layout)?;
+    if added > 0 {
+        tracing::info!("wrote checksum files for {added} blocks stored without one");
+    }
     let uid = load_uid(&cfg.data_dir)?;
     let listener = TcpListener::bind(cfg.listen)
         .map_err(|e| ClusterError::net("listening on", &cfg.listen.to_string(), e))?;
