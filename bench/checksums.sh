@@ -4,6 +4,7 @@
 # the first argument (e.g. one built from the commit before chunked
 # checksums), run alternately on the same data, answers compared.
 # Usage: bench/checksums.sh BEFORE_SLUICE [SIZE] [RUNS]
+# AFTER_WORKER_FLAGS (e.g. "--scan-rate 0") is passed to this build's workers.
 set -euo pipefail
 BEFORE=$(realpath "$1")
 SIZE=${2:-256MB}
@@ -18,7 +19,8 @@ $AFTER gen text --size "$SIZE" --out "$W/text" >/dev/null
 $AFTER gen tera --size "$SIZE" --out "$W/tera" >/dev/null
 for v in before after; do
   S=$BEFORE; [ $v = after ] && S=$AFTER
-  $S cluster up --workers 2 --slots 1 --dir "$W/$v" >/dev/null
+  flags=(); [ $v = after ] && flags=(--worker-flags "${AFTER_WORKER_FLAGS:-}")
+  $S cluster up --workers 2 --slots 1 --dir "$W/$v" "${flags[@]}" >/dev/null
   $S put "$W/text" --dataset words --block-size 32MB --replication 2 --cluster "$W/$v" >/dev/null
   $S put "$W/tera" --dataset tera --block-size 32MB --replication 2 --cluster "$W/$v" >/dev/null
 done

@@ -111,13 +111,12 @@ pub fn store_stream(
                 .map_err(|e| local_write_error(&tmp, e))?;
         }
         let sums = w.hasher.finish();
-        if sums.len != len || sums.whole_crc() != crc {
+        if sums.len != len || sums.crc != crc {
             return Err(ClusterError::Corrupt {
                 from: peer.to_owned(),
                 msg: format!(
                     "block {id}: got {} bytes, crc {:08x}; want {len}, {crc:08x}",
-                    sums.len,
-                    sums.whole_crc()
+                    sums.len, sums.crc
                 ),
             });
         }
@@ -126,7 +125,7 @@ pub fn store_stream(
             .into_inner()
             .map_err(|e| local_write_error(&tmp, e.into_error()))?;
         f.sync_all().map_err(|e| local_write_error(&tmp, e))?;
-        install(layout, id, &tmp, &sums)
+        install(layout, id, &tmp, &sums, true)
     })();
     if res.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -150,14 +149,14 @@ pub fn local_write_error(path: &Path, e: std::io::Error) -> ClusterError {
     ClusterError::io("writing", path, e)
 }
 
-/// Writes `sums` as block `id`'s checksum file and renames `data` (synced)
-/// into place as the block.
-fn install(layout: &Layout, id: &str, data: &Path, sums: &ChunkSums) -> Result<()> {
+/// Writes `sums` as block `id`'s checksum file (synced when `durable`)
+/// and renames `data` into place as the block.
+fn install(layout: &Layout, id: &str, data: &Path, sums: &ChunkSums, durable: bool) -> Result<()> {
     let meta_tmp = layout.temp(id, "meta-tmp");
     let res = (|| {
         let mut f = File::create(&meta_tmp).map_err(|e| local_write_error(&meta_tmp, e))?;
         f.write_all(&sums.encode())
-            .and_then(|()| f.sync_all())
+            .and_then(|()| if durable { f.sync_all() } else { Ok(()) })
             .map_err(|e| local_write_error(&meta_tmp, e))?;
         let meta = layout.meta(id);
         std::fs::rename(&meta_tmp, &meta).map_err(|e| ClusterError::io("renaming", &meta, e))?;
@@ -171,16 +170,28 @@ fn install(layout: &Layout, id: &str, data: &Path, sums: &ChunkSums) -> Result<(
 }
 
 /// Makes the finished file `file` (a task's output, on this worker's disk)
-/// block `id`; returns its length and CRC32C.
+/// block `id`; returns its length and CRC32C. Not synced, as HDFS does
+/// not sync a block it finalizes by default (`dfs.datanode.synconclose`):
+/// a crash that loses the bytes leaves a replica its checksums reject.
 pub fn adopt(layout: &Layout, id: &str, file: &Path) -> Result<(u64, u32)> {
-    let mut f = File::open(file).map_err(|e| ClusterError::io("reading", file, e))?;
-    let mut w = Hashing::new(std::io::sink());
-    std::io::copy(&mut f, &mut w).map_err(|e| ClusterError::io("reading", file, e))?;
-    f.sync_all()
-        .map_err(|e| ClusterError::io("syncing", file, e))?;
-    let sums = w.hasher.finish();
-    install(layout, id, file, &sums)?;
-    Ok((sums.len, sums.whole_crc()))
+    let sums = sums_of_file(file)?;
+    install(layout, id, file, &sums, false)?;
+    Ok((sums.len, sums.crc))
+}
+
+/// The chunk checksums of a whole file, read in large pieces.
+fn sums_of_file(path: &Path) -> Result<ChunkSums> {
+    let mut f = File::open(path).map_err(|e| ClusterError::io("reading", path, e))?;
+    let mut h = ChunkHasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Ok(h.finish()),
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(ClusterError::io("reading", path, e)),
+        }
+    }
 }
 
 /// Gives every stored block without a checksum file one computed from its
@@ -194,12 +205,9 @@ pub fn add_missing_checksums(layout: &Layout) -> Result<usize> {
         if layout.meta(&id).exists() {
             continue;
         }
-        let path = layout.block(&id);
-        let mut f = File::open(&path).map_err(|e| ClusterError::io("reading", &path, e))?;
-        let mut w = Hashing::new(std::io::sink());
-        std::io::copy(&mut f, &mut w).map_err(|e| ClusterError::io("reading", &path, e))?;
+        let sums = sums_of_file(&layout.block(&id))?;
         let meta_tmp = layout.temp(&id, "meta-tmp");
-        std::fs::write(&meta_tmp, w.hasher.finish().encode())
+        std::fs::write(&meta_tmp, sums.encode())
             .and_then(|()| std::fs::rename(&meta_tmp, layout.meta(&id)))
             .map_err(|e| local_write_error(&meta_tmp, e))?;
         n += 1;

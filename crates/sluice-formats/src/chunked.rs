@@ -7,10 +7,11 @@
 //! checksum file holds one CRC32C per chunk of [`CHUNK`] bytes; a reader
 //! checks each chunk before handing out any of its bytes, so a damaged
 //! block is caught at the first damaged chunk, not after a whole pass, and
-//! no byte reaches a job unverified. The chunk CRCs combine
-//! ([`ChunkSums::whole_crc`]) into the CRC32C of the whole block, which the
-//! catalog keeps: checking the combination against the catalog proves the
-//! checksum file itself belongs to this block and is intact.
+//! no byte reaches a job unverified. The file also holds the CRC32C of the
+//! whole block, which the catalog keeps too: checking it and the length
+//! against the catalog shows the checksum file belongs to this block (a
+//! checksum file of another block, or of an older version, does not
+//! match), and its own CRC shows it is intact.
 //!
 //! Checksum file layout (all integers little-endian):
 //!
@@ -21,8 +22,9 @@
 //! 5       3     reserved, zero
 //! 8       4     chunk: bytes per chunk (the last chunk may be shorter)
 //! 12      8     len: bytes of the block
-//! 20      4n    crc[i]: CRC32C of chunk i, n = ceil(len / chunk)
-//! 20+4n   4     CRC32C of bytes 0 .. 20+4n (this file's own check)
+//! 20      4     crc: CRC32C of the whole block
+//! 24      4n    crc[i]: CRC32C of chunk i, n = ceil(len / chunk)
+//! 24+4n   4     CRC32C of bytes 0 .. 24+4n (this file's own check)
 //! ```
 
 use std::fmt;
@@ -39,7 +41,7 @@ use crate::{FormatError, Result};
 pub const CHUNK: u32 = 64 << 10;
 const MAGIC: &[u8; 4] = b"SLBM";
 const VERSION: u8 = 1;
-const HEADER: usize = 20;
+const HEADER: usize = 24;
 
 /// The chunk CRCs of one block.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +50,8 @@ pub struct ChunkSums {
     pub chunk: u32,
     /// Bytes of the block.
     pub len: u64,
+    /// CRC32C of the whole block.
+    pub crc: u32,
     /// CRC32C of each chunk, in order.
     pub crcs: Vec<u32>,
 }
@@ -107,18 +111,6 @@ impl ChunkSums {
         h.finish()
     }
 
-    /// The CRC32C of the whole block, combined from the chunks' CRCs.
-    pub fn whole_crc(&self) -> u32 {
-        let mut crc = 0u32;
-        let mut left = self.len;
-        for &c in &self.crcs {
-            let n = left.min(u64::from(self.chunk));
-            crc = crc32c::crc32c_combine(crc, c, n as usize);
-            left -= n;
-        }
-        crc
-    }
-
     /// The bytes of chunk `index`.
     pub fn chunk_len(&self, index: u64) -> u64 {
         let start = index * u64::from(self.chunk);
@@ -132,6 +124,7 @@ impl ChunkSums {
         b.extend_from_slice(&[VERSION, 0, 0, 0]);
         b.extend_from_slice(&self.chunk.to_le_bytes());
         b.extend_from_slice(&self.len.to_le_bytes());
+        b.extend_from_slice(&self.crc.to_le_bytes());
         for c in &self.crcs {
             b.extend_from_slice(&c.to_le_bytes());
         }
@@ -155,6 +148,7 @@ impl ChunkSums {
         }
         let chunk = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
         let len = u64::from_le_bytes(b[12..20].try_into().expect("8 bytes"));
+        let crc = u32::from_le_bytes(b[20..24].try_into().expect("4 bytes"));
         if chunk == 0 {
             return Err(bad("has a chunk size of 0"));
         }
@@ -166,7 +160,12 @@ impl ChunkSums {
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
             .collect();
-        Ok(ChunkSums { chunk, len, crcs })
+        Ok(ChunkSums {
+            chunk,
+            len,
+            crc,
+            crcs,
+        })
     }
 
     /// Reads and parses the checksum file at `path`.
@@ -189,10 +188,11 @@ impl ChunkSums {
                 self.len
             )));
         }
-        if self.whole_crc() != crc {
-            return Err(Damage::Checksums(
-                "belongs to other data (its chunks do not combine to the block's CRC)".into(),
-            ));
+        if self.crc != crc {
+            return Err(Damage::Checksums(format!(
+                "belongs to other data (block CRC {:08x}, the catalog's {crc:08x})",
+                self.crc
+            )));
         }
         Ok(())
     }
@@ -211,6 +211,7 @@ impl ChunkSums {
 #[derive(Debug)]
 pub struct ChunkHasher {
     len: u64,
+    whole: u32,
     cur: u32,
     cur_len: u32,
     crcs: Vec<u32>,
@@ -227,6 +228,7 @@ impl ChunkHasher {
     pub fn new() -> Self {
         ChunkHasher {
             len: 0,
+            whole: 0,
             cur: 0,
             cur_len: 0,
             crcs: Vec::new(),
@@ -236,6 +238,9 @@ impl ChunkHasher {
     /// Feeds `data`.
     pub fn update(&mut self, mut data: &[u8]) {
         self.len += data.len() as u64;
+        // A second pass while the bytes are in cache costs less than
+        // combining the chunk CRCs (crc32c_combine) at the end.
+        self.whole = crc32c::crc32c_append(self.whole, data);
         while !data.is_empty() {
             let take = data.len().min((CHUNK - self.cur_len) as usize);
             self.cur = crc32c::crc32c_append(self.cur, &data[..take]);
@@ -257,6 +262,7 @@ impl ChunkHasher {
         ChunkSums {
             chunk: CHUNK,
             len: self.len,
+            crc: self.whole,
             crcs: self.crcs,
         }
     }
@@ -420,7 +426,15 @@ mod tests {
         ] {
             let d = data(n);
             let s = ChunkSums::of(&d);
-            assert_eq!(s.whole_crc(), crc32c::crc32c(&d), "{n}");
+            assert_eq!(s.crc, crc32c::crc32c(&d), "{n}");
+            // The chunks' CRCs combine to the whole one.
+            let mut left = s.len;
+            let combined = s.crcs.iter().fold(0, |acc, &c| {
+                let k = left.min(u64::from(CHUNK));
+                left -= k;
+                crc32c::crc32c_combine(acc, c, k as usize)
+            });
+            assert_eq!(combined, s.crc, "{n}");
             assert_eq!(s.crcs.len() as u64, (n as u64).div_ceil(u64::from(CHUNK)));
             let mut h = ChunkHasher::new();
             for piece in d.chunks(1000) {
@@ -443,9 +457,9 @@ mod tests {
         }
         assert!(ChunkSums::decode(&good[..good.len() - 4]).is_err());
         let other = ChunkSums::of(&data(200_001));
-        assert!(other.matches(200_000, s.whole_crc()).is_err());
+        assert!(other.matches(200_000, s.crc).is_err());
         let same_len = ChunkSums::of(&vec![1u8; 200_000]);
-        assert!(same_len.matches(200_000, s.whole_crc()).is_err());
+        assert!(same_len.matches(200_000, s.crc).is_err());
     }
 
     fn read_all(path: &Path, s: &ChunkSums, piece: usize) -> Result<Vec<u8>> {
