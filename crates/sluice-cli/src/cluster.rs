@@ -749,6 +749,15 @@ pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `sluice kill`.
+pub fn kill(job: u64, conn: &Conn) -> anyhow::Result<()> {
+    let rt = runtime()?;
+    let c = rt.block_on(connect(conn))?;
+    let s = rt.block_on(c.kill(job))?;
+    println!("job {job} {}: {}", s.state, s.error);
+    Ok(())
+}
+
 /// Removes data set `name` without a word.
 pub fn remove(conn: &Conn, name: &str) -> anyhow::Result<()> {
     let rt = runtime()?;
@@ -913,8 +922,10 @@ fn submit_one(conn: &Conn, args: Vec<String>, replication: u32) -> anyhow::Resul
             );
         }
     };
-    if status.state != "succeeded" {
-        bail!("job {id} failed: {}", status.error);
+    match status.state.as_str() {
+        "succeeded" => {}
+        "killed" => bail!("job {id} was {}", status.error),
+        _ => bail!("job {id} failed: {}", status.error),
     }
     let report: ClusterReport = serde_json::from_str(&status.report_json)?;
     if let Some(path) = &ra.report {

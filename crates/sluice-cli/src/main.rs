@@ -66,8 +66,16 @@ enum Command {
     Put(cluster::PutArgs),
     /// List the cluster's data sets.
     Ls(cluster::Conn),
-    /// List the cluster's jobs: running, succeeded and failed (with why).
+    /// List the cluster's jobs: running, succeeded, failed and killed (with why).
     Jobs(cluster::Conn),
+    /// End a running job on the cluster: its tasks' results are dropped,
+    /// its temporary files removed, and it is recorded killed.
+    Kill {
+        /// The job's id (as `sluice jobs` lists it).
+        job: u64,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
     /// Copy a data set out of the cluster.
     Get {
         /// Data set name.
@@ -330,6 +338,7 @@ fn main() {
         Command::Put(a) => cluster::put(&a),
         Command::Ls(conn) => cluster::ls(&conn),
         Command::Jobs(conn) => cluster::jobs(&conn),
+        Command::Kill { job, conn } => cluster::kill(job, &conn),
         Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
         Command::Rm { name, conn } => cluster::rm(&name, &conn),
         Command::Submit(a) => cluster::submit(&a).map(|_| ()),

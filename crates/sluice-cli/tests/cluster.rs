@@ -703,3 +703,58 @@ fn replicated_output_survives_the_loss_of_a_worker() {
     wait_until_lost(&c, 2);
     counts_match_local(&c, d.path(), &data);
 }
+
+#[test]
+fn sluice_kill_ends_a_running_job_and_leaves_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "20MB");
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 100");
+    put(&c, &data, "words", "256KB", "1");
+    let job = submit_wc(&c, "words", "counts")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let jobs =
+        || String::from_utf8_lossy(&ok(c.cmd(&["jobs"]).output().unwrap()).stdout).into_owned();
+    let id: String = poll(|| {
+        let l = jobs();
+        let line = l.lines().find(|l| l.contains(" running "))?;
+        Some(line.split_whitespace().next()?.to_owned())
+    });
+    let killed = ok(c.cmd(&["kill", &id]).output().unwrap());
+    assert!(String::from_utf8_lossy(&killed.stdout).contains("killed"));
+    let out = job.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("job {id} was killed by sluice kill")),
+        "{err}"
+    );
+    // Recorded killed; a second kill says it is over.
+    let l = jobs();
+    assert!(
+        l.lines()
+            .any(|l| l.starts_with(&id) && l.contains(" killed ")),
+        "{l}"
+    );
+    let again = c.cmd(&["kill", &id]).output().unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is not running"));
+    // Nothing of it in the catalog or on the workers' disks.
+    let ls = String::from_utf8_lossy(&ok(c.cmd(&["ls"]).output().unwrap()).stdout).into_owned();
+    assert!(!ls.contains("counts"), "{ls}");
+    for dir in c.data_dirs() {
+        poll(|| {
+            let left = files_under(&dir.join("shuffle"), &|_| true).len()
+                + files_under(&dir.join("work"), &|_| true).len()
+                + block_files(&dir)
+                    .iter()
+                    .filter(|b| b.file_name().unwrap().to_string_lossy().starts_with('j'))
+                    .count();
+            (left == 0).then_some(())
+        });
+    }
+    // The cluster runs the next job as before.
+    ok(submit_wc(&c, "words", "counts").output().unwrap());
+    counts_match_local(&c, d.path(), &data);
+}

@@ -355,6 +355,15 @@ impl Client {
         Ok(self.rpc.clone().submit(req).await?.into_inner().job)
     }
 
+    /// Ends running job `job`; returns its status.
+    pub async fn kill(&self, job: u64) -> Result<proto::JobStatus> {
+        let req = proto::KillJobRequest {
+            job,
+            reason: format!("sluice kill (pid {})", std::process::id()),
+        };
+        Ok(self.rpc.clone().kill_job(req).await?.into_inner())
+    }
+
     /// Waits up to `wait` for a job to end; returns its status.
     pub async fn wait(&self, job: u64, wait: Duration) -> Result<proto::JobStatus> {
         let req = proto::WaitJobRequest {

@@ -555,11 +555,7 @@ impl State {
             }
         }
         let kept = committed_blocks(job);
-        let (state, error) = match &job.state {
-            JobState::Succeeded => ("succeeded", String::new()),
-            JobState::Failed(m) => ("failed", m.clone()),
-            JobState::Running => ("running", String::new()),
-        };
+        let (state, error) = (job.state.name(), job.state.reason());
         if let Some(r) = self.records.get_mut(&id) {
             r.state = state.into();
             r.error = error;
@@ -734,11 +730,7 @@ impl State {
 
     fn status(&self, id: u64) -> Option<proto::JobStatus> {
         if let Some(j) = self.jobs.get(&id) {
-            let (state, error) = match &j.state {
-                JobState::Running => ("running", String::new()),
-                JobState::Succeeded => ("succeeded", String::new()),
-                JobState::Failed(m) => ("failed", m.clone()),
-            };
+            let (state, error) = (j.state.name(), j.state.reason());
             let done = !j.report_json.is_empty();
             return Some(proto::JobStatus {
                 job: id,
@@ -1184,6 +1176,36 @@ impl Coordinator for Service {
             }
             let _ = tokio::time::timeout_at(deadline.into(), notified).await;
         }
+    }
+
+    async fn kill_job(&self, req: Request<proto::KillJobRequest>) -> Reply<proto::JobStatus> {
+        let r = req.into_inner();
+        let mut st = self.lock();
+        let epoch = st.epoch;
+        let job = st
+            .jobs
+            .get_mut(&r.job)
+            .ok_or_else(|| Status::not_found(format!("no job {} (epoch {epoch})", r.job)))?;
+        if !job.is_running() {
+            return Err(Status::failed_precondition(format!(
+                "job {} is not running: it {}",
+                r.job,
+                job.state.name()
+            )));
+        }
+        let who = if r.reason.is_empty() {
+            "a user"
+        } else {
+            &r.reason
+        };
+        job.end(JobState::Killed(format!("killed by {who}")));
+        // Ends it now: its attempts are killed, its outputs dropped, the
+        // workers told to remove its files, its record written.
+        st.settle_jobs();
+        let status = st.status(r.job).expect("the job exists");
+        drop(st);
+        self.notify.notify_waiters();
+        Ok(Response::new(status))
     }
 
     async fn list_jobs(&self, _: Request<Empty>) -> Reply<proto::JobList> {

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sched::{task_name, Attempt, AttemptState, Job, JobState, MAP, REDUCE};
+use crate::sched::{task_name, Attempt, AttemptState, Job, MAP, REDUCE};
 
 /// One worker's share of a job.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -98,11 +98,7 @@ impl ClusterReport {
             args: job.args.clone(),
             input: job.input.clone(),
             output: job.output.clone(),
-            state: match &job.state {
-                JobState::Running => "running".into(),
-                JobState::Succeeded => "succeeded".into(),
-                JobState::Failed(_) => "failed".into(),
-            },
+            state: job.state.name().into(),
             workers,
             maps: job.maps.len(),
             reducers: job.reducers,

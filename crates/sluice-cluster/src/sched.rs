@@ -180,6 +180,28 @@ pub enum JobState {
     Running,
     Succeeded,
     Failed(String),
+    /// Ended on request (`sluice kill`), with who asked.
+    Killed(String),
+}
+
+impl JobState {
+    /// `running`, `succeeded`, `failed` or `killed`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed(_) => "failed",
+            JobState::Killed(_) => "killed",
+        }
+    }
+
+    /// Why it failed or was killed; empty otherwise.
+    pub fn reason(&self) -> String {
+        match self {
+            JobState::Failed(m) | JobState::Killed(m) => m.clone(),
+            JobState::Running | JobState::Succeeded => String::new(),
+        }
+    }
 }
 
 /// A worker asking for work.
@@ -526,8 +548,13 @@ impl Job {
 
     /// Fails the job (once).
     pub fn fail(&mut self, msg: String) {
+        self.end(JobState::Failed(msg));
+    }
+
+    /// Ends a running job in `state` (a job ends once).
+    pub fn end(&mut self, state: JobState) {
         if self.is_running() {
-            self.state = JobState::Failed(msg);
+            self.state = state;
             self.finished = Some(Instant::now());
         }
     }

@@ -127,6 +127,9 @@ struct Shared {
     rt: Handle,
     session: Mutex<(u64, u64)>,
     cancelled: Mutex<HashSet<(u64, u32, u32, u32)>>,
+    /// Jobs the coordinator said have ended: a killed task of one that
+    /// finishes late removes the job's files again.
+    ended: Mutex<HashSet<u64>>,
     running: Mutex<HashSet<(u64, u32, u32, u32)>>,
     unsent: Mutex<Vec<TaskReport>>,
     reregister: Notify,
@@ -166,6 +169,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         rt: Handle::current(),
         session: Mutex::new((0, 0)),
         cancelled: Mutex::new(HashSet::new()),
+        ended: Mutex::new(HashSet::new()),
         running: Mutex::new(HashSet::new()),
         unsent: Mutex::new(Vec::new()),
         reregister: Notify::new(),
@@ -340,9 +344,9 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
             .collect();
         lock(&shared.cancelled).extend(running);
         lock(&shared.jobs).remove(j);
+        lock(&shared.ended).insert(*j);
         sweep_outputs(shared, *j, &r.kept_blocks);
-        let _ = std::fs::remove_dir_all(shared.layout.shuffle_dir(*j));
-        let _ = std::fs::remove_dir_all(shared.layout.work_dir(*j));
+        remove_job_files(shared, *j);
     }
     for t in r.tasks {
         let shared = shared.clone();
@@ -353,6 +357,11 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
             lock(&shared.running).remove(&key(&id));
             if lock(&shared.cancelled).remove(&key(&id)) {
                 discard(&shared, &report);
+                if lock(&shared.ended).contains(&id.job) {
+                    // Its map output or scratch files may have appeared
+                    // after the job's files were removed.
+                    remove_job_files(&shared, id.job);
+                }
                 if report.output.as_ref().is_none_or(|o| o.replicas.is_empty()) {
                     return;
                 }
@@ -368,6 +377,12 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
         });
     }
     false
+}
+
+/// Removes an ended job's map outputs and scratch files.
+fn remove_job_files(shared: &Shared, job: u64) {
+    let _ = std::fs::remove_dir_all(shared.layout.shuffle_dir(job));
+    let _ = std::fs::remove_dir_all(shared.layout.work_dir(job));
 }
 
 /// Deletes the output blocks of finished job `job` here that its
