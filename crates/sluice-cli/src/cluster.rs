@@ -117,6 +117,10 @@ pub struct WorkerArgs {
     /// Concurrent map tasks (and, separately, reduce tasks) [default: cores].
     #[arg(long)]
     slots: Option<u32>,
+    /// Memory this worker's tasks share: each of its map and reduce slots
+    /// gets MEMORY / (2 x slots) [default: half of this host's memory].
+    #[arg(long, value_parser = units::parse_size)]
+    memory: Option<u64>,
     /// Shared secret file [default: $SLUICE_SECRET].
     #[arg(long)]
     secret_file: Option<PathBuf>,
@@ -217,6 +221,10 @@ pub struct WorkerEntry {
 struct CliJobs;
 
 impl JobFactory for CliJobs {
+    fn memory_request(&self, args: &[String]) -> Option<u64> {
+        RunArgs::parse(args).ok()?.memory
+    }
+
     fn side_inputs(&self, args: &[String]) -> Result<Vec<String>, String> {
         let ra = RunArgs::parse(args).map_err(|e| e.to_string())?;
         if !ra.is_join(JoinForm::Fast) {
@@ -364,6 +372,7 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
         datacenter: a.datacenter.clone(),
         rack: a.rack.clone(),
         slots: a.slots.unwrap_or(cores).max(1),
+        memory: a.memory.unwrap_or_else(|| host_memory() / 2),
         secret: secret(a.secret_file.as_deref())?,
         factory: Arc::new(CliJobs),
         scan: worker::ScanSettings {
@@ -374,6 +383,18 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
     };
     runtime()?.block_on(worker::run(cfg))?;
     Ok(())
+}
+
+/// This host's memory in bytes (`MemTotal` of /proc/meminfo; 4 GiB when
+/// that cannot be read).
+fn host_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let kb = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+            kb.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(4 << 30, |kb| kb * 1024)
 }
 
 /// `sluice cluster ...`.
@@ -403,13 +424,15 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             println!("epoch {}", info.epoch);
             for w in info.workers {
                 println!(
-                    "worker {:>3}  {}  {}  {}/{}  slots {}  pid {}  {}",
+                    "worker {:>3}  {}  {}  {}/{}  slots {}  memory {} ({} a task)  pid {}  {}",
                     w.id,
                     w.uid,
                     w.data_addr,
                     w.datacenter,
                     w.rack,
                     w.slots,
+                    units::human(w.memory),
+                    units::human(sluice_cluster::task_share(w.memory, w.slots)),
                     w.pid,
                     if w.alive { "alive" } else { "lost" }
                 );
@@ -501,6 +524,11 @@ pub fn up(
             "--secret-file".into(),
             s(&secret_file),
         ];
+        // The workers share this host: half its memory among them.
+        if !worker_extra.contains("--memory") {
+            let each = host_memory() / 2 / u64::from(n.max(1));
+            args.extend(["--memory".into(), each.to_string()]);
+        }
         args.extend(worker_extra.split_whitespace().map(str::to_owned));
         pids.push((spawn(&dir, &format!("worker-{i}.log"), &args)?, data));
     }
@@ -958,6 +986,10 @@ fn print_report(r: &ClusterReport) {
     println!(
         "locality     {} data-local, {} remote maps",
         r.data_local_maps, r.remote_maps
+    );
+    println!(
+        "memory       {} per task (its worker's --memory shared by its slots)",
+        units::human(r.task_memory_bytes)
     );
     println!(
         "shuffle      {} bytes, receive skew {:.2}",

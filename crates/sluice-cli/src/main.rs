@@ -207,9 +207,12 @@ struct RunArgs {
     /// Worker threads [default: all cores].
     #[arg(long)]
     threads: Option<usize>,
-    /// Memory budget for the whole job.
-    #[arg(long, default_value = "1GiB", value_parser = units::parse_size)]
-    memory: u64,
+    /// Memory budget for the whole job [default: 1GiB]. On a cluster, the
+    /// most each task may use; each gets at most its worker's share
+    /// (the worker's --memory shared by its slots), and a job asking more
+    /// than any worker gives is refused.
+    #[arg(long, value_parser = units::parse_size)]
+    memory: Option<u64>,
     /// Reduce partitions (part files) [default: threads].
     #[arg(long)]
     reducers: Option<u32>,
@@ -319,6 +322,9 @@ fn flag_name(v: &impl ValueEnum) -> String {
     v.to_possible_value()
         .map_or_else(String::new, |p| p.get_name().to_owned())
 }
+
+/// A job's memory budget when `--memory` is not given.
+pub const DEFAULT_MEMORY: u64 = 1 << 30;
 
 fn main() {
     let cli = Cli::parse();

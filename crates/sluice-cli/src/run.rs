@@ -60,7 +60,7 @@ pub(crate) fn config(args: &RunArgs) -> EngineConfig {
         cfg.threads = t;
     }
     cfg.reducers = args.reducers.unwrap_or(cfg.threads.max(1) as u32);
-    cfg.memory = args.memory;
+    cfg.memory = args.memory.unwrap_or(crate::DEFAULT_MEMORY);
     cfg.max_record = usize::try_from(args.max_record_size).unwrap_or(usize::MAX);
     cfg.split_size = args.split_size;
     cfg.spill_dir = args.spill_dir.clone();

@@ -758,3 +758,42 @@ fn sluice_kill_ends_a_running_job_and_leaves_nothing() {
     ok(submit_wc(&c, "words", "counts").output().unwrap());
     counts_match_local(&c, d.path(), &data);
 }
+
+#[test]
+fn a_workers_memory_is_shared_by_its_slots() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "2MB");
+    // 64 MB for one map and one reduce slot: 32 MB a task.
+    let c = Cluster::up_with(d.path(), 2, "", "--memory 64MB");
+    let status = ok(c.cmd(&["cluster", "status"]).output().unwrap());
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("a task)"), "{status}");
+    put(&c, &data, "words", "256KB", "1");
+    // A job asking more than any worker gives a task is refused.
+    let out = c
+        .submit(&["wordcount", "--memory", "100MB"])
+        .args(["--input", "words", "--output", "big"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the most a worker gives a task is 32000000"),
+        "{err}"
+    );
+    // By default a task gets its worker's share; a job may ask for less.
+    for (flags, want) in [
+        (&[][..], 32_000_000),
+        (&["--memory", "16MB"][..], 16_000_000),
+    ] {
+        let report = d.path().join("r.json");
+        ok(c.submit(&["wordcount"])
+            .args(flags)
+            .args(["--input", "words", "--output", &format!("c{want}")])
+            .arg("--report")
+            .arg(&report)
+            .output()
+            .unwrap());
+        assert_eq!(read_report(&report)["task_memory_bytes"], want);
+    }
+}

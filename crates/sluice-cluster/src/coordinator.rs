@@ -316,6 +316,23 @@ impl State {
         changed
     }
 
+    /// Refuses a job asking more memory per task than any live worker's
+    /// share gives.
+    fn check_memory(&self, asked: u64) -> std::result::Result<(), Status> {
+        let best = self
+            .alive()
+            .map(|w| (crate::task_share(w.info.memory, w.info.slots), &w.info))
+            .max_by_key(|(share, _)| *share);
+        match best {
+            Some((share, w)) if asked > share => Err(Status::invalid_argument(format!(
+                "the job asks --memory {asked} bytes per task; the most a worker gives a task \
+                 is {share} (worker {}: --memory {} shared by {} map and {} reduce slots)",
+                w.id, w.memory, w.slots, w.slots
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     /// Marks a replica damaged: out of its block's replicas in the
     /// catalog and in running jobs (never read again), and deleted from
     /// its worker. Returns whether a replica was marked (a report about a
@@ -842,6 +859,7 @@ impl Coordinator for Service {
                     slots: r.slots.max(1),
                     alive: true,
                     pid: r.pid,
+                    memory: r.memory,
                 },
                 last_seen: Instant::now(),
                 kills: Vec::new(),
@@ -1112,6 +1130,9 @@ impl Coordinator for Service {
         let mut st = self.lock();
         if st.alive().next().is_none() {
             return Err(Status::unavailable("no live workers"));
+        }
+        if let Some(asked) = factory.memory_request(&r.args) {
+            st.check_memory(asked)?;
         }
         let blocks = st.input_blocks(&r.input)?;
         let side = st.side_inputs(side)?;

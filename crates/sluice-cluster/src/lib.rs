@@ -49,6 +49,12 @@ pub trait JobFactory: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// The memory per task the job asks for, if it names one (`--memory`);
+    /// a cluster refuses a job asking more than its workers' share.
+    fn memory_request(&self, _args: &[String]) -> Option<u64> {
+        None
+    }
+
     /// The job and the engine settings for its tasks. `side` holds, for
     /// each of [`JobFactory::side_inputs`] in order, the local files of
     /// its blocks; it is `None` at the coordinator, which only validates
@@ -76,6 +82,12 @@ pub fn sched_settings(
         spec_slowdown: spec_slowdown.max(1.0),
         ..sched::Settings::default()
     }
+}
+
+/// The memory budget of one task on a worker with `memory` bytes shared by
+/// `slots` map slots and as many reduce slots.
+pub fn task_share(memory: u64, slots: u32) -> u64 {
+    memory / (2 * u64::from(slots.max(1)))
 }
 
 /// Milliseconds since the Unix epoch.

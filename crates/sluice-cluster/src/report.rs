@@ -71,6 +71,10 @@ pub struct ClusterReport {
     pub maps: usize,
     pub reducers: u32,
     pub input_bytes: u64,
+    /// The largest memory budget a winning task ran with: its worker's
+    /// `--memory` shared by its slots, or the job's smaller `--memory`.
+    #[serde(default)]
+    pub task_memory_bytes: u64,
     pub output_records: u64,
     pub output_bytes: u64,
     pub shuffle_bytes: u64,
@@ -128,6 +132,7 @@ impl ClusterReport {
                 });
                 merge_counters(&mut r.counters, &rep.counters);
                 merge_counters(&mut r.user_counters, &rep.user_counters);
+                r.task_memory_bytes = r.task_memory_bytes.max(rep.memory_bytes);
                 if kind == MAP {
                     w.maps += 1;
                     w.map_s += a.seconds(now);

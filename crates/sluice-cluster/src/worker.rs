@@ -52,6 +52,8 @@ pub struct WorkerConfig {
     pub datacenter: String,
     pub rack: String,
     pub slots: u32,
+    /// Memory shared by this worker's tasks ([`crate::task_share`] each).
+    pub memory: u64,
     pub secret: Secret,
     pub factory: Arc<dyn JobFactory>,
     /// The block scanner's pace.
@@ -214,6 +216,7 @@ async fn register(shared: &Shared, uid: &str, data_addr: &str) -> Result<()> {
         uid: uid.to_owned(),
         pid: std::process::id(),
         blocks: shared.layout.block_ids(),
+        memory: shared.cfg.memory,
     };
     *lock(&shared.last_block_report) = Some(Instant::now());
     let mut tries = 0;
@@ -461,6 +464,10 @@ fn task_job(
         }
     };
     cfg.threads = 1;
+    // The job's --memory is a per-task cap; the worker's share bounds it.
+    cfg.memory = cfg
+        .memory
+        .min(crate::task_share(shared.cfg.memory, shared.cfg.slots));
     cfg.reducers = a.reducers.max(1);
     cfg.overwrite = true;
     cfg.hardware = None;
@@ -546,6 +553,7 @@ impl Shared {
 fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Result<TaskOutput> {
     let id = a.task.unwrap_or_default();
     let (spec, cfg) = task_job(shared, a)?;
+    report.memory_bytes = cfg.memory;
     let block = a.block.clone().unwrap_or_default();
     let work = shared.layout.work_dir(id.job);
     std::fs::create_dir_all(&work).map_err(|e| ClusterError::io("creating", &work, e))?;
@@ -722,6 +730,7 @@ fn store_output(shared: &Shared, a: &TaskAssignment, file: &Path) -> Result<prot
 fn run_reduce(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Result<TaskOutput> {
     let id = a.task.unwrap_or_default();
     let (spec, cfg) = task_job(shared, a)?;
+    report.memory_bytes = cfg.memory;
     let dir = shared
         .layout
         .work_dir(id.job)
