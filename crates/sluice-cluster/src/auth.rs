@@ -3,15 +3,17 @@
 //! Every process of a cluster holds the same secret (a file, created by
 //! `sluice cluster up`, or the `SLUICE_SECRET` environment variable).
 //!
-//! - Control plane: each gRPC call carries metadata `x-sluice-ts` (Unix
-//!   milliseconds) and `x-sluice-mac` = hex HMAC-SHA256(secret, "control:"
-//!   ++ ts). The coordinator refuses calls without them, with a wrong MAC,
-//!   or with a timestamp more than [`MAX_SKEW_MS`] from its clock.
+//! - Control plane: each gRPC call carries a time, a nonce and an
+//!   HMAC-SHA256 over its method, time, nonce and body digest
+//!   ([`crate::signed`]); the coordinator refuses calls without them, with
+//!   a wrong MAC, a time more than [`MAX_SKEW_MS`] from its clock, or a
+//!   nonce it has seen.
 //! - Data plane: each request ends in an HMAC-SHA256 of its header and body
-//!   (see [`crate::data`]) under the secret, except shuffle fetches, which
-//!   are signed with the job's token = HMAC-SHA256(secret, "job:" ++ job id
-//!   as u64 LE). A task receives only its job's token, so a fetch for one
-//!   job cannot be forged from another job's token.
+//!   (time and nonce included; see [`crate::data`]) under the secret, except
+//!   shuffle fetches, which are signed with the job's token =
+//!   HMAC-SHA256(secret, "job:" ++ job id as u64 LE). A task receives only
+//!   its job's token, so a fetch for one job cannot be forged from another
+//!   job's token. A worker refuses a nonce it has seen.
 
 use hmac::{KeyInit, Mac};
 use sha2::Sha256;
@@ -68,26 +70,6 @@ impl Secret {
     pub fn job_token(&self, job: u64) -> [u8; 32] {
         self.mac(&[b"job:", &job.to_le_bytes()])
     }
-
-    /// The control-plane MAC for timestamp `ts`.
-    pub fn control_mac(&self, ts: u64) -> String {
-        hex(&self.mac(&[b"control:", ts.to_string().as_bytes()]))
-    }
-
-    /// Checks a control-plane call's metadata.
-    pub fn check_control(&self, ts: Option<&str>, mac: Option<&str>) -> Result<(), ClusterError> {
-        let (Some(ts), Some(mac)) = (ts, mac) else {
-            return Err(ClusterError::Auth("missing credentials".into()));
-        };
-        let t: u64 = ts
-            .parse()
-            .map_err(|_| ClusterError::Auth("bad timestamp".into()))?;
-        check_skew(t)?;
-        if !constant_eq(self.control_mac(t).as_bytes(), mac.as_bytes()) {
-            return Err(ClusterError::Auth("wrong MAC (a different secret?)".into()));
-        }
-        Ok(())
-    }
 }
 
 /// HMAC-SHA256 of `parts` under `key`.
@@ -119,60 +101,9 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// A gRPC interceptor adding credentials to each outgoing call.
-#[derive(Clone, Debug)]
-pub struct Sign(pub Secret);
-
-impl tonic::service::Interceptor for Sign {
-    fn call(&mut self, mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        let ts = crate::now_ms();
-        let md = req.metadata_mut();
-        md.insert("x-sluice-ts", ts.to_string().parse().expect("digits"));
-        md.insert(
-            "x-sluice-mac",
-            self.0.control_mac(ts).parse().expect("hex digits"),
-        );
-        Ok(req)
-    }
-}
-
-/// A gRPC interceptor refusing calls without valid credentials.
-#[derive(Clone, Debug)]
-pub struct Verify(pub Secret);
-
-impl tonic::service::Interceptor for Verify {
-    fn call(&mut self, req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-        let md = req.metadata();
-        let get = |k: &str| md.get(k).and_then(|v| v.to_str().ok());
-        match self
-            .0
-            .check_control(get("x-sluice-ts"), get("x-sluice-mac"))
-        {
-            Ok(()) => Ok(req),
-            Err(e) => Err(tonic::Status::unauthenticated(e.to_string())),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn control_mac_round_trips_and_rejects_others() {
-        let s = Secret::new(b"0123456789abcdef0123").unwrap();
-        let other = Secret::new(b"fedcba9876543210fedc").unwrap();
-        let ts = crate::now_ms();
-        let mac = s.control_mac(ts);
-        assert!(s.check_control(Some(&ts.to_string()), Some(&mac)).is_ok());
-        assert!(other
-            .check_control(Some(&ts.to_string()), Some(&mac))
-            .is_err());
-        assert!(s.check_control(None, Some(&mac)).is_err());
-        let old = ts - MAX_SKEW_MS - 1;
-        let mac = s.control_mac(old);
-        assert!(s.check_control(Some(&old.to_string()), Some(&mac)).is_err());
-    }
 
     #[test]
     fn short_secrets_are_refused() {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
-use crate::auth::{Secret, Verify};
+use crate::auth::Secret;
 use crate::catalog::{
     check_name, BlockMeta, Catalog, DatasetMeta, FileMeta, JobRecord, Node, PlacementPolicy,
     StateDir,
@@ -138,8 +138,8 @@ pub async fn start(
         cfg: Arc::new(cfg),
     };
     svc.spawn_liveness();
-    let verify = Verify(svc.cfg.secret.clone());
-    let server = CoordinatorServer::with_interceptor(svc, verify);
+    let verify = crate::signed::VerifyLayer::new(svc.cfg.secret.clone());
+    let server = CoordinatorServer::new(svc);
     // The builder's tcp_nodelay covers only sockets it accepts itself; set
     // it on ours, or small replies wait out the peer's delayed ACK (40 ms).
     let incoming = tokio_stream::StreamExt::map(
@@ -149,6 +149,7 @@ pub async fn start(
     let handle = tokio::spawn(async move {
         let r = tonic::transport::Server::builder()
             .tcp_nodelay(true)
+            .layer(verify)
             .add_service(server)
             .serve_with_incoming(incoming)
             .await;

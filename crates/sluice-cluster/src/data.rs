@@ -7,14 +7,15 @@
 //! header   := magic:"SLDP" version:u8 op:u8 body_len:u32
 //! mac      := HMAC-SHA256(key, header ++ body)           32 bytes
 //! str      := len:u16 bytes[len]                          UTF-8
-//! body, by op (every body starts with ts:u64, Unix milliseconds):
-//!   1 READ_BLOCK   ts id:str                              key = secret
-//!   2 WRITE_BLOCK  ts id:str len:u64 crc:u32              key = secret
+//! body, by op (every body starts with ts:u64, Unix milliseconds, and
+//! nonce:u128, random; `hdr` below):
+//!   1 READ_BLOCK   hdr id:str                              key = secret
+//!   2 WRITE_BLOCK  hdr id:str len:u64 crc:u32              key = secret
 //!                  followed by `data`: len bytes, CRC32C(data) = crc
-//!   3 FETCH        ts job:u64 map:u32 attempt:u32 part:u32
+//!   3 FETCH        hdr job:u64 map:u32 attempt:u32 part:u32
 //!                                                          key = job token
-//!   4 STATS        ts since:u64                            key = secret
-//!   5 READ_HEAD    ts id:str max:u64                       key = secret
+//!   4 STATS        hdr since:u64                            key = secret
+//!   5 READ_HEAD    hdr id:str max:u64                       key = secret
 //! response := status:u8 (0 ok, 1 error, 2 damaged replica)
 //!   ok:    len:u64 records:u64 then len bytes (READ_BLOCK: the block;
 //!          FETCH: partition `part`'s segment of the map's spill file, its
@@ -30,7 +31,7 @@
 //! checksum file says: the reader blames that copy and tries another.
 //!
 //! The server refuses a request with a wrong MAC, a timestamp more than
-//! [`crate::auth::MAX_SKEW_MS`] off, an unknown op or version, a body over
+//! [`crate::auth::MAX_SKEW_MS`] off, a nonce it has seen (a replay), an unknown op or version, a body over
 //! [`MAX_BODY`] or an invalid block id, before touching any file. A block
 //! written is verified against its length and CRC, synced with its chunk
 //! checksums ([`crate::block`]), and only then renamed into place, so a
@@ -47,19 +48,21 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_formats::spill::{self, SpillFile};
 
 use crate::auth::{check_skew, constant_eq, mac_with, Secret};
 use crate::sample::{Sample, Sampler};
+use crate::signed::ReplayGuard;
 use crate::ClusterError;
 
 type Result<T> = std::result::Result<T, ClusterError>;
 
 /// The request magic.
 pub const MAGIC: &[u8; 4] = b"SLDP";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 /// Largest request body accepted.
 pub const MAX_BODY: u32 = 4096;
 const OP_READ: u8 = 1;
@@ -171,8 +174,9 @@ impl Request {
         }
     }
 
-    fn body(&self, ts: u64) -> Vec<u8> {
+    fn body(&self, ts: u64, nonce: u128) -> Vec<u8> {
         let mut b = ts.to_le_bytes().to_vec();
+        b.extend_from_slice(&nonce.to_le_bytes());
         match self {
             Request::ReadBlock { id } => put_str(&mut b, id),
             Request::WriteBlock { id, len, crc } => {
@@ -200,9 +204,10 @@ impl Request {
         b
     }
 
-    fn parse(op: u8, body: &[u8]) -> Option<(u64, Request)> {
+    fn parse(op: u8, body: &[u8]) -> Option<(u64, u128, Request)> {
         let mut c = Cursor(body);
         let ts = c.u64()?;
+        let nonce = u128::from_le_bytes(c.take(16)?.try_into().ok()?);
         let req = match op {
             OP_READ => Request::ReadBlock { id: c.str()? },
             OP_WRITE => Request::WriteBlock {
@@ -223,7 +228,7 @@ impl Request {
             },
             _ => return None,
         };
-        c.0.is_empty().then_some((ts, req))
+        c.0.is_empty().then_some((ts, nonce, req))
     }
 
     /// The MAC key: the job token for fetches, else the secret.
@@ -236,7 +241,7 @@ impl Request {
 
     /// The whole signed request, as sent.
     pub fn encode(&self, key: &[u8]) -> Vec<u8> {
-        let body = self.body(crate::now_ms());
+        let body = self.body(crate::now_ms(), rand::random());
         let mut wire = MAGIC.to_vec();
         wire.push(VERSION);
         wire.push(self.op());
@@ -287,15 +292,18 @@ impl Cursor<'_> {
 /// Serves a worker's blocks and map outputs on `listener`, one thread per
 /// connection, until the process exits.
 pub fn serve(listener: TcpListener, layout: Layout, secret: Secret, sampler: Option<Sampler>) {
+    let guard = Arc::new(ReplayGuard::default());
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(conn) = conn else { continue };
             let (layout, secret, sampler) = (layout.clone(), secret.clone(), sampler.clone());
+            let guard = guard.clone();
             std::thread::spawn(move || {
                 let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
                 let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
                 let _ = conn.set_nodelay(true);
-                if let Err(e) = handle(&conn, &layout, &secret, sampler.as_ref()) {
+                let auth = (&secret, &*guard);
+                if let Err(e) = handle(&conn, &layout, auth, sampler.as_ref()) {
                     tracing::debug!("data request failed: {e}");
                     let _ = send_error(&conn, &e.to_string());
                 }
@@ -304,17 +312,18 @@ pub fn serve(listener: TcpListener, layout: Layout, secret: Secret, sampler: Opt
     });
 }
 
+/// One request; `auth` is the cluster's secret and the nonces seen.
 fn handle(
     conn: &TcpStream,
     layout: &Layout,
-    secret: &Secret,
+    auth: (&Secret, &ReplayGuard),
     sampler: Option<&Sampler>,
 ) -> Result<()> {
     let peer = conn
         .peer_addr()
         .map_or_else(|_| "?".into(), |a| a.to_string());
     let mut r = BufReader::with_capacity(256 << 10, conn);
-    let req = read_request(&mut r, secret, &peer)?;
+    let req = read_request(&mut r, auth.0, auth.1, &peer)?;
     match req {
         Request::ReadBlock { id } => send_block(conn, layout, &id, u64::MAX),
         Request::ReadHead { id, max } => send_block(conn, layout, &id, max),
@@ -366,7 +375,12 @@ fn send_block(conn: &TcpStream, layout: &Layout, id: &str, max: u64) -> Result<(
     send_range(conn, f, 0, len.min(max), 0)
 }
 
-fn read_request(r: &mut impl Read, secret: &Secret, peer: &str) -> Result<Request> {
+fn read_request(
+    r: &mut impl Read,
+    secret: &Secret,
+    guard: &ReplayGuard,
+    peer: &str,
+) -> Result<Request> {
     let mut header = [0u8; 10];
     r.read_exact(&mut header)
         .map_err(|e| ClusterError::net("reading request from", peer, e))?;
@@ -383,7 +397,7 @@ fn read_request(r: &mut impl Read, secret: &Secret, peer: &str) -> Result<Reques
     r.read_exact(&mut body)
         .map_err(|e| ClusterError::net("reading request from", peer, e))?;
     let (body, mac) = body.split_at(len as usize);
-    let (ts, req) = Request::parse(header[5], body)
+    let (ts, nonce, req) = Request::parse(header[5], body)
         .ok_or_else(|| ClusterError::Remote("malformed request".into()))?;
     let want = mac_with(&req.key(secret), &[&header, body]);
     if !constant_eq(&want, mac) {
@@ -392,6 +406,7 @@ fn read_request(r: &mut impl Read, secret: &Secret, peer: &str) -> Result<Reques
         )));
     }
     check_skew(ts)?;
+    guard.fresh(&format!("{nonce:032x}"), ts)?;
     Ok(req)
 }
 
@@ -692,6 +707,29 @@ mod tests {
         let e = write_block(&addr, &secret(), "b2", &mut &data[..], 12, crc ^ 1).unwrap_err();
         assert!(e.to_string().contains("crc"), "{e}");
         assert!(!layout.block("b2").exists());
+    }
+
+    #[test]
+    fn a_captured_request_cannot_be_replayed_or_altered() {
+        let (addr, _d, layout) = server();
+        std::fs::write(layout.block("b1"), b"data").unwrap();
+        let send = |wire: &[u8]| -> String {
+            let mut s = connect(&addr).unwrap();
+            s.write_all(wire).unwrap();
+            let mut answer = Vec::new();
+            let _ = s.read_to_end(&mut answer);
+            String::from_utf8_lossy(&answer).into_owned()
+        };
+        // A real request, as a reader sends it, captured and sent twice.
+        let req = Request::Stats { since: 0 };
+        let wire = req.encode(&secret_bytes(&secret()));
+        assert!(!send(&wire).contains("refused"));
+        assert!(send(&wire).contains("replayed request refused"));
+        // Altered in its body (another time window asked for): the MAC fails.
+        let mut other = Request::Stats { since: 7 }.encode(&secret_bytes(&secret()));
+        let body_at = 10 + 8 + 16;
+        other[body_at..body_at + 8].copy_from_slice(&0u64.to_le_bytes());
+        assert!(send(&other).contains("unauthenticated"));
     }
 
     #[test]

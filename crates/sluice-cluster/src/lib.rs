@@ -22,6 +22,7 @@ mod error;
 pub mod report;
 pub mod sample;
 pub mod sched;
+pub mod signed;
 pub mod worker;
 
 pub use error::ClusterError;

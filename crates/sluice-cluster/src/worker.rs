@@ -24,10 +24,9 @@ use sluice_engine::tasks::{self, TaskOutput};
 use sluice_formats::input::Split;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
-use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
-use crate::auth::{Secret, Sign};
+use crate::auth::Secret;
 use crate::data::{self, Layout, Request as DataRequest};
 use crate::proto::coordinator_client::CoordinatorClient;
 use crate::proto::{self, TaskAssignment, TaskId, TaskReport};
@@ -35,8 +34,8 @@ use crate::sched::{MAP, REDUCE};
 use crate::{ClusterError, JobFactory, PROTOCOL_VERSION};
 
 type Result<T> = std::result::Result<T, ClusterError>;
-/// A signed control-plane client.
-pub type Rpc = CoordinatorClient<InterceptedService<Channel, Sign>>;
+/// A signed control-plane client ([`crate::signed`]).
+pub type Rpc = CoordinatorClient<crate::signed::Signed<Channel>>;
 
 /// Concurrent shuffle fetches per reduce task (bounds in-flight bytes).
 const PARALLEL_FETCHES: usize = 4;
@@ -94,10 +93,10 @@ pub async fn connect(addr: &str, secret: &Secret, patience: Duration) -> Result<
             .tcp_nodelay(true);
         match ep.connect().await {
             Ok(ch) => {
-                return Ok(CoordinatorClient::with_interceptor(
+                return Ok(CoordinatorClient::new(crate::signed::Signed::new(
                     ch,
-                    Sign(secret.clone()),
-                ))
+                    secret.clone(),
+                )))
             }
             Err(e) if Instant::now() >= deadline => {
                 return Err(ClusterError::Rpc(format!(

@@ -1,0 +1,348 @@
+//! Control-plane calls bound to their content, and refused when replayed.
+//!
+//! Every gRPC call carries three headers:
+//!
+//! ```text
+//! x-sluice-ts     Unix milliseconds, decimal
+//! x-sluice-nonce  16 random bytes, hex
+//! x-sluice-mac    hex HMAC-SHA256(secret, "control:" ++ path ++ "\n" ++ ts ++ "\n"
+//!                                 ++ nonce ++ "\n" ++ SHA-256(body))
+//! ```
+//!
+//! where `path` is the call's HTTP/2 path (`/sluice.v1.Coordinator/Heartbeat`)
+//! and `body` its whole request body as sent (the gRPC-framed message). The
+//! coordinator ([`VerifyLayer`]) reads the body, checks the MAC, the time
+//! (within [`crate::auth::MAX_SKEW_MS`]) and that it has not seen the nonce
+//! ([`ReplayGuard`]); a call that fails any check is answered
+//! `UNAUTHENTICATED` before it reaches the service. So a captured call can
+//! neither be sent again nor be changed (another method, another message).
+//!
+//! tonic's interceptors see only headers, so both sides are tower services
+//! that hold the (small, unary) body in memory: [`Signed`] on the client's
+//! channel, [`VerifyLayer`] on the server.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use sha2::{Digest, Sha256};
+use tonic::body::Body;
+
+use crate::auth::{check_skew, constant_eq, hex, Secret, MAX_SKEW_MS};
+use crate::ClusterError;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Largest control-plane request body accepted (a worker's block list).
+pub const MAX_CONTROL_BODY: usize = 64 << 20;
+const TS: &str = "x-sluice-ts";
+const NONCE: &str = "x-sluice-nonce";
+const MAC: &str = "x-sluice-mac";
+
+/// The MAC of one call.
+pub fn call_mac(secret: &Secret, path: &str, ts: u64, nonce: &str, body: &[u8]) -> String {
+    let digest = Sha256::digest(body);
+    let ts = ts.to_string();
+    hex(&secret.mac(&[
+        b"control:",
+        path.as_bytes(),
+        b"\n",
+        ts.as_bytes(),
+        b"\n",
+        nonce.as_bytes(),
+        b"\n",
+        &digest,
+    ]))
+}
+
+/// Adds a call's credentials to its headers.
+pub fn sign(secret: &Secret, parts: &mut http::request::Parts, body: &[u8]) {
+    let ts = crate::now_ms();
+    let nonce = hex(&rand::random::<[u8; 16]>());
+    let mac = call_mac(secret, parts.uri.path(), ts, &nonce, body);
+    let h = &mut parts.headers;
+    h.insert(TS, ts.to_string().parse().expect("digits"));
+    h.insert(NONCE, nonce.parse().expect("hex digits"));
+    h.insert(MAC, mac.parse().expect("hex digits"));
+}
+
+/// Nonces seen within the accepted time window: a second call with one
+/// is a replay.
+#[derive(Debug, Default)]
+pub struct ReplayGuard {
+    seen: Mutex<HashMap<String, u64>>,
+}
+
+impl ReplayGuard {
+    /// Records `nonce` of a call made at `ts`; refuses one already seen.
+    pub fn fresh(&self, nonce: &str, ts: u64) -> Result<(), ClusterError> {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.len() > 4096 && seen.len().is_power_of_two() {
+            // Calls older than the window are refused by their time anyway.
+            let horizon = crate::now_ms().saturating_sub(2 * MAX_SKEW_MS);
+            seen.retain(|_, t| *t >= horizon);
+        }
+        if seen.insert(nonce.to_owned(), ts).is_some() {
+            return Err(ClusterError::Auth("replayed request refused".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Checks a call's credentials against its path and body.
+pub fn verify(
+    secret: &Secret,
+    guard: &ReplayGuard,
+    parts: &http::request::Parts,
+    body: &[u8],
+) -> Result<(), ClusterError> {
+    let get = |k: &str| parts.headers.get(k).and_then(|v| v.to_str().ok());
+    let (Some(ts), Some(nonce), Some(mac)) = (get(TS), get(NONCE), get(MAC)) else {
+        return Err(ClusterError::Auth("missing credentials".into()));
+    };
+    let ts: u64 = ts
+        .parse()
+        .map_err(|_| ClusterError::Auth("bad timestamp".into()))?;
+    let want = call_mac(secret, parts.uri.path(), ts, nonce, body);
+    if !constant_eq(want.as_bytes(), mac.as_bytes()) {
+        return Err(ClusterError::Auth(
+            "wrong MAC (a different secret, or an altered request?)".into(),
+        ));
+    }
+    check_skew(ts)?;
+    guard.fresh(nonce, ts)
+}
+
+/// Reads a whole request body, up to [`MAX_CONTROL_BODY`].
+async fn collect(body: Body) -> Result<Bytes, BoxError> {
+    Ok(Limited::new(body, MAX_CONTROL_BODY)
+        .collect()
+        .await?
+        .to_bytes())
+}
+
+/// A client channel that signs every call ([`sign`]).
+#[derive(Debug, Clone)]
+pub struct Signed<S> {
+    inner: S,
+    secret: Secret,
+}
+
+impl<S> Signed<S> {
+    pub fn new(inner: S, secret: Secret) -> Self {
+        Signed { inner, secret }
+    }
+}
+
+impl<S> tower::Service<http::Request<Body>> for Signed<S>
+where
+    S: tower::Service<http::Request<Body>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = BoxFuture<Result<S::Response, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        // The service polled ready is the one that takes the call.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let secret = self.secret.clone();
+        Box::pin(async move {
+            let (mut parts, body) = req.into_parts();
+            let bytes = collect(body).await?;
+            sign(&secret, &mut parts, &bytes);
+            let req = http::Request::from_parts(parts, Body::new(Full::new(bytes)));
+            inner.call(req).await.map_err(Into::into)
+        })
+    }
+}
+
+/// The server side: refuses calls whose credentials do not verify.
+#[derive(Debug, Clone)]
+pub struct VerifyLayer {
+    secret: Secret,
+    guard: Arc<ReplayGuard>,
+}
+
+impl VerifyLayer {
+    pub fn new(secret: Secret) -> Self {
+        VerifyLayer {
+            secret,
+            guard: Arc::new(ReplayGuard::default()),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for VerifyLayer {
+    type Service = VerifyService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        VerifyService {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// [`VerifyLayer`]'s service.
+#[derive(Debug, Clone)]
+pub struct VerifyService<S> {
+    inner: S,
+    layer: VerifyLayer,
+}
+
+impl<S> tower::Service<http::Request<Body>> for VerifyService<S>
+where
+    S: tower::Service<http::Request<Body>, Response = http::Response<Body>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+    S::Error: Into<BoxError>,
+{
+    type Response = http::Response<Body>;
+    type Error = BoxError;
+    type Future = BoxFuture<Result<http::Response<Body>, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let layer = self.layer.clone();
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            let bytes = match collect(body).await {
+                Ok(b) => b,
+                Err(e) => {
+                    let msg = format!("unreadable request body: {e}");
+                    return Ok(tonic::Status::invalid_argument(msg).into_http());
+                }
+            };
+            if let Err(e) = verify(&layer.secret, &layer.guard, &parts, &bytes) {
+                tracing::warn!("refused a control call to {}: {e}", parts.uri.path());
+                return Ok(tonic::Status::unauthenticated(e.to_string()).into_http());
+            }
+            let req = http::Request::from_parts(parts, Body::new(Full::new(bytes)));
+            inner.call(req).await.map_err(Into::into)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::{Layer, Service, ServiceExt};
+
+    fn secret() -> Secret {
+        Secret::new(b"0123456789abcdef0123").unwrap()
+    }
+
+    /// A service that keeps the requests it is given and answers OK.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<(http::request::Parts, Bytes)>>>);
+
+    impl Service<http::Request<Body>> for Recorder {
+        type Response = http::Response<Body>;
+        type Error = BoxError;
+        type Future = BoxFuture<Result<http::Response<Body>, BoxError>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+            let log = self.0.clone();
+            Box::pin(async move {
+                let (parts, body) = req.into_parts();
+                let bytes = collect(body).await?;
+                log.lock().unwrap().push((parts, bytes));
+                Ok(tonic::Status::ok("").into_http())
+            })
+        }
+    }
+
+    fn request(path: &str, body: &'static [u8]) -> http::Request<Body> {
+        http::Request::post(path)
+            .body(Body::new(Full::new(Bytes::from_static(body))))
+            .unwrap()
+    }
+
+    fn grpc_status(r: &http::Response<Body>) -> String {
+        r.headers()
+            .get("grpc-status")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    }
+
+    /// Sends a captured request (headers and body) to the server side.
+    async fn replay(
+        server: &mut VerifyService<Recorder>,
+        parts: &http::request::Parts,
+        body: Bytes,
+    ) -> String {
+        let mut req = http::Request::new(Body::new(Full::new(body)));
+        *req.uri_mut() = parts.uri.clone();
+        *req.headers_mut() = parts.headers.clone();
+        grpc_status(&server.ready().await.unwrap().call(req).await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_captured_call_cannot_be_replayed_or_altered() {
+        // A real signed call, captured on its way out.
+        let wire = Recorder::default();
+        let mut client = Signed::new(wire.clone(), secret());
+        let path = "/sluice.v1.Coordinator/RemoveDataset";
+        client
+            .ready()
+            .await
+            .unwrap()
+            .call(request(path, b"\x00\x00\x00\x00\x07\x0a\x05words"))
+            .await
+            .unwrap();
+        let (parts, body) = wire.0.lock().unwrap()[0].clone();
+        let service = Recorder::default();
+        let mut server = VerifyLayer::new(secret()).layer(service.clone());
+        // Unauthenticated is 16; OK is 0.
+        assert_eq!(replay(&mut server, &parts, body.clone()).await, "0");
+        assert_eq!(service.0.lock().unwrap().len(), 1);
+        assert_eq!(
+            replay(&mut server, &parts, body.clone()).await,
+            "16",
+            "replayed"
+        );
+        // Altered: another message, or another method, under the same headers.
+        let mut fresh = VerifyLayer::new(secret()).layer(service.clone());
+        let other = Bytes::from_static(b"\x00\x00\x00\x00\x07\x0a\x05other");
+        assert_eq!(replay(&mut fresh, &parts, other).await, "16", "body");
+        let mut moved = parts.clone();
+        moved.uri = "/sluice.v1.Coordinator/Info".parse().unwrap();
+        assert_eq!(
+            replay(&mut fresh, &moved, body.clone()).await,
+            "16",
+            "method"
+        );
+        // Another cluster's secret.
+        let mut stranger =
+            VerifyLayer::new(Secret::new(b"fedcba9876543210fedc").unwrap()).layer(service.clone());
+        assert_eq!(replay(&mut stranger, &parts, body).await, "16");
+        assert_eq!(
+            service.0.lock().unwrap().len(),
+            1,
+            "only the first got through"
+        );
+    }
+}
