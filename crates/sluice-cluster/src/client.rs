@@ -487,11 +487,14 @@ fn next_block(f: &mut impl Read, carry: &mut Vec<u8>, size: u64, path: &Path) ->
     let mut block = std::mem::take(carry);
     let mut eof = false;
     while block.len() <= with_slop && !eof {
-        let at = block.len();
-        block.resize(with_slop.max(at) + 1, 0);
-        let n = read_full(f, &mut block[at..], path)?;
-        block.truncate(at + n);
-        eof = n == 0;
+        // Grown as bytes arrive, never zero-filled ahead: a 2 KB file must
+        // not cost a block-sized memset.
+        let want = (with_slop + 1 - block.len()) as u64;
+        let n = (&mut *f)
+            .take(want)
+            .read_to_end(&mut block)
+            .map_err(|e| ClusterError::io("reading", path, e))?;
+        eof = (n as u64) < want;
     }
     if eof && block.len() <= with_slop {
         return Ok(block);
