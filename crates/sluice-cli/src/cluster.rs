@@ -280,7 +280,9 @@ fn broadcast_join(
     let table = match side {
         // Validation at the coordinator: the job's shape, not its data.
         None => pavlo::RankTable::default(),
-        Some([files]) => pavlo::rank_table(&whole_files(files)?, cfg.max_record)?,
+        Some([files]) => {
+            pavlo::rank_table(&whole_files(files)?, cfg.max_record).map_err(|e| e.to_string())?
+        }
         Some(_) => return Err("pavlo-join has one side input, Rankings".into()),
     };
     Ok((pavlo::join_fast(Arc::new(table)), cfg))

@@ -304,7 +304,7 @@ fn gen_job(args: &RunArgs) -> anyhow::Result<JobSpec> {
         input::synthetic_count(&args.input)? == Some(parts as usize),
         "gen makes {parts} parts: give --input synthetic:{parts}"
     );
-    sluice_jobs::generate::generate(&spec).map_err(anyhow::Error::msg)
+    Ok(sluice_jobs::generate::generate(&spec)?)
 }
 
 /// The OHB shuffle micro-benchmark job; its input must be synthetic.
@@ -328,7 +328,7 @@ fn ohb_job(args: &RunArgs) -> anyhow::Result<JobSpec> {
         },
         seed: args.seed,
     };
-    spec.validate().map_err(anyhow::Error::msg)?;
+    spec.validate()?;
     Ok(sluice_jobs::ohb::ohb(spec))
 }
 
@@ -344,12 +344,11 @@ fn fast_join(args: &RunArgs, cfg: &EngineConfig) -> anyhow::Result<(JobSpec, Inp
     let visit_splits = input_splits(args, cfg)?;
     let bytes = |s: &[Split]| s.iter().map(Split::len).sum::<u64>();
     if bytes(&visit_splits) < bytes(&rank_splits) {
-        let table =
-            pavlo::visit_table(&visit_splits, cfg.max_record).map_err(anyhow::Error::msg)?;
+        let table = pavlo::visit_table(&visit_splits, cfg.max_record)?;
         let job = pavlo::join_fast_by_visits(Arc::new(table));
         return Ok((job, Some((rankings.to_owned(), rank_splits))));
     }
-    let table = pavlo::rank_table(&rank_splits, cfg.max_record).map_err(anyhow::Error::msg)?;
+    let table = pavlo::rank_table(&rank_splits, cfg.max_record)?;
     Ok((
         pavlo::join_fast(Arc::new(table)),
         Some((args.input.clone(), visit_splits)),

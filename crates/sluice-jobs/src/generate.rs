@@ -11,8 +11,8 @@ pub const COUNTER_GROUP: &str = "GEN";
 
 /// The map-only job making the parts of `spec` (run it on
 /// `synthetic:<spec.parts()>`).
-pub fn generate(spec: &GenSpec) -> std::result::Result<JobSpec, String> {
-    let maker = spec.maker()?;
+pub fn generate(spec: &GenSpec) -> std::result::Result<JobSpec, crate::JobError> {
+    let maker = spec.maker().map_err(crate::JobError::Parameters)?;
     Ok(JobSpec::new("gen", move || PartMapper {
         maker: maker.clone(),
     }))

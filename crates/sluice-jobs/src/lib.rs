@@ -10,6 +10,7 @@
 //! - [`generate::generate`]: a data generator as a map-only job.
 //! - [`ohb::ohb`]: the OSU HiBD shuffle micro-benchmarks on synthetic input.
 
+mod error;
 pub mod generate;
 mod grep;
 pub mod index;
@@ -19,6 +20,7 @@ mod sort;
 pub mod tera;
 mod wordcount;
 
+pub use error::JobError;
 pub use grep::grep;
 pub use sort::{sort, sort_by};
 pub use wordcount::{is_delimiter, wordcount, Grouping, SumReducer, WordCountMapper};

@@ -100,12 +100,14 @@ pub struct OhbSpec {
 
 impl OhbSpec {
     /// Checks that the pairs can be made: a pair holds at least its key.
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> std::result::Result<(), crate::JobError> {
         if self.reduces == 0 {
-            return Err("an OHB job needs at least one reducer".into());
+            return Err(crate::JobError::Parameters(
+                "an OHB job needs at least one reducer".into(),
+            ));
         }
         if self.pair_size < self.kind.key_len() {
-            return Err(format!(
+            return Err(crate::JobError::Parameters(format!(
                 "pair size {} B is smaller than the {} B key of the {} type",
                 self.pair_size,
                 self.kind.key_len(),
@@ -114,7 +116,7 @@ impl OhbSpec {
                 } else {
                     "text"
                 }
-            ));
+            )));
         }
         Ok(())
     }
@@ -371,6 +373,7 @@ mod tests {
         assert!(s
             .validate()
             .unwrap_err()
+            .to_string()
             .contains("smaller than the 16 B key"));
         s.reduces = 0;
         assert!(s.validate().is_err());

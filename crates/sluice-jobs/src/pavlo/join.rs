@@ -21,6 +21,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::JobError;
 use sluice_api::{
     Error, JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, SumF64s, Values,
 };
@@ -45,7 +46,7 @@ fn in_week(date: &[u8]) -> bool {
 pub type RankTable = HashMap<Vec<u8>, i64, foldhash::fast::FixedState>;
 
 /// Reads Rankings splits into a [`RankTable`].
-pub fn rank_table(splits: &[Split], max_record: usize) -> std::result::Result<RankTable, String> {
+pub fn rank_table(splits: &[Split], max_record: usize) -> std::result::Result<RankTable, JobError> {
     // About 48 bytes per Rankings row: size the table once.
     let bytes: u64 = splits.iter().map(Split::len).sum();
     let mut table = RankTable::with_capacity_and_hasher(
@@ -70,8 +71,7 @@ pub fn rank_table(splits: &[Split], max_record: usize) -> std::result::Result<Ra
                 offset: off,
                 detail: "not a Rankings row (pageURL|pageRank|avgDuration)".into(),
             })
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
     }
     Ok(table)
 }
@@ -362,7 +362,10 @@ pub type VisitTable = HashMap<Vec<u8>, Vec<(Vec<u8>, f64)>, foldhash::fast::Fixe
 
 /// Reads the week's visits from UserVisits splits; a malformed row fails
 /// naming its file and offset.
-pub fn visit_table(splits: &[Split], max_record: usize) -> std::result::Result<VisitTable, String> {
+pub fn visit_table(
+    splits: &[Split],
+    max_record: usize,
+) -> std::result::Result<VisitTable, JobError> {
     let mut table = VisitTable::with_hasher(foldhash::fast::FixedState::with_seed(7));
     let mut dec = Decoder::new(b'|');
     let opts = ReadOptions {
@@ -383,8 +386,7 @@ pub fn visit_table(splits: &[Split], max_record: usize) -> std::result::Result<V
                     .push((v.ip.to_vec(), v.revenue));
             }
             Ok(())
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
     }
     Ok(table)
 }
