@@ -27,7 +27,7 @@ use crate::catalog::{
 use crate::proto::coordinator_server::{Coordinator, CoordinatorServer};
 use crate::proto::{self, Empty};
 use crate::report::ClusterReport;
-use crate::sched::{task_name, Asker, Job, JobState, Settings, MAP, REDUCE};
+use crate::sched::{task_name, Asker, Job, JobState, Settings, TaskKind, MAP, REDUCE};
 use crate::{ClusterError, JobFactory, PROTOCOL_VERSION};
 
 /// Coordinator settings.
@@ -552,7 +552,7 @@ impl State {
                 worker,
                 proto::TaskId {
                     job: id,
-                    kind,
+                    kind: kind.wire(),
                     index: index as u32,
                     attempt,
                 },
@@ -699,7 +699,7 @@ impl State {
         out
     }
 
-    fn running_on(&self, worker: u64, kind: u32) -> usize {
+    fn running_on(&self, worker: u64, kind: TaskKind) -> usize {
         self.jobs
             .values()
             .filter(|j| j.is_running())
@@ -711,6 +711,10 @@ impl State {
 
     fn on_report(&mut self, worker: u64, mut rep: proto::TaskReport, s: &Settings) {
         let Some(t) = rep.task else { return };
+        let Some(kind) = TaskKind::from_wire(t.kind) else {
+            tracing::warn!("a report of unknown task kind {} ignored", t.kind);
+            return;
+        };
         // Only replicas actually taken out of service excuse a failure, so
         // a task cannot fail forever without counting.
         let corrupt = std::mem::take(&mut rep.corrupt);
@@ -725,14 +729,14 @@ impl State {
             tracing::warn!(
                 "job {} task {} attempt {} failed: {}",
                 t.job,
-                task_name(t.kind, t.index as usize),
+                task_name(kind, t.index as usize),
                 t.attempt,
                 rep.error
             );
         }
         let output = rep.output.clone();
         let (kills, discard) = if job.is_running() {
-            job.finish(t.kind, t.index as usize, rep, s)
+            job.finish(kind, t.index as usize, rep, s)
         } else {
             (Vec::new(), true)
         };
@@ -772,7 +776,7 @@ impl State {
 
 fn assignment(
     job: &Job,
-    kind: u32,
+    kind: TaskKind,
     i: usize,
     attempt: u32,
     uid: &str,
@@ -781,7 +785,7 @@ fn assignment(
     let mut a = proto::TaskAssignment {
         task: Some(proto::TaskId {
             job: job.id,
-            kind,
+            kind: kind.wire(),
             index: i as u32,
             attempt,
         }),
@@ -820,8 +824,7 @@ fn assignment(
         })
         .collect();
     if kind == REDUCE || job.map_only {
-        let k = if kind == MAP { 'm' } else { 'r' };
-        a.output_block = format!("j{}-{k}{i}-a{attempt}", job.id);
+        a.output_block = format!("j{}-{}{i}-a{attempt}", job.id, kind.letter());
     }
     a
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sched::{task_name, Attempt, AttemptState, Job, MAP, REDUCE};
+use crate::sched::{task_name, Attempt, AttemptState, Job, TaskKind, MAP, REDUCE};
 
 /// One worker's share of a job.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -188,7 +188,7 @@ impl ClusterReport {
         n.wasted_s += a.seconds(now);
     }
 
-    fn find_stragglers(&mut self, job: &Job, kind: u32, secs: &mut [f64], now: Instant) {
+    fn find_stragglers(&mut self, job: &Job, kind: TaskKind, secs: &mut [f64], now: Instant) {
         if secs.len() < 2 {
             return;
         }

@@ -31,10 +31,44 @@ use std::time::{Duration, Instant};
 use crate::catalog::BlockMeta;
 use crate::proto;
 
+/// What a task does. On the wire (`TaskId.kind`) a map is 0, a reduce 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TaskKind {
+    Map,
+    Reduce,
+}
+
+impl TaskKind {
+    /// The kind a wire value names, if any.
+    pub fn from_wire(v: u32) -> Option<TaskKind> {
+        match v {
+            0 => Some(TaskKind::Map),
+            1 => Some(TaskKind::Reduce),
+            _ => None,
+        }
+    }
+
+    /// Its wire value.
+    pub fn wire(self) -> u32 {
+        match self {
+            TaskKind::Map => 0,
+            TaskKind::Reduce => 1,
+        }
+    }
+
+    /// `m` or `r`, as task and output block names spell it.
+    pub fn letter(self) -> char {
+        match self {
+            TaskKind::Map => 'm',
+            TaskKind::Reduce => 'r',
+        }
+    }
+}
+
 /// Map task kind.
-pub const MAP: u32 = 0;
+pub const MAP: TaskKind = TaskKind::Map;
 /// Reduce task kind.
-pub const REDUCE: u32 = 1;
+pub const REDUCE: TaskKind = TaskKind::Reduce;
 
 /// Scheduler settings.
 #[derive(Debug, Clone)]
@@ -274,7 +308,7 @@ impl Job {
         }
     }
 
-    pub fn tasks(&self, kind: u32) -> &[Task] {
+    pub fn tasks(&self, kind: TaskKind) -> &[Task] {
         if kind == MAP {
             &self.maps
         } else {
@@ -282,7 +316,7 @@ impl Job {
         }
     }
 
-    pub fn tasks_mut(&mut self, kind: u32) -> &mut Vec<Task> {
+    pub fn tasks_mut(&mut self, kind: TaskKind) -> &mut Vec<Task> {
         if kind == MAP {
             &mut self.maps
         } else {
@@ -290,7 +324,7 @@ impl Job {
         }
     }
 
-    pub fn done(&self, kind: u32) -> usize {
+    pub fn done(&self, kind: TaskKind) -> usize {
         self.tasks(kind).iter().filter(|t| t.done.is_some()).count()
     }
 
@@ -308,11 +342,11 @@ impl Job {
     pub fn pick(
         &self,
         w: &Asker<'_>,
-        kind: u32,
+        kind: TaskKind,
         s: &Settings,
         now: Instant,
         live_holder: &dyn Fn(&str) -> bool,
-    ) -> Option<(u32, usize, bool, bool)> {
+    ) -> Option<(TaskKind, usize, bool, bool)> {
         if kind == MAP {
             return self.pick_map(w, s, now, live_holder);
         }
@@ -341,7 +375,7 @@ impl Job {
         s: &Settings,
         now: Instant,
         live_holder: &dyn Fn(&str) -> bool,
-    ) -> Option<(u32, usize, bool, bool)> {
+    ) -> Option<(TaskKind, usize, bool, bool)> {
         // A synthetic task (no block) is at home anywhere.
         let holds = |i: usize| {
             let b = &self.blocks[i];
@@ -373,7 +407,13 @@ impl Job {
     }
 
     /// A straggling task of `kind` worth a backup attempt on `w`.
-    fn straggler(&self, kind: u32, w: &Asker<'_>, s: &Settings, now: Instant) -> Option<usize> {
+    fn straggler(
+        &self,
+        kind: TaskKind,
+        w: &Asker<'_>,
+        s: &Settings,
+        now: Instant,
+    ) -> Option<usize> {
         if !s.speculative {
             return None;
         }
@@ -405,7 +445,7 @@ impl Job {
     /// Records a new attempt of a task on `w`; returns its id.
     pub fn launch(
         &mut self,
-        kind: u32,
+        kind: TaskKind,
         index: usize,
         w: &Asker<'_>,
         local: bool,
@@ -429,7 +469,12 @@ impl Job {
     }
 
     /// The running attempt `id` of a task, if it is one.
-    pub fn running_attempt(&mut self, kind: u32, index: usize, id: u32) -> Option<&mut Attempt> {
+    pub fn running_attempt(
+        &mut self,
+        kind: TaskKind,
+        index: usize,
+        id: u32,
+    ) -> Option<&mut Attempt> {
         self.tasks_mut(kind)
             .get_mut(index)?
             .attempts
@@ -443,7 +488,7 @@ impl Job {
     /// the task, which may run on any worker at once.
     pub fn finish(
         &mut self,
-        kind: u32,
+        kind: TaskKind,
         index: usize,
         report: proto::TaskReport,
         s: &Settings,
@@ -560,7 +605,7 @@ impl Job {
     }
 
     /// Running attempts to kill when the job ends.
-    pub fn running_attempts(&self) -> Vec<(u64, u32, usize, u32)> {
+    pub fn running_attempts(&self) -> Vec<(u64, TaskKind, usize, u32)> {
         let mut out = Vec::new();
         for kind in [MAP, REDUCE] {
             for (i, t) in self.tasks(kind).iter().enumerate() {
@@ -574,7 +619,7 @@ impl Job {
 }
 
 /// `m00003` or `r00001`.
-pub fn task_name(kind: u32, index: usize) -> String {
+pub fn task_name(kind: TaskKind, index: usize) -> String {
     let k = if kind == MAP { 'm' } else { 'r' };
     format!("{k}{index:05}")
 }
@@ -614,11 +659,11 @@ mod tests {
         }
     }
 
-    fn ok(kind: u32, index: u32, attempt: u32) -> proto::TaskReport {
+    fn ok(kind: TaskKind, index: u32, attempt: u32) -> proto::TaskReport {
         proto::TaskReport {
             task: Some(proto::TaskId {
                 job: 1,
-                kind,
+                kind: kind.wire(),
                 index,
                 attempt,
             }),

@@ -30,7 +30,7 @@ use crate::auth::Secret;
 use crate::data::{self, Layout, Request as DataRequest};
 use crate::proto::coordinator_client::CoordinatorClient;
 use crate::proto::{self, TaskAssignment, TaskId, TaskReport};
-use crate::sched::{MAP, REDUCE};
+use crate::sched::TaskKind;
 use crate::{ClusterError, JobFactory, PROTOCOL_VERSION};
 
 type Result<T> = std::result::Result<T, ClusterError>;
@@ -127,17 +127,31 @@ struct Shared {
     rpc: Rpc,
     rt: Handle,
     session: Mutex<(u64, u64)>,
-    cancelled: Mutex<HashSet<(u64, u32, u32, u32)>>,
+    cancelled: Mutex<HashSet<AttemptKey>>,
     /// Jobs the coordinator said have ended: a killed task of one that
     /// finishes late removes the job's files again.
     ended: Mutex<HashSet<u64>>,
-    running: Mutex<HashSet<(u64, u32, u32, u32)>>,
+    running: Mutex<HashSet<AttemptKey>>,
     unsent: Mutex<Vec<TaskReport>>,
     reregister: Notify,
 }
 
-fn key(t: &TaskId) -> (u64, u32, u32, u32) {
-    (t.job, t.kind, t.index, t.attempt)
+/// One attempt of one task, as this worker tracks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct AttemptKey {
+    job: u64,
+    kind: u32,
+    index: u32,
+    attempt: u32,
+}
+
+fn key(t: &TaskId) -> AttemptKey {
+    AttemptKey {
+        job: t.job,
+        kind: t.kind,
+        index: t.index,
+        attempt: t.attempt,
+    }
 }
 
 /// Runs a worker until the process is stopped.
@@ -341,7 +355,7 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
     for j in &r.finished_jobs {
         let running: Vec<_> = lock(&shared.running)
             .iter()
-            .filter(|k| k.0 == *j)
+            .filter(|k| k.job == *j)
             .copied()
             .collect();
         lock(&shared.cancelled).extend(running);
@@ -412,10 +426,13 @@ fn run_task(shared: &Shared, a: &TaskAssignment) -> TaskReport {
         task: Some(id),
         ..TaskReport::default()
     };
-    let res = match id.kind {
-        MAP => run_map(shared, a, &mut report),
-        REDUCE => run_reduce(shared, a, &mut report),
-        k => Err(ClusterError::Config(format!("unknown task kind {k}"))),
+    let res = match TaskKind::from_wire(id.kind) {
+        Some(TaskKind::Map) => run_map(shared, a, &mut report),
+        Some(TaskKind::Reduce) => run_reduce(shared, a, &mut report),
+        None => Err(ClusterError::Config(format!(
+            "unknown task kind {}",
+            id.kind
+        ))),
     };
     match res {
         Ok(out) => {
@@ -779,9 +796,7 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
         for (o, res) in todo.iter().zip(results) {
             match res {
                 Ok(p) => have[o.map as usize] = Some(p),
-                // This worker could not store what it fetched (a full
-                // disk): this attempt's fault, not the map output's.
-                Err(e @ (ClusterError::Io { .. } | ClusterError::NoSpace(_))) => return Err(e),
+                Err(e) if fetch_blame(&e) == Blame::ThisAttempt => return Err(e),
                 Err(e) => {
                     failed = true;
                     report_fetch_failure(shared, id.job, o, &e);
@@ -793,6 +808,25 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
         }
     }
     Ok(have.into_iter().flatten().collect())
+}
+
+/// Whom a failed fetch blames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blame {
+    /// This reduce attempt: it could not store what it fetched (its own
+    /// disk, full or failing); it fails, and the map output stands.
+    ThisAttempt,
+    /// The map output: unreachable, refused or damaged; the coordinator
+    /// recomputes the map.
+    MapOutput,
+}
+
+/// The one place that decides whom a fetch failure blames.
+fn fetch_blame(e: &ClusterError) -> Blame {
+    match e {
+        ClusterError::Io { .. } | ClusterError::NoSpace(_) => Blame::ThisAttempt,
+        _ => Blame::MapOutput,
+    }
 }
 
 /// Fetches `todo` a few at a time.
