@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use serde::{Deserialize, Serialize};
 use sluice_api::JobSpec;
 use sluice_cluster::auth::Secret;
 use sluice_cluster::catalog::RackAware;
 use sluice_cluster::client::{Client, PutOptions};
 use sluice_cluster::coordinator::{self, CoordinatorConfig};
+use sluice_cluster::embedded;
 use sluice_cluster::report::ClusterReport;
 use sluice_cluster::sample::Sample;
 use sluice_cluster::worker::{self, WorkerConfig};
@@ -199,24 +199,6 @@ pub struct SubmitArgs {
     args: Vec<String>,
 }
 
-/// What `cluster up` writes.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct ClusterFile {
-    pub coordinator: String,
-    pub coordinator_pid: u32,
-    pub workers: Vec<WorkerEntry>,
-}
-
-/// One worker in cluster.json.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct WorkerEntry {
-    pub id: u64,
-    pub uid: String,
-    pub addr: String,
-    pub pid: u32,
-    pub data_dir: PathBuf,
-}
-
 /// Builds cluster jobs exactly as `sluice run` builds local ones.
 struct CliJobs;
 
@@ -374,7 +356,9 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
         datacenter: a.datacenter.clone(),
         rack: a.rack.clone(),
         slots: a.slots.unwrap_or(cores).max(1),
-        memory: a.memory.unwrap_or_else(|| host_memory() / 2),
+        memory: a
+            .memory
+            .unwrap_or_else(|| sluice_cluster::embedded::host_memory() / 2),
         secret: secret(a.secret_file.as_deref())?,
         factory: Arc::new(CliJobs),
         scan: worker::ScanSettings {
@@ -387,18 +371,6 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// This host's memory in bytes (`MemTotal` of /proc/meminfo; 4 GiB when
-/// that cannot be read).
-fn host_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            let kb = m.lines().find(|l| l.starts_with("MemTotal:"))?;
-            kb.split_whitespace().nth(1)?.parse::<u64>().ok()
-        })
-        .map_or(4 << 30, |kb| kb * 1024)
-}
-
 /// `sluice cluster ...`.
 pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
     match cmd {
@@ -409,7 +381,14 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             coordinator_flags,
             worker_flags,
         } => {
-            let f = up(*workers, dir, *slots, coordinator_flags, worker_flags)?;
+            let opts = embedded::UpOptions {
+                exe: std::env::current_exe()?,
+                workers: *workers,
+                slots: *slots,
+                coordinator_flags: words(coordinator_flags),
+                worker_flags: words(worker_flags),
+            };
+            let f = embedded::up(dir, &opts)?;
             println!(
                 "cluster up: coordinator {} and {} workers; state in {}",
                 f.coordinator,
@@ -418,7 +397,11 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        ClusterCmd::Down { dir } => down(dir),
+        ClusterCmd::Down { dir } => {
+            let n = embedded::down(dir)?;
+            println!("cluster down: stopped {n} processes");
+            Ok(())
+        }
         ClusterCmd::Status(conn) => {
             let rt = runtime()?;
             let c = rt.block_on(connect(conn))?;
@@ -444,194 +427,22 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
     }
 }
 
-fn spawn(dir: &Path, log: &str, args: &[String]) -> anyhow::Result<u32> {
-    use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe()?;
-    let out = std::fs::File::create(dir.join(log))?;
-    let child = std::process::Command::new(exe)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(out.try_clone()?)
-        .stderr(out)
-        .process_group(0)
-        .spawn()?;
-    Ok(child.id())
-}
-
-/// Starts a coordinator and `n` workers in `dir`; writes cluster.json.
-pub fn up(
-    n: u32,
-    dir: &Path,
-    slots: Option<u32>,
-    extra: &str,
-    worker_extra: &str,
-) -> anyhow::Result<ClusterFile> {
-    if dir.join("cluster.json").exists() {
-        bail!(
-            "{} already has a cluster (sluice cluster down --dir {0} first)",
-            dir.display()
-        );
-    }
-    std::fs::create_dir_all(dir)?;
-    let dir = dir.canonicalize()?;
-    let secret_file = dir.join("secret");
-    if !secret_file.exists() {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&secret_file)?;
-        f.write_all(Secret::generate().as_bytes())?;
-    }
-    let addr_file = dir.join("coordinator.addr");
-    let _ = std::fs::remove_file(&addr_file);
-    let s = |p: &Path| p.display().to_string();
-    // A port chosen now, not at bind time, so a coordinator restarted
-    // with the same command line comes back where the workers look.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let mut args = vec![
-        "coordinator".into(),
-        "--listen".into(),
-        format!("127.0.0.1:{port}"),
-        "--state-dir".into(),
-        s(&dir.join("coordinator")),
-        "--secret-file".into(),
-        s(&secret_file),
-        "--addr-file".into(),
-        s(&addr_file),
-    ];
-    args.extend(extra.split_whitespace().map(str::to_owned));
-    let coordinator_pid = spawn(&dir, "coordinator.log", &args)?;
-    let addr = wait_for(Duration::from_secs(20), || {
-        std::fs::read_to_string(&addr_file).ok()
-    })
-    .context("the coordinator did not start; see coordinator.log")?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let slots = slots.unwrap_or((cores / n.max(1)).max(1));
-    let mut pids = Vec::new();
-    for i in 0..n {
-        let data = dir.join(format!("worker-{i}"));
-        let mut args = vec![
-            "worker".into(),
-            "--coordinator".into(),
-            addr.clone(),
-            "--data-dir".into(),
-            s(&data),
-            "--slots".into(),
-            slots.to_string(),
-            "--secret-file".into(),
-            s(&secret_file),
-        ];
-        // The workers share this host: half its memory among them.
-        if !worker_extra.contains("--memory") {
-            let each = host_memory() / 2 / u64::from(n.max(1));
-            args.extend(["--memory".into(), each.to_string()]);
-        }
-        args.extend(worker_extra.split_whitespace().map(str::to_owned));
-        pids.push((spawn(&dir, &format!("worker-{i}.log"), &args)?, data));
-    }
-    let conn = Conn {
-        coordinator: Some(addr.clone()),
-        cluster: dir.clone(),
-        secret_file: Some(secret_file),
-    };
-    let rt = runtime()?;
-    let c = rt.block_on(connect(&conn))?;
-    let info = wait_for(Duration::from_secs(30), || {
-        let info = rt.block_on(c.info()).ok()?;
-        (info.workers.iter().filter(|w| w.alive).count() >= n as usize).then_some(info)
-    })
-    .context("the workers did not register; see worker-*.log")?;
-    let workers = pids
-        .into_iter()
-        .filter_map(|(pid, data_dir)| {
-            let w = info.workers.iter().find(|w| w.pid == pid)?;
-            Some(WorkerEntry {
-                id: w.id,
-                uid: w.uid.clone(),
-                addr: w.data_addr.clone(),
-                pid,
-                data_dir,
-            })
-        })
-        .collect();
-    let f = ClusterFile {
-        coordinator: addr,
-        coordinator_pid,
-        workers,
-    };
-    std::fs::write(dir.join("cluster.json"), serde_json::to_string_pretty(&f)?)?;
-    Ok(f)
-}
-
-fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
-    let end = Instant::now() + limit;
-    loop {
-        if let Some(v) = f() {
-            return Some(v);
-        }
-        if Instant::now() > end {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Stops every process of cluster.json (TERM, then KILL after 5 s).
-pub fn down(dir: &Path) -> anyhow::Result<()> {
-    let path = dir.join("cluster.json");
-    let f: ClusterFile = serde_json::from_slice(
-        &std::fs::read(&path).with_context(|| format!("no cluster at {}", dir.display()))?,
-    )?;
-    let mut pids: Vec<u32> = f.workers.iter().map(|w| w.pid).collect();
-    pids.push(f.coordinator_pid);
-    signal(&pids, "TERM");
-    let gone = wait_for(Duration::from_secs(5), || {
-        pids.iter()
-            .all(|p| !Path::new(&format!("/proc/{p}")).exists() || is_zombie(*p))
-            .then_some(())
-    });
-    if gone.is_none() {
-        signal(&pids, "KILL");
-    }
-    std::fs::remove_file(&path)?;
-    println!("cluster down: stopped {} processes", pids.len());
-    Ok(())
-}
-
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|r| r.trim_start().starts_with('Z'))
-    })
-}
-
-fn signal(pids: &[u32], sig: &str) {
-    let _ = std::process::Command::new("kill")
-        .arg(format!("-{sig}"))
-        .args(pids.iter().map(u32::to_string))
-        .stderr(std::process::Stdio::null())
-        .status();
+fn words(flags: &str) -> Vec<String> {
+    flags.split_whitespace().map(str::to_owned).collect()
 }
 
 async fn connect(conn: &Conn) -> anyhow::Result<Client> {
     let addr = match &conn.coordinator {
         Some(a) => a.clone(),
         None => {
-            let path = conn.cluster.join("cluster.json");
-            let f: ClusterFile =
-                serde_json::from_slice(&std::fs::read(&path).with_context(|| {
+            embedded::load(&conn.cluster)
+                .with_context(|| {
                     format!(
                         "no --coordinator given and no cluster at {}",
-                        path.display()
+                        conn.cluster.display()
                     )
-                })?)?;
-            f.coordinator
+                })?
+                .coordinator
         }
     };
     let file = conn.secret_file.clone().or_else(|| {

@@ -18,6 +18,7 @@ pub mod catalog;
 pub mod client;
 pub mod coordinator;
 pub mod data;
+pub mod embedded;
 mod error;
 pub mod report;
 pub mod sample;

@@ -1,0 +1,281 @@
+//! An embedded cluster: a coordinator and workers on this host, started
+//! and stopped as processes (as Ballista's `standalone` mode does), with
+//! a blocking API for the command line and tests.
+//!
+//! `DIR/cluster.json` ([`ClusterFile`]) records the processes; `DIR/secret`
+//! the shared secret (created 0600); `DIR/coordinator/` the coordinator's
+//! state; `DIR/worker-N/` each worker's data; `DIR/*.log` their logs.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::auth::Secret;
+use crate::client::Client;
+use crate::ClusterError;
+
+type Result<T> = std::result::Result<T, ClusterError>;
+
+/// What `up` writes to `DIR/cluster.json`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ClusterFile {
+    pub coordinator: String,
+    pub coordinator_pid: u32,
+    pub workers: Vec<WorkerEntry>,
+}
+
+/// One worker in cluster.json.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkerEntry {
+    pub id: u64,
+    pub uid: String,
+    pub addr: String,
+    pub pid: u32,
+    pub data_dir: PathBuf,
+}
+
+/// How to start an embedded cluster.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    /// The `sluice` executable to run as coordinator and workers.
+    pub exe: PathBuf,
+    pub workers: u32,
+    /// Slots per worker [default: cores / workers, at least 1].
+    pub slots: Option<u32>,
+    /// Extra coordinator flags.
+    pub coordinator_flags: Vec<String>,
+    /// Extra flags for every worker.
+    pub worker_flags: Vec<String>,
+}
+
+/// Reads `DIR/cluster.json`.
+pub fn load(dir: &Path) -> Result<ClusterFile> {
+    let path = dir.join("cluster.json");
+    let bytes = std::fs::read(&path).map_err(|e| ClusterError::io("reading", &path, e))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ClusterError::Config(format!("{} is damaged: {e}", path.display())))
+}
+
+/// Starts a coordinator and workers in `dir`, waits until every worker
+/// has registered, and writes cluster.json.
+pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
+    if dir.join("cluster.json").exists() {
+        return Err(ClusterError::Config(format!(
+            "{} already has a cluster (sluice cluster down --dir {0} first)",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| ClusterError::io("creating", dir, e))?;
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| ClusterError::io("resolving", dir, e))?;
+    let secret_file = write_secret(&dir)?;
+    let (addr, coordinator_pid) = start_coordinator(&dir, &secret_file, opts)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let n = opts.workers;
+    let slots = opts.slots.unwrap_or((cores / n.max(1)).max(1));
+    let mut pids = Vec::new();
+    for i in 0..n {
+        let data = dir.join(format!("worker-{i}"));
+        let mut args = vec![
+            "worker".into(),
+            "--coordinator".into(),
+            addr.clone(),
+            "--data-dir".into(),
+            path_arg(&data),
+            "--slots".into(),
+            slots.to_string(),
+            "--secret-file".into(),
+            path_arg(&secret_file),
+        ];
+        // The workers share this host: half its memory among them.
+        if !opts.worker_flags.iter().any(|f| f.starts_with("--memory")) {
+            let each = host_memory() / 2 / u64::from(n.max(1));
+            args.extend(["--memory".into(), each.to_string()]);
+        }
+        args.extend(opts.worker_flags.iter().cloned());
+        let log = format!("worker-{i}.log");
+        pids.push((spawn(&opts.exe, &dir, &log, &args)?, data));
+    }
+    let workers = wait_for_workers(&addr, &secret_file, pids)?;
+    let f = ClusterFile {
+        coordinator: addr,
+        coordinator_pid,
+        workers,
+    };
+    let path = dir.join("cluster.json");
+    let json = serde_json::to_string_pretty(&f).expect("serializable");
+    std::fs::write(&path, json).map_err(|e| ClusterError::io("writing", &path, e))?;
+    Ok(f)
+}
+
+/// Creates `dir/secret` (0600) unless it exists; returns its path.
+fn write_secret(dir: &Path) -> Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join("secret");
+    if !path.exists() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut f| f.write_all(Secret::generate().as_bytes()))
+            .map_err(|e| ClusterError::io("writing", &path, e))?;
+    }
+    Ok(path)
+}
+
+/// Starts the coordinator on a port chosen now, not at bind time, so that
+/// one restarted with the same command line comes back where workers look;
+/// returns its address and pid.
+fn start_coordinator(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result<(String, u32)> {
+    let addr_file = dir.join("coordinator.addr");
+    let _ = std::fs::remove_file(&addr_file);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| ClusterError::net("choosing a port on", "127.0.0.1", e))?
+        .port();
+    let mut args = vec![
+        "coordinator".into(),
+        "--listen".into(),
+        format!("127.0.0.1:{port}"),
+        "--state-dir".into(),
+        path_arg(&dir.join("coordinator")),
+        "--secret-file".into(),
+        path_arg(secret_file),
+        "--addr-file".into(),
+        path_arg(&addr_file),
+    ];
+    args.extend(opts.coordinator_flags.iter().cloned());
+    let pid = spawn(&opts.exe, dir, "coordinator.log", &args)?;
+    let addr = wait_for(Duration::from_secs(20), || {
+        std::fs::read_to_string(&addr_file).ok()
+    })
+    .ok_or_else(|| {
+        ClusterError::Config("the coordinator did not start; see coordinator.log".into())
+    })?;
+    Ok((addr, pid))
+}
+
+/// Waits until the workers spawned as `pids` have registered.
+fn wait_for_workers(
+    addr: &str,
+    secret_file: &Path,
+    pids: Vec<(u32, PathBuf)>,
+) -> Result<Vec<WorkerEntry>> {
+    let rt = runtime()?;
+    let c = rt.block_on(Client::connect(addr, Secret::load(secret_file)?))?;
+    let n = pids.len();
+    let info = wait_for(Duration::from_secs(30), || {
+        let info = rt.block_on(c.info()).ok()?;
+        (info.workers.iter().filter(|w| w.alive).count() >= n).then_some(info)
+    })
+    .ok_or_else(|| ClusterError::Config("the workers did not register; see worker-*.log".into()))?;
+    Ok(pids
+        .into_iter()
+        .filter_map(|(pid, data_dir)| {
+            let w = info.workers.iter().find(|w| w.pid == pid)?;
+            Some(WorkerEntry {
+                id: w.id,
+                uid: w.uid.clone(),
+                addr: w.data_addr.clone(),
+                pid,
+                data_dir,
+            })
+        })
+        .collect())
+}
+
+/// Stops every process of cluster.json (TERM, then KILL after 5 s) and
+/// removes the file; returns how many processes there were.
+pub fn down(dir: &Path) -> Result<usize> {
+    let f = load(dir)?;
+    let mut pids: Vec<u32> = f.workers.iter().map(|w| w.pid).collect();
+    pids.push(f.coordinator_pid);
+    signal(&pids, "TERM");
+    let gone = wait_for(Duration::from_secs(5), || {
+        pids.iter()
+            .all(|p| !Path::new(&format!("/proc/{p}")).exists() || is_zombie(*p))
+            .then_some(())
+    });
+    if gone.is_none() {
+        signal(&pids, "KILL");
+    }
+    let path = dir.join("cluster.json");
+    std::fs::remove_file(&path).map_err(|e| ClusterError::io("removing", &path, e))?;
+    Ok(pids.len())
+}
+
+/// This host's memory in bytes (`MemTotal` of /proc/meminfo; 4 GiB when
+/// that cannot be read).
+pub fn host_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let kb = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+            kb.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(4 << 30, |kb| kb * 1024)
+}
+
+/// A current-thread runtime for the blocking API.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ClusterError::Config(format!("starting a runtime: {e}")))
+}
+
+fn path_arg(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Starts `exe args` in its own process group, its output in `dir/log`.
+fn spawn(exe: &Path, dir: &Path, log: &str, args: &[String]) -> Result<u32> {
+    use std::os::unix::process::CommandExt;
+    let path = dir.join(log);
+    let out = std::fs::File::create(&path).map_err(|e| ClusterError::io("creating", &path, e))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| ClusterError::io("opening", &path, e))?;
+    let child = std::process::Command::new(exe)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| ClusterError::io("starting", exe, e))?;
+    Ok(child.id())
+}
+
+fn wait_for<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+    })
+}
+
+fn signal(pids: &[u32], sig: &str) {
+    let _ = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .args(pids.iter().map(u32::to_string))
+        .stderr(std::process::Stdio::null())
+        .status();
+}
