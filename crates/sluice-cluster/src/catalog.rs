@@ -262,9 +262,31 @@ pub struct JobRecord {
     pub args: Vec<String>,
     pub input: String,
     pub output: String,
-    /// `running`, `succeeded` or `failed`.
-    pub state: String,
+    pub state: RecordState,
+    /// Why it failed or was killed; empty otherwise.
     pub error: String,
+}
+
+/// Where a recorded job stands (`running` while its coordinator lives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordState {
+    Running,
+    Succeeded,
+    Failed,
+    Killed,
+}
+
+impl RecordState {
+    /// Its name, as `sluice jobs` and the protocol spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordState::Running => "running",
+            RecordState::Succeeded => "succeeded",
+            RecordState::Failed => "failed",
+            RecordState::Killed => "killed",
+        }
+    }
 }
 
 impl StateDir {

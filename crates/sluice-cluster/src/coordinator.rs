@@ -22,12 +22,12 @@ use tonic::{Request, Response, Status};
 use crate::auth::Secret;
 use crate::catalog::{
     check_name, BlockMeta, Catalog, DatasetMeta, FileMeta, JobRecord, Node, PlacementPolicy,
-    StateDir,
+    RecordState, StateDir,
 };
 use crate::proto::coordinator_server::{Coordinator, CoordinatorServer};
 use crate::proto::{self, Empty};
 use crate::report::ClusterReport;
-use crate::sched::{task_name, Asker, Job, JobState, Settings, TaskKind, MAP, REDUCE};
+use crate::sched::{task_name, Asker, Job, JobState, MapInput, Settings, TaskKind, MAP, REDUCE};
 use crate::{ClusterError, JobFactory, PROTOCOL_VERSION};
 
 /// Coordinator settings.
@@ -105,8 +105,11 @@ pub async fn start(
     let epoch = store.next_epoch()?;
     let catalog = store.load_catalog()?;
     let mut records = store.load_jobs()?;
-    for r in records.values_mut().filter(|r| r.state == "running") {
-        r.state = "failed".into();
+    for r in records
+        .values_mut()
+        .filter(|r| r.state == RecordState::Running)
+    {
+        r.state = RecordState::Failed;
         r.error = format!(
             "the coordinator restarted (now epoch {epoch}) while the job ran; \
              its output was not committed; resubmit it"
@@ -186,15 +189,15 @@ impl State {
     /// The map inputs of a job: the blocks of its data sets (names
     /// separated by commas), or for `synthetic:N` N blockless tasks that
     /// run on any worker.
-    fn input_blocks(&self, input: &str) -> std::result::Result<Vec<BlockMeta>, Status> {
+    fn input_blocks(&self, input: &str) -> std::result::Result<Vec<MapInput>, Status> {
         let synthetic = sluice_formats::input::synthetic_count(input)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         if let Some(n) = synthetic {
-            return Ok(vec![BlockMeta::default(); n]);
+            return Ok(vec![MapInput::Synthetic; n]);
         }
         let mut blocks = Vec::new();
         for name in input.split(',') {
-            blocks.extend(self.dataset_blocks(name)?);
+            blocks.extend(self.dataset_blocks(name)?.into_iter().map(MapInput::Block));
         }
         Ok(blocks)
     }
@@ -278,13 +281,12 @@ impl State {
             self.workers.values().map(|w| w.info.clone()).collect();
         let mut changed = false;
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
-            let dead = job.maps.iter().enumerate().find(|(i, t)| {
-                let b = &job.blocks[*i];
+            let dead = job.maps.iter().zip(&job.inputs).find_map(|(t, input)| {
                 // A synthetic task (no block) can run anywhere.
-                t.pending() && !b.id.is_empty() && !b.replicas.iter().any(|u| live.contains(u))
+                let b = input.block()?;
+                (t.pending() && !b.replicas.iter().any(|u| live.contains(u))).then_some(b)
             });
-            if let Some((i, _)) = dead {
-                let b = &job.blocks[i];
+            if let Some(b) = dead {
                 let msg = if b.corrupt.is_empty() {
                     format!(
                         "block {} of data set {} has no live replica (held by {:?})",
@@ -358,8 +360,9 @@ impl State {
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
             let side = job.side.iter_mut().flat_map(|(_, b)| b.iter_mut());
             for b in job
-                .blocks
+                .inputs
                 .iter_mut()
+                .filter_map(MapInput::block_mut)
                 .chain(side)
                 .filter(|b| b.id == c.block)
             {
@@ -573,9 +576,9 @@ impl State {
             }
         }
         let kept = committed_blocks(job);
-        let (state, error) = (job.state.name(), job.state.reason());
+        let (state, error) = (job.state.record(), job.state.reason());
         if let Some(r) = self.records.get_mut(&id) {
-            r.state = state.into();
+            r.state = state;
             r.error = error;
         }
         let _ = self.store.save_jobs(&self.records);
@@ -767,7 +770,7 @@ impl State {
         }
         self.records.get(&id).map(|r| proto::JobStatus {
             job: id,
-            state: r.state.clone(),
+            state: r.state.name().into(),
             error: r.error.clone(),
             ..Default::default()
         })
@@ -795,8 +798,7 @@ fn assignment(
         maps: job.maps.len() as u32,
         ..Default::default()
     };
-    if kind == MAP {
-        let b = &job.blocks[i];
+    if let (MAP, MapInput::Block(b)) = (kind, &job.inputs[i]) {
         a.block = Some(b.into());
         a.sources = b
             .replicas
@@ -1169,7 +1171,7 @@ impl Coordinator for Service {
                 args: r.args,
                 input: r.input,
                 output: r.output,
-                state: "running".into(),
+                state: RecordState::Running,
                 error: String::new(),
             },
         );

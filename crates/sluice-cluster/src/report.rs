@@ -106,7 +106,12 @@ impl ClusterReport {
             workers,
             maps: job.maps.len(),
             reducers: job.reducers,
-            input_bytes: job.blocks.iter().map(|b| b.len).sum(),
+            input_bytes: job
+                .inputs
+                .iter()
+                .filter_map(|i| i.block())
+                .map(|b| b.len)
+                .sum(),
             ..ClusterReport::default()
         };
         let end = job.finished.unwrap_or(now);

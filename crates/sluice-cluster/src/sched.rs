@@ -28,7 +28,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::catalog::BlockMeta;
+use crate::catalog::{BlockMeta, RecordState};
 use crate::proto;
 
 /// What a task does. On the wire (`TaskId.kind`) a map is 0, a reduce 1.
@@ -221,11 +221,16 @@ pub enum JobState {
 impl JobState {
     /// `running`, `succeeded`, `failed` or `killed`.
     pub fn name(&self) -> &'static str {
+        self.record().name()
+    }
+
+    /// The state kept in the job records.
+    pub fn record(&self) -> RecordState {
         match self {
-            JobState::Running => "running",
-            JobState::Succeeded => "succeeded",
-            JobState::Failed(_) => "failed",
-            JobState::Killed(_) => "killed",
+            JobState::Running => RecordState::Running,
+            JobState::Succeeded => RecordState::Succeeded,
+            JobState::Failed(_) => RecordState::Failed,
+            JobState::Killed(_) => RecordState::Killed,
         }
     }
 
@@ -234,6 +239,34 @@ impl JobState {
         match self {
             JobState::Failed(m) | JobState::Killed(m) => m.clone(),
             JobState::Running | JobState::Succeeded => String::new(),
+        }
+    }
+}
+
+/// What a map task reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MapInput {
+    /// A block of a data set, with where its replicas are.
+    Block(BlockMeta),
+    /// Nothing: the mapper makes its records (`synthetic:N` input); it
+    /// runs on any worker.
+    Synthetic,
+}
+
+impl MapInput {
+    /// The block read, if any.
+    pub fn block(&self) -> Option<&BlockMeta> {
+        match self {
+            MapInput::Block(b) => Some(b),
+            MapInput::Synthetic => None,
+        }
+    }
+
+    /// The block read, if any, to update its replicas.
+    pub fn block_mut(&mut self) -> Option<&mut BlockMeta> {
+        match self {
+            MapInput::Block(b) => Some(b),
+            MapInput::Synthetic => None,
         }
     }
 }
@@ -258,7 +291,8 @@ pub struct Job {
     pub overwrite: bool,
     pub reducers: u32,
     pub map_only: bool,
-    pub blocks: Vec<BlockMeta>,
+    /// Each map task's input.
+    pub inputs: Vec<MapInput>,
     /// Data sets every task reads whole, with their blocks
     /// ([`crate::JobFactory::side_inputs`]).
     pub side: Vec<(String, Vec<BlockMeta>)>,
@@ -274,7 +308,8 @@ pub struct Job {
 }
 
 impl Job {
-    /// A job over `blocks` with `reducers` partitions (0: map-only).
+    /// A job over `inputs` (a map task each) with `reducers` partitions
+    /// (0: map-only).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: u64,
@@ -282,7 +317,7 @@ impl Job {
         input: String,
         output: String,
         overwrite: bool,
-        blocks: Vec<BlockMeta>,
+        inputs: Vec<MapInput>,
         reducers: u32,
         token: [u8; 32],
     ) -> Self {
@@ -295,9 +330,9 @@ impl Job {
             overwrite,
             map_only: reducers == 0,
             reducers,
-            maps: blocks.iter().map(|_| Task::new(now)).collect(),
+            maps: inputs.iter().map(|_| Task::new(now)).collect(),
             reduces: (0..reducers).map(|_| Task::new(now)).collect(),
-            blocks,
+            inputs,
             side: Vec::new(),
             output_replication: 1,
             token,
@@ -378,8 +413,9 @@ impl Job {
     ) -> Option<(TaskKind, usize, bool, bool)> {
         // A synthetic task (no block) is at home anywhere.
         let holds = |i: usize| {
-            let b = &self.blocks[i];
-            b.id.is_empty() || b.replicas.iter().any(|u| u == w.uid)
+            self.inputs[i]
+                .block()
+                .is_none_or(|b| b.replicas.iter().any(|u| u == w.uid))
         };
         let pending = || {
             self.maps
@@ -394,7 +430,9 @@ impl Job {
         let remote_ok = |i: usize, t: &Task| {
             t.any_worker
                 || now.duration_since(t.pending_since) >= s.locality_wait
-                || !self.blocks[i].replicas.iter().any(|u| live_holder(u))
+                || self.inputs[i]
+                    .block()
+                    .is_none_or(|b| !b.replicas.iter().any(|u| live_holder(u)))
         };
         if let Some((i, _)) = pending().find(|&(i, t)| remote_ok(i, t)) {
             return Some((MAP, i, false, false));
@@ -630,12 +668,14 @@ mod tests {
 
     fn job(maps: usize, reducers: u32) -> Job {
         let blocks = (0..maps)
-            .map(|i| BlockMeta {
-                id: format!("b{i}"),
-                len: 10,
-                crc: 0,
-                replicas: vec![if i % 2 == 0 { "a" } else { "b" }.into()],
-                corrupt: Vec::new(),
+            .map(|i| {
+                MapInput::Block(BlockMeta {
+                    id: format!("b{i}"),
+                    len: 10,
+                    crc: 0,
+                    replicas: vec![if i % 2 == 0 { "a" } else { "b" }.into()],
+                    corrupt: Vec::new(),
+                })
             })
             .collect();
         Job::new(

@@ -570,13 +570,13 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     let id = a.task.unwrap_or_default();
     let (spec, cfg) = task_job(shared, a)?;
     report.memory_bytes = cfg.memory;
+    // No block: a synthetic map, which makes its own records.
     let block = a.block.clone().unwrap_or_default();
     let work = shared.layout.work_dir(id.job);
     std::fs::create_dir_all(&work).map_err(|e| ClusterError::io("creating", &work, e))?;
-    let (split, input) = if block.id.is_empty() {
-        (Split::synthetic(id.index as usize), MapInput::Synthetic)
-    } else {
-        map_input(shared, a, &block, &work, report)?
+    let (split, input) = match &a.block {
+        None => (Split::synthetic(id.index as usize), MapInput::Synthetic),
+        Some(b) => map_input(shared, a, b, &work, report)?,
     };
     report.input_bytes = block.len;
     let res = if a.reducers == 0 {
