@@ -27,7 +27,9 @@ use crate::catalog::{
 use crate::proto::coordinator_server::{Coordinator, CoordinatorServer};
 use crate::proto::{self, Empty};
 use crate::report::ClusterReport;
-use crate::sched::{task_name, Asker, Job, JobState, MapInput, Settings, TaskKind, MAP, REDUCE};
+use crate::sched::{
+    task_name, Asker, Job, JobId, JobState, MapInput, Settings, TaskKind, WorkerId, MAP, REDUCE,
+};
 use crate::{ClusterError, JobFactory, PROTOCOL_VERSION};
 
 /// Coordinator settings.
@@ -67,9 +69,9 @@ struct State {
     epoch: u64,
     store: StateDir,
     catalog: Catalog,
-    jobs: BTreeMap<u64, Job>,
-    records: BTreeMap<u64, JobRecord>,
-    workers: BTreeMap<u64, WorkerState>,
+    jobs: BTreeMap<JobId, Job>,
+    records: BTreeMap<JobId, JobRecord>,
+    workers: BTreeMap<WorkerId, WorkerState>,
     next_worker: u64,
     next_job: u64,
     /// When a live worker was last seen (for failing jobs when none is).
@@ -235,7 +237,7 @@ impl State {
     /// Returns whether anything changed.
     fn check_liveness(&mut self, cfg: &CoordinatorConfig) -> bool {
         let now = Instant::now();
-        let lost: Vec<u64> = self
+        let lost: Vec<WorkerId> = self
             .workers
             .iter()
             .filter(|(_, w)| w.info.alive && now.duration_since(w.last_seen) > cfg.worker_timeout)
@@ -262,7 +264,7 @@ impl State {
         changed
     }
 
-    fn lose_worker(&mut self, id: u64) {
+    fn lose_worker(&mut self, id: WorkerId) {
         let Some(w) = self.workers.get_mut(&id) else {
             return;
         };
@@ -390,7 +392,7 @@ impl State {
     /// no put in progress was given and no running job wrote are orphans;
     /// those still reported after the grace period are deleted. Output
     /// blocks of jobs that have ended go at once.
-    fn block_report(&mut self, worker: u64, blocks: &[String], grace: Duration) {
+    fn block_report(&mut self, worker: WorkerId, blocks: &[String], grace: Duration) {
         let Some(uid) = self.workers.get(&worker).map(|w| w.info.uid.clone()) else {
             return;
         };
@@ -411,7 +413,7 @@ impl State {
             let known = held.contains(b.as_str())
                 || self.planned.contains_key(b)
                 || output_block_job(b)
-                    .is_some_and(|j| self.jobs.get(&j).is_some_and(Job::is_running))
+                    .is_some_and(|j| self.jobs.get(&JobId(j)).is_some_and(Job::is_running))
                 || deletes.contains(b);
             if !known {
                 unknown.push(b.clone());
@@ -460,7 +462,7 @@ impl State {
 
     /// Commits complete jobs and cleans up after ended ones.
     fn settle_jobs(&mut self) {
-        let complete: Vec<u64> = self
+        let complete: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| j.is_running() && j.complete())
@@ -469,7 +471,7 @@ impl State {
         for id in complete {
             self.commit(id);
         }
-        let ended: Vec<u64> = self
+        let ended: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| !j.is_running() && j.report_json.is_empty())
@@ -482,7 +484,7 @@ impl State {
 
     /// The atomic job commit: the output data set enters the catalog in
     /// one catalog write, built from the winning attempts only.
-    fn commit(&mut self, id: u64) {
+    fn commit(&mut self, id: JobId) {
         let job = self.jobs.get_mut(&id).expect("job exists");
         let (kind, prefix) = if job.map_only {
             (MAP, "part-m")
@@ -543,7 +545,7 @@ impl State {
 
     /// After a job ends: kill its attempts, drop uncommitted outputs,
     /// have workers remove its map outputs, record it.
-    fn end_job(&mut self, id: u64) {
+    fn end_job(&mut self, id: JobId) {
         let workers = self.alive().count();
         let job = self.jobs.get_mut(&id).expect("job exists");
         let report = ClusterReport::of(job, workers);
@@ -554,7 +556,7 @@ impl State {
             kills.push((
                 worker,
                 proto::TaskId {
-                    job: id,
+                    job: id.0,
                     kind: kind.wire(),
                     index: index as u32,
                     attempt,
@@ -591,7 +593,7 @@ impl State {
             self.drop_output(w, &b);
         }
         for w in self.workers.values_mut() {
-            w.finished_jobs.push(id);
+            w.finished_jobs.push(id.0);
             w.kept_blocks.extend(kept.iter().cloned());
         }
     }
@@ -611,7 +613,7 @@ impl State {
             .iter()
             .filter(|b| {
                 output_block_job(b).is_some_and(|j| {
-                    !self.jobs.get(&j).is_some_and(Job::is_running)
+                    !self.jobs.get(&JobId(j)).is_some_and(Job::is_running)
                         && !cataloged.contains(b.as_str())
                 })
             })
@@ -621,7 +623,7 @@ impl State {
 
     /// Has the worker that wrote an output block, and every worker that
     /// took a copy, delete it.
-    fn drop_output(&mut self, writer: u64, b: &proto::BlockInfo) {
+    fn drop_output(&mut self, writer: WorkerId, b: &proto::BlockInfo) {
         if let Some(w) = self.workers.get_mut(&writer) {
             w.deletes.push(b.id.clone());
         }
@@ -636,8 +638,8 @@ impl State {
     /// that keeps `output_replication` replicas.
     fn output_copies(
         &self,
-        job: u64,
-        worker: u64,
+        job: JobId,
+        worker: WorkerId,
         policy: &dyn PlacementPolicy,
     ) -> Vec<proto::WorkerInfo> {
         let n = self.jobs.get(&job).map_or(1, |j| j.output_replication) as usize;
@@ -667,7 +669,7 @@ impl State {
     }
 
     /// Hands `worker` tasks for its free slots.
-    fn assign(&mut self, worker: u64, s: &Settings) -> Vec<proto::TaskAssignment> {
+    fn assign(&mut self, worker: WorkerId, s: &Settings) -> Vec<proto::TaskAssignment> {
         let Some(w) = self.workers.get(&worker) else {
             return Vec::new();
         };
@@ -702,7 +704,7 @@ impl State {
         out
     }
 
-    fn running_on(&self, worker: u64, kind: TaskKind) -> usize {
+    fn running_on(&self, worker: WorkerId, kind: TaskKind) -> usize {
         self.jobs
             .values()
             .filter(|j| j.is_running())
@@ -712,7 +714,7 @@ impl State {
             .count()
     }
 
-    fn on_report(&mut self, worker: u64, mut rep: proto::TaskReport, s: &Settings) {
+    fn on_report(&mut self, worker: WorkerId, mut rep: proto::TaskReport, s: &Settings) {
         let Some(t) = rep.task else { return };
         let Some(kind) = TaskKind::from_wire(t.kind) else {
             tracing::warn!("a report of unknown task kind {} ignored", t.kind);
@@ -725,7 +727,7 @@ impl State {
             .into_iter()
             .filter(|c| self.mark_corrupt(c))
             .collect();
-        let Some(job) = self.jobs.get_mut(&t.job) else {
+        let Some(job) = self.jobs.get_mut(&JobId(t.job)) else {
             return;
         };
         if !rep.ok {
@@ -753,12 +755,12 @@ impl State {
         }
     }
 
-    fn status(&self, id: u64) -> Option<proto::JobStatus> {
+    fn status(&self, id: JobId) -> Option<proto::JobStatus> {
         if let Some(j) = self.jobs.get(&id) {
             let (state, error) = (j.state.name(), j.state.reason());
             let done = !j.report_json.is_empty();
             return Some(proto::JobStatus {
-                job: id,
+                job: id.0,
                 state: if done { state } else { "running" }.into(),
                 error,
                 report_json: j.report_json.clone(),
@@ -769,7 +771,7 @@ impl State {
             });
         }
         self.records.get(&id).map(|r| proto::JobStatus {
-            job: id,
+            job: id.0,
             state: r.state.name().into(),
             error: r.error.clone(),
             ..Default::default()
@@ -787,7 +789,7 @@ fn assignment(
 ) -> proto::TaskAssignment {
     let mut a = proto::TaskAssignment {
         task: Some(proto::TaskId {
-            job: job.id,
+            job: job.id.0,
             kind: kind.wire(),
             index: i as u32,
             attempt,
@@ -842,7 +844,7 @@ impl Coordinator for Service {
             )));
         }
         let mut st = self.lock();
-        let old: Vec<u64> = st
+        let old: Vec<WorkerId> = st
             .workers
             .iter()
             .filter(|(_, w)| w.info.alive && w.info.uid == r.uid)
@@ -852,12 +854,12 @@ impl Coordinator for Service {
             st.lose_worker(id);
         }
         st.next_worker += 1;
-        let id = st.next_worker;
+        let id = WorkerId(st.next_worker);
         st.workers.insert(
             id,
             WorkerState {
                 info: proto::WorkerInfo {
-                    id,
+                    id: id.0,
                     uid: r.uid.clone(),
                     data_addr: r.data_addr,
                     datacenter: r.datacenter,
@@ -878,7 +880,7 @@ impl Coordinator for Service {
         drop(st);
         self.notify.notify_waiters();
         Ok(Response::new(proto::RegisterReply {
-            worker_id: id,
+            worker_id: id.0,
             epoch: self.lock().epoch,
             heartbeat_ms: self.cfg.heartbeat.as_millis() as u64,
         }))
@@ -889,13 +891,14 @@ impl Coordinator for Service {
         req: Request<proto::HeartbeatRequest>,
     ) -> Reply<proto::HeartbeatReply> {
         let r = req.into_inner();
+        let worker = WorkerId(r.worker_id);
         let s = &self.cfg.settings;
         let notified = self.notify.notified();
         tokio::pin!(notified);
         {
             let mut st = self.lock();
             let epoch = st.epoch;
-            match st.workers.get_mut(&r.worker_id) {
+            match st.workers.get_mut(&worker) {
                 Some(w) if w.info.alive && r.epoch == epoch => w.last_seen = Instant::now(),
                 _ => {
                     return Ok(Response::new(proto::HeartbeatReply {
@@ -909,17 +912,17 @@ impl Coordinator for Service {
                 st.mark_corrupt(c);
             }
             if r.block_report {
-                st.block_report(r.worker_id, &r.blocks, self.cfg.orphan_grace);
+                st.block_report(worker, &r.blocks, self.cfg.orphan_grace);
             }
             for rep in r.reports {
-                st.on_report(r.worker_id, rep, s);
+                st.on_report(worker, rep, s);
             }
             st.fail_unreadable_inputs();
             st.settle_jobs();
             if had_reports {
                 self.notify.notify_waiters();
             }
-            let reply = self.take_reply(&mut st, r.worker_id);
+            let reply = self.take_reply(&mut st, worker);
             if had_reports || !is_empty(&reply) {
                 return Ok(Response::new(reply));
             }
@@ -927,7 +930,7 @@ impl Coordinator for Service {
         }
         let _ = tokio::time::timeout(self.cfg.heartbeat, notified).await;
         let mut st = self.lock();
-        Ok(Response::new(self.take_reply(&mut st, r.worker_id)))
+        Ok(Response::new(self.take_reply(&mut st, worker)))
     }
 
     async fn map_outputs(
@@ -944,7 +947,7 @@ impl Coordinator for Service {
                 let st = self.lock();
                 let job = st
                     .jobs
-                    .get(&r.job)
+                    .get(&JobId(r.job))
                     .ok_or_else(|| Status::not_found(format!("no job {}", r.job)))?;
                 let outputs: Vec<proto::MapOutput> = job
                     .maps
@@ -975,7 +978,7 @@ impl Coordinator for Service {
         let r = req.into_inner();
         let s = self.cfg.settings.clone();
         let mut st = self.lock();
-        if let Some(job) = st.jobs.get_mut(&r.job) {
+        if let Some(job) = st.jobs.get_mut(&JobId(r.job)) {
             if job.is_running() && job.fetch_failed(r.map as usize, r.attempt, &r.reason, &s) {
                 tracing::warn!("job {} map {} output lost: {}", r.job, r.map, r.reason);
             }
@@ -1149,8 +1152,8 @@ impl Coordinator for Service {
             )));
         }
         st.next_job += 1;
-        let id = (st.epoch << 32) | st.next_job;
-        let token = self.cfg.secret.job_token(id);
+        let id = JobId((st.epoch << 32) | st.next_job);
+        let token = self.cfg.secret.job_token(id.0);
         let mut job = Job::new(
             id,
             r.args.clone(),
@@ -1182,7 +1185,7 @@ impl Coordinator for Service {
         st.settle_jobs();
         drop(st);
         self.notify.notify_waiters();
-        Ok(Response::new(proto::SubmitReply { job: id }))
+        Ok(Response::new(proto::SubmitReply { job: id.0 }))
     }
 
     async fn wait_job(&self, req: Request<proto::WaitJobRequest>) -> Reply<proto::JobStatus> {
@@ -1194,7 +1197,7 @@ impl Coordinator for Service {
             notified.as_mut().enable();
             {
                 let st = self.lock();
-                let s = st.status(r.job).ok_or_else(|| {
+                let s = st.status(JobId(r.job)).ok_or_else(|| {
                     Status::not_found(format!("no job {} (epoch {})", r.job, st.epoch))
                 })?;
                 if s.state != "running" || Instant::now() >= deadline {
@@ -1211,7 +1214,7 @@ impl Coordinator for Service {
         let epoch = st.epoch;
         let job = st
             .jobs
-            .get_mut(&r.job)
+            .get_mut(&JobId(r.job))
             .ok_or_else(|| Status::not_found(format!("no job {} (epoch {epoch})", r.job)))?;
         if !job.is_running() {
             return Err(Status::failed_precondition(format!(
@@ -1229,7 +1232,7 @@ impl Coordinator for Service {
         // Ends it now: its attempts are killed, its outputs dropped, the
         // workers told to remove its files, its record written.
         st.settle_jobs();
-        let status = st.status(r.job).expect("the job exists");
+        let status = st.status(JobId(r.job)).expect("the job exists");
         drop(st);
         self.notify.notify_waiters();
         Ok(Response::new(status))
@@ -1258,10 +1261,10 @@ impl Coordinator for Service {
 }
 
 impl Service {
-    fn take_reply(&self, st: &mut State, worker: u64) -> proto::HeartbeatReply {
+    fn take_reply(&self, st: &mut State, worker: WorkerId) -> proto::HeartbeatReply {
         let mut tasks = st.assign(worker, &self.cfg.settings);
         for t in tasks.iter_mut().filter(|t| !t.output_block.is_empty()) {
-            let job = t.task.unwrap_or_default().job;
+            let job = JobId(t.task.unwrap_or_default().job);
             t.output_copies = st.output_copies(job, worker, &*self.cfg.placement);
         }
         let w = st.workers.get_mut(&worker).expect("checked by caller");

@@ -97,7 +97,7 @@ impl ClusterReport {
     pub fn of(job: &Job, workers: usize) -> Self {
         let now = Instant::now();
         let mut r = ClusterReport {
-            job_id: job.id,
+            job_id: job.id.0,
             job: job.args.first().cloned().unwrap_or_default(),
             args: job.args.clone(),
             input: job.input.clone(),

@@ -28,8 +28,34 @@
 
 use std::time::{Duration, Instant};
 
+use serde::{Deserialize, Serialize};
+
 use crate::catalog::{BlockMeta, RecordState};
 use crate::proto;
+
+/// A job: the coordinator's epoch in the high 32 bits, a counter in the
+/// low ones, so ids stay unique across restarts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JobId(pub u64);
+
+/// A worker's registration (a worker that registers again gets a new one;
+/// its uid stays).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WorkerId(pub u64);
+
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Display for WorkerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// What a task does. On the wire (`TaskId.kind`) a map is 0, a reduce 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -116,7 +142,7 @@ pub enum AttemptState {
 #[derive(Debug, Clone)]
 pub struct Attempt {
     pub id: u32,
-    pub worker: u64,
+    pub worker: WorkerId,
     pub uid: String,
     pub addr: String,
     pub started: Instant,
@@ -190,7 +216,7 @@ impl Task {
             a.state == AttemptState::Failed
                 && a.report.as_ref().is_none_or(|r| r.corrupt.is_empty())
         };
-        let mut failed: Vec<u64> = self
+        let mut failed: Vec<WorkerId> = self
             .attempts
             .iter()
             .filter(counted)
@@ -274,7 +300,7 @@ impl MapInput {
 /// A worker asking for work.
 #[derive(Debug, Clone)]
 pub struct Asker<'a> {
-    pub id: u64,
+    pub id: WorkerId,
     pub uid: &'a str,
     pub addr: &'a str,
     /// Live workers in the cluster.
@@ -284,7 +310,7 @@ pub struct Asker<'a> {
 /// A job being scheduled.
 #[derive(Debug)]
 pub struct Job {
-    pub id: u64,
+    pub id: JobId,
     pub args: Vec<String>,
     pub input: String,
     pub output: String,
@@ -312,7 +338,7 @@ impl Job {
     /// (0: map-only).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        id: u64,
+        id: JobId,
         args: Vec<String>,
         input: String,
         output: String,
@@ -530,7 +556,7 @@ impl Job {
         index: usize,
         report: proto::TaskReport,
         s: &Settings,
-    ) -> (Vec<(u64, u32)>, bool) {
+    ) -> (Vec<(WorkerId, u32)>, bool) {
         let now = Instant::now();
         let id = report.task.as_ref().map_or(0, |t| t.attempt);
         let ok = report.ok;
@@ -606,7 +632,7 @@ impl Job {
 
     /// Worker `worker` is gone: its running attempts are lost, and its
     /// finished outputs that are still needed are recomputed.
-    pub fn worker_lost(&mut self, worker: u64) {
+    pub fn worker_lost(&mut self, worker: WorkerId) {
         let now = Instant::now();
         let reduces_left = self.done(REDUCE) < self.reduces.len();
         let map_only = self.map_only;
@@ -643,7 +669,7 @@ impl Job {
     }
 
     /// Running attempts to kill when the job ends.
-    pub fn running_attempts(&self) -> Vec<(u64, TaskKind, usize, u32)> {
+    pub fn running_attempts(&self) -> Vec<(WorkerId, TaskKind, usize, u32)> {
         let mut out = Vec::new();
         for kind in [MAP, REDUCE] {
             for (i, t) in self.tasks(kind).iter().enumerate() {
@@ -679,7 +705,7 @@ mod tests {
             })
             .collect();
         Job::new(
-            1,
+            JobId(1),
             vec![],
             "in".into(),
             "out".into(),
@@ -692,7 +718,7 @@ mod tests {
 
     fn asker(id: u64, uid: &str) -> Asker<'_> {
         Asker {
-            id,
+            id: WorkerId(id),
             uid,
             addr: "x",
             live: 2,
@@ -745,7 +771,7 @@ mod tests {
         j.launch(MAP, 0, &asker(2, "b"), false, true);
         let (kills, discard) = j.finish(MAP, 0, ok(MAP, 0, 1), &s);
         assert!(!discard);
-        assert_eq!(kills, vec![(1, 0)]);
+        assert_eq!(kills, vec![(WorkerId(1), 0)]);
         assert_eq!(j.maps[0].done, Some(1));
         // The killed attempt's late report changes nothing.
         let (_, discard) = j.finish(MAP, 0, ok(MAP, 0, 0), &s);
@@ -833,13 +859,13 @@ mod tests {
         j.launch(MAP, 0, &asker(1, "a"), true, false);
         j.finish(MAP, 0, ok(MAP, 0, 0), &s);
         j.launch(MAP, 1, &asker(2, "b"), true, false);
-        j.worker_lost(1);
+        j.worker_lost(WorkerId(1));
         assert!(
             j.maps[0].pending(),
             "finished map output of a lost worker re-runs"
         );
         assert!(j.maps[1].running().next().is_some());
-        j.worker_lost(2);
+        j.worker_lost(WorkerId(2));
         assert!(j.maps[1].pending());
         assert_eq!(j.maps[1].failures, 0, "lost attempts do not count");
     }
