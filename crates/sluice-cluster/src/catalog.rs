@@ -258,7 +258,7 @@ pub struct StateDir {
 /// A job's final state, kept across restarts.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JobRecord {
-    pub id: crate::sched::JobId,
+    pub id: crate::ids::JobId,
     pub args: Vec<String>,
     pub input: String,
     pub output: String,
@@ -320,12 +320,12 @@ impl StateDir {
     }
 
     /// The saved job records.
-    pub fn load_jobs(&self) -> Result<BTreeMap<crate::sched::JobId, JobRecord>> {
+    pub fn load_jobs(&self) -> Result<BTreeMap<crate::ids::JobId, JobRecord>> {
         load_json(&self.dir.join("jobs.json"))
     }
 
     /// Saves the job records atomically.
-    pub fn save_jobs(&self, jobs: &BTreeMap<crate::sched::JobId, JobRecord>) -> Result<()> {
+    pub fn save_jobs(&self, jobs: &BTreeMap<crate::ids::JobId, JobRecord>) -> Result<()> {
         save_json(&self.dir.join("jobs.json"), jobs)
     }
 }

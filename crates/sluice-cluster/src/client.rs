@@ -10,7 +10,7 @@ use crate::catalog::{check_name, BlockMeta, DatasetMeta, FileMeta};
 use crate::data;
 use crate::proto::{self, Empty};
 use crate::sample::Sample;
-use crate::worker::{connect, Rpc};
+use crate::signed::{connect, Rpc};
 use crate::ClusterError;
 
 type Result<T> = std::result::Result<T, ClusterError>;

@@ -24,6 +24,7 @@ use crate::catalog::{
     check_name, BlockMeta, Catalog, DatasetMeta, FileMeta, JobRecord, Node, PlacementPolicy,
     RecordState, StateDir,
 };
+use crate::ids::output_block_job;
 use crate::proto::coordinator_server::{Coordinator, CoordinatorServer};
 use crate::proto::{self, Empty};
 use crate::report::ClusterReport;
@@ -413,7 +414,7 @@ impl State {
             let known = held.contains(b.as_str())
                 || self.planned.contains_key(b)
                 || output_block_job(b)
-                    .is_some_and(|j| self.jobs.get(&JobId(j)).is_some_and(Job::is_running))
+                    .is_some_and(|j| self.jobs.get(&j).is_some_and(Job::is_running))
                 || deletes.contains(b);
             if !known {
                 unknown.push(b.clone());
@@ -613,7 +614,7 @@ impl State {
             .iter()
             .filter(|b| {
                 output_block_job(b).is_some_and(|j| {
-                    !self.jobs.get(&JobId(j)).is_some_and(Job::is_running)
+                    !self.jobs.get(&j).is_some_and(Job::is_running)
                         && !cataloged.contains(b.as_str())
                 })
             })
@@ -1286,12 +1287,6 @@ fn is_empty(r: &proto::HeartbeatReply) -> bool {
         && r.finished_jobs.is_empty()
 }
 
-/// The job whose task wrote output block `id` (the coordinator names
-/// them `j<job>-<m|r><task>-a<attempt>`), if it is one.
-pub fn output_block_job(id: &str) -> Option<u64> {
-    id.strip_prefix('j')?.split('-').next()?.parse().ok()
-}
-
 /// The output blocks a job's commit put in the catalog (none unless it
 /// succeeded).
 fn committed_blocks(job: &Job) -> Vec<String> {
@@ -1343,18 +1338,4 @@ pub fn host_of(addr: &str) -> String {
         .map_or(addr, |(h, _)| h)
         .trim_matches(['[', ']'])
         .to_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::output_block_job;
-
-    #[test]
-    fn output_blocks_name_their_job() {
-        assert_eq!(output_block_job("j4294967297-r0-a1"), Some(4294967297));
-        assert_eq!(output_block_job("j12-m3-a0"), Some(12));
-        for not_output in ["b1-7", "j-r0-a0", "jx-r0", "", "j"] {
-            assert_eq!(output_block_job(not_output), None, "{not_output}");
-        }
-    }
 }

@@ -20,6 +20,7 @@ pub mod coordinator;
 pub mod data;
 pub mod embedded;
 mod error;
+pub mod ids;
 pub mod report;
 pub mod sample;
 pub mod sched;

@@ -28,68 +28,10 @@
 
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+pub use crate::ids::{JobId, TaskKind, WorkerId};
 
 use crate::catalog::{BlockMeta, RecordState};
 use crate::proto;
-
-/// A job: the coordinator's epoch in the high 32 bits, a counter in the
-/// low ones, so ids stay unique across restarts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct JobId(pub u64);
-
-/// A worker's registration (a worker that registers again gets a new one;
-/// its uid stays).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct WorkerId(pub u64);
-
-impl std::fmt::Display for JobId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::fmt::Display for WorkerId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-/// What a task does. On the wire (`TaskId.kind`) a map is 0, a reduce 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TaskKind {
-    Map,
-    Reduce,
-}
-
-impl TaskKind {
-    /// The kind a wire value names, if any.
-    pub fn from_wire(v: u32) -> Option<TaskKind> {
-        match v {
-            0 => Some(TaskKind::Map),
-            1 => Some(TaskKind::Reduce),
-            _ => None,
-        }
-    }
-
-    /// Its wire value.
-    pub fn wire(self) -> u32 {
-        match self {
-            TaskKind::Map => 0,
-            TaskKind::Reduce => 1,
-        }
-    }
-
-    /// `m` or `r`, as task and output block names spell it.
-    pub fn letter(self) -> char {
-        match self {
-            TaskKind::Map => 'm',
-            TaskKind::Reduce => 'r',
-        }
-    }
-}
 
 /// Map task kind.
 pub const MAP: TaskKind = TaskKind::Map;

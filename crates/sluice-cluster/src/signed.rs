@@ -32,7 +32,12 @@ use http_body_util::{BodyExt, Full, Limited};
 use sha2::{Digest, Sha256};
 use tonic::body::Body;
 
+use std::time::{Duration, Instant};
+
+use tonic::transport::Channel;
+
 use crate::auth::{check_skew, constant_eq, hex, Secret, MAX_SKEW_MS};
+use crate::proto::coordinator_client::CoordinatorClient;
 use crate::ClusterError;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -239,6 +244,36 @@ where
             let req = http::Request::from_parts(parts, Body::new(Full::new(bytes)));
             inner.call(req).await.map_err(Into::into)
         })
+    }
+}
+
+/// A signed control-plane client.
+pub type Rpc = CoordinatorClient<Signed<Channel>>;
+
+/// Connects a signed client to the coordinator at `addr`, retrying for up
+/// to `patience`.
+pub async fn connect(addr: &str, secret: &Secret, patience: Duration) -> Result<Rpc, ClusterError> {
+    let url = format!("http://{addr}");
+    let deadline = Instant::now() + patience;
+    loop {
+        let ep = Channel::from_shared(url.clone())
+            .map_err(|e| ClusterError::Config(format!("bad coordinator address {addr}: {e}")))?
+            .connect_timeout(Duration::from_secs(2))
+            .tcp_nodelay(true);
+        match ep.connect().await {
+            Ok(ch) => {
+                return Ok(CoordinatorClient::new(crate::signed::Signed::new(
+                    ch,
+                    secret.clone(),
+                )))
+            }
+            Err(e) if Instant::now() >= deadline => {
+                return Err(ClusterError::Rpc(format!(
+                    "cannot reach the coordinator at {addr}: {e}"
+                )))
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
     }
 }
 

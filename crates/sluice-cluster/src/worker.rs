@@ -24,18 +24,15 @@ use sluice_engine::tasks::{self, TaskOutput};
 use sluice_formats::input::Split;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
-use tonic::transport::Channel;
 
 use crate::auth::Secret;
 use crate::data::{self, Layout, Request as DataRequest};
-use crate::proto::coordinator_client::CoordinatorClient;
+use crate::ids::TaskKind;
 use crate::proto::{self, TaskAssignment, TaskId, TaskReport};
-use crate::sched::TaskKind;
 use crate::{ClusterError, JobFactory, PROTOCOL_VERSION};
 
 type Result<T> = std::result::Result<T, ClusterError>;
-/// A signed control-plane client ([`crate::signed`]).
-pub type Rpc = CoordinatorClient<crate::signed::Signed<Channel>>;
+use crate::signed::{connect, Rpc};
 
 /// Concurrent shuffle fetches per reduce task (bounds in-flight bytes).
 const PARALLEL_FETCHES: usize = 4;
@@ -77,33 +74,6 @@ impl Default for ScanSettings {
         ScanSettings {
             rate: 16 << 20,
             period: Duration::from_secs(6 * 3600),
-        }
-    }
-}
-
-/// Connects a signed client to the coordinator at `addr`, retrying for up
-/// to `patience`.
-pub async fn connect(addr: &str, secret: &Secret, patience: Duration) -> Result<Rpc> {
-    let url = format!("http://{addr}");
-    let deadline = Instant::now() + patience;
-    loop {
-        let ep = Channel::from_shared(url.clone())
-            .map_err(|e| ClusterError::Config(format!("bad coordinator address {addr}: {e}")))?
-            .connect_timeout(Duration::from_secs(2))
-            .tcp_nodelay(true);
-        match ep.connect().await {
-            Ok(ch) => {
-                return Ok(CoordinatorClient::new(crate::signed::Signed::new(
-                    ch,
-                    secret.clone(),
-                )))
-            }
-            Err(e) if Instant::now() >= deadline => {
-                return Err(ClusterError::Rpc(format!(
-                    "cannot reach the coordinator at {addr}: {e}"
-                )))
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }
 }
@@ -406,7 +376,7 @@ fn remove_job_files(shared: &Shared, job: u64) {
 /// whose writer died before reporting them.
 fn sweep_outputs(shared: &Shared, job: u64, kept: &[String]) {
     for id in shared.layout.block_ids() {
-        let of_job = crate::coordinator::output_block_job(&id) == Some(job);
+        let of_job = crate::ids::output_block_job(&id) == Some(crate::ids::JobId(job));
         if of_job && !kept.contains(&id) {
             shared.layout.remove_block(&id);
         }
