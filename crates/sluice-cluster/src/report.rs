@@ -142,7 +142,10 @@ impl ClusterReport {
                     w.maps += 1;
                     w.map_s += a.seconds(now);
                     w.input_bytes += rep.input_bytes;
-                    if a.local {
+                    // Launched local, but its replica was damaged and it
+                    // streamed the block from another worker: remote.
+                    let fell_back = rep.fetch_seconds > 0.0;
+                    if a.local && !fell_back {
                         r.data_local_maps += 1;
                     } else {
                         r.remote_maps += 1;
