@@ -254,6 +254,12 @@ fn a_block_with_no_intact_replica_fails_the_job_naming_every_copy() {
         assert!(err.contains("has no intact replica"), "{harm:?}: {err}");
         assert!(err.contains(&harm.evidence()), "{harm:?}: {err}");
         assert!(!ls(&c).contains("counts"), "{harm:?}: nothing is committed");
+        // The last copy is never deleted on a reader's word: it stays on
+        // disk, marked and unread, in case the fault was the reader's.
+        if *harm != Harm::Deleted {
+            std::thread::sleep(Duration::from_millis(500));
+            assert!(block.exists(), "{harm:?}: the last copy was deleted");
+        }
         // The data set says so, and `get` fails naming the block.
         let got = c
             .cmd(&["get", &name])

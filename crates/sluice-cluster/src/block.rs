@@ -161,7 +161,13 @@ fn install(layout: &Layout, id: &str, data: &Path, sums: &ChunkSums, durable: bo
         let meta = layout.meta(id);
         std::fs::rename(&meta_tmp, &meta).map_err(|e| ClusterError::io("renaming", &meta, e))?;
         let to = layout.block(id);
-        std::fs::rename(data, &to).map_err(|e| ClusterError::io("renaming", &to, e))
+        std::fs::rename(data, &to).map_err(|e| ClusterError::io("renaming", &to, e))?;
+        if durable {
+            // The renames themselves survive a crash once the directory is.
+            let dir = layout.root.join("blocks");
+            let _ = File::open(&dir).and_then(|d| d.sync_all());
+        }
+        Ok(())
     })();
     if res.is_err() {
         let _ = std::fs::remove_file(&meta_tmp);
@@ -194,25 +200,88 @@ fn sums_of_file(path: &Path) -> Result<ChunkSums> {
     }
 }
 
-/// Gives every stored block without a checksum file one computed from its
-/// bytes (blocks stored before checksum files existed); returns how many.
-/// Safe against damage: a reader still checks the sums against the
-/// catalog's CRC of the block ([`open_checked`]), so sums computed from
-/// damaged bytes fail there.
-pub fn add_missing_checksums(layout: &Layout) -> Result<usize> {
+/// Makes the block store whole at a worker's start: removes temporary
+/// files a crash left (`.ID.tmp-*`, `.ID.meta-tmp-*`) and checksum files
+/// without their block, and gives every block without a checksum file one
+/// computed from its bytes (blocks stored before checksum files existed);
+/// returns how many it gave. Safe against damage: a reader still checks
+/// the sums against the catalog's CRC of the block ([`open_checked`]), so
+/// sums computed from damaged bytes fail there. A block it cannot read is
+/// left for readers to find.
+pub fn tidy(layout: &Layout) -> Result<usize> {
+    let dir = layout.root.join("blocks");
+    let listing = std::fs::read_dir(&dir).map_err(|e| ClusterError::io("listing", &dir, e))?;
+    for e in listing.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let orphan_meta = name
+            .strip_suffix(".meta")
+            .is_some_and(|id| !layout.block(id).exists());
+        if name.starts_with('.') || orphan_meta {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
     let mut n = 0;
-    for id in layout.block_ids() {
+    for id in layout
+        .block_ids()
+        .map_err(|e| ClusterError::io("listing", &dir, e))?
+    {
         if layout.meta(&id).exists() {
             continue;
         }
-        let sums = sums_of_file(&layout.block(&id))?;
-        let meta_tmp = layout.temp(&id, "meta-tmp");
-        std::fs::write(&meta_tmp, sums.encode())
-            .and_then(|()| std::fs::rename(&meta_tmp, layout.meta(&id)))
-            .map_err(|e| local_write_error(&meta_tmp, e))?;
-        n += 1;
+        let written = sums_of_file(&layout.block(&id)).and_then(|sums| {
+            let meta_tmp = layout.temp(&id, "meta-tmp");
+            std::fs::write(&meta_tmp, sums.encode())
+                .and_then(|()| std::fs::rename(&meta_tmp, layout.meta(&id)))
+                .map_err(|e| {
+                    let _ = std::fs::remove_file(&meta_tmp);
+                    local_write_error(&meta_tmp, e)
+                })
+        });
+        match written {
+            Ok(()) => n += 1,
+            Err(e) => tracing::warn!("block {id}: no checksum file written: {e}"),
+        }
     }
     Ok(n)
+}
+
+/// Why a stored block cannot be used now.
+#[derive(Debug)]
+pub enum Unusable {
+    /// The copy is damaged: evidence against this replica, to report.
+    Damaged(Damage),
+    /// It could not be read (too many open files, a transient disk
+    /// error): an error, not evidence; the replica is not blamed.
+    Io(std::io::Error),
+}
+
+impl From<Damage> for Unusable {
+    fn from(d: Damage) -> Self {
+        Unusable::Damaged(d)
+    }
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::Damaged(d) => write!(f, "damaged replica: {d}"),
+            Unusable::Io(e) => write!(f, "unreadable: {e}"),
+        }
+    }
+}
+
+/// The length of stored block `id`'s file.
+fn block_len(layout: &Layout, id: &str) -> std::result::Result<u64, Unusable> {
+    match std::fs::metadata(layout.block(id)) {
+        Ok(m) => Ok(m.len()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Damage::Missing.into()),
+        Err(e) => Err(Unusable::Io(e)),
+    }
+}
+
+/// Stored block `id`'s checksum file, parsed.
+fn load_sums(layout: &Layout, id: &str) -> std::result::Result<ChunkSums, Unusable> {
+    Ok(ChunkSums::load(&layout.meta(id)).map_err(Unusable::Io)??)
 }
 
 /// The checksums of stored block `id`, checked against the catalog's
@@ -224,19 +293,16 @@ pub fn open_checked(
     id: &str,
     len: u64,
     crc: u32,
-) -> std::result::Result<Arc<ChunkSums>, Damage> {
-    let found = match std::fs::metadata(layout.block(id)) {
-        Ok(m) => m.len(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Damage::Missing),
-        Err(e) => return Err(Damage::Checksums(format!("block unreadable: {e}"))),
-    };
+) -> std::result::Result<Arc<ChunkSums>, Unusable> {
+    let found = block_len(layout, id)?;
     if found != len {
         return Err(Damage::Length {
             expected: len,
             found,
-        });
+        }
+        .into());
     }
-    let sums = ChunkSums::load(&layout.meta(id))?;
+    let sums = load_sums(layout, id)?;
     sums.matches(len, crc)?;
     Ok(Arc::new(sums))
 }
@@ -248,37 +314,33 @@ pub fn verify(
     layout: &Layout,
     id: &str,
     expect: Option<(u64, u32)>,
-) -> std::result::Result<(), Damage> {
+) -> std::result::Result<(), Unusable> {
     let sums = match expect {
         Some((len, crc)) => open_checked(layout, id, len, crc)?,
         None => {
-            if !layout.block(id).exists() {
-                return Err(Damage::Missing);
-            }
-            Arc::new(ChunkSums::load(&layout.meta(id))?)
+            block_len(layout, id)?;
+            Arc::new(load_sums(layout, id)?)
         }
     };
     match sums.verify_file(&layout.block(id)) {
         Ok(()) => Ok(()),
-        Err(sluice_formats::FormatError::Damaged { damage, .. }) => Err(damage),
-        Err(e) => Err(Damage::Checksums(format!("block unreadable: {e}"))),
+        Err(sluice_formats::FormatError::Damaged { damage, .. }) => Err(damage.into()),
+        Err(sluice_formats::FormatError::Io { source, .. }) => Err(Unusable::Io(source)),
+        Err(e) => Err(Unusable::Io(std::io::Error::other(e.to_string()))),
     }
 }
 
 /// The length a stored block should have, from its checksum file; for a
 /// server about to send it.
-pub fn check_before_send(layout: &Layout, id: &str) -> std::result::Result<u64, Damage> {
-    let len = match std::fs::metadata(layout.block(id)) {
-        Ok(m) => m.len(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Damage::Missing),
-        Err(e) => return Err(Damage::Checksums(format!("block unreadable: {e}"))),
-    };
-    let sums = ChunkSums::load(&layout.meta(id))?;
+pub fn check_before_send(layout: &Layout, id: &str) -> std::result::Result<u64, Unusable> {
+    let len = block_len(layout, id)?;
+    let sums = load_sums(layout, id)?;
     if sums.len != len {
         return Err(Damage::Length {
             expected: sums.len,
             found: len,
-        });
+        }
+        .into());
     }
     Ok(len)
 }
@@ -315,12 +377,15 @@ mod tests {
         assert!(d.to_string().contains("chunk 3"), "{d}");
         std::fs::write(layout.block("b1"), &data[..10]).unwrap();
         let d = open_checked(&layout, "b1", n, crc).unwrap_err();
-        assert_eq!(d.to_string(), "10 bytes of 300000");
+        assert_eq!(d.to_string(), "damaged replica: 10 bytes of 300000");
         std::fs::write(layout.block("b1"), &data).unwrap();
         std::fs::remove_file(layout.meta("b1")).unwrap();
         assert!(open_checked(&layout, "b1", n, crc).is_err());
         layout.remove_block("b1");
-        assert_eq!(open_checked(&layout, "b1", n, crc), Err(Damage::Missing));
+        assert!(matches!(
+            open_checked(&layout, "b1", n, crc),
+            Err(Unusable::Damaged(Damage::Missing))
+        ));
     }
 
     #[test]
@@ -332,8 +397,12 @@ mod tests {
         let mut bad = good.clone();
         bad[10] = b'X';
         std::fs::write(layout.block("rotted"), &bad).unwrap();
-        assert_eq!(add_missing_checksums(&layout).unwrap(), 2);
-        assert_eq!(add_missing_checksums(&layout).unwrap(), 0);
+        std::fs::write(layout.block(".old.tmp-1"), b"partial").unwrap();
+        std::fs::write(layout.meta("gone"), b"meta of a deleted block").unwrap();
+        assert_eq!(tidy(&layout).unwrap(), 2);
+        assert_eq!(tidy(&layout).unwrap(), 0);
+        assert!(!layout.block(".old.tmp-1").exists());
+        assert!(!layout.meta("gone").exists());
         let (n, crc) = (good.len() as u64, crc32c::crc32c(&good));
         open_checked(&layout, "old", n, crc).unwrap();
         // The catalog's CRC is of the intact bytes: the rotted copy fails.

@@ -217,7 +217,14 @@ impl Client {
                         failures.push(why);
                     }
                 }
-                match self.another_worker(tried.clone()).await? {
+                let next = self.another_worker(tried.clone()).await.map_err(|e| {
+                    ClusterError::Remote(format!(
+                        "block {} could not be stored: {}; and no other worker: {e}",
+                        p.id,
+                        failures.join("; ")
+                    ))
+                })?;
+                match next {
                     Some(w) => {
                         tried.push(w.uid.clone());
                         target = w;

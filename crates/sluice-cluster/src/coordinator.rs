@@ -82,6 +82,8 @@ struct State {
     /// Blocks a worker reported that nothing knows, by (uid, block), and
     /// since when: deleted after the orphan grace period.
     unknown: HashMap<(String, String), Instant>,
+    /// Damaged replicas were marked and the catalog is not saved yet.
+    catalog_dirty: bool,
 }
 
 /// The gRPC service.
@@ -131,6 +133,7 @@ pub async fn start(
         last_alive: Instant::now(),
         planned: HashMap::new(),
         unknown: HashMap::new(),
+        catalog_dirty: false,
     };
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
@@ -380,13 +383,31 @@ impl State {
             c.block,
             c.detail
         );
-        if let Err(e) = self.store.save_catalog(&self.catalog) {
-            tracing::error!("saving the catalog after marking a damaged replica: {e}");
-        }
-        if let Some(w) = self.worker_by_uid_mut(&uid) {
-            w.deletes.push(c.block.clone());
+        self.catalog_dirty = true;
+        // Deleted only while an intact replica remains: the last copy stays
+        // on disk (never read) in case the evidence was the reader's fault.
+        let intact_left = self
+            .catalog
+            .datasets
+            .values()
+            .flat_map(|d| d.blocks())
+            .any(|b| b.id == c.block && !b.replicas.is_empty());
+        if intact_left {
+            if let Some(w) = self.worker_by_uid_mut(&uid) {
+                w.deletes.push(c.block.clone());
+            }
         }
         true
+    }
+
+    /// Saves the catalog if damaged replicas were marked since the last
+    /// save: once per batch of reports, not once per replica.
+    fn save_marks(&mut self) {
+        if std::mem::take(&mut self.catalog_dirty) {
+            if let Err(e) = self.store.save_catalog(&self.catalog) {
+                tracing::error!("saving the catalog after marking damaged replicas: {e}");
+            }
+        }
     }
 
     /// Takes a worker's block report: blocks that no data set holds on it,
@@ -405,7 +426,7 @@ impl State {
             .datasets
             .values()
             .flat_map(|d| d.blocks())
-            .filter(|b| b.replicas.contains(&uid))
+            .filter(|b| b.replicas.contains(&uid) || b.corrupt.iter().any(|c| c.uid == uid))
             .map(|b| b.id.as_str())
             .collect();
         let mut deletes = self.orphans(blocks);
@@ -878,6 +899,7 @@ impl Coordinator for Service {
             },
         );
         st.block_report(id, &r.blocks, self.cfg.orphan_grace);
+        st.save_marks();
         drop(st);
         self.notify.notify_waiters();
         Ok(Response::new(proto::RegisterReply {
@@ -909,15 +931,18 @@ impl Coordinator for Service {
                 }
             }
             let had_reports = !r.reports.is_empty() || !r.corrupt.is_empty();
+            // Task reports first: a failure excused by its own evidence
+            // must not find the replica already marked by the scanner's.
+            for rep in r.reports {
+                st.on_report(worker, rep, s);
+            }
             for c in &r.corrupt {
                 st.mark_corrupt(c);
             }
             if r.block_report {
                 st.block_report(worker, &r.blocks, self.cfg.orphan_grace);
             }
-            for rep in r.reports {
-                st.on_report(worker, rep, s);
-            }
+            st.save_marks();
             st.fail_unreadable_inputs();
             st.settle_jobs();
             if had_reports {
@@ -1042,6 +1067,16 @@ impl Coordinator for Service {
                 d.name
             )));
         }
+        // Blocks this coordinator did not plan were planned before a
+        // restart: their put's reservation is gone, and with it the
+        // assurance that none was deleted as an orphan meanwhile.
+        if let Some(b) = d.blocks().find(|b| !st.planned.contains_key(&b.id)) {
+            return Err(Status::failed_precondition(format!(
+                "block {} was not planned by this coordinator (it restarted while the put \
+                 ran?): put the data set again",
+                b.id
+            )));
+        }
         for b in d.blocks() {
             st.planned.remove(&b.id);
         }
@@ -1081,6 +1116,7 @@ impl Coordinator for Service {
         for c in &req.into_inner().replicas {
             st.mark_corrupt(c);
         }
+        st.save_marks();
         st.fail_unreadable_inputs();
         st.settle_jobs();
         drop(st);

@@ -54,6 +54,7 @@ use std::time::Duration;
 use sluice_formats::spill::{self, SpillFile};
 
 use crate::auth::{check_skew, constant_eq, mac_with, Secret};
+use crate::block::Unusable;
 use crate::sample::{Sample, Sampler};
 use crate::signed::ReplayGuard;
 use crate::ClusterError;
@@ -118,13 +119,19 @@ impl Layout {
     }
 
     /// Ids of the blocks stored here.
-    pub fn block_ids(&self) -> Vec<String> {
-        let Ok(rd) = std::fs::read_dir(self.root.join("blocks")) else {
-            return Vec::new();
-        };
-        rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| check_id(n).is_ok())
-            .collect()
+    /// Fails when the directory, or any entry, cannot be read: a block
+    /// report from a partial listing would make present blocks look
+    /// missing.
+    pub fn block_ids(&self) -> std::io::Result<Vec<String>> {
+        let mut ids = Vec::new();
+        for e in std::fs::read_dir(self.root.join("blocks"))? {
+            if let Ok(name) = e?.file_name().into_string() {
+                if check_id(&name).is_ok() {
+                    ids.push(name);
+                }
+            }
+        }
+        Ok(ids)
     }
 }
 
@@ -327,9 +334,12 @@ fn handle(
     match req {
         Request::ReadBlock { id } => send_block(conn, layout, &id, u64::MAX),
         Request::ReadHead { id, max } => send_block(conn, layout, &id, max),
-        Request::WriteBlock { id, len, crc } => {
-            check_id(&id)?;
-            crate::block::store_stream(layout, &id, &mut r, len, crc, &peer)?;
+        Request::WriteBlock { ref id, len, crc } => {
+            if let Err(e) = check_id(id) {
+                drain_write(&mut r, &req);
+                return Err(e);
+            }
+            crate::block::store_stream(layout, id, &mut r, len, crc, &peer)?;
             send_ok(conn, 0, 0)
         }
         Request::Fetch {
@@ -366,10 +376,12 @@ fn send_block(conn: &TcpStream, layout: &Layout, id: &str, max: u64) -> Result<(
     let path = layout.block(id);
     let len = match crate::block::check_before_send(layout, id) {
         Ok(len) => len,
-        Err(d) => {
+        Err(Unusable::Damaged(d)) => {
             let _ = send_status(conn, STATUS_DAMAGED, &d.to_string());
             return Ok(());
         }
+        // Unreadable now (not damaged): an error, status 1.
+        Err(Unusable::Io(e)) => return Err(ClusterError::io("reading block", &path, e)),
     };
     let f = File::open(&path).map_err(|e| ClusterError::io("opening block", &path, e))?;
     send_range(conn, f, 0, len.min(max), 0)
@@ -405,9 +417,21 @@ fn read_request(
             "refused an unauthenticated data request from {peer}"
         )));
     }
-    check_skew(ts)?;
-    guard.fresh(&format!("{nonce:032x}"), ts)?;
+    // Authenticated from here: a refused write's data is read first, so
+    // its writer hears why instead of a reset connection.
+    let fresh = check_skew(ts).and_then(|()| guard.fresh(&format!("{nonce:032x}"), ts));
+    if let Err(e) = fresh {
+        drain_write(r, &req);
+        return Err(e);
+    }
     Ok(req)
+}
+
+/// Reads and drops the data of a WRITE_BLOCK request that is refused.
+fn drain_write(r: &mut impl Read, req: &Request) {
+    if let Request::WriteBlock { len, .. } = req {
+        let _ = std::io::copy(&mut r.take(*len), &mut std::io::sink());
+    }
 }
 
 /// Copies `r` to `w`, returning the bytes and their CRC32C.
@@ -422,8 +446,10 @@ fn copy_crc(r: &mut impl Read, w: &mut impl Write, peer: &str) -> Result<(u64, u
             return Ok((n, crc));
         }
         crc = crc32c::crc32c_append(crc, &buf[..k]);
-        w.write_all(&buf[..k])
-            .map_err(|e| ClusterError::net("writing data from", peer, e))?;
+        // A local write failure (a full disk) is this side's, not the peer's.
+        w.write_all(&buf[..k]).map_err(|e| {
+            crate::block::local_write_error(Path::new(&format!("data from {peer}")), e)
+        })?;
         n += k as u64;
     }
 }

@@ -26,6 +26,7 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
 use crate::auth::Secret;
+use crate::block::Unusable;
 use crate::data::{self, Layout, Request as DataRequest};
 use crate::ids::TaskKind;
 use crate::proto::{self, TaskAssignment, TaskId, TaskReport};
@@ -127,7 +128,7 @@ fn key(t: &TaskId) -> AttemptKey {
 /// Runs a worker until the process is stopped.
 pub async fn run(cfg: WorkerConfig) -> Result<()> {
     let layout = Layout::create(&cfg.data_dir)?;
-    let added = crate::block::add_missing_checksums(&layout)?;
+    let added = crate::block::tidy(&layout)?;
     if added > 0 {
         tracing::info!("wrote checksum files for {added} blocks stored without one");
     }
@@ -190,6 +191,7 @@ fn load_uid(dir: &Path) -> Result<String> {
 }
 
 async fn register(shared: &Shared, uid: &str, data_addr: &str) -> Result<()> {
+    let dir = shared.layout.root.join("blocks");
     let req = proto::RegisterRequest {
         protocol_version: PROTOCOL_VERSION,
         data_addr: data_addr.to_owned(),
@@ -198,13 +200,17 @@ async fn register(shared: &Shared, uid: &str, data_addr: &str) -> Result<()> {
         slots: shared.cfg.slots,
         uid: uid.to_owned(),
         pid: std::process::id(),
-        blocks: shared.layout.block_ids(),
+        blocks: Vec::new(),
         memory: shared.cfg.memory,
     };
-    *lock(&shared.last_block_report) = Some(Instant::now());
     let mut tries = 0;
     loop {
-        match shared.rpc.clone().register(req.clone()).await {
+        // A fresh listing each try: blocks may arrive meanwhile.
+        let mut req = req.clone();
+        req.blocks =
+            (shared.layout.block_ids()).map_err(|e| ClusterError::io("listing", &dir, e))?;
+        *lock(&shared.last_block_report) = Some(Instant::now());
+        match shared.rpc.clone().register(req).await {
             Ok(r) => {
                 let r = r.into_inner();
                 *lock(&shared.session) = (r.worker_id, r.epoch);
@@ -240,17 +246,21 @@ fn spawn_scanner(shared: &Arc<Shared>) {
     std::thread::spawn(move || loop {
         let pass = Instant::now();
         let mut reported = HashSet::new();
-        for id in shared.layout.block_ids() {
+        for id in shared.layout.block_ids().unwrap_or_default() {
             let Ok(len) = std::fs::metadata(shared.layout.block(&id)).map(|m| m.len()) else {
                 continue;
             };
             let t = Instant::now();
-            if let Err(d) = crate::block::verify(&shared.layout, &id, None) {
+            match crate::block::verify(&shared.layout, &id, None) {
                 // Deleted while scanned (a job's end, a removed data set) is no damage.
-                if shared.layout.block(&id).exists() && reported.insert(id.clone()) {
+                Err(Unusable::Damaged(d))
+                    if shared.layout.block(&id).exists() && reported.insert(id.clone()) =>
+                {
                     let c = shared.own_damage(&id, &format!("{d} (block scanner)"));
                     lock(&shared.corrupt).push(c);
                 }
+                Err(Unusable::Io(e)) => tracing::warn!("block scanner: block {id}: {e}"),
+                _ => {}
             }
             // Pace: `len` bytes may take no less than len / rate seconds.
             let due = Duration::from_secs_f64(len as f64 / scan.rate as f64);
@@ -280,19 +290,23 @@ async fn heartbeats(shared: &Arc<Shared>) {
 async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
     let (worker_id, epoch) = *lock(&shared.session);
     let corrupt = std::mem::take(&mut *lock(&shared.corrupt));
-    let block_report =
+    let due =
         lock(&shared.last_block_report).is_none_or(|t| t.elapsed() >= shared.cfg.block_report);
+    // No report from a listing that failed (it would make blocks look
+    // missing); the next heartbeat tries again.
+    let listed = if due {
+        shared.layout.block_ids().ok()
+    } else {
+        None
+    };
+    let block_report = listed.is_some();
     let req = proto::HeartbeatRequest {
         worker_id,
         epoch,
         reports: reports.clone(),
         corrupt: corrupt.clone(),
         block_report,
-        blocks: if block_report {
-            shared.layout.block_ids()
-        } else {
-            Vec::new()
-        },
+        blocks: listed.unwrap_or_default(),
     };
     match shared.rpc.clone().heartbeat(req).await {
         Ok(r) => {
@@ -375,7 +389,7 @@ fn remove_job_files(shared: &Shared, job: u64) {
 /// committed data set does not hold: copies of attempts that lost, or
 /// whose writer died before reporting them.
 fn sweep_outputs(shared: &Shared, job: u64, kept: &[String]) {
-    for id in shared.layout.block_ids() {
+    for id in shared.layout.block_ids().unwrap_or_default() {
         let of_job = crate::ids::output_block_job(&id) == Some(crate::ids::JobId(job));
         if of_job && !kept.contains(&id) {
             shared.layout.remove_block(&id);
@@ -437,6 +451,9 @@ fn task_job(
     a: &TaskAssignment,
 ) -> Result<(sluice_api::JobSpec, sluice_engine::EngineConfig)> {
     let job = a.task.unwrap_or_default().job;
+    if lock(&shared.ended).contains(&job) {
+        return Err(ClusterError::Remote(format!("job {job} has ended")));
+    }
     let cell = lock(&shared.jobs).entry(job).or_default().clone();
     let built = cell.get_or_init(|| build_job(shared, a));
     let (spec, mut cfg) = match built {
@@ -490,10 +507,11 @@ fn side_files(shared: &Shared, a: &TaskAssignment) -> Result<Vec<Vec<PathBuf>>> 
             let intact = mine
                 && match crate::block::verify(&shared.layout, &b.id, Some((b.len, b.crc))) {
                     Ok(()) => true,
-                    Err(d) => {
+                    Err(Unusable::Damaged(d)) => {
                         corrupt.push(shared.own_damage(&b.id, &d.to_string()));
                         false
                     }
+                    Err(Unusable::Io(e)) => return Err(ClusterError::io("reading", &local, e)),
                 };
             if !intact && !copy.exists() {
                 std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
@@ -616,11 +634,14 @@ fn map_input(
     let split =
         |path: PathBuf, sums| Split::whole_checked(id.index as usize, path, block.len, Some(sums));
     if block.replicas.contains(&shared.uid) {
+        let path = shared.layout.block(&block.id);
         match crate::block::open_checked(&shared.layout, &block.id, block.len, block.crc) {
-            Ok(sums) => return Ok((split(shared.layout.block(&block.id), sums), MapInput::Local)),
-            Err(d) => report
+            Ok(sums) => return Ok((split(path, sums), MapInput::Local)),
+            Err(Unusable::Damaged(d)) => report
                 .corrupt
                 .push(shared.own_damage(&block.id, &d.to_string())),
+            // Not the replica's fault: this attempt fails, nothing blamed.
+            Err(Unusable::Io(e)) => return Err(ClusterError::io("reading", &path, e)),
         }
     }
     let t = Instant::now();

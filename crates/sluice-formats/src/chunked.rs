@@ -139,12 +139,12 @@ impl ChunkSums {
         if b.len() < HEADER + 4 || &b[..4] != MAGIC {
             return Err(bad("is not a Sluice checksum file"));
         }
-        if b[4] != VERSION {
-            return Err(Damage::Checksums(format!("has unknown version {}", b[4])));
-        }
         let (body, own) = b.split_at(b.len() - 4);
         if crc32c::crc32c(body) != u32::from_le_bytes(own.try_into().expect("4 bytes")) {
             return Err(bad("is damaged (its own checksum does not match)"));
+        }
+        if b[4] != VERSION {
+            return Err(Damage::Checksums(format!("has unknown version {}", b[4])));
         }
         let chunk = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
         let len = u64::from_le_bytes(b[12..20].try_into().expect("8 bytes"));
@@ -153,7 +153,7 @@ impl ChunkSums {
             return Err(bad("has a chunk size of 0"));
         }
         let n = len.div_ceil(u64::from(chunk));
-        if (body.len() - HEADER) as u64 != 4 * n {
+        if Some((body.len() - HEADER) as u64) != n.checked_mul(4) {
             return Err(bad("has the wrong number of chunks for its length"));
         }
         let crcs = body[HEADER..]
@@ -168,14 +168,16 @@ impl ChunkSums {
         })
     }
 
-    /// Reads and parses the checksum file at `path`.
-    pub fn load(path: &Path) -> std::result::Result<Self, Damage> {
+    /// Reads and parses the checksum file at `path`: the outer error is a
+    /// failure to read it (the disk's, not the file's), the inner one what
+    /// is wrong with the file (missing included).
+    pub fn load(path: &Path) -> std::io::Result<std::result::Result<Self, Damage>> {
         match std::fs::read(path) {
-            Ok(b) => Self::decode(&b),
+            Ok(b) => Ok(Self::decode(&b)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Err(Damage::Checksums("is missing".into()))
+                Ok(Err(Damage::Checksums("is missing".into())))
             }
-            Err(e) => Err(Damage::Checksums(format!("cannot be read: {e}"))),
+            Err(e) => Err(e),
         }
     }
 
