@@ -274,6 +274,9 @@ impl State {
         };
         tracing::warn!("worker {} ({}) lost", w.info.uid, w.info.data_addr);
         w.info.alive = false;
+        let uid = w.info.uid.clone();
+        // Its unknown blocks are judged again when it reports anew.
+        self.unknown.retain(|(u, _), _| *u != uid);
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
             job.worker_lost(id);
         }

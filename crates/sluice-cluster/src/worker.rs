@@ -344,7 +344,7 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
             .collect();
         lock(&shared.cancelled).extend(running);
         lock(&shared.jobs).remove(j);
-        lock(&shared.ended).insert(*j);
+        remember_ended(shared, *j);
         sweep_outputs(shared, *j, &r.kept_blocks);
         remove_job_files(shared, *j);
     }
@@ -378,6 +378,24 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
     }
     false
 }
+
+/// Records that job `job` has ended, keeping the most recent
+/// [`ENDED_KEPT`] (a long-lived worker sees millions of jobs).
+fn remember_ended(shared: &Shared, job: u64) {
+    let mut ended = lock(&shared.ended);
+    if ended.len() >= ENDED_KEPT {
+        // Ids grow with time: the smallest are the oldest.
+        let mut ids: Vec<u64> = ended.iter().copied().collect();
+        ids.sort_unstable();
+        for old in &ids[..ids.len() / 2] {
+            ended.remove(old);
+        }
+    }
+    ended.insert(job);
+}
+
+/// Ended jobs a worker remembers.
+const ENDED_KEPT: usize = 4096;
 
 /// Removes an ended job's map outputs and scratch files.
 fn remove_job_files(shared: &Shared, job: u64) {
