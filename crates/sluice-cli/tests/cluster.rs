@@ -797,3 +797,39 @@ fn a_workers_memory_is_shared_by_its_slots() {
         assert_eq!(read_report(&report)["task_memory_bytes"], want);
     }
 }
+
+#[test]
+fn jobs_with_more_reducers_than_maps_and_empty_inputs_run() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "300KB");
+    let c = Cluster::up(d.path(), 2, "");
+    put(&c, &data, "words", "1MB", "1");
+    let empty = d.path().join("empty.txt");
+    std::fs::write(&empty, b"").unwrap();
+    put(&c, &empty, "empty", "1MB", "1");
+    // One block, four reducers: reduce indexes past the maps.
+    let job = ["wordcount", "--reducers", "4"];
+    ok(c.submit(&job)
+        .args(["--input", "words", "--output", "counts"])
+        .output()
+        .unwrap());
+    get(&c, "counts", &d.path().join("got"));
+    let want = d.path().join("want");
+    ok(sluice()
+        .arg("run")
+        .args(job)
+        .arg("--input")
+        .arg(&data)
+        .arg("--output")
+        .arg(&want)
+        .arg("-q")
+        .output()
+        .unwrap());
+    std::fs::remove_file(want.join("_SUCCESS")).unwrap();
+    same_dirs(&d.path().join("got"), &want);
+    // No maps at all.
+    ok(c.submit(&["wordcount", "--reducers", "1"])
+        .args(["--input", "empty", "--output", "none"])
+        .output()
+        .unwrap());
+}

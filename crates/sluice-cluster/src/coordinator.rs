@@ -333,6 +333,7 @@ impl State {
     fn check_memory(&self, asked: u64) -> std::result::Result<(), Status> {
         let best = self
             .alive()
+            .filter(|w| w.info.memory > 0)
             .map(|w| (crate::task_share(w.info.memory, w.info.slots), &w.info))
             .max_by_key(|(share, _)| *share);
         match best {
@@ -617,7 +618,7 @@ impl State {
         for (w, b) in drop_blocks {
             self.drop_output(w, &b);
         }
-        for w in self.workers.values_mut() {
+        for w in self.workers.values_mut().filter(|w| w.info.alive) {
             w.finished_jobs.push(id.0);
             w.kept_blocks.extend(kept.iter().cloned());
         }
@@ -825,7 +826,10 @@ fn assignment(
         maps: job.maps.len() as u32,
         ..Default::default()
     };
-    if let (MAP, MapInput::Block(b)) = (kind, &job.inputs[i]) {
+    // Only a map's index names an input (a job may have more reducers
+    // than maps).
+    let input = (kind == MAP).then(|| &job.inputs[i]);
+    if let Some(MapInput::Block(b)) = input {
         a.block = Some(b.into());
         a.sources = b
             .replicas
@@ -905,7 +909,15 @@ impl Coordinator for Service {
         st.save_marks();
         drop(st);
         self.notify.notify_waiters();
+        let running_jobs = self
+            .lock()
+            .jobs
+            .values()
+            .filter(|j| j.is_running())
+            .map(|j| j.id.0)
+            .collect();
         Ok(Response::new(proto::RegisterReply {
+            running_jobs,
             worker_id: id.0,
             epoch: self.lock().epoch,
             heartbeat_ms: self.cfg.heartbeat.as_millis() as u64,

@@ -419,7 +419,7 @@ fn read_request(
     }
     // Authenticated from here: a refused write's data is read first, so
     // its writer hears why instead of a reset connection.
-    let fresh = check_skew(ts).and_then(|()| guard.fresh(&format!("{nonce:032x}"), ts));
+    let fresh = check_skew(ts).and_then(|()| guard.fresh(nonce, ts));
     if let Err(e) = fresh {
         drain_write(r, &req);
         return Err(e);

@@ -37,7 +37,7 @@ pub mod proto {
 
 /// Version of the control and data protocols; a worker of another version
 /// is refused at registration.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Builds a job from its submitted arguments: the same arguments `sluice
 /// run` takes after the job name, so that every process of the cluster

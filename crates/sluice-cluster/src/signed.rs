@@ -21,7 +21,7 @@
 //! that hold the (small, unary) body in memory: [`Signed`] on the client's
 //! channel, [`VerifyLayer`] on the server.
 
-use std::collections::HashMap;
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -43,8 +43,11 @@ use crate::ClusterError;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Largest control-plane request body accepted (a worker's block list).
-pub const MAX_CONTROL_BODY: usize = 64 << 20;
+/// Largest control-plane request body accepted (a worker's block list);
+/// tonic decodes no larger message by default anyway.
+pub const MAX_CONTROL_BODY: usize = 16 << 20;
+/// How long the server waits for a request's whole body.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 const TS: &str = "x-sluice-ts";
 const NONCE: &str = "x-sluice-nonce";
 const MAC: &str = "x-sluice-mac";
@@ -77,24 +80,57 @@ pub fn sign(secret: &Secret, parts: &mut http::request::Parts, body: &[u8]) {
 }
 
 /// Nonces seen within the accepted time window: a second call with one
-/// is a replay.
-#[derive(Debug, Default)]
+/// is a replay. A call timed before this guard was made (less a little
+/// slack for clocks) is refused too, so that a restart, which empties the
+/// guard, does not reopen the window for calls captured before it.
+#[derive(Debug)]
 pub struct ReplayGuard {
-    seen: Mutex<HashMap<String, u64>>,
+    started_ms: u64,
+    seen: Mutex<Seen>,
+}
+
+/// Seen nonces, and the same in arrival order for eviction.
+#[derive(Debug, Default)]
+struct Seen {
+    set: HashSet<u128>,
+    order: VecDeque<(Instant, u128)>,
+}
+
+/// Clock difference between hosts a fresh guard allows.
+const START_SLACK_MS: u64 = 5_000;
+
+impl Default for ReplayGuard {
+    fn default() -> Self {
+        ReplayGuard {
+            started_ms: crate::now_ms(),
+            seen: Mutex::new(Seen::default()),
+        }
+    }
 }
 
 impl ReplayGuard {
-    /// Records `nonce` of a call made at `ts`; refuses one already seen.
-    pub fn fresh(&self, nonce: &str, ts: u64) -> Result<(), ClusterError> {
-        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        if seen.len() > 4096 && seen.len().is_power_of_two() {
-            // Calls older than the window are refused by their time anyway.
-            let horizon = crate::now_ms().saturating_sub(2 * MAX_SKEW_MS);
-            seen.retain(|_, t| *t >= horizon);
+    /// Records `nonce` of a call made at `ts`; refuses one already seen,
+    /// or a call older than the guard.
+    pub fn fresh(&self, nonce: u128, ts: u64) -> Result<(), ClusterError> {
+        if ts.saturating_add(START_SLACK_MS) < self.started_ms {
+            return Err(ClusterError::Auth(
+                "request made before this process started refused".into(),
+            ));
         }
-        if seen.insert(nonce.to_owned(), ts).is_some() {
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        // Nonces older than twice the window are refused by their time.
+        let keep = Duration::from_millis(2 * MAX_SKEW_MS);
+        while let Some(&(at, old)) = seen.order.front() {
+            if at.elapsed() < keep {
+                break;
+            }
+            seen.order.pop_front();
+            seen.set.remove(&old);
+        }
+        if !seen.set.insert(nonce) {
             return Err(ClusterError::Auth("replayed request refused".into()));
         }
+        seen.order.push_back((Instant::now(), nonce));
         Ok(())
     }
 }
@@ -120,7 +156,23 @@ pub fn verify(
         ));
     }
     check_skew(ts)?;
+    let nonce =
+        u128::from_str_radix(nonce, 16).map_err(|_| ClusterError::Auth("bad nonce".into()))?;
     guard.fresh(nonce, ts)
+}
+
+/// Refuses a call before its body is read: credentials missing, or a time
+/// outside the window (no body of an unauthenticated peer is buffered
+/// for long).
+fn precheck(parts: &http::request::Parts) -> Result<(), ClusterError> {
+    let get = |k: &str| parts.headers.get(k).and_then(|v| v.to_str().ok());
+    let (Some(ts), Some(_), Some(_)) = (get(TS), get(NONCE), get(MAC)) else {
+        return Err(ClusterError::Auth("missing credentials".into()));
+    };
+    let ts: u64 = ts
+        .parse()
+        .map_err(|_| ClusterError::Auth("bad timestamp".into()))?;
+    check_skew(ts)
 }
 
 /// Reads a whole request body, up to [`MAX_CONTROL_BODY`].
@@ -230,7 +282,12 @@ where
         let layer = self.layer.clone();
         Box::pin(async move {
             let (parts, body) = req.into_parts();
-            let bytes = match collect(body).await {
+            if let Err(e) = precheck(&parts) {
+                tracing::warn!("refused a control call to {}: {e}", parts.uri.path());
+                return Ok(tonic::Status::unauthenticated(e.to_string()).into_http());
+            }
+            let collected = tokio::time::timeout(BODY_TIMEOUT, collect(body)).await;
+            let bytes = match collected.unwrap_or_else(|_| Err("timed out".into())) {
                 Ok(b) => b,
                 Err(e) => {
                     let msg = format!("unreadable request body: {e}");
@@ -333,6 +390,17 @@ mod tests {
         *req.uri_mut() = parts.uri.clone();
         *req.headers_mut() = parts.headers.clone();
         grpc_status(&server.ready().await.unwrap().call(req).await.unwrap())
+    }
+
+    #[test]
+    fn the_guard_refuses_repeats_and_calls_older_than_itself() {
+        let g = ReplayGuard::default();
+        let now = crate::now_ms();
+        g.fresh(1, now).unwrap();
+        assert!(g.fresh(1, now).is_err(), "a repeat");
+        g.fresh(2, now).unwrap();
+        // Captured before a restart (this guard's start), less the slack.
+        assert!(g.fresh(3, now - START_SLACK_MS - 1000).is_err());
     }
 
     #[tokio::test]

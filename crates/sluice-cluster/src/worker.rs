@@ -127,6 +127,14 @@ fn key(t: &TaskId) -> AttemptKey {
 
 /// Runs a worker until the process is stopped.
 pub async fn run(cfg: WorkerConfig) -> Result<()> {
+    let share = crate::task_share(cfg.memory, cfg.slots);
+    if share < 1 << 20 {
+        return Err(ClusterError::Config(format!(
+            "--memory {} shared by {} map and {} reduce slots gives each task {share} bytes; \
+             a task needs at least 1 MiB",
+            cfg.memory, cfg.slots, cfg.slots
+        )));
+    }
     let layout = Layout::create(&cfg.data_dir)?;
     let added = crate::block::tidy(&layout)?;
     if added > 0 {
@@ -214,6 +222,7 @@ async fn register(shared: &Shared, uid: &str, data_addr: &str) -> Result<()> {
             Ok(r) => {
                 let r = r.into_inner();
                 *lock(&shared.session) = (r.worker_id, r.epoch);
+                remove_other_jobs_files(shared, &r.running_jobs);
                 return Ok(());
             }
             Err(s)
@@ -397,6 +406,21 @@ fn remember_ended(shared: &Shared, job: u64) {
 /// Ended jobs a worker remembers.
 const ENDED_KEPT: usize = 4096;
 
+/// Removes the map outputs and scratch files of every job but `running`.
+fn remove_other_jobs_files(shared: &Shared, running: &[u64]) {
+    for dir in ["shuffle", "work"] {
+        let Ok(rd) = std::fs::read_dir(shared.layout.root.join(dir)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let job = e.file_name().to_string_lossy().parse::<u64>();
+            if job.is_ok_and(|j| !running.contains(&j)) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
 /// Removes an ended job's map outputs and scratch files.
 fn remove_job_files(shared: &Shared, job: u64) {
     let _ = std::fs::remove_dir_all(shared.layout.shuffle_dir(job));
@@ -473,6 +497,11 @@ fn task_job(
         return Err(ClusterError::Remote(format!("job {job} has ended")));
     }
     let cell = lock(&shared.jobs).entry(job).or_default().clone();
+    if lock(&shared.ended).contains(&job) {
+        // It ended between the check above and the insert.
+        lock(&shared.jobs).remove(&job);
+        return Err(ClusterError::Remote(format!("job {job} has ended")));
+    }
     let built = cell.get_or_init(|| build_job(shared, a));
     let (spec, mut cfg) = match built {
         Ok(b) => b.clone(),
