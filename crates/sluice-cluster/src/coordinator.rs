@@ -405,13 +405,17 @@ impl State {
     }
 
     /// Saves the catalog if damaged replicas were marked since the last
-    /// save: once per batch of reports, not once per replica.
+    /// save (once per batch of reports, not once per replica), and then
+    /// fails jobs left without an intact replica. Heartbeats without
+    /// marks do neither.
     fn save_marks(&mut self) {
-        if std::mem::take(&mut self.catalog_dirty) {
-            if let Err(e) = self.store.save_catalog(&self.catalog) {
-                tracing::error!("saving the catalog after marking damaged replicas: {e}");
-            }
+        if !std::mem::take(&mut self.catalog_dirty) {
+            return;
         }
+        if let Err(e) = self.store.save_catalog(&self.catalog) {
+            tracing::error!("saving the catalog after marking damaged replicas: {e}");
+        }
+        self.fail_unreadable_inputs();
     }
 
     /// Takes a worker's block report: blocks that no data set holds on it,
@@ -958,7 +962,6 @@ impl Coordinator for Service {
                 st.block_report(worker, &r.blocks, self.cfg.orphan_grace);
             }
             st.save_marks();
-            st.fail_unreadable_inputs();
             st.settle_jobs();
             if had_reports {
                 self.notify.notify_waiters();
@@ -1132,7 +1135,6 @@ impl Coordinator for Service {
             st.mark_corrupt(c);
         }
         st.save_marks();
-        st.fail_unreadable_inputs();
         st.settle_jobs();
         drop(st);
         self.notify.notify_waiters();
