@@ -737,9 +737,8 @@ fn sluice_kill_ends_a_running_job_and_leaves_nothing() {
             .any(|l| l.starts_with(&id) && l.contains(" killed ")),
         "{l}"
     );
-    let again = c.cmd(&["kill", &id]).output().unwrap();
-    assert!(!again.status.success());
-    assert!(String::from_utf8_lossy(&again.stderr).contains("is not running"));
+    let again = fails(c.cmd(&["kill", &id]).output().unwrap());
+    assert!(again.contains("is not running"), "{again}");
     // Nothing of it in the catalog or on the workers' disks.
     let ls = String::from_utf8_lossy(&ok(c.cmd(&["ls"]).output().unwrap()).stdout).into_owned();
     assert!(!ls.contains("counts"), "{ls}");
@@ -775,8 +774,7 @@ fn a_workers_memory_is_shared_by_its_slots() {
         .args(["--input", "words", "--output", "big"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = fails(out);
     assert!(
         err.contains("the most a worker gives a task is 32000000"),
         "{err}"

@@ -217,9 +217,7 @@ fn a_block_with_no_intact_replica_fails_the_job_naming_every_copy() {
     assert_eq!(holders.len(), 2);
     Harm::Truncated.apply(&holders[0].join("blocks").join(&id), Path::new(""));
     Harm::Overwritten.apply(&holders[1].join("blocks").join(&id), Path::new(""));
-    let out = submit_wc(&c, "words", "counts").output().unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = fails(submit_wc(&c, "words", "counts").output().unwrap());
     assert!(
         err.contains(&format!(
             "block {id} of data set words has no intact replica"
@@ -248,9 +246,7 @@ fn a_block_with_no_intact_replica_fails_the_job_naming_every_copy() {
             })
             .unwrap();
         harm.apply(&block, &other);
-        let out = submit_wc(&c, &name, "counts").output().unwrap();
-        assert!(!out.status.success(), "{harm:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = fails(submit_wc(&c, &name, "counts").output().unwrap());
         assert!(err.contains("has no intact replica"), "{harm:?}: {err}");
         assert!(err.contains(&harm.evidence()), "{harm:?}: {err}");
         assert!(!ls(&c).contains("counts"), "{harm:?}: nothing is committed");
@@ -266,8 +262,7 @@ fn a_block_with_no_intact_replica_fails_the_job_naming_every_copy() {
             .arg(d.path().join(&name))
             .output()
             .unwrap();
-        assert!(!got.status.success());
-        assert!(String::from_utf8_lossy(&got.stderr).contains("no intact replica"));
+        assert!(fails(got).contains("no intact replica"));
         assert!(!d.path().join(&name).exists());
         ok(c.cmd(&["rm", &name]).output().unwrap());
     }
@@ -504,8 +499,7 @@ fn a_full_disk_fails_writes_cleanly_and_leaves_no_orphans() {
         ])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = fails(out);
     let w1 = c.json()["workers"][1]["id"].as_u64().unwrap();
     assert!(err.contains(&format!("worker {w1} (")), "{err}");
     assert!(err.contains("no space left"), "{err}");

@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each test binary uses its own share of them
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub use crate::common::{ok, sluice};
@@ -239,4 +239,14 @@ pub fn wait_until_lost(c: &Cluster, n: usize) {
             .count();
         (lost >= n).then_some(())
     });
+}
+
+/// Asserts the command failed; returns what it said on stderr.
+pub fn fails(out: Output) -> String {
+    assert!(
+        !out.status.success(),
+        "sluice succeeded where it should fail: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
