@@ -183,6 +183,13 @@ async fn collect(body: Body) -> Result<Bytes, BoxError> {
         .to_bytes())
 }
 
+/// The service polled ready, to take a call, leaving a clone in its place
+/// (tower's rule for a service called from a future).
+fn take_ready<S: Clone>(inner: &mut S) -> S {
+    let clone = inner.clone();
+    std::mem::replace(inner, clone)
+}
+
 /// A client channel that signs every call ([`sign`]).
 #[derive(Debug, Clone)]
 pub struct Signed<S> {
@@ -211,9 +218,7 @@ where
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        // The service polled ready is the one that takes the call.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let mut inner = take_ready(&mut self.inner);
         let secret = self.secret.clone();
         Box::pin(async move {
             let (mut parts, body) = req.into_parts();
@@ -277,8 +282,7 @@ where
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let mut inner = take_ready(&mut self.inner);
         let layer = self.layer.clone();
         Box::pin(async move {
             let (parts, body) = req.into_parts();
