@@ -4,11 +4,10 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use sluice_api::JobSpec;
 use sluice_cluster::auth::Secret;
 use sluice_cluster::catalog::RackAware;
 use sluice_cluster::client::{Client, PutOptions};
@@ -17,12 +16,8 @@ use sluice_cluster::embedded;
 use sluice_cluster::report::ClusterReport;
 use sluice_cluster::sample::Sample;
 use sluice_cluster::worker::{self, WorkerConfig};
-use sluice_cluster::JobFactory;
-use sluice_engine::EngineConfig;
-use sluice_formats::input::Split;
-use sluice_jobs::pavlo;
 
-use crate::{units, InputFormat, JobName, JoinForm, RunArgs};
+use crate::{units, RunArgs};
 
 /// Where a client finds the cluster.
 #[derive(Debug, Args, Clone)]
@@ -199,91 +194,6 @@ pub struct SubmitArgs {
     args: Vec<String>,
 }
 
-/// Builds cluster jobs exactly as `sluice run` builds local ones.
-struct CliJobs;
-
-impl JobFactory for CliJobs {
-    fn memory_request(&self, args: &[String]) -> Option<u64> {
-        RunArgs::parse(args).ok()?.memory
-    }
-
-    fn side_inputs(&self, args: &[String]) -> Result<Vec<String>, String> {
-        let ra = RunArgs::parse(args).map_err(|e| e.to_string())?;
-        if !ra.is_join(JoinForm::Fast) {
-            return Ok(Vec::new());
-        }
-        let rankings = ra
-            .rankings
-            .clone()
-            .ok_or("pavlo-join needs --rankings DATASET")?;
-        Ok(vec![rankings])
-    }
-
-    fn build(
-        &self,
-        args: &[String],
-        side: Option<&[Vec<PathBuf>]>,
-    ) -> Result<(JobSpec, EngineConfig), String> {
-        let ra = RunArgs::parse(args).map_err(|e| e.to_string())?;
-        if ra.is_join(JoinForm::Fast) {
-            return broadcast_join(&ra, side);
-        }
-        if ra.is_join(JoinForm::Baseline) {
-            return Err("the baseline pavlo-join is three jobs: sluice submit chains them".into());
-        }
-        let sorts = matches!(ra.job, JobName::Sort | JobName::Terasort);
-        if sorts && ra.split_points.is_none() && ra.reducers.unwrap_or(1) > 1 {
-            return Err(format!(
-                "{} on a cluster needs --split-points (sluice submit samples the data set \
-                 and adds them)",
-                crate::flag_name(&ra.job)
-            ));
-        }
-        if ra.input_format != InputFormat::Text {
-            return Err("cluster data sets are text; --input-format paged runs locally".into());
-        }
-        let cfg = crate::run::config(&ra);
-        let (job, cfg, _) = crate::run::build_job(&ra, cfg).map_err(|e| format!("{e:#}"))?;
-        Ok((job, cfg))
-    }
-}
-
-/// The fast join on a cluster: every map task looks its visits up in a
-/// table of the whole Rankings data set, which each worker copies and
-/// builds once per job (the broadcast side input). The range-index
-/// pruning of the local fast join has no cluster form: data sets hold
-/// text only.
-fn broadcast_join(
-    ra: &RunArgs,
-    side: Option<&[Vec<PathBuf>]>,
-) -> Result<(JobSpec, EngineConfig), String> {
-    let mut cfg = crate::run::config(ra);
-    cfg.reducers = 1;
-    let table = match side {
-        // Validation at the coordinator: the job's shape, not its data.
-        None => pavlo::RankTable::default(),
-        Some([files]) => {
-            pavlo::rank_table(&whole_files(files)?, cfg.max_record).map_err(|e| e.to_string())?
-        }
-        Some(_) => return Err("pavlo-join has one side input, Rankings".into()),
-    };
-    Ok((pavlo::join_fast(Arc::new(table)), cfg))
-}
-
-/// One split per file, each whole.
-fn whole_files(files: &[PathBuf]) -> Result<Vec<Split>, String> {
-    files
-        .iter()
-        .enumerate()
-        .map(|(index, path)| {
-            let len = std::fs::metadata(path)
-                .map_err(|e| format!("reading {}: {e}", path.display()))?
-                .len();
-            Ok(Split::whole(index, path.clone(), len))
-        })
-        .collect()
-}
-
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -328,7 +238,7 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         heartbeat: Duration::from_millis(a.heartbeat_ms.max(10)),
         worker_timeout: Duration::from_millis(a.worker_timeout_ms.max(100)),
         settings,
-        factory: Arc::new(CliJobs),
+        jobs: crate::jobs(),
         placement: Box::new(RackAware),
         orphan_grace: Duration::from_millis(a.orphan_grace_ms),
     };
@@ -360,7 +270,7 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
             .memory
             .unwrap_or_else(|| sluice_cluster::embedded::host_memory() / 2),
         secret: secret(a.secret_file.as_deref())?,
-        factory: Arc::new(CliJobs),
+        jobs: crate::jobs(),
         scan: worker::ScanSettings {
             rate: a.scan_rate,
             period: Duration::from_secs_f64(a.scan_period_s.max(0.0)),
@@ -432,6 +342,12 @@ fn words(flags: &str) -> Vec<String> {
 }
 
 async fn connect(conn: &Conn) -> anyhow::Result<Client> {
+    let (addr, secret) = resolve(conn)?;
+    Ok(Client::connect(&addr, secret).await?)
+}
+
+/// The coordinator's address and the shared secret of a connection.
+fn resolve(conn: &Conn) -> anyhow::Result<(String, Secret)> {
     let addr = match &conn.coordinator {
         Some(a) => a.clone(),
         None => {
@@ -449,7 +365,7 @@ async fn connect(conn: &Conn) -> anyhow::Result<Client> {
         let f = conn.cluster.join("secret");
         (std::env::var_os("SLUICE_SECRET").is_none() && f.exists()).then_some(f)
     });
-    Ok(Client::connect(&addr, secret(file.as_deref())?).await?)
+    Ok((addr, secret(file.as_deref())?))
 }
 
 /// `sluice put`.
@@ -533,50 +449,6 @@ pub fn get(name: &str, out: &Path, conn: &Conn) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `sluice rm`.
-/// Bytes read from the head of each block to sample a data set.
-const SAMPLE_HEAD: u64 = 256 << 10;
-
-/// For sort and TeraSort with more than one reducer and no split points:
-/// samples the input data set as `sluice run` samples files (the first
-/// records of each block, read from the head of every block), and returns
-/// the split points to pass.
-fn sample_split_points(
-    rt: &tokio::runtime::Runtime,
-    c: &Client,
-    ra: &mut RunArgs,
-) -> anyhow::Result<Option<String>> {
-    let sorts = matches!(ra.job, JobName::Sort | JobName::Terasort);
-    if !sorts || ra.split_points.is_some() || ra.reducers.unwrap_or(1) <= 1 {
-        return Ok(None);
-    }
-    let heads = rt.block_on(c.block_heads(&ra.input, SAMPLE_HEAD))?;
-    let dir = tempfile::tempdir()?;
-    for (i, h) in heads.iter().enumerate() {
-        // Whole records only: a head cut short ends at its last newline
-        // (lines and TeraSort's CRLF-terminated records alike).
-        let end = if h.len() as u64 == SAMPLE_HEAD {
-            h.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
-        } else {
-            h.len()
-        };
-        std::fs::write(dir.path().join(format!("head-{i:05}")), &h[..end])?;
-    }
-    let input = dir.path().display().to_string();
-    let mut cfg = crate::run::config(ra);
-    if ra.job == JobName::Terasort {
-        cfg.format = sluice_formats::input::RecordFormat::Fixed(sluice_gen::TERA_RECORD);
-    }
-    let splits = crate::run::plan(&input, &cfg)?;
-    let sample = if ra.job == JobName::Terasort {
-        crate::run::tera_sample(&splits, &cfg)?
-    } else {
-        crate::run::sample_splits(&splits, &cfg)?
-    };
-    let p = sluice_api::RangePartitioner::from_sample(sample, cfg.reducers);
-    Ok(Some(crate::run::split_points_arg(&p)))
-}
-
 /// `sluice jobs`.
 pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
     let rt = runtime()?;
@@ -614,6 +486,7 @@ pub fn node_samples(conn: &Conn, since: u64) -> anyhow::Result<Vec<(String, Vec<
     Ok(rt.block_on(c.node_samples(since))?)
 }
 
+/// `sluice rm`.
 pub fn rm(name: &str, conn: &Conn) -> anyhow::Result<()> {
     let rt = runtime()?;
     let c = rt.block_on(connect(conn))?;
@@ -624,159 +497,61 @@ pub fn rm(name: &str, conn: &Conn) -> anyhow::Result<()> {
 
 /// `sluice submit`: runs a job on the cluster and prints its summary.
 pub fn submit(a: &SubmitArgs) -> anyhow::Result<ClusterReport> {
-    submit_args(&a.conn, a.args.clone(), a.replication)
-}
-
-/// Submits the job `sluice run ARGS` describes (the three jobs of the
-/// baseline join, one after another) and waits for it.
-pub fn submit_args(
-    conn: &Conn,
-    args: Vec<String>,
-    replication: u32,
-) -> anyhow::Result<ClusterReport> {
-    let ra = RunArgs::parse(&args)?;
-    if ra.is_join(JoinForm::Baseline) {
-        return join_baseline(conn, &args, &ra, replication);
-    }
-    submit_one(conn, args, replication)
-}
-
-/// The baseline join as Hadoop runs it: three jobs through two temporary
-/// data sets, removed afterwards whatever happened. Its report (when
-/// asked for) is the array of the three jobs' reports, as `sluice run`
-/// writes it.
-fn join_baseline(
-    conn: &Conn,
-    args: &[String],
-    ra: &RunArgs,
-    replication: u32,
-) -> anyhow::Result<ClusterReport> {
-    let rankings = ra
-        .rankings
-        .as_deref()
-        .context("pavlo-join needs --rankings DATASET")?;
-    let tag = format!("{}-{}", std::process::id(), sluice_cluster::now_ms());
-    let filtered = format!("_join-{tag}-filtered");
-    let aggregated = format!("_join-{tag}-aggregated");
-    let output = ra.output.display().to_string();
-    let base = without_flags(args, &["--input", "--output", "--report"], &["--overwrite"]);
-    // Only the answer takes the replication asked for; the temporary
-    // data sets live as long as the chain.
-    let stages = [
-        (
-            "filter",
-            format!("{rankings},{}", ra.input),
-            &filtered,
-            true,
-            1,
-        ),
-        ("aggregate", filtered.clone(), &aggregated, true, 1),
-        (
-            "top",
-            aggregated.clone(),
-            &output,
-            ra.overwrite,
-            replication,
-        ),
-    ];
-    let mut reports = Vec::new();
-    let mut run = || -> anyhow::Result<()> {
-        for (stage, input, out, overwrite, replication) in &stages {
-            let mut a = base.clone();
-            a.extend(["--join-stage", stage, "--input", input, "--output", out].map(String::from));
-            if *overwrite {
-                a.push("--overwrite".into());
-            }
-            reports.push(submit_one(conn, a, *replication)?);
-        }
-        Ok(())
-    };
-    let done = run();
-    for t in [&filtered, &aggregated] {
-        let _ = remove(conn, t);
-    }
-    done?;
+    let ra = RunArgs::parse(&a.args)?;
+    let mut reports = submit_request(&a.conn, &ra.request()?, a.replication, ra.quiet)?;
     if let Some(path) = &ra.report {
-        std::fs::write(path, serde_json::to_string_pretty(&reports)?)
-            .with_context(|| format!("writing report {}", path.display()))?;
-    }
-    Ok(reports.pop().expect("three jobs ran"))
-}
-
-/// `args` without the flags `valued` (and their values, in either
-/// `--flag VALUE` or `--flag=VALUE` form) and the flags `switches`.
-fn without_flags(args: &[String], valued: &[&str], switches: &[&str]) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len());
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let flag = a.split('=').next().unwrap_or(a);
-        if valued.contains(&flag) {
-            if !a.contains('=') {
-                it.next();
-            }
-        } else if !switches.contains(&a.as_str()) {
-            out.push(a.clone());
-        }
-    }
-    out
-}
-
-/// Submits one job and waits for it.
-fn submit_one(conn: &Conn, args: Vec<String>, replication: u32) -> anyhow::Result<ClusterReport> {
-    let mut ra = RunArgs::parse(&args)?;
-    let input = ra.input.clone();
-    let output = ra.output.display().to_string();
-    let rt = runtime()?;
-    let mut c = rt.block_on(connect(conn))?;
-    let mut args = args;
-    if let Some(points) = sample_split_points(&rt, &c, &mut ra)? {
-        args.extend(["--split-points".to_owned(), points]);
-    }
-    let id = rt.block_on(c.submit(args, &input, &output, ra.overwrite, replication))?;
-    let mut lost_since: Option<Instant> = None;
-    let status = loop {
-        let s = match rt.block_on(c.wait(id, Duration::from_secs(30))) {
-            Ok(s) => s,
-            // A restarted coordinator knows what became of the job: keep
-            // asking for a minute before giving up.
-            Err(e) if lost_since.is_none_or(|t| t.elapsed() < Duration::from_secs(60)) => {
-                if lost_since.is_none() {
-                    eprintln!("job {id}: lost the coordinator ({e}); waiting for it");
-                }
-                lost_since.get_or_insert_with(Instant::now);
-                std::thread::sleep(Duration::from_millis(200));
-                if let Ok(again) = rt.block_on(connect(conn)) {
-                    c = again;
-                }
-                continue;
-            }
-            Err(e) => return Err(e.into()),
+        let json = match reports.as_slice() {
+            [one] => serde_json::to_string_pretty(one)?,
+            many => serde_json::to_string_pretty(many)?,
         };
-        lost_since = None;
-        if s.state != "running" {
-            break s;
-        }
-        if !ra.quiet {
-            eprintln!(
-                "job {id}: maps {}/{}, reduces {}/{}",
-                s.maps_done, s.maps, s.reduces_done, s.reduces
-            );
-        }
-    };
-    match status.state.as_str() {
-        "succeeded" => {}
-        "killed" => bail!("job {id} was {}", status.error),
-        _ => bail!("job {id} failed: {}", status.error),
+        std::fs::write(path, json).with_context(|| format!("writing report {}", path.display()))?;
     }
-    let report: ClusterReport = serde_json::from_str(&status.report_json)?;
-    if let Some(path) = &ra.report {
-        std::fs::write(path, &status.report_json)
-            .with_context(|| format!("writing report {}", path.display()))?;
-    }
+    let last = reports.pop().context("the job ran no jobs")?;
     if !ra.quiet {
-        print_report(&report);
+        print_report(&last);
     }
-    Ok(report)
+    Ok(last)
+}
+
+/// Prints a running job's progress on stderr.
+struct Progress;
+
+impl sluice_driver::StatusWatch for Progress {
+    fn status(&self, s: &sluice_cluster::proto::JobStatus) {
+        eprintln!(
+            "job {}: maps {}/{}, reduces {}/{}",
+            s.job, s.maps_done, s.maps, s.reduces_done, s.reduces
+        );
+    }
+
+    fn lost(&self, job: u64, why: &str) {
+        eprintln!("job {job}: lost the coordinator ({why}); waiting for it");
+    }
+}
+
+/// Runs `req` on the cluster (its input and output are data sets), its
+/// answer stored `replication` times; the reports of its jobs in order.
+pub fn submit_request(
+    conn: &Conn,
+    req: &sluice_request::JobRequest,
+    replication: u32,
+    quiet: bool,
+) -> anyhow::Result<Vec<ClusterReport>> {
+    let (coordinator, secret) = resolve(conn)?;
+    let target = sluice_driver::ClusterTarget {
+        coordinator,
+        secret,
+        replication,
+        watch: (!quiet).then(|| Arc::new(Progress) as Arc<dyn sluice_driver::StatusWatch>),
+    };
+    let reports = sluice_driver::run(&crate::jobs(), req, sluice_driver::Target::Cluster(&target))?;
+    Ok(reports
+        .into_iter()
+        .filter_map(|r| match r {
+            sluice_driver::Report::Cluster(r) => Some(r),
+            sluice_driver::Report::Local(_) => None,
+        })
+        .collect())
 }
 
 fn print_report(r: &ClusterReport) {
@@ -824,34 +599,5 @@ fn print_report(r: &ClusterReport) {
             "straggler    {} on {}: {:.2} s (median {:.2} s)",
             s.task, s.worker, s.seconds, s.median_s
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_flags;
-
-    #[test]
-    fn without_flags_drops_flags_in_both_forms_and_keeps_the_rest() {
-        let args: Vec<String> = [
-            "pavlo-join",
-            "--input",
-            "uv",
-            "--output=o",
-            "--overwrite",
-            "--rankings",
-            "r",
-            "--report",
-            "x.json",
-            "-q",
-        ]
-        .map(String::from)
-        .to_vec();
-        let kept = without_flags(
-            &args,
-            &["--input", "--output", "--report"],
-            &["--overwrite"],
-        );
-        assert_eq!(kept, ["pavlo-join", "--rankings", "r", "-q"]);
     }
 }

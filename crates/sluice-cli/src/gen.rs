@@ -3,9 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use anyhow::Context;
 use clap::Subcommand;
 use sluice_engine::commit::Committer;
 use sluice_gen::{generate_pavlo, generate_text, GenSpec, PavloSet, PavloSpec, TextSpec};
+use sluice_request::JobRequest;
 
 use crate::cluster::Conn;
 
@@ -122,23 +124,11 @@ impl Dest {
 fn on_cluster(spec: &GenSpec, name: &str, dest: &Dest, overwrite: bool) -> anyhow::Result<()> {
     let t = Instant::now();
     let parts = spec.parts();
-    let mut args: Vec<String> = [
-        "gen",
-        "--input",
-        &format!("synthetic:{parts}"),
-        "--output",
-        name,
-        "--gen-spec",
-        &serde_json::to_string(spec)?,
-        "-q",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if overwrite {
-        args.push("--overwrite".into());
-    }
-    let r = crate::cluster::submit_args(&dest.conn(), args, 1)?;
+    let mut req = JobRequest::new("gen", spec, &format!("synthetic:{parts}"), name);
+    req.overwrite = overwrite;
+    let r = crate::cluster::submit_request(&dest.conn(), &req, 1, true)?
+        .pop()
+        .context("the generator ran no job")?;
     let records = r.user_counters.get("GEN.RECORDS").copied().unwrap_or(0);
     eprintln!(
         "generated data set {name}: {} in {parts} files ({records} records) on {} workers in {:.2}s",

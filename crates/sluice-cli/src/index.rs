@@ -81,7 +81,7 @@ pub fn index(a: &IndexArgs) -> anyhow::Result<()> {
     cfg.memory = a.memory;
     cfg.overwrite = a.overwrite;
     let t = Instant::now();
-    let splits = crate::run::plan(&a.input, &cfg)?;
+    let splits = sluice_driver::plan(&a.input, &cfg)?;
     let mut dec = Decoder::new(delimiter);
     let sample: Vec<Vec<u8>> = sluice_engine::sample_records(
         &splits,
@@ -100,7 +100,7 @@ pub fn index(a: &IndexArgs) -> anyhow::Result<()> {
         let sorted = stage.join(".sorted");
         let mut cfg = cfg.clone();
         cfg.overwrite = false;
-        let report = crate::run::run_one(&job, &a.input, &splits, &sorted, &cfg, a.quiet)?;
+        let report = crate::run::run_spec(&job, &a.input, &splits, &sorted, &cfg, a.quiet)?;
         let mut files: Vec<String> = std::fs::read_dir(&sorted)?
             .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
             .filter(|n| n.starts_with("part-"))

@@ -19,7 +19,7 @@ use sluice_jobs::ohb::{PairType, Pattern};
 
 use crate::cluster::{self, Conn};
 use crate::units::{human, parse_size};
-use crate::RunArgs;
+use sluice_request::{JobRequest, OhbParams};
 
 #[derive(Debug, Args)]
 pub struct OhbBench {
@@ -296,35 +296,20 @@ impl Target {
 }
 
 /// The `sluice run` arguments of a configuration.
-fn job_args(b: &OhbBench, c: &Config, output: &str) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "ohb",
-        "--input",
-        &format!("synthetic:{}", c.maps),
-        "--output",
-        output,
-        "--reducers",
-        &c.reduces.to_string(),
-        "--pattern",
-        &c.pattern,
-        "--pairs-per-map",
-        &c.pairs_per_map.to_string(),
-        "--pair-size",
-        &c.pair_size.to_string(),
-        "--pair-type",
-        &c.kind,
-        "--memory",
-        &b.memory.to_string(),
-        "--overwrite",
-        "-q",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    if let Some(t) = b.threads {
-        a.extend(["--threads".into(), t.to_string()]);
-    }
-    a
+fn job_request(b: &OhbBench, c: &Config, output: &str) -> JobRequest {
+    let params = OhbParams {
+        pattern: c.pattern.clone(),
+        pairs_per_map: c.pairs_per_map,
+        pair_size: c.pair_size,
+        text: c.kind == "text",
+        ..OhbParams::default()
+    };
+    let mut r = JobRequest::new("ohb", &params, &format!("synthetic:{}", c.maps), output);
+    r.reducers = Some(c.reduces);
+    r.memory = Some(b.memory);
+    r.overwrite = true;
+    r.engine.threads = b.threads;
+    r
 }
 
 fn measure(b: &OhbBench, target: &Target, c: &Config) -> anyhow::Result<Row> {
@@ -360,8 +345,8 @@ fn run_once(b: &OhbBench, target: &Target, c: &Config, i: usize) -> anyhow::Resu
     let mut run = match target {
         Target::Local(_) => {
             let out = b.out.join(format!(".ohb-out-{}", std::process::id()));
-            let args = RunArgs::parse(&job_args(b, c, &out.display().to_string()))?;
-            let report = crate::run::run(&args)?.remove(0);
+            let req = job_request(b, c, &out.display().to_string());
+            let report = crate::run::run_request(&req, None, true)?.remove(0);
             let _ = std::fs::remove_dir_all(&out);
             Run {
                 latency_s: report.phases.total_s,
@@ -373,7 +358,8 @@ fn run_once(b: &OhbBench, target: &Target, c: &Config, i: usize) -> anyhow::Resu
         }
         Target::Cluster(conn) => {
             let out = format!("ohb-{}-{i}", std::process::id());
-            let report = cluster::submit_args(conn, job_args(b, c, &out), 1)?;
+            let report =
+                cluster::submit_request(conn, &job_request(b, c, &out), 1, true)?.remove(0);
             let _ = cluster::remove(conn, &out);
             Run {
                 latency_s: report.phases.total_s,

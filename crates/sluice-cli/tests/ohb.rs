@@ -104,6 +104,6 @@ fn impossible_parameters_are_refused_clearly() {
             "--output",
             "/nonexistent/o",
         ],
-        "ohb reads no files",
+        "ohb: reads no files: give the input synthetic:MAPS",
     );
 }

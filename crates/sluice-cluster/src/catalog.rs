@@ -259,9 +259,9 @@ pub struct StateDir {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JobRecord {
     pub id: crate::ids::JobId,
-    pub args: Vec<String>,
-    pub input: String,
-    pub output: String,
+    /// The job as submitted (absent in records of older versions).
+    #[serde(default)]
+    pub request: Option<sluice_request::JobRequest>,
     pub state: RecordState,
     /// Why it failed or was killed; empty otherwise.
     pub error: String,

@@ -5,6 +5,8 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
+use sluice_request::JobRequest;
+
 use crate::auth::Secret;
 use crate::catalog::{check_name, BlockMeta, DatasetMeta, FileMeta};
 use crate::data;
@@ -343,20 +345,11 @@ impl Client {
         res.map(|()| total)
     }
 
-    /// Submits a job; returns its id.
-    pub async fn submit(
-        &self,
-        args: Vec<String>,
-        input: &str,
-        output: &str,
-        overwrite: bool,
-        replication: u32,
-    ) -> Result<u64> {
+    /// Submits a job whose input and output name data sets, its output
+    /// blocks stored `replication` times; returns its id.
+    pub async fn submit(&self, request: &JobRequest, replication: u32) -> Result<u64> {
         let req = proto::SubmitRequest {
-            args,
-            input: input.into(),
-            output: output.into(),
-            overwrite,
+            request: request.encode(),
             replication,
         };
         Ok(self.rpc.clone().submit(req).await?.into_inner().job)

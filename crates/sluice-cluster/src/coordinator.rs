@@ -31,7 +31,8 @@ use crate::report::ClusterReport;
 use crate::sched::{
     task_name, Asker, Job, JobId, JobState, MapInput, Settings, TaskKind, WorkerId, MAP, REDUCE,
 };
-use crate::{ClusterError, JobFactory, PROTOCOL_VERSION};
+use crate::{ClusterError, PROTOCOL_VERSION};
+use sluice_request::{BuildContext, JobRequest, Registry};
 
 /// Coordinator settings.
 pub struct CoordinatorConfig {
@@ -41,7 +42,8 @@ pub struct CoordinatorConfig {
     pub heartbeat: Duration,
     pub worker_timeout: Duration,
     pub settings: Settings,
-    pub factory: Arc<dyn JobFactory>,
+    /// The job kinds this cluster runs.
+    pub jobs: Arc<Registry>,
     pub placement: Box<dyn PlacementPolicy>,
     /// How long a block that no data set, put or job knows may sit on a
     /// worker before the worker is told to delete it.
@@ -94,6 +96,11 @@ pub struct Service {
 }
 
 type Reply<T> = Result<Response<T>, Status>;
+
+/// A request the coordinator refuses, with why.
+fn invalid(e: impl std::fmt::Display) -> Status {
+    Status::invalid_argument(e.to_string())
+}
 
 fn status(e: ClusterError) -> Status {
     match e {
@@ -173,6 +180,26 @@ pub async fn start(
 impl Service {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Builds the job as a worker will (without its side inputs' data), so
+    /// that a request no worker could run is refused at submit; returns
+    /// its reducers (0 for a map-only job) and the data sets its tasks
+    /// read whole.
+    fn validate(&self, r: &JobRequest) -> Result<(u32, Vec<String>), Status> {
+        let ctx = BuildContext {
+            cluster: true,
+            ..BuildContext::default()
+        };
+        let (built, cfg) = self.cfg.jobs.build(r, &ctx).map_err(invalid)?;
+        let kind = self.cfg.jobs.get(&r.job).map_err(invalid)?;
+        let side = kind.side_inputs(r).map_err(invalid)?;
+        let reducers = if built.spec.is_map_only() {
+            0
+        } else {
+            cfg.reducers
+        };
+        Ok((reducers, side))
     }
 
     /// Declares silent workers lost, every heartbeat interval.
@@ -552,7 +579,7 @@ impl State {
             name: name.clone(),
             files,
             created_ms: crate::now_ms(),
-            origin: format!("job {id} ({})", job.args.join(" ")),
+            origin: format!("job {id} ({})", job.request.describe()),
             replication: job.output_replication,
         };
         let old = self.catalog.datasets.insert(name.clone(), meta);
@@ -824,7 +851,7 @@ fn assignment(
             index: i as u32,
             attempt,
         }),
-        args: job.args.clone(),
+        request: job.encoded.to_vec(),
         job_token: job.token.to_vec(),
         reducers: job.reducers,
         maps: job.maps.len() as u32,
@@ -1174,7 +1201,8 @@ impl Coordinator for Service {
     }
 
     async fn submit(&self, req: Request<proto::SubmitRequest>) -> Reply<proto::SubmitReply> {
-        let r = req.into_inner();
+        let replication = req.get_ref().replication;
+        let r = JobRequest::decode(&req.into_inner().request).map_err(invalid)?;
         check_name(&r.output).map_err(status)?;
         if r.input.split(',').any(|n| n == r.output) {
             return Err(Status::invalid_argument(format!(
@@ -1182,19 +1210,12 @@ impl Coordinator for Service {
                 r.output
             )));
         }
-        let factory = &self.cfg.factory;
-        let (spec, cfg) = factory
-            .build(&r.args, None)
-            .map_err(Status::invalid_argument)?;
-        let side = factory
-            .side_inputs(&r.args)
-            .map_err(Status::invalid_argument)?;
-        let reducers = if spec.is_map_only() { 0 } else { cfg.reducers };
+        let (reducers, side) = self.validate(&r)?;
         let mut st = self.lock();
         if st.alive().next().is_none() {
             return Err(Status::unavailable("no live workers"));
         }
-        if let Some(asked) = factory.memory_request(&r.args) {
+        if let Some(asked) = r.memory {
             st.check_memory(asked)?;
         }
         let blocks = st.input_blocks(&r.input)?;
@@ -1208,30 +1229,17 @@ impl Coordinator for Service {
         st.next_job += 1;
         let id = JobId((st.epoch << 32) | st.next_job);
         let token = self.cfg.secret.job_token(id.0);
-        let mut job = Job::new(
+        let record = JobRecord {
             id,
-            r.args.clone(),
-            r.input.clone(),
-            r.output.clone(),
-            r.overwrite,
-            blocks,
-            reducers,
-            token,
-        );
+            request: Some(r.clone()),
+            state: RecordState::Running,
+            error: String::new(),
+        };
+        let mut job = Job::new(id, r, blocks, reducers, token);
         job.side = side;
-        job.output_replication = r.replication.max(1);
+        job.output_replication = replication.max(1);
         st.jobs.insert(id, job);
-        st.records.insert(
-            id,
-            JobRecord {
-                id,
-                args: r.args,
-                input: r.input,
-                output: r.output,
-                state: RecordState::Running,
-                error: String::new(),
-            },
-        );
+        st.records.insert(id, record);
         let records = st.records.clone();
         st.store.save_jobs(&records).map_err(status)?;
         // A job that cannot read its input fails before any task runs.
@@ -1299,8 +1307,10 @@ impl Coordinator for Service {
             let mut s = st.status(*id).expect("recorded");
             s.report_json.clear();
             out.jobs.push(s);
-            out.descriptions
-                .push(format!("{} {} -> {}", r.args.join(" "), r.input, r.output));
+            out.descriptions.push(r.request.as_ref().map_or_else(
+                || "(recorded by an older Sluice)".into(),
+                JobRequest::describe,
+            ));
         }
         Ok(Response::new(out))
     }

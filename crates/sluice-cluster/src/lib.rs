@@ -37,37 +37,7 @@ pub mod proto {
 
 /// Version of the control and data protocols; a worker of another version
 /// is refused at registration.
-pub const PROTOCOL_VERSION: u32 = 4;
-
-/// Builds a job from its submitted arguments: the same arguments `sluice
-/// run` takes after the job name, so that every process of the cluster
-/// builds the same job. The coordinator calls it at submit to validate the
-/// job and learn its reducers; workers call it once per job and keep the
-/// job for its tasks.
-pub trait JobFactory: Send + Sync {
-    /// Data sets, by name, that every task reads whole besides its own
-    /// input block: the small side of a broadcast join. Workers copy their
-    /// blocks once per job.
-    fn side_inputs(&self, _args: &[String]) -> Result<Vec<String>, String> {
-        Ok(Vec::new())
-    }
-
-    /// The memory per task the job asks for, if it names one (`--memory`);
-    /// a cluster refuses a job asking more than its workers' share.
-    fn memory_request(&self, _args: &[String]) -> Option<u64> {
-        None
-    }
-
-    /// The job and the engine settings for its tasks. `side` holds, for
-    /// each of [`JobFactory::side_inputs`] in order, the local files of
-    /// its blocks; it is `None` at the coordinator, which only validates
-    /// (a job must not read its side inputs then).
-    fn build(
-        &self,
-        args: &[String],
-        side: Option<&[Vec<std::path::PathBuf>]>,
-    ) -> Result<(sluice_api::JobSpec, sluice_engine::EngineConfig), String>;
-}
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Scheduler settings from their command-line values (the rest default).
 pub fn sched_settings(

@@ -63,7 +63,8 @@ pub struct Phases {
 pub struct ClusterReport {
     pub job_id: u64,
     pub job: String,
-    pub args: Vec<String>,
+    /// The job as submitted.
+    pub request: Option<sluice_request::JobRequest>,
     pub input: String,
     pub output: String,
     pub state: String,
@@ -98,8 +99,8 @@ impl ClusterReport {
         let now = Instant::now();
         let mut r = ClusterReport {
             job_id: job.id.0,
-            job: job.args.first().cloned().unwrap_or_default(),
-            args: job.args.clone(),
+            job: job.request.job.clone(),
+            request: Some((*job.request).clone()),
             input: job.input.clone(),
             output: job.output.clone(),
             state: job.state.name().into(),

@@ -26,7 +26,10 @@
 //!   worker do not count; the worker's finished map outputs are recomputed
 //!   while reducers may still need them.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use sluice_request::JobRequest;
 
 pub use crate::ids::{JobId, TaskKind, WorkerId};
 
@@ -253,7 +256,9 @@ pub struct Asker<'a> {
 #[derive(Debug)]
 pub struct Job {
     pub id: JobId,
-    pub args: Vec<String>,
+    /// The job as submitted, and its encoding for task assignments.
+    pub request: Arc<JobRequest>,
+    pub encoded: Arc<[u8]>,
     pub input: String,
     pub output: String,
     pub overwrite: bool,
@@ -262,7 +267,7 @@ pub struct Job {
     /// Each map task's input.
     pub inputs: Vec<MapInput>,
     /// Data sets every task reads whole, with their blocks
-    /// ([`crate::JobFactory::side_inputs`]).
+    /// ([`sluice_request::JobKind::side_inputs`]).
     pub side: Vec<(String, Vec<BlockMeta>)>,
     /// Replicas of each output block.
     pub output_replication: u32,
@@ -278,13 +283,9 @@ pub struct Job {
 impl Job {
     /// A job over `inputs` (a map task each) with `reducers` partitions
     /// (0: map-only).
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: JobId,
-        args: Vec<String>,
-        input: String,
-        output: String,
-        overwrite: bool,
+        request: JobRequest,
         inputs: Vec<MapInput>,
         reducers: u32,
         token: [u8; 32],
@@ -292,10 +293,11 @@ impl Job {
         let now = Instant::now();
         Job {
             id,
-            args,
-            input,
-            output,
-            overwrite,
+            encoded: request.encode().into(),
+            input: request.input.clone(),
+            output: request.output.clone(),
+            overwrite: request.overwrite,
+            request: Arc::new(request),
             map_only: reducers == 0,
             reducers,
             maps: inputs.iter().map(|_| Task::new(now)).collect(),
@@ -648,10 +650,7 @@ mod tests {
             .collect();
         Job::new(
             JobId(1),
-            vec![],
-            "in".into(),
-            "out".into(),
-            false,
+            sluice_request::JobRequest::new("wordcount", &(), "in", "out"),
             blocks,
             reducers,
             [0; 32],

@@ -30,7 +30,8 @@ use crate::block::Unusable;
 use crate::data::{self, Layout, Request as DataRequest};
 use crate::ids::TaskKind;
 use crate::proto::{self, TaskAssignment, TaskId, TaskReport};
-use crate::{ClusterError, JobFactory, PROTOCOL_VERSION};
+use crate::{ClusterError, PROTOCOL_VERSION};
+use sluice_request::{BuildContext, JobRequest, Registry};
 
 type Result<T> = std::result::Result<T, ClusterError>;
 use crate::signed::{connect, Rpc};
@@ -52,7 +53,8 @@ pub struct WorkerConfig {
     /// Memory shared by this worker's tasks ([`crate::task_share`] each).
     pub memory: u64,
     pub secret: Secret,
-    pub factory: Arc<dyn JobFactory>,
+    /// The job kinds this worker runs (the same as its coordinator's).
+    pub jobs: Arc<Registry>,
     /// The block scanner's pace.
     pub scan: ScanSettings,
     /// How often the worker sends a block report (every block it holds).
@@ -527,8 +529,19 @@ fn task_job(
 }
 
 fn build_job(shared: &Shared, a: &TaskAssignment) -> Built {
+    let req = JobRequest::decode(&a.request).map_err(|e| e.to_string())?;
     let side = side_files(shared, a).map_err(|e| e.to_string())?;
-    shared.cfg.factory.build(&a.args, Some(&side))
+    let ctx = BuildContext {
+        side: Some(&side),
+        splits: None,
+        cluster: true,
+    };
+    let (built, cfg) = shared
+        .cfg
+        .jobs
+        .build(&req, &ctx)
+        .map_err(|e| e.to_string())?;
+    Ok((built.spec, cfg))
 }
 
 /// Local files of the job's side inputs: the block store's replicas,

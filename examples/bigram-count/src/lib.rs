@@ -1,9 +1,15 @@
 //! A user's own job, written against the public API: count each pair of
 //! adjacent words in a line (`"first second"<TAB>count`).
 //!
+//! The job reads one user property, `bigram.min_count` (`-D
+//! bigram.min_count=N`): bigrams seen fewer times are left out. On a
+//! cluster it reaches every worker inside the job's request.
+//!
 //! The mapper reuses one key buffer, so it allocates nothing per record;
 //! counts are combined at emit time with the stock `SumU64` aggregator, and
 //! a user counter records how many lines were too short to have a bigram.
+
+use sluice_request::{JobRequest, RequestError};
 
 use sluice_api::{JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, SumU64, Values};
 
@@ -39,10 +45,12 @@ impl Mapper for BigramMapper {
     }
 }
 
-/// Writes the decimal total of a bigram's counts.
+/// Writes the decimal total of a bigram's counts, when it is at least
+/// `min`.
 #[derive(Default)]
 pub struct TotalReducer {
     buf: itoa::Buffer,
+    min: u64,
 }
 
 impl Reducer for TotalReducer {
@@ -56,15 +64,35 @@ impl Reducer for TotalReducer {
         while let Some(v) = values.next_value() {
             n += SumU64::decode(v).unwrap_or(0);
         }
+        if n < self.min {
+            return Ok(());
+        }
         ctx.write(key, self.buf.format(n).as_bytes())
     }
 }
 
-/// The job.
-pub fn bigram_job() -> JobSpec {
+/// The job, leaving out bigrams seen fewer than `min_count` times.
+pub fn bigram_job(min_count: u64) -> JobSpec {
     JobSpec::new("bigram-count", BigramMapper::default)
-        .reducer(TotalReducer::default)
+        .reducer(move || TotalReducer {
+            min: min_count,
+            ..TotalReducer::default()
+        })
         .aggregator(SumU64)
+}
+
+/// The job a request asks for: its `bigram.min_count` property (default 1).
+pub fn from_request(req: &JobRequest) -> std::result::Result<JobSpec, RequestError> {
+    let min = match req.property("bigram.min_count") {
+        None => 1,
+        Some(v) => v.parse().map_err(|_| {
+            RequestError::params(
+                "bigram-count",
+                format!("bigram.min_count={v:?} is not a count"),
+            )
+        })?,
+    };
+    Ok(bigram_job(min))
 }
 
 #[cfg(test)]
@@ -84,7 +112,7 @@ mod tests {
             ..EngineConfig::default()
         };
         let r = run_job(
-            &bigram_job(),
+            &bigram_job(1),
             input.to_str().unwrap(),
             &out,
             &cfg,

@@ -1,30 +1,16 @@
-//! `bigram-count INPUT OUTPUT`: runs the example job on the local engine.
-
-use std::path::PathBuf;
-
-use sluice_engine::{run_job, EngineConfig, Progress};
+//! `bigram-count`: Sluice's command line with one more job, `bigram-count`.
+//!
+//! Everything `sluice` does, this binary does; `bigram-count run
+//! bigram-count ...` runs the job locally, and a cluster started with
+//! `bigram-count cluster up` runs it through `bigram-count submit
+//! bigram-count ...`, because its coordinator and workers are this binary.
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let [input, output] = args.as_slice() else {
-        eprintln!("usage: bigram-count INPUT OUTPUT");
-        std::process::exit(2);
-    };
-    let cfg = EngineConfig::default();
-    match run_job(
-        &bigram_count::bigram_job(),
-        input,
-        &PathBuf::from(output),
-        &cfg,
-        &Progress::default(),
-    ) {
-        Ok(r) => eprintln!(
-            "{} bigrams from {} lines in {:.2}s",
-            r.output_records, r.counters["MAP_INPUT_RECORDS"], r.phases.total_s
-        ),
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-    }
+    let mut jobs = sluice_request::Registry::builtin();
+    jobs.register_fn(
+        "bigram-count",
+        "count adjacent word pairs",
+        bigram_count::from_request,
+    );
+    sluice_cli::main_with(jobs)
 }

@@ -1,0 +1,386 @@
+//! `sluice`: generate data, run MapReduce jobs, report what happened.
+//!
+//! The binary is [`main_with`] over Sluice's built-in jobs. A user's own
+//! binary is the same command line with more jobs registered:
+//!
+//! ```no_run
+//! let mut jobs = sluice_request::Registry::builtin();
+//! jobs.register_fn("my-job", "what it does", |_req| {
+//!     Ok(sluice_jobs::wordcount(Default::default()))
+//! });
+//! sluice_cli::main_with(jobs);
+//! ```
+//!
+//! `sluice cluster up` started from that binary runs it as the cluster's
+//! coordinator and workers, so they build the user's jobs too.
+
+mod bench;
+mod cluster;
+mod convert;
+mod decoders;
+mod demo;
+mod gen;
+mod index;
+mod model;
+mod ohb;
+mod request;
+mod run;
+mod summary;
+mod teravalidate;
+mod units;
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Sluice: a MapReduce engine that runs jobs at the speed the hardware allows.
+#[derive(Debug, Parser)]
+#[command(name = "sluice", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate a data set.
+    Gen {
+        #[command(subcommand)]
+        kind: gen::GenKind,
+    },
+    /// Run a job on the local engine.
+    Run(RunArgs),
+    /// Run a benchmark against peers on the same files, answers checked.
+    Bench {
+        #[command(subcommand)]
+        kind: bench::BenchKind,
+    },
+    /// Generate a small text data set, count its words, and show the result.
+    Demo(demo::DemoArgs),
+    /// Check TeraSort output: records in key order across parts, and the
+    /// same records as the input (count and checksum).
+    Teravalidate(teravalidate::ValidateArgs),
+    /// Convert Rankings or UserVisits text into binary records in a paged file.
+    Convert(convert::ConvertArgs),
+    /// Sort a delimited data set on a key and write a range index over it.
+    Index(index::IndexArgs),
+    /// Measure disk, memory and network bandwidth and save a hardware profile.
+    Probe(model::ProbeArgs),
+    /// The ideal time of a job from its hardware (Krevat et al.'s model).
+    Model(model::ModelArgs),
+    /// Start or stop a local cluster, or show its workers.
+    Cluster {
+        #[command(subcommand)]
+        cmd: cluster::ClusterCmd,
+    },
+    /// Run a cluster coordinator.
+    Coordinator(cluster::CoordinatorArgs),
+    /// Run a cluster worker.
+    Worker(cluster::WorkerArgs),
+    /// Store a file or directory on the cluster as a data set.
+    Put(cluster::PutArgs),
+    /// List the cluster's data sets.
+    Ls(cluster::Conn),
+    /// List the cluster's jobs: running, succeeded, failed and killed (with why).
+    Jobs(cluster::Conn),
+    /// End a running job on the cluster: its tasks' results are dropped,
+    /// its temporary files removed, and it is recorded killed.
+    Kill {
+        /// The job's id (as `sluice jobs` lists it).
+        job: u64,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
+    /// Copy a data set out of the cluster.
+    Get {
+        /// Data set name.
+        name: String,
+        /// Output file (one-file data sets) or directory.
+        out: PathBuf,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
+    /// Remove a data set and its blocks.
+    Rm {
+        /// Data set name.
+        name: String,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
+    /// Run a job on the cluster: the job and flags of `sluice run`, with
+    /// data sets as --input and --output.
+    Submit(cluster::SubmitArgs),
+}
+
+/// The built-in jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum JobName {
+    /// Count words (split on space, tab, CR, LF, form feed).
+    Wordcount,
+    /// Write every line matching --pattern (map-only).
+    Grep,
+    /// Sort lines bytewise into a total order across part files.
+    Sort,
+    /// TeraSort: 100-byte records by their 10-byte keys, total order across parts.
+    Terasort,
+    /// Pavlo grep: Grep rows whose field contains --pattern (default XYZ).
+    PavloGrep,
+    /// Pavlo selection: Rankings rows with pageRank > --threshold.
+    PavloSelection,
+    /// Pavlo large aggregation: SUM(adRevenue) per sourceIP.
+    PavloAggLarge,
+    /// Pavlo small aggregation: SUM(adRevenue) per SUBSTR(sourceIP, 1, 7).
+    PavloAggSmall,
+    /// Pavlo join of --rankings and UserVisits for the week 2000-01-15..22: the top sourceIP.
+    PavloJoin,
+    /// Pavlo UDF aggregation: inbound links per URL over Documents.
+    PavloUdf,
+    /// OSU HiBD shuffle micro-benchmark on `--input synthetic:MAPS`: maps
+    /// make pairs in memory, --pattern avg|rand|skew spreads them, reducers
+    /// count and write nothing.
+    Ohb,
+    /// A data generator as a map-only job on `--input synthetic:PARTS`
+    /// (what `sluice gen ... --dataset` submits to a cluster).
+    Gen,
+}
+
+/// Key/value type of the OHB job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PairTypeArg {
+    /// Binary keys, random value bytes.
+    Bytes,
+    /// Hex keys, letter values.
+    Text,
+}
+
+/// How the input of a Pavlo task is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum InputFormat {
+    /// Pipe-separated text lines.
+    Text,
+    /// Binary records in a paged file (`sluice convert`).
+    Paged,
+}
+
+/// The two forms of the Pavlo join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum JoinForm {
+    /// One job: range-index pruning when the input has one, an in-memory rank table.
+    Fast,
+    /// Three jobs as Hadoop runs it: reduce-side join, aggregation, top row.
+    Baseline,
+}
+
+/// Map-output grouping for aggregation jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GroupingArg {
+    /// Combine at emit time in a hash table.
+    Hash,
+    /// Sort map output, combine on spill and merge.
+    Sort,
+}
+
+/// Order of intermediate keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum KeyOrderArg {
+    /// Bytewise: part files come out sorted by key.
+    Bytewise,
+    /// By a 32-bit key fingerprint: groups without ordering (faster sort path).
+    Fingerprint,
+}
+
+/// Malformed-record policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BadRecordsArg {
+    /// Fail the job naming the file and offset.
+    Fail,
+    /// Skip, count in BAD_RECORDS, and keep the lines in OUTPUT/_bad_records.
+    Skip,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The job to run: a built-in one (wordcount, grep, sort, terasort,
+    /// pavlo-grep, pavlo-selection, pavlo-agg-large, pavlo-agg-small,
+    /// pavlo-join, pavlo-udf, ohb, gen) or one this binary registered.
+    job: String,
+    /// A user property for the job, `-D key=value` (repeatable).
+    #[arg(short = 'D', value_name = "KEY=VALUE")]
+    define: Vec<String>,
+    /// The job's parameters as JSON, instead of its flags.
+    #[arg(long)]
+    params: Option<String>,
+    /// Input files, directories or globs (comma-separated).
+    #[arg(long)]
+    input: String,
+    /// Output directory (must not exist unless --overwrite).
+    #[arg(long)]
+    output: PathBuf,
+    /// Worker threads [default: all cores].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Memory budget for the whole job [default: 1GiB]. On a cluster, the
+    /// most each task may use; each gets at most its worker's share
+    /// (the worker's --memory shared by its slots), and a job asking more
+    /// than any worker gives is refused.
+    #[arg(long, value_parser = units::parse_size)]
+    memory: Option<u64>,
+    /// Reduce partitions (part files) [default: threads].
+    #[arg(long)]
+    reducers: Option<u32>,
+    /// Write the JSON report to this file.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Replace an existing output directory.
+    #[arg(long)]
+    overwrite: bool,
+    /// Regular expression for grep; distribution pattern for ohb (avg, rand, skew).
+    #[arg(long)]
+    pattern: Option<String>,
+    /// Pairs each ohb map emits.
+    #[arg(long, default_value_t = 100_000)]
+    pairs_per_map: u64,
+    /// Bytes of one ohb pair, key plus value.
+    #[arg(long, default_value = "1KiB", value_parser = units::parse_size)]
+    pair_size: u64,
+    /// Key/value type of ohb pairs.
+    #[arg(long, value_enum, default_value = "bytes")]
+    pair_type: PairTypeArg,
+    /// Seed of ohb's values and random choices.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Split points of sort and terasort, hex-encoded and comma-separated,
+    /// instead of sampling the input (what `sluice submit` passes after
+    /// sampling a cluster data set).
+    #[arg(long)]
+    split_points: Option<String>,
+    /// The data set the gen job makes, as JSON (`sluice_gen::GenSpec`).
+    #[arg(long)]
+    gen_spec: Option<String>,
+    /// Selection threshold for pavlo-selection (pageRank > N).
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
+    threshold: i64,
+    /// Rankings input for pavlo-join.
+    #[arg(long)]
+    rankings: Option<String>,
+    /// Input storage for pavlo-selection and the aggregations.
+    #[arg(long, value_enum, default_value = "text")]
+    input_format: InputFormat,
+    /// Page size of paged input.
+    #[arg(long, default_value = "128KiB", value_parser = units::parse_size)]
+    page_size: u64,
+    /// Form of pavlo-join.
+    #[arg(long, value_enum, default_value = "fast")]
+    join: JoinForm,
+    /// Grouping for word count and the Pavlo aggregations.
+    #[arg(long, value_enum, default_value = "hash")]
+    grouping: GroupingArg,
+    /// Key order within partitions [default: bytewise (sorted part files);
+    /// fingerprint for the hash-grouped Pavlo aggregations and UDF, whose SQL
+    /// has no order]. Sort accepts only bytewise.
+    #[arg(long, value_enum)]
+    key_order: Option<KeyOrderArg>,
+    /// Longest input record accepted.
+    #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
+    max_record_size: u64,
+    /// Split size [default: about eight splits per thread, 1-64 MiB].
+    #[arg(long, value_parser = units::parse_size)]
+    split_size: Option<u64>,
+    /// Directory for spill files [default: inside the job's staging directory].
+    #[arg(long)]
+    spill_dir: Option<PathBuf>,
+    /// Most spill runs merged at once.
+    #[arg(long, default_value_t = 64)]
+    merge_factor: usize,
+    /// What to do with malformed records.
+    #[arg(long, value_enum, default_value = "fail")]
+    bad_records: BadRecordsArg,
+    /// Hardware profile for the model [default: $SLUICE_HARDWARE or ~/.sluice/hardware.json].
+    #[arg(long)]
+    hardware: Option<PathBuf>,
+    /// Print no summary (errors still go to stderr).
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+impl RunArgs {
+    /// The arguments `sluice run ARGS...` would parse, every other flag at
+    /// its command-line default: one source of defaults for the commands
+    /// that run jobs themselves (demo, bench).
+    fn parse(args: &[String]) -> anyhow::Result<RunArgs> {
+        let argv = ["sluice".to_owned(), "run".to_owned()]
+            .into_iter()
+            .chain(args.iter().cloned());
+        match Cli::try_parse_from(argv)?.command {
+            Command::Run(r) => Ok(r),
+            _ => anyhow::bail!("not a run command"),
+        }
+    }
+}
+
+/// A value enum's command-line name (`pavlo-agg-large`).
+fn flag_name(v: &impl ValueEnum) -> String {
+    v.to_possible_value()
+        .map_or_else(String::new, |p| p.get_name().to_owned())
+}
+
+/// The jobs of this binary.
+static JOBS: OnceLock<Arc<sluice_request::Registry>> = OnceLock::new();
+
+/// The jobs this binary runs (the built-in ones unless [`main_with`] was
+/// given more).
+fn jobs() -> Arc<sluice_request::Registry> {
+    JOBS.get_or_init(|| Arc::new(sluice_request::Registry::builtin()))
+        .clone()
+}
+
+/// Runs the `sluice` command line with `jobs` as the jobs it knows: `run`,
+/// `submit`, and a cluster's coordinator and workers build jobs from them.
+/// Exits the process.
+pub fn main_with(jobs: sluice_request::Registry) -> ! {
+    let _ = JOBS.set(Arc::new(jobs));
+    let cli = Cli::parse();
+    let r = match cli.command {
+        Command::Gen { kind } => gen::run(kind),
+        Command::Run(args) => run::run(&args).map(|_| ()),
+        Command::Bench { kind } => bench::run(kind),
+        Command::Demo(args) => demo::run(&args),
+        Command::Index(args) => index::index(&args),
+        Command::Convert(args) => convert::convert(&args),
+        Command::Teravalidate(args) => teravalidate::validate(&args),
+        Command::Probe(args) => model::probe(&args),
+        Command::Model(args) => model::model(&args),
+        Command::Cluster { cmd } => cluster::cluster(&cmd),
+        Command::Coordinator(a) => cluster::run_coordinator(&a),
+        Command::Worker(a) => cluster::run_worker(&a),
+        Command::Put(a) => cluster::put(&a),
+        Command::Ls(conn) => cluster::ls(&conn),
+        Command::Jobs(conn) => cluster::jobs(&conn),
+        Command::Kill { job, conn } => cluster::kill(job, &conn),
+        Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
+        Command::Rm { name, conn } => cluster::rm(&name, &conn),
+        Command::Submit(a) => cluster::submit(&a).map(|_| ()),
+    };
+    if let Err(e) = r {
+        eprintln!("error: {}", describe(&e));
+        std::process::exit(1);
+    }
+    std::process::exit(0)
+}
+
+/// The error and its causes, leaving out a cause whose text the message
+/// before it already includes.
+fn describe(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !msg.contains(&text) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&text);
+        }
+    }
+    msg
+}

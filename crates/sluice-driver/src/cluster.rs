@@ -1,0 +1,181 @@
+//! Jobs on a cluster.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice_cluster::auth::Secret;
+use sluice_cluster::client::Client;
+use sluice_cluster::proto::JobStatus;
+use sluice_cluster::report::ClusterReport;
+use sluice_request::{JobRequest, Plan, Sampling};
+
+use crate::DriverError;
+
+/// Bytes read from the head of each block to sample a data set.
+const SAMPLE_HEAD: u64 = 256 << 10;
+
+/// How long a lost coordinator is waited for before the job is given up.
+const COORDINATOR_GRACE: Duration = Duration::from_secs(60);
+
+/// Sees a running cluster job's status about every 30 seconds and at
+/// every change (progress lines).
+pub trait StatusWatch: Send + Sync {
+    /// The job's latest status.
+    fn status(&self, s: &JobStatus);
+    /// The coordinator did not answer; the driver keeps asking.
+    fn lost(&self, job: u64, why: &str);
+}
+
+/// A cluster as a target.
+pub struct ClusterTarget {
+    /// The coordinator's address.
+    pub coordinator: String,
+    /// The cluster's shared secret.
+    pub secret: Secret,
+    /// Replicas of each block of the job's answer (temporaries keep one).
+    pub replication: u32,
+    /// Who sees the job's progress.
+    pub watch: Option<Arc<dyn StatusWatch>>,
+}
+
+impl std::fmt::Debug for ClusterTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterTarget")
+            .field("coordinator", &self.coordinator)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Names of `n` temporary data sets.
+pub(crate) fn temp_outputs(n: usize) -> Vec<String> {
+    let tag = format!("{}-{}", std::process::id(), sluice_cluster::now_ms());
+    (0..n).map(|i| format!("_stage-{tag}-{i}")).collect()
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, DriverError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(DriverError::io("starting the client runtime"))
+}
+
+impl ClusterTarget {
+    fn connect(&self, rt: &tokio::runtime::Runtime) -> Result<Client, DriverError> {
+        Ok(rt.block_on(Client::connect(&self.coordinator, self.secret.clone()))?)
+    }
+
+    /// Submits one job of a plan and waits for it.
+    pub(crate) fn run(
+        &self,
+        mut req: JobRequest,
+        plan: Plan,
+    ) -> Result<ClusterReport, DriverError> {
+        let rt = runtime()?;
+        let client = self.connect(&rt)?;
+        if let Plan::Sample(s) = plan {
+            req.split_points = Some(self.sample(&rt, &client, &req, s)?);
+        }
+        // Temporaries of a chain are overwritten and kept once.
+        let replication = if req.output.starts_with("_stage-") {
+            1
+        } else {
+            self.replication
+        };
+        let id = rt.block_on(client.submit(&req, replication))?;
+        let status = self.wait(&rt, client, id)?;
+        match status.state.as_str() {
+            "succeeded" => serde_json_report(&status),
+            "killed" => Err(DriverError::Killed {
+                id,
+                reason: status.error,
+            }),
+            _ => Err(DriverError::Failed {
+                id,
+                reason: status.error,
+            }),
+        }
+    }
+
+    /// Waits for job `id` to end; a restarted coordinator knows what
+    /// became of it, so a lost one is asked again for a minute.
+    fn wait(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        mut client: Client,
+        id: u64,
+    ) -> Result<JobStatus, DriverError> {
+        let mut lost_since: Option<Instant> = None;
+        loop {
+            let s = match rt.block_on(client.wait(id, Duration::from_secs(30))) {
+                Ok(s) => s,
+                Err(e) if lost_since.is_none_or(|t| t.elapsed() < COORDINATOR_GRACE) => {
+                    if lost_since.is_none() {
+                        if let Some(w) = &self.watch {
+                            w.lost(id, &e.to_string());
+                        }
+                    }
+                    lost_since.get_or_insert_with(Instant::now);
+                    std::thread::sleep(Duration::from_millis(200));
+                    if let Ok(again) = self.connect(rt) {
+                        client = again;
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            lost_since = None;
+            if s.state != "running" {
+                return Ok(s);
+            }
+            if let Some(w) = &self.watch {
+                w.status(&s);
+            }
+        }
+    }
+
+    /// Split points from the first records of every block of the input,
+    /// sampled as the local driver samples files.
+    fn sample(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        client: &Client,
+        req: &JobRequest,
+        s: Sampling,
+    ) -> Result<Vec<sluice_request::Key>, DriverError> {
+        let heads = rt.block_on(client.block_heads(&req.input, SAMPLE_HEAD))?;
+        let dir = tempfile::tempdir().map_err(DriverError::io("creating a sample directory"))?;
+        for (i, h) in heads.iter().enumerate() {
+            // Whole records only: a head cut short ends at its last newline
+            // (lines and TeraSort's CRLF-terminated records alike).
+            let end = if h.len() as u64 == SAMPLE_HEAD {
+                h.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+            } else {
+                h.len()
+            };
+            let f = dir.path().join(format!("head-{i:05}"));
+            std::fs::write(&f, &h[..end])
+                .map_err(DriverError::io(format!("writing {}", f.display())))?;
+        }
+        let mut cfg = sluice_request::settings(req);
+        cfg.format = s.format;
+        let splits = crate::plan(&dir.path().display().to_string(), &cfg)?;
+        crate::sample::points(&splits, s, req, &cfg)
+    }
+
+    /// Removes temporary data sets, whatever is left of them.
+    pub(crate) fn remove_temps(&self, temps: &[String]) {
+        let Ok(rt) = runtime() else { return };
+        let Ok(client) = self.connect(&rt) else {
+            return;
+        };
+        for t in temps {
+            let _ = rt.block_on(client.remove(t));
+        }
+    }
+}
+
+fn serde_json_report(s: &JobStatus) -> Result<ClusterReport, DriverError> {
+    serde_json::from_str(&s.report_json)
+        .map_err(|e| DriverError::Plan(format!("the coordinator's report is unreadable: {e}")))
+}

@@ -1,0 +1,119 @@
+//! The driver: runs a [`JobRequest`] on a [`Target`], the local engine or
+//! a cluster, the same way on both.
+//!
+//! It asks the job's kind for its [`Plan`]: a chain of jobs runs stage by
+//! stage through temporaries it names and removes; a total-order job gets
+//! its split points by sampling the input first (the files locally, the
+//! heads of a data set's blocks on a cluster). Locally it also prunes the
+//! input by a range index when the job has a key range, and reads side
+//! inputs from their files; a cluster copies side inputs itself.
+
+mod cluster;
+mod error;
+mod local;
+mod sample;
+
+use sluice_request::{JobRequest, Plan, Registry};
+
+pub use cluster::{ClusterTarget, StatusWatch};
+pub use error::DriverError;
+pub use local::{plan, LocalTarget, Watch};
+
+/// Where jobs run.
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// This process, on the local engine.
+    Local(&'a LocalTarget),
+    /// A cluster.
+    Cluster(&'a ClusterTarget),
+}
+
+/// The report of one job run on a target.
+#[derive(Debug, Clone)]
+pub enum Report {
+    /// Of a local job.
+    Local(sluice_engine::JobReport),
+    /// Of a cluster job.
+    Cluster(sluice_cluster::report::ClusterReport),
+}
+
+/// Runs `req` on `target`: the reports of its jobs, in order (three for
+/// the baseline join).
+pub fn run(
+    jobs: &Registry,
+    req: &JobRequest,
+    target: Target<'_>,
+) -> Result<Vec<Report>, DriverError> {
+    let mut req = req.clone();
+    if req.reducers.is_none() {
+        // One number for every process of the job.
+        req.reducers = Some(sluice_request::settings(&req).reducers);
+    }
+    match jobs.get(&req.job)?.plan(&req)? {
+        Plan::Chain(stages) => chain(jobs, stages, target),
+        plan => one(jobs, req, plan, target).map(|r| vec![r]),
+    }
+}
+
+fn one(
+    jobs: &Registry,
+    req: JobRequest,
+    plan: Plan,
+    target: Target<'_>,
+) -> Result<Report, DriverError> {
+    match target {
+        Target::Local(t) => t.run(jobs, req, plan).map(Report::Local),
+        Target::Cluster(t) => t.run(req, plan).map(Report::Cluster),
+    }
+}
+
+/// Runs the stages of a chain through temporaries named by the target,
+/// removed afterwards whatever happened.
+fn chain(
+    jobs: &Registry,
+    stages: Vec<JobRequest>,
+    target: Target<'_>,
+) -> Result<Vec<Report>, DriverError> {
+    let Some(last) = stages.last() else {
+        return Ok(Vec::new());
+    };
+    let temps: Vec<String> = match target {
+        Target::Local(_) => local::temp_outputs(&last.output, stages.len())?,
+        Target::Cluster(_) => cluster::temp_outputs(stages.len()),
+    };
+    let mut reports = Vec::new();
+    let mut run_all = || -> Result<(), DriverError> {
+        for mut stage in stages.clone() {
+            stage.input = resolve_refs(&stage.input, &temps)?;
+            if stage.output.is_empty() {
+                stage.output = temps[reports.len()].clone();
+                stage.overwrite = true;
+            }
+            let plan = jobs.get(&stage.job)?.plan(&stage)?;
+            reports.push(one(jobs, stage, plan, target)?);
+        }
+        Ok(())
+    };
+    let done = run_all();
+    match target {
+        Target::Local(_) => local::remove_temps(&temps),
+        Target::Cluster(t) => t.remove_temps(&temps),
+    }
+    done.map(|()| reports)
+}
+
+/// `input` with each item `@N` replaced by temporary N.
+fn resolve_refs(input: &str, temps: &[String]) -> Result<String, DriverError> {
+    input
+        .split(',')
+        .map(|item| match item.strip_prefix('@') {
+            None => Ok(item.to_owned()),
+            Some(n) => n
+                .parse::<usize>()
+                .ok()
+                .and_then(|n| temps.get(n).cloned())
+                .ok_or_else(|| DriverError::Plan(format!("no stage output {item}"))),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(|v| v.join(","))
+}

@@ -1,0 +1,155 @@
+//! Jobs on the local engine.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sluice_engine::{run_job_on, EngineConfig, JobReport, Progress};
+use sluice_formats::index::{index_dir, RangeIndex};
+use sluice_formats::input::{self, Split};
+use sluice_request::{BuildContext, JobKind, JobRequest, Plan, Registry};
+
+use crate::DriverError;
+
+/// Follows a running local job (a progress bar): `watch` is called when
+/// the job starts, and what it returns is dropped when the job ends.
+pub trait Watch: Send + Sync {
+    /// Starts following `progress`.
+    fn watch(&self, progress: Arc<Progress>) -> Box<dyn std::any::Any>;
+}
+
+/// The local engine as a target.
+#[derive(Default)]
+pub struct LocalTarget {
+    /// Disk and network rates for the report's model.
+    pub hardware: Option<sluice_model::Hardware>,
+    /// Who follows each job's progress.
+    pub watch: Option<Arc<dyn Watch>>,
+}
+
+impl std::fmt::Debug for LocalTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalTarget").finish_non_exhaustive()
+    }
+}
+
+impl LocalTarget {
+    /// Runs one job of a plan.
+    pub(crate) fn run(
+        &self,
+        jobs: &Registry,
+        mut req: JobRequest,
+        plan: Plan,
+    ) -> Result<JobReport, DriverError> {
+        let kind = jobs.get(&req.job)?;
+        if let Plan::Sample(s) = plan {
+            let cfg = sluice_request::settings(&req).with_format(s.format);
+            let splits = plan_splits(&req.input, &cfg)?;
+            req.split_points = Some(crate::sample::points(&splits, s, &req, &cfg)?);
+        }
+        // A first build checks the request and gives the record format
+        // the input is planned with.
+        let (_, probe_cfg) = jobs.build(&req, &BuildContext::default())?;
+        let splits = input_splits(kind, &req, &probe_cfg)?;
+        let side = side_files(kind, &req)?;
+        let ctx = BuildContext {
+            side: Some(&side),
+            splits: Some(&splits),
+            cluster: false,
+        };
+        let (built, mut cfg) = jobs.build(&req, &ctx)?;
+        cfg.hardware = self.hardware.clone();
+        let (name, splits) = built.input.unwrap_or((req.input.clone(), splits));
+        let progress = Arc::new(Progress::default());
+        let _watching = self.watch.as_ref().map(|w| w.watch(progress.clone()));
+        let output = Path::new(&req.output);
+        Ok(run_job_on(
+            &built.spec,
+            &name,
+            &splits,
+            output,
+            &cfg,
+            &progress,
+        )?)
+    }
+}
+
+/// Extension for settings in another record format.
+trait WithFormat {
+    fn with_format(&self, f: input::RecordFormat) -> EngineConfig;
+}
+
+impl WithFormat for EngineConfig {
+    fn with_format(&self, f: input::RecordFormat) -> EngineConfig {
+        let mut c = self.clone();
+        c.format = f;
+        c
+    }
+}
+
+/// Splits of an input, planned as the engine does.
+pub fn plan(input: &str, cfg: &EngineConfig) -> Result<Vec<Split>, DriverError> {
+    plan_splits(input, cfg)
+}
+
+fn plan_splits(input: &str, cfg: &EngineConfig) -> Result<Vec<Split>, DriverError> {
+    if let Some(n) = input::synthetic_count(input)? {
+        return Ok((0..n).map(Split::synthetic).collect());
+    }
+    let files = input::resolve(input)?;
+    let total = input::total_len(&files);
+    Ok(input::plan_splits(
+        &files,
+        cfg.split_size_for(total),
+        cfg.format,
+    ))
+}
+
+/// The splits to read: only the chunks a range index says can match, when
+/// the input is an indexed data set and the job has a key range on its
+/// key; else all of the input.
+fn input_splits(
+    kind: &dyn JobKind,
+    req: &JobRequest,
+    cfg: &EngineConfig,
+) -> Result<Vec<Split>, DriverError> {
+    let Some(dir) = index_dir(&req.input) else {
+        return plan_splits(&req.input, cfg);
+    };
+    let idx = RangeIndex::load(&dir)?;
+    match kind.key_range(req, idx.field, idx.key_type) {
+        Some((lo, hi)) => Ok(idx.splits(&dir, lo.as_deref(), hi.as_deref())?),
+        None => plan_splits(&req.input, cfg),
+    }
+}
+
+/// The files of each side input.
+fn side_files(kind: &dyn JobKind, req: &JobRequest) -> Result<Vec<Vec<PathBuf>>, DriverError> {
+    kind.side_inputs(req)?
+        .iter()
+        .map(|name| Ok(input::resolve(name)?.into_iter().map(|f| f.path).collect()))
+        .collect()
+}
+
+/// Names of `n` temporary outputs in a hidden directory beside `output`.
+pub(crate) fn temp_outputs(output: &str, n: usize) -> Result<Vec<String>, DriverError> {
+    let out = Path::new(output);
+    let name = out
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let dir = out
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(format!(".{name}.stages-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(DriverError::io(format!("creating {}", dir.display())))?;
+    Ok((0..n)
+        .map(|i| dir.join(format!("stage-{i}")).display().to_string())
+        .collect())
+}
+
+/// Removes the directory of the temporaries.
+pub(crate) fn remove_temps(temps: &[String]) {
+    if let Some(dir) = temps.first().and_then(|t| Path::new(t).parent()) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,240 @@
+//! Job kinds by name, and the engine settings of a request.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sluice_api::JobSpec;
+use sluice_engine::{BadRecordPolicy, EngineConfig};
+use sluice_formats::index::KeyType;
+use sluice_formats::input::{RecordFormat, Split};
+
+use crate::{BadRecords, JobRequest, RequestError};
+
+/// A job's memory budget when the request names none.
+pub const DEFAULT_MEMORY: u64 = 1 << 30;
+
+/// What a kind's constructor may see besides the request.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BuildContext<'a> {
+    /// Local files of each of [`JobKind::side_inputs`], in order; `None`
+    /// where the job is only validated (a cluster's coordinator).
+    pub side: Option<&'a [Vec<PathBuf>]>,
+    /// The planned splits of the input, on the local engine only.
+    pub splits: Option<&'a [Split]>,
+    /// Whether the job runs on a cluster (its inputs are data sets).
+    pub cluster: bool,
+}
+
+/// A job made from a request.
+pub struct Built {
+    /// The job.
+    pub spec: JobSpec,
+    /// How its input is cut into records.
+    pub format: RecordFormat,
+    /// A reducer count the job needs whatever the request says (a single
+    /// reducer for a top-one answer).
+    pub reducers: Option<u32>,
+    /// An input other than the request's, with its splits (local runs: a
+    /// join that scans its other side).
+    pub input: Option<(String, Vec<Split>)>,
+}
+
+impl std::fmt::Debug for Built {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Built")
+            .field("format", &self.format)
+            .field("reducers", &self.reducers)
+            .field("input", &self.input.as_ref().map(|(name, _)| name))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Built {
+    /// A job that reads lines of the request's input.
+    pub fn lines(spec: JobSpec) -> Self {
+        Built {
+            spec,
+            format: RecordFormat::Lines,
+            reducers: None,
+            input: None,
+        }
+    }
+}
+
+/// How a total-order job samples its input for split points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampling {
+    /// How the input is cut into records.
+    pub format: RecordFormat,
+    /// Keys are this long prefix of a record (else the whole record).
+    pub key_len: Option<usize>,
+}
+
+/// Low and high normalized keys of a range, each unbounded when `None`.
+pub type KeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// How a request becomes jobs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// One job, as requested.
+    Single,
+    /// One job, after the driver has sampled its input and put split
+    /// points into the request.
+    Sample(Sampling),
+    /// Jobs run one after another. A stage's output `""` is a temporary
+    /// the driver names (and removes afterwards); an input item `@N` is
+    /// stage N's output. The last stage writes the request's output.
+    Chain(Vec<JobRequest>),
+}
+
+/// A kind of job: the constructor of jobs of one name.
+pub trait JobKind: Send + Sync {
+    /// One line for listings.
+    fn describe(&self) -> &str;
+
+    /// The job for `req`.
+    fn build(&self, req: &JobRequest, ctx: &BuildContext<'_>) -> Result<Built, RequestError>;
+
+    /// Inputs every task reads whole besides its own split: the small side
+    /// of a broadcast join. A cluster copies each to every worker once
+    /// per job.
+    fn side_inputs(&self, _req: &JobRequest) -> Result<Vec<String>, RequestError> {
+        Ok(Vec::new())
+    }
+
+    /// How the request is run.
+    fn plan(&self, _req: &JobRequest) -> Result<Plan, RequestError> {
+        Ok(Plan::Single)
+    }
+
+    /// The range of normalized keys the job can match in a range-indexed
+    /// input keyed on field `field` of type `key_type`, each end
+    /// unbounded when `None`; `None` when the index cannot prune for it.
+    fn key_range(&self, _req: &JobRequest, _field: u32, _key_type: KeyType) -> Option<KeyRange> {
+        None
+    }
+}
+
+/// A kind made of a function from the request to a job over lines.
+struct FnKind<F> {
+    describe: String,
+    f: F,
+}
+
+impl<F> JobKind for FnKind<F>
+where
+    F: Fn(&JobRequest) -> Result<JobSpec, RequestError> + Send + Sync,
+{
+    fn describe(&self) -> &str {
+        &self.describe
+    }
+
+    fn build(&self, req: &JobRequest, _ctx: &BuildContext<'_>) -> Result<Built, RequestError> {
+        (self.f)(req).map(Built::lines)
+    }
+}
+
+/// Job kinds by name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    kinds: BTreeMap<String, Arc<dyn JobKind>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.kinds.keys()).finish()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Registry::default()
+    }
+
+    /// Sluice's built-in jobs.
+    pub fn builtin() -> Self {
+        let mut r = Registry::new();
+        crate::builtin::register(&mut r);
+        r
+    }
+
+    /// Registers `kind` as `name`, replacing a kind of that name.
+    pub fn register(&mut self, name: &str, kind: impl JobKind + 'static) -> &mut Self {
+        self.kinds.insert(name.to_owned(), Arc::new(kind));
+        self
+    }
+
+    /// Registers a job over lines made by `f` from the request.
+    pub fn register_fn(
+        &mut self,
+        name: &str,
+        describe: &str,
+        f: impl Fn(&JobRequest) -> Result<JobSpec, RequestError> + Send + Sync + 'static,
+    ) -> &mut Self {
+        let describe = describe.to_owned();
+        self.register(name, FnKind { describe, f })
+    }
+
+    /// The kind named `name`.
+    pub fn get(&self, name: &str) -> Result<&dyn JobKind, RequestError> {
+        self.kinds
+            .get(name)
+            .map(|k| k.as_ref())
+            .ok_or_else(|| RequestError::UnknownJob {
+                name: name.to_owned(),
+                known: self.kinds.keys().cloned().collect::<Vec<_>>().join(", "),
+            })
+    }
+
+    /// Names and descriptions of the registered kinds, in name order.
+    pub fn kinds(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.kinds.iter().map(|(n, k)| (n.as_str(), k.describe()))
+    }
+
+    /// The job and its engine settings for `req`.
+    pub fn build(
+        &self,
+        req: &JobRequest,
+        ctx: &BuildContext<'_>,
+    ) -> Result<(Built, EngineConfig), RequestError> {
+        let built = self.get(&req.job)?.build(req, ctx)?;
+        let cfg = engine_config(req, &built);
+        Ok((built, cfg))
+    }
+}
+
+/// The local engine's settings for a request and the job made from it.
+/// The hardware profile for the model is the caller's to add.
+pub fn engine_config(req: &JobRequest, built: &Built) -> EngineConfig {
+    let mut cfg = settings(req);
+    if let Some(r) = built.reducers {
+        cfg.reducers = r.max(1);
+    }
+    cfg.format = built.format;
+    cfg
+}
+
+/// The local engine's settings for a request before its job is made
+/// (lines, the request's reducers).
+pub fn settings(req: &JobRequest) -> EngineConfig {
+    let mut cfg = EngineConfig::default();
+    let e = &req.engine;
+    if let Some(t) = e.threads {
+        cfg.threads = t.max(1);
+    }
+    cfg.reducers = req.reducers.unwrap_or(cfg.threads as u32).max(1);
+    cfg.memory = req.memory.unwrap_or(DEFAULT_MEMORY);
+    cfg.max_record = usize::try_from(e.max_record).unwrap_or(usize::MAX);
+    cfg.split_size = e.split_size;
+    cfg.spill_dir = e.spill_dir.clone();
+    cfg.merge_factor = e.merge_factor;
+    cfg.overwrite = req.overwrite;
+    cfg.format = RecordFormat::Lines;
+    cfg.bad_records = match e.bad_records {
+        BadRecords::Fail => BadRecordPolicy::Fail,
+        BadRecords::Skip => BadRecordPolicy::Skip,
+    };
+    cfg
+}
