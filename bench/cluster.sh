@@ -40,7 +40,7 @@ for i in $(seq "$RUNS"); do
   $S get "c$i" "$W/got$i" "${C[@]}" >/dev/null
   rm -f "$W/local$i/_SUCCESS"
   diff -r "$W/local$i" "$W/got$i" >/dev/null || { echo "ANSWERS DIFFER in run $i"; exit 1; }
-  loc=$(python3 -c "import json;r=json.load(open('$W/c$i.json'));print(r['data_local_maps'], r['maps'])")
+  loc=$(python3 -c "import json;r=json.load(open('$W/c$i.json'));print(r['cluster']['data_local_maps'], r['maps'])")
   echo "$(echo "$t1 - $t0" | bc) $(echo "$t3 - $t2" | bc) $loc"
 done | tee "$W/wc.times"
 l=$(cut -d' ' -f1 "$W/wc.times" | median); c=$(cut -d' ' -f2 "$W/wc.times" | median)
@@ -74,7 +74,7 @@ for i in $(seq "$RUNS"); do
   t2=$(now); $S submit "${C[@]}" pavlo-agg-large --reducers 2 --input uv --output "ag$i" --report "$W/ag$i.json" -q; t3=$(now)
   $S get "ag$i" "$W/agg$i" "${C[@]}" >/dev/null
   same_sums "$W/agl$i" "$W/agg$i" || { echo "ANSWERS DIFFER in run $i"; exit 1; }
-  loc=$(python3 -c "import json;r=json.load(open('$W/ag$i.json'));print(r['data_local_maps'], r['maps'])")
+  loc=$(python3 -c "import json;r=json.load(open('$W/ag$i.json'));print(r['cluster']['data_local_maps'], r['maps'])")
   echo "$(echo "$t1 - $t0" | bc) $(echo "$t3 - $t2" | bc) $loc"
 done | tee "$W/ag.times"
 l=$(cut -d' ' -f1 "$W/ag.times" | median); c=$(cut -d' ' -f2 "$W/ag.times" | median)
@@ -135,7 +135,7 @@ K=$(echo "$t1 - $t0" | bc)
 python3 - "$W/k.json" "$T" "$K" "$(nproc)" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); t, k, cores = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-a = r["attempts"]; wasted = a["wasted_s"]; n = 3
+a = r["cluster"]["attempts"]; wasted = a["wasted_s"]; n = 3
 # Lost task-seconds ran on one of n one-slot workers sharing the cores;
 # redoing them ideally takes their core-seconds over the cores the n - 1
 # survivors can use. Detection (1 s) overlaps the survivors' own work.

@@ -68,7 +68,7 @@ def main():
     t_sluice = timed([str(SLUICE), "run", "sort", "--input", str(data), "--output", str(out),
                       "--memory", a.memory, "--threads", str(a.threads), "--overwrite", "-q",
                       "--report", str(report)], a.runs)
-    rss = json.loads(report.read_text())["peak_rss_bytes"]
+    rss = json.loads(report.read_text())["local"]["peak_rss_bytes"]
     parts = sorted(out.glob("part-r-*"))
     tmp = work / "gnu-tmp"
     tmp.mkdir(exist_ok=True)

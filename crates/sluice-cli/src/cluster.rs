@@ -13,9 +13,9 @@ use sluice_cluster::catalog::RackAware;
 use sluice_cluster::client::{Client, PutOptions};
 use sluice_cluster::coordinator::{self, CoordinatorConfig};
 use sluice_cluster::embedded;
-use sluice_cluster::report::ClusterReport;
 use sluice_cluster::sample::Sample;
 use sluice_cluster::worker::{self, WorkerConfig};
+use sluice_driver::JobReport;
 
 use crate::{units, RunArgs};
 
@@ -496,21 +496,10 @@ pub fn rm(name: &str, conn: &Conn) -> anyhow::Result<()> {
 }
 
 /// `sluice submit`: runs a job on the cluster and prints its summary.
-pub fn submit(a: &SubmitArgs) -> anyhow::Result<ClusterReport> {
+pub fn submit(a: &SubmitArgs) -> anyhow::Result<Vec<JobReport>> {
     let ra = RunArgs::parse(&a.args)?;
-    let mut reports = submit_request(&a.conn, &ra.request()?, a.replication, ra.quiet)?;
-    if let Some(path) = &ra.report {
-        let json = match reports.as_slice() {
-            [one] => serde_json::to_string_pretty(one)?,
-            many => serde_json::to_string_pretty(many)?,
-        };
-        std::fs::write(path, json).with_context(|| format!("writing report {}", path.display()))?;
-    }
-    let last = reports.pop().context("the job ran no jobs")?;
-    if !ra.quiet {
-        print_report(&last);
-    }
-    Ok(last)
+    let target = target(&a.conn, a.replication, ra.quiet)?;
+    crate::run::run_on(&ra, sluice_driver::Target::Cluster(&target))
 }
 
 /// Prints a running job's progress on stderr.
@@ -529,75 +518,33 @@ impl sluice_driver::StatusWatch for Progress {
     }
 }
 
-/// Runs `req` on the cluster (its input and output are data sets), its
-/// answer stored `replication` times; the reports of its jobs in order.
-pub fn submit_request(
+/// The cluster of `conn` as a target, the answer stored `replication`
+/// times, with progress lines unless `quiet`.
+fn target(
     conn: &Conn,
-    req: &sluice_request::JobRequest,
     replication: u32,
     quiet: bool,
-) -> anyhow::Result<Vec<ClusterReport>> {
+) -> anyhow::Result<sluice_driver::ClusterTarget> {
     let (coordinator, secret) = resolve(conn)?;
-    let target = sluice_driver::ClusterTarget {
+    Ok(sluice_driver::ClusterTarget {
         coordinator,
         secret,
         replication,
         watch: (!quiet).then(|| Arc::new(Progress) as Arc<dyn sluice_driver::StatusWatch>),
-    };
-    let reports = sluice_driver::run(&crate::jobs(), req, sluice_driver::Target::Cluster(&target))?;
-    Ok(reports
-        .into_iter()
-        .filter_map(|r| match r {
-            sluice_driver::Report::Cluster(r) => Some(r),
-            sluice_driver::Report::Local(_) => None,
-        })
-        .collect())
+    })
 }
 
-fn print_report(r: &ClusterReport) {
-    println!(
-        "job          {} (id {}) on {} workers",
-        r.job, r.job_id, r.workers
-    );
-    println!(
-        "input        {} ({} bytes, {} maps)",
-        r.input, r.input_bytes, r.maps
-    );
-    println!(
-        "output       {} ({} records, {} bytes, {} reducers)",
-        r.output, r.output_records, r.output_bytes, r.reducers
-    );
-    println!(
-        "time         {:.3} s (map {:.3} s, shuffle+reduce {:.3} s)",
-        r.phases.total_s, r.phases.map_s, r.phases.reduce_s
-    );
-    println!(
-        "locality     {} data-local, {} remote maps",
-        r.data_local_maps, r.remote_maps
-    );
-    println!(
-        "memory       {} per task (its worker's --memory shared by its slots)",
-        units::human(r.task_memory_bytes)
-    );
-    println!(
-        "shuffle      {} bytes, receive skew {:.2}",
-        r.shuffle_bytes, r.receive_skew
-    );
-    let a = &r.attempts;
-    println!(
-        "attempts     {} launched, {} failed, {} killed, {} lost, {} speculative ({:.2} s redone)",
-        a.launched, a.failed, a.killed, a.lost, a.speculative, a.wasted_s
-    );
-    for w in &r.per_worker {
-        println!(
-            "worker       {} {}: {} maps {:.2} s, {} reduces {:.2} s, {} shuffle bytes in",
-            w.worker, w.addr, w.maps, w.map_s, w.reduces, w.reduce_s, w.shuffle_bytes
-        );
-    }
-    for s in &r.stragglers {
-        println!(
-            "straggler    {} on {}: {:.2} s (median {:.2} s)",
-            s.task, s.worker, s.seconds, s.median_s
-        );
-    }
+/// Runs `req` on the cluster (its input and output are data sets) quietly,
+/// its answer stored `replication` times; the reports of its jobs in order.
+pub fn submit_request(
+    conn: &Conn,
+    req: &sluice_request::JobRequest,
+    replication: u32,
+) -> anyhow::Result<Vec<JobReport>> {
+    let target = target(conn, replication, true)?;
+    Ok(sluice_driver::run(
+        &crate::jobs(),
+        req,
+        sluice_driver::Target::Cluster(&target),
+    )?)
 }

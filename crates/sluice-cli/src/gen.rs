@@ -126,14 +126,16 @@ fn on_cluster(spec: &GenSpec, name: &str, dest: &Dest, overwrite: bool) -> anyho
     let parts = spec.parts();
     let mut req = JobRequest::new("gen", spec, &format!("synthetic:{parts}"), name);
     req.overwrite = overwrite;
-    let r = crate::cluster::submit_request(&dest.conn(), &req, 1, true)?
+    let r = crate::cluster::submit_request(&dest.conn(), &req, 1)?
         .pop()
         .context("the generator ran no job")?;
     let records = r.user_counters.get("GEN.RECORDS").copied().unwrap_or(0);
     eprintln!(
         "generated data set {name}: {} in {parts} files ({records} records) on {} workers in {:.2}s",
         human(r.output_bytes),
-        r.per_worker.iter().filter(|w| w.maps > 0).count(),
+        r.cluster
+            .as_ref()
+            .map_or(0, |c| c.per_worker.iter().filter(|w| w.maps > 0).count()),
         t.elapsed().as_secs_f64()
     );
     Ok(())

@@ -132,7 +132,7 @@ pub fn index(a: &IndexArgs) -> anyhow::Result<()> {
         Ok((report, n))
     })?;
     if !a.quiet {
-        crate::summary::print_summary(&report);
+        crate::summary::print_summary(&report.clone().into());
     }
     eprintln!(
         "indexed {} ({} records) on field {} into {n} chunks at {} in {:.2}s",

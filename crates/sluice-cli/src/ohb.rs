@@ -342,33 +342,27 @@ fn measure(b: &OhbBench, target: &Target, c: &Config) -> anyhow::Result<Row> {
 
 fn run_once(b: &OhbBench, target: &Target, c: &Config, i: usize) -> anyhow::Result<Run> {
     let t0 = sluice_cluster::now_ms();
-    let mut run = match target {
+    let report = match target {
         Target::Local(_) => {
             let out = b.out.join(format!(".ohb-out-{}", std::process::id()));
-            let req = job_request(b, c, &out.display().to_string());
-            let report = crate::run::run_request(&req, None, true)?.remove(0);
+            let report = crate::run::run_request(&job_request(b, c, &out.display().to_string()));
             let _ = std::fs::remove_dir_all(&out);
-            Run {
-                latency_s: report.phases.total_s,
-                map_s: report.phases.map_s,
-                reduce_s: report.phases.merge_s + report.phases.reduce_s,
-                shuffle_bytes: report.counters.get("SHUFFLE_BYTES").copied().unwrap_or(0),
-                ..tallies(&report.user_counters, c.reduces)
-            }
+            report?
         }
         Target::Cluster(conn) => {
             let out = format!("ohb-{}-{i}", std::process::id());
-            let report =
-                cluster::submit_request(conn, &job_request(b, c, &out), 1, true)?.remove(0);
+            let report = cluster::submit_request(conn, &job_request(b, c, &out), 1);
             let _ = cluster::remove(conn, &out);
-            Run {
-                latency_s: report.phases.total_s,
-                map_s: report.phases.map_s,
-                reduce_s: report.phases.reduce_s,
-                shuffle_bytes: report.shuffle_bytes,
-                ..tallies(&report.user_counters, c.reduces)
-            }
+            report?
         }
+    };
+    let report = report.first().context("the benchmark ran no job")?;
+    let mut run = Run {
+        latency_s: report.phases.total_s,
+        map_s: report.phases.map_s,
+        reduce_s: report.phases.reduce_s,
+        shuffle_bytes: report.shuffle_bytes,
+        ..tallies(&report.user_counters, c.reduces)
     };
     check_counts(c, &run)?;
     // One more sample interval, so the window's last samples exist.

@@ -7,17 +7,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use sluice_driver::{LocalTarget, Report, Target, Watch};
-use sluice_engine::{JobReport, Phase, Progress};
+use sluice_driver::{JobReport, LocalTarget, Target, Watch};
+use sluice_engine::{Phase, Progress};
 use sluice_request::JobRequest;
 
 use crate::summary::{bar, print_summary};
 use crate::RunArgs;
 
-/// Runs the job (three jobs for the baseline join) and returns the reports.
-pub fn run(args: &RunArgs) -> anyhow::Result<Vec<JobReport>> {
+/// Runs the job (three jobs for the baseline join) on `target`, writes
+/// the report when asked, prints the summary unless quiet; returns the
+/// reports. `sluice run` and `sluice submit` both end here.
+pub fn run_on(args: &RunArgs, target: Target<'_>) -> anyhow::Result<Vec<JobReport>> {
     let req = args.request()?;
-    let reports = run_request(&req, args.hardware.as_deref(), args.quiet)?;
+    let reports = sluice_driver::run(&crate::jobs(), &req, target)?;
     if let Some(path) = &args.report {
         write_report(path, &reports)?;
     }
@@ -27,24 +29,29 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Vec<JobReport>> {
     Ok(reports)
 }
 
-/// Runs `req` on the local engine, with a progress bar unless `quiet`.
-pub fn run_request(
-    req: &JobRequest,
-    hardware: Option<&Path>,
-    quiet: bool,
-) -> anyhow::Result<Vec<JobReport>> {
-    let target = LocalTarget {
+/// `sluice run`.
+pub fn run(args: &RunArgs) -> anyhow::Result<Vec<JobReport>> {
+    run_on(
+        args,
+        Target::Local(&local(args.hardware.as_deref(), args.quiet)),
+    )
+}
+
+/// The local engine, with a progress bar unless `quiet`.
+fn local(hardware: Option<&Path>, quiet: bool) -> LocalTarget {
+    LocalTarget {
         hardware: Some(crate::model::load_hardware(hardware)),
         watch: (!quiet).then(|| Arc::new(Bar) as Arc<dyn Watch>),
-    };
-    let reports = sluice_driver::run(&crate::jobs(), req, Target::Local(&target))?;
-    Ok(reports
-        .into_iter()
-        .filter_map(|r| match r {
-            Report::Local(r) => Some(r),
-            Report::Cluster(_) => None,
-        })
-        .collect())
+    }
+}
+
+/// Runs `req` on the local engine, quietly.
+pub fn run_request(req: &JobRequest) -> anyhow::Result<Vec<JobReport>> {
+    Ok(sluice_driver::run(
+        &crate::jobs(),
+        req,
+        Target::Local(&local(None, true)),
+    )?)
 }
 
 /// Runs one job made here (not from a request) with a progress bar.
@@ -55,7 +62,7 @@ pub fn run_spec(
     output: &Path,
     cfg: &sluice_engine::EngineConfig,
     quiet: bool,
-) -> anyhow::Result<JobReport> {
+) -> anyhow::Result<sluice_engine::JobReport> {
     let progress = Arc::new(Progress::default());
     let _watching = (!quiet).then(|| Bar.watch(progress.clone()));
     Ok(sluice_engine::run_job_on(

@@ -4,7 +4,8 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sluice_api::TaskCounter;
-use sluice_engine::JobReport;
+use sluice_cluster::report::ClusterReport;
+use sluice_driver::JobReport;
 
 use crate::units::human;
 
@@ -24,32 +25,68 @@ pub fn bar(len: u64, msg: &'static str) -> ProgressBar {
     pb
 }
 
-/// Prints the one-screen summary of a job to stderr.
+/// Prints the one-screen summary of a job to stderr: what every job
+/// reports, then what its target adds.
 pub fn print_summary(r: &JobReport) {
     let p = &r.phases;
-    eprintln!("== {} ==  {} -> {}", r.job, r.input, r.output);
     eprintln!(
-        "input    {} in {} files, {} splits; {} threads, memory budget {}, {} reducers",
+        "== {} ==  {} -> {}  ({})",
+        r.job, r.input, r.output, r.target
+    );
+    eprintln!(
+        "input    {} in {} maps; {} reducers; memory {} a task",
         human(r.input_bytes),
-        r.input_files,
-        r.splits,
-        r.threads,
-        human(r.memory_budget),
-        r.reducers
+        r.maps,
+        r.reducers,
+        human(r.task_memory_bytes)
     );
     eprintln!(
-        "time     {:.2}s total: setup {:.2}s, map {:.2}s, merge {:.2}s, reduce {:.2}s, commit {:.2}s",
-        p.total_s, p.setup_s, p.map_s, p.merge_s, p.reduce_s, p.commit_s
+        "time     {:.2}s total: map {:.2}s, shuffle+reduce {:.2}s",
+        p.total_s, p.map_s, p.reduce_s
     );
     eprintln!(
-        "speed    {:.1} MB/s of input; peak RSS {}",
-        r.throughput_mb_s,
-        human(r.peak_rss_bytes)
-    );
-    eprintln!(
-        "output   {} records, {}; spilled {} in {} runs, {} merge passes",
+        "output   {} records, {}; shuffled {}",
         r.output_records,
         human(r.output_bytes),
+        human(r.shuffle_bytes)
+    );
+    if let Some(l) = &r.local {
+        print_local(l);
+    }
+    if let Some(c) = &r.cluster {
+        print_cluster(c);
+    }
+    for row in TaskCounter::ALL.chunks(2) {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|&c| format!("{:<24}{:>16}", c.name(), r.counter(c)))
+            .collect();
+        eprintln!("  {}", cells.join("    "));
+    }
+    for (name, v) in &r.user_counters {
+        eprintln!("  {name:<24}{v:>16}");
+    }
+}
+
+/// The local engine's lines: threads, phases, spills, the model.
+fn print_local(r: &sluice_engine::JobReport) {
+    let p = &r.phases;
+    eprintln!(
+        "local    {} threads sharing {}; {} files; setup {:.2}s, map {:.2}s, merge {:.2}s, \
+         reduce {:.2}s, commit {:.2}s",
+        r.threads,
+        human(r.memory_budget),
+        r.input_files,
+        p.setup_s,
+        p.map_s,
+        p.merge_s,
+        p.reduce_s,
+        p.commit_s
+    );
+    eprintln!(
+        "speed    {:.1} MB/s of input; peak RSS {}; spilled {} in {} runs, {} merge passes",
+        r.throughput_mb_s,
+        human(r.peak_rss_bytes),
         human(r.spilled_bytes),
         r.spill_files,
         r.merge_passes
@@ -70,14 +107,36 @@ pub fn print_summary(r: &JobReport) {
         );
         eprintln!("         hardware: {}", m.hardware.source);
     }
-    for row in TaskCounter::ALL.chunks(2) {
-        let cells: Vec<String> = row
-            .iter()
-            .map(|&c| format!("{:<24}{:>16}", c.name(), r.counter(c)))
-            .collect();
-        eprintln!("  {}", cells.join("    "));
+}
+
+/// The cluster's lines: workers, locality, attempts, stragglers.
+fn print_cluster(r: &ClusterReport) {
+    eprintln!(
+        "cluster  job {} on {} workers; {} data-local, {} remote maps; receive skew {:.2}",
+        r.job_id, r.workers, r.data_local_maps, r.remote_maps, r.receive_skew
+    );
+    let a = &r.attempts;
+    eprintln!(
+        "attempts {} launched, {} failed, {} killed, {} lost, {} speculative ({:.2} s redone); \
+         {} damaged replicas met",
+        a.launched, a.failed, a.killed, a.lost, a.speculative, a.wasted_s, a.damaged_replicas
+    );
+    for w in &r.per_worker {
+        eprintln!(
+            "worker   {} {}: {} maps {:.2} s, {} reduces {:.2} s, {} shuffled in",
+            w.worker,
+            w.addr,
+            w.maps,
+            w.map_s,
+            w.reduces,
+            w.reduce_s,
+            human(w.shuffle_bytes)
+        );
     }
-    for (name, v) in &r.user_counters {
-        eprintln!("  {name:<24}{v:>16}");
+    for s in &r.stragglers {
+        eprintln!(
+            "straggler {} on {}: {:.2} s (median {:.2} s)",
+            s.task, s.worker, s.seconds, s.median_s
+        );
     }
 }

@@ -46,7 +46,7 @@ fn demo_generates_counts_and_prints_the_top_words() {
             .unwrap();
     assert!(report["phases"]["total_s"].as_f64().unwrap() > 0.0);
     assert!(report["counters"]["MAP_INPUT_RECORDS"].as_u64().unwrap() > 0);
-    assert!(report["peak_rss_bytes"].as_u64().unwrap() > 0);
+    assert!(report["local"]["peak_rss_bytes"].as_u64().unwrap() > 0);
 }
 
 #[test]
@@ -68,7 +68,7 @@ fn run_writes_the_report_and_refuses_existing_output() {
     ok(args(&out).output().unwrap());
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert_eq!(r["job"], "wordcount");
-    assert_eq!(r["threads"], 2);
+    assert_eq!(r["local"]["threads"], 2);
     let again = args(&out).output().unwrap();
     assert_eq!(again.status.code(), Some(1));
     assert!(
@@ -388,7 +388,7 @@ fn probe_saves_a_profile_that_run_reports_account_against() {
             .unwrap());
         let r: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
-        r["model"].clone()
+        r["local"]["model"].clone()
     };
     let m = run(&hw, "o1");
     assert!(m["hardware"]["source"]

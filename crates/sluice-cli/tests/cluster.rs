@@ -29,12 +29,17 @@ fn cluster_jobs_match_the_local_engine_and_data_sets_round_trip() {
         .arg(&report)
         .output()
         .unwrap());
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("data-local"), "{stdout}");
+    // The summary, on stderr as `sluice run` prints it.
+    let summary = String::from_utf8_lossy(&out.stderr);
+    assert!(summary.contains("12 data-local, 0 remote maps"), "{summary}");
     let r = read_report(&report);
     assert_eq!(r["maps"].as_u64(), Some(12), "{r}");
-    assert_eq!(r["data_local_maps"].as_u64(), Some(12), "{r}");
-    assert_eq!(r["per_worker"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["cluster"]["data_local_maps"].as_u64(), Some(12), "{r}");
+    assert_eq!(
+        r["cluster"]["per_worker"].as_array().unwrap().len(),
+        2,
+        "{r}"
+    );
     counts_match_local(&c, d.path(), &data);
 
     // The output exists now; a second run must say so, and nothing changes.
@@ -89,7 +94,10 @@ fn a_worker_killed_mid_job_loses_nothing() {
     signal(c.worker_pids()[0], "KILL");
     ok(job.wait_with_output().unwrap());
     let r = read_report(&report);
-    assert!(r["attempts"]["lost"].as_u64().unwrap() >= 1, "{r}");
+    assert!(
+        r["cluster"]["attempts"]["lost"].as_u64().unwrap() >= 1,
+        "{r}"
+    );
     counts_match_local(&c, d.path(), &data);
 }
 
@@ -108,7 +116,7 @@ fn a_stopped_worker_is_routed_around() {
     signal(stopped, "CONT");
     ok(out);
     let r = read_report(&report);
-    let a = &r["attempts"];
+    let a = &r["cluster"]["attempts"];
     let rerun = a["lost"].as_u64().unwrap() + a["speculative"].as_u64().unwrap();
     assert!(rerun >= 1, "{r}");
     counts_match_local(&c, d.path(), &data);
@@ -238,7 +246,10 @@ fn ohb_counts_every_pair_on_the_cluster_even_when_a_worker_dies() {
     ok(job.wait_with_output().unwrap());
     let r = read_report(&report);
     // 12 maps and 3 reduces: more attempts means work was redone.
-    assert!(r["attempts"]["launched"].as_u64().unwrap() > 15, "{r}");
+    assert!(
+        r["cluster"]["attempts"]["launched"].as_u64().unwrap() > 15,
+        "{r}"
+    );
     for p in 0..3 {
         assert_eq!(
             r["user_counters"][format!("OHB.PAIRS_R{p}")].as_u64(),
@@ -332,7 +343,10 @@ fn a_corrupt_map_output_on_disk_is_recomputed() {
     ok(job.wait_with_output().unwrap());
     let r = read_report(&report);
     // 12 maps and 3 reduces: more attempts means the damaged map re-ran.
-    assert!(r["attempts"]["launched"].as_u64().unwrap() > 15, "{r}");
+    assert!(
+        r["cluster"]["attempts"]["launched"].as_u64().unwrap() > 15,
+        "{r}"
+    );
     counts_match_local(&c, d.path(), &data);
 }
 
@@ -365,7 +379,10 @@ fn a_worker_killed_after_reducers_fetched_its_output_loses_nothing() {
     signal(c.worker_pids()[victim], "KILL");
     ok(job.wait_with_output().unwrap());
     let r = read_report(&report);
-    assert!(r["attempts"]["lost"].as_u64().unwrap() >= 1, "{r}");
+    assert!(
+        r["cluster"]["attempts"]["lost"].as_u64().unwrap() >= 1,
+        "{r}"
+    );
     counts_match_local(&c, d.path(), &data);
 }
 

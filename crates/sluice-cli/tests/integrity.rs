@@ -159,9 +159,12 @@ fn a_damaged_replica_never_changes_an_answer() {
     assert!(met > 0, "no damage reported:\n{ls}");
     // The job's report counts the damaged replicas its attempts met.
     let r = read_report(&report);
-    assert_eq!(r["state"], "succeeded", "{r}");
+    assert_eq!(r["cluster"]["state"], "succeeded", "{r}");
     assert!(
-        r["attempts"]["damaged_replicas"].as_u64().unwrap() > 0,
+        r["cluster"]["attempts"]["damaged_replicas"]
+            .as_u64()
+            .unwrap()
+            > 0,
         "{r}"
     );
 }

@@ -11,6 +11,7 @@
 mod cluster;
 mod error;
 mod local;
+mod report;
 mod sample;
 
 use sluice_request::{JobRequest, Plan, Registry};
@@ -18,6 +19,7 @@ use sluice_request::{JobRequest, Plan, Registry};
 pub use cluster::{ClusterTarget, StatusWatch};
 pub use error::DriverError;
 pub use local::{plan, LocalTarget, Watch};
+pub use report::{JobReport, Phases};
 
 /// Where jobs run.
 #[derive(Debug, Clone, Copy)]
@@ -28,22 +30,13 @@ pub enum Target<'a> {
     Cluster(&'a ClusterTarget),
 }
 
-/// The report of one job run on a target.
-#[derive(Debug, Clone)]
-pub enum Report {
-    /// Of a local job.
-    Local(sluice_engine::JobReport),
-    /// Of a cluster job.
-    Cluster(sluice_cluster::report::ClusterReport),
-}
-
 /// Runs `req` on `target`: the reports of its jobs, in order (three for
 /// the baseline join).
 pub fn run(
     jobs: &Registry,
     req: &JobRequest,
     target: Target<'_>,
-) -> Result<Vec<Report>, DriverError> {
+) -> Result<Vec<JobReport>, DriverError> {
     let mut req = req.clone();
     if req.reducers.is_none() {
         // One number for every process of the job.
@@ -60,10 +53,10 @@ fn one(
     req: JobRequest,
     plan: Plan,
     target: Target<'_>,
-) -> Result<Report, DriverError> {
+) -> Result<JobReport, DriverError> {
     match target {
-        Target::Local(t) => t.run(jobs, req, plan).map(Report::Local),
-        Target::Cluster(t) => t.run(req, plan).map(Report::Cluster),
+        Target::Local(t) => t.run(jobs, req, plan).map(JobReport::from),
+        Target::Cluster(t) => t.run(req, plan).map(JobReport::from),
     }
 }
 
@@ -73,7 +66,7 @@ fn chain(
     jobs: &Registry,
     stages: Vec<JobRequest>,
     target: Target<'_>,
-) -> Result<Vec<Report>, DriverError> {
+) -> Result<Vec<JobReport>, DriverError> {
     let Some(last) = stages.last() else {
         return Ok(Vec::new());
     };
