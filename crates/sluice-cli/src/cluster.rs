@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use sluice_cluster::auth::Secret;
-use sluice_cluster::catalog::RackAware;
-use sluice_cluster::client::{Client, PutOptions};
-use sluice_cluster::coordinator::{self, CoordinatorConfig};
-use sluice_cluster::embedded;
-use sluice_cluster::sample::Sample;
-use sluice_cluster::worker::{self, WorkerConfig};
+use sluice_client::embedded;
+use sluice_client::{Client, PutOptions};
+use sluice_coordinator::store::RackAware;
+use sluice_coordinator::CoordinatorConfig;
 use sluice_driver::JobReport;
+use sluice_proto::auth::Secret;
+use sluice_proto::sample::Sample;
+use sluice_worker::WorkerConfig;
 
 use crate::{units, RunArgs};
 
@@ -224,7 +224,7 @@ fn init_logs() {
 /// `sluice coordinator`.
 pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
     init_logs();
-    let settings = sluice_cluster::sched_settings(
+    let settings = sluice_coordinator::sched_settings(
         a.max_attempts,
         Duration::from_millis(a.locality_wait_ms),
         a.slowstart,
@@ -243,7 +243,7 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         orphan_grace: Duration::from_millis(a.orphan_grace_ms),
     };
     runtime()?.block_on(async {
-        let (addr, server) = coordinator::start(cfg).await?;
+        let (addr, server) = sluice_coordinator::start(cfg).await?;
         if let Some(f) = &a.addr_file {
             let tmp = f.with_extension("tmp");
             std::fs::write(&tmp, addr.to_string())?;
@@ -266,18 +266,16 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
         datacenter: a.datacenter.clone(),
         rack: a.rack.clone(),
         slots: a.slots.unwrap_or(cores).max(1),
-        memory: a
-            .memory
-            .unwrap_or_else(|| sluice_cluster::embedded::host_memory() / 2),
+        memory: a.memory.unwrap_or_else(|| embedded::host_memory() / 2),
         secret: secret(a.secret_file.as_deref())?,
         jobs: crate::jobs(),
-        scan: worker::ScanSettings {
+        scan: sluice_worker::ScanSettings {
             rate: a.scan_rate,
             period: Duration::from_secs_f64(a.scan_period_s.max(0.0)),
         },
         block_report: Duration::from_millis(a.block_report_ms.max(10)),
     };
-    runtime()?.block_on(worker::run(cfg))?;
+    runtime()?.block_on(sluice_worker::run(cfg))?;
     Ok(())
 }
 
@@ -327,7 +325,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
                     w.rack,
                     w.slots,
                     units::human(w.memory),
-                    units::human(sluice_cluster::task_share(w.memory, w.slots)),
+                    units::human(sluice_proto::task_share(w.memory, w.slots)),
                     w.pid,
                     if w.alive { "alive" } else { "lost" }
                 );
@@ -506,7 +504,7 @@ pub fn submit(a: &SubmitArgs) -> anyhow::Result<Vec<JobReport>> {
 struct Progress;
 
 impl sluice_driver::StatusWatch for Progress {
-    fn status(&self, s: &sluice_cluster::proto::JobStatus) {
+    fn status(&self, s: &sluice_proto::proto::JobStatus) {
         eprintln!(
             "job {}: maps {}/{}, reduces {}/{}",
             s.job, s.maps_done, s.maps, s.reduces_done, s.reduces

@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
-use sluice_cluster::sample::{rates, Rate, Sample, Sampler};
+use sluice_proto::sample::{rates, Rate, Sample, Sampler};
 
 use sluice_jobs::ohb::{PairType, Pattern};
 
@@ -341,7 +341,7 @@ fn measure(b: &OhbBench, target: &Target, c: &Config) -> anyhow::Result<Row> {
 }
 
 fn run_once(b: &OhbBench, target: &Target, c: &Config, i: usize) -> anyhow::Result<Run> {
-    let t0 = sluice_cluster::now_ms();
+    let t0 = sluice_proto::now_ms();
     let report = match target {
         Target::Local(_) => {
             let out = b.out.join(format!(".ohb-out-{}", std::process::id()));
@@ -367,7 +367,7 @@ fn run_once(b: &OhbBench, target: &Target, c: &Config, i: usize) -> anyhow::Resu
     check_counts(c, &run)?;
     // One more sample interval, so the window's last samples exist.
     std::thread::sleep(Duration::from_millis(150));
-    let t1 = sluice_cluster::now_ms();
+    let t1 = sluice_proto::now_ms();
     let samples: Vec<(String, Vec<Sample>)> = match target {
         Target::Local(s) => vec![("local".into(), s.since(t0))],
         Target::Cluster(conn) => cluster::node_samples(conn, t0)?,

@@ -4,8 +4,8 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sluice_api::TaskCounter;
-use sluice_cluster::report::ClusterReport;
 use sluice_driver::JobReport;
+use sluice_proto::report::ClusterReport;
 
 use crate::units::human;
 

@@ -31,7 +31,10 @@ fn cluster_jobs_match_the_local_engine_and_data_sets_round_trip() {
         .unwrap());
     // The summary, on stderr as `sluice run` prints it.
     let summary = String::from_utf8_lossy(&out.stderr);
-    assert!(summary.contains("12 data-local, 0 remote maps"), "{summary}");
+    assert!(
+        summary.contains("12 data-local, 0 remote maps"),
+        "{summary}"
+    );
     let r = read_report(&report);
     assert_eq!(r["maps"].as_u64(), Some(12), "{r}");
     assert_eq!(r["cluster"]["data_local_maps"].as_u64(), Some(12), "{r}");

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sluice_cluster::auth::Secret;
-use sluice_cluster::client::Client;
-use sluice_cluster::proto::JobStatus;
-use sluice_cluster::report::ClusterReport;
+use sluice_client::Client;
+use sluice_proto::auth::Secret;
+use sluice_proto::proto::JobStatus;
+use sluice_proto::report::ClusterReport;
 use sluice_request::{JobRequest, Plan, Sampling};
 
 use crate::DriverError;
@@ -48,7 +48,7 @@ impl std::fmt::Debug for ClusterTarget {
 
 /// Names of `n` temporary data sets.
 pub(crate) fn temp_outputs(n: usize) -> Vec<String> {
-    let tag = format!("{}-{}", std::process::id(), sluice_cluster::now_ms());
+    let tag = format!("{}-{}", std::process::id(), sluice_proto::now_ms());
     (0..n).map(|i| format!("_stage-{tag}-{i}")).collect()
 }
 

@@ -12,7 +12,7 @@ pub enum DriverError {
     Format(#[from] sluice_formats::FormatError),
     /// The cluster refused or lost the job.
     #[error(transparent)]
-    Cluster(#[from] sluice_cluster::ClusterError),
+    Cluster(#[from] sluice_proto::ClusterError),
     /// The job failed on the cluster.
     #[error("job {id} failed: {reason}")]
     Failed {

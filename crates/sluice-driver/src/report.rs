@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use sluice_api::TaskCounter;
-use sluice_cluster::report::ClusterReport;
+use sluice_proto::report::ClusterReport;
 
 /// Phase spans of a job, seconds.
 #[derive(Debug, Clone, Default, Serialize)]

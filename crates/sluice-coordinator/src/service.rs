@@ -19,19 +19,16 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
-use crate::auth::Secret;
-use crate::catalog::{
-    check_name, BlockMeta, Catalog, DatasetMeta, FileMeta, JobRecord, Node, PlacementPolicy,
-    RecordState, StateDir,
-};
-use crate::ids::output_block_job;
-use crate::proto::coordinator_server::{Coordinator, CoordinatorServer};
-use crate::proto::{self, Empty};
-use crate::report::ClusterReport;
 use crate::sched::{
     task_name, Asker, Job, JobId, JobState, MapInput, Settings, TaskKind, WorkerId, MAP, REDUCE,
 };
-use crate::{ClusterError, PROTOCOL_VERSION};
+use crate::store::{JobRecord, Node, PlacementPolicy, RecordState, StateDir};
+use sluice_proto::auth::Secret;
+use sluice_proto::catalog::{check_name, BlockMeta, Catalog, DatasetMeta, FileMeta};
+use sluice_proto::ids::output_block_job;
+use sluice_proto::proto::coordinator_server::{Coordinator, CoordinatorServer};
+use sluice_proto::proto::{self, Empty};
+use sluice_proto::{ClusterError, PROTOCOL_VERSION};
 use sluice_request::{BuildContext, JobRequest, Registry};
 
 /// Coordinator settings.
@@ -154,7 +151,7 @@ pub async fn start(
         cfg: Arc::new(cfg),
     };
     svc.spawn_liveness();
-    let verify = crate::signed::VerifyLayer::new(svc.cfg.secret.clone());
+    let verify = sluice_proto::signed::VerifyLayer::new(svc.cfg.secret.clone());
     let server = CoordinatorServer::new(svc);
     // The builder's tcp_nodelay covers only sockets it accepts itself; set
     // it on ours, or small replies wait out the peer's delayed ACK (40 ms).
@@ -361,7 +358,12 @@ impl State {
         let best = self
             .alive()
             .filter(|w| w.info.memory > 0)
-            .map(|w| (crate::task_share(w.info.memory, w.info.slots), &w.info))
+            .map(|w| {
+                (
+                    sluice_proto::task_share(w.info.memory, w.info.slots),
+                    &w.info,
+                )
+            })
             .max_by_key(|(share, _)| *share);
         match best {
             Some((share, w)) if asked > share => Err(Status::invalid_argument(format!(
@@ -496,7 +498,7 @@ impl State {
     /// report lacks (deleted, or a disk replaced) as damaged.
     fn missing_replicas(&mut self, uid: &str, reported: &[String]) {
         let reported: HashSet<&str> = reported.iter().map(String::as_str).collect();
-        let settled = crate::now_ms().saturating_sub(REPORT_GUARD_MS);
+        let settled = sluice_proto::now_ms().saturating_sub(REPORT_GUARD_MS);
         let missing: Vec<String> = self
             .catalog
             .datasets
@@ -512,7 +514,7 @@ impl State {
                 worker: uid.to_owned(),
                 addr: String::new(),
                 detail: "block file missing (block report)".into(),
-                at_ms: crate::now_ms(),
+                at_ms: sluice_proto::now_ms(),
             });
         }
     }
@@ -578,7 +580,7 @@ impl State {
         let meta = DatasetMeta {
             name: name.clone(),
             files,
-            created_ms: crate::now_ms(),
+            created_ms: sluice_proto::now_ms(),
             origin: format!("job {id} ({})", job.request.describe()),
             replication: job.output_replication,
         };
@@ -605,7 +607,7 @@ impl State {
     fn end_job(&mut self, id: JobId) {
         let workers = self.alive().count();
         let job = self.jobs.get_mut(&id).expect("job exists");
-        let report = ClusterReport::of(job, workers);
+        let report = crate::report::of(job, workers);
         job.report_json = serde_json::to_string_pretty(&report).expect("serializable");
         let succeeded = job.state == JobState::Succeeded;
         let mut kills = Vec::new();
@@ -1104,7 +1106,7 @@ impl Coordinator for Service {
         let r = req.into_inner();
         let mut d: DatasetMeta = r.dataset.unwrap_or_default().into();
         check_name(&d.name).map_err(status)?;
-        d.created_ms = crate::now_ms();
+        d.created_ms = sluice_proto::now_ms();
         let mut st = self.lock();
         if st.catalog.datasets.contains_key(&d.name) && !r.overwrite {
             return Err(Status::already_exists(format!(

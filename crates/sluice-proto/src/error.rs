@@ -51,7 +51,7 @@ pub enum ClusterError {
 }
 
 impl ClusterError {
-    pub(crate) fn io(op: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
+    pub fn io(op: &'static str, path: &std::path::Path, source: std::io::Error) -> Self {
         ClusterError::Io {
             op,
             path: path.to_owned(),
@@ -59,7 +59,7 @@ impl ClusterError {
         }
     }
 
-    pub(crate) fn net(what: &'static str, addr: &str, source: std::io::Error) -> Self {
+    pub fn net(what: &'static str, addr: &str, source: std::io::Error) -> Self {
         ClusterError::Net {
             what,
             addr: addr.to_owned(),

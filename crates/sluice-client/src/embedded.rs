@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::auth::Secret;
 use crate::client::Client;
-use crate::ClusterError;
+use sluice_proto::auth::Secret;
+use sluice_proto::ClusterError;
 
 type Result<T> = std::result::Result<T, ClusterError>;
 

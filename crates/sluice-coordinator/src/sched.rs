@@ -31,10 +31,11 @@ use std::time::{Duration, Instant};
 
 use sluice_request::JobRequest;
 
-pub use crate::ids::{JobId, TaskKind, WorkerId};
+pub use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 
-use crate::catalog::{BlockMeta, RecordState};
-use crate::proto;
+use crate::store::RecordState;
+use sluice_proto::catalog::BlockMeta;
+use sluice_proto::proto;
 
 /// Map task kind.
 pub const MAP: TaskKind = TaskKind::Map;

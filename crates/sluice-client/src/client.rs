@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use sluice_request::JobRequest;
 
-use crate::auth::Secret;
-use crate::catalog::{check_name, BlockMeta, DatasetMeta, FileMeta};
-use crate::data;
-use crate::proto::{self, Empty};
-use crate::sample::Sample;
-use crate::signed::{connect, Rpc};
-use crate::ClusterError;
+use sluice_proto::auth::Secret;
+use sluice_proto::catalog::{check_name, BlockMeta, DatasetMeta, FileMeta};
+use sluice_proto::data;
+use sluice_proto::proto::{self, Empty};
+use sluice_proto::sample::Sample;
+use sluice_proto::signed::{connect, Rpc};
+use sluice_proto::ClusterError;
 
 type Result<T> = std::result::Result<T, ClusterError>;
 
@@ -79,7 +79,7 @@ impl Client {
         let mut meta = DatasetMeta {
             name: name.to_owned(),
             files: Vec::new(),
-            created_ms: crate::now_ms(),
+            created_ms: sluice_proto::now_ms(),
             origin: format!("put {}", path.display()),
             replication: opts.replication.max(1),
         };
@@ -413,7 +413,7 @@ fn from_any_replica<T>(
                     worker: uid.clone(),
                     addr: addr.clone(),
                     detail: damage,
-                    at_ms: crate::now_ms(),
+                    at_ms: sluice_proto::now_ms(),
                 });
             }
             Err(e) => {

@@ -25,16 +25,16 @@ use sluice_formats::input::Split;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
-use crate::auth::Secret;
-use crate::block::Unusable;
-use crate::data::{self, Layout, Request as DataRequest};
-use crate::ids::TaskKind;
-use crate::proto::{self, TaskAssignment, TaskId, TaskReport};
-use crate::{ClusterError, PROTOCOL_VERSION};
+use sluice_proto::auth::Secret;
+use sluice_proto::block::Unusable;
+use sluice_proto::data::{self, Layout, Request as DataRequest};
+use sluice_proto::ids::TaskKind;
+use sluice_proto::proto::{self, TaskAssignment, TaskId, TaskReport};
+use sluice_proto::{ClusterError, PROTOCOL_VERSION};
 use sluice_request::{BuildContext, JobRequest, Registry};
 
 type Result<T> = std::result::Result<T, ClusterError>;
-use crate::signed::{connect, Rpc};
+use sluice_proto::signed::{connect, Rpc};
 
 /// Concurrent shuffle fetches per reduce task (bounds in-flight bytes).
 const PARALLEL_FETCHES: usize = 4;
@@ -50,7 +50,7 @@ pub struct WorkerConfig {
     pub datacenter: String,
     pub rack: String,
     pub slots: u32,
-    /// Memory shared by this worker's tasks ([`crate::task_share`] each).
+    /// Memory shared by this worker's tasks ([`sluice_proto::task_share`] each).
     pub memory: u64,
     pub secret: Secret,
     /// The job kinds this worker runs (the same as its coordinator's).
@@ -129,7 +129,7 @@ fn key(t: &TaskId) -> AttemptKey {
 
 /// Runs a worker until the process is stopped.
 pub async fn run(cfg: WorkerConfig) -> Result<()> {
-    let share = crate::task_share(cfg.memory, cfg.slots);
+    let share = sluice_proto::task_share(cfg.memory, cfg.slots);
     if share < 1 << 20 {
         return Err(ClusterError::Config(format!(
             "--memory {} shared by {} map and {} reduce slots gives each task {share} bytes; \
@@ -138,7 +138,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         )));
     }
     let layout = Layout::create(&cfg.data_dir)?;
-    let added = crate::block::tidy(&layout)?;
+    let added = sluice_proto::block::tidy(&layout)?;
     if added > 0 {
         tracing::info!("wrote checksum files for {added} blocks stored without one");
     }
@@ -151,7 +151,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     let data_addr = cfg.advertise.clone().unwrap_or_else(|| bound.to_string());
     // Ten samples a second, the last hour kept, for benchmarks' per-node
     // utilization (data plane STATS).
-    let sampler = crate::sample::Sampler::start(Duration::from_millis(100), 36_000);
+    let sampler = sluice_proto::sample::Sampler::start(Duration::from_millis(100), 36_000);
     data::serve(listener, layout.clone(), cfg.secret.clone(), Some(sampler));
     let rpc = connect(&cfg.coordinator, &cfg.secret, Duration::from_secs(60)).await?;
     let shared = Arc::new(Shared {
@@ -262,7 +262,7 @@ fn spawn_scanner(shared: &Arc<Shared>) {
                 continue;
             };
             let t = Instant::now();
-            match crate::block::verify(&shared.layout, &id, None) {
+            match sluice_proto::block::verify(&shared.layout, &id, None) {
                 // Deleted while scanned (a job's end, a removed data set) is no damage.
                 Err(Unusable::Damaged(d))
                     if shared.layout.block(&id).exists() && reported.insert(id.clone()) =>
@@ -434,7 +434,8 @@ fn remove_job_files(shared: &Shared, job: u64) {
 /// whose writer died before reporting them.
 fn sweep_outputs(shared: &Shared, job: u64, kept: &[String]) {
     for id in shared.layout.block_ids().unwrap_or_default() {
-        let of_job = crate::ids::output_block_job(&id) == Some(crate::ids::JobId(job));
+        let of_job =
+            sluice_proto::ids::output_block_job(&id) == Some(sluice_proto::ids::JobId(job));
         if of_job && !kept.contains(&id) {
             shared.layout.remove_block(&id);
         }
@@ -517,9 +518,10 @@ fn task_job(
     };
     cfg.threads = 1;
     // The job's --memory is a per-task cap; the worker's share bounds it.
-    cfg.memory = cfg
-        .memory
-        .min(crate::task_share(shared.cfg.memory, shared.cfg.slots));
+    cfg.memory = cfg.memory.min(sluice_proto::task_share(
+        shared.cfg.memory,
+        shared.cfg.slots,
+    ));
     cfg.reducers = a.reducers.max(1);
     cfg.overwrite = true;
     cfg.hardware = None;
@@ -565,7 +567,7 @@ fn side_files(shared: &Shared, a: &TaskAssignment) -> Result<Vec<Vec<PathBuf>>> 
             let copy = dir.join(&b.id);
             let mine = b.replicas.contains(&shared.uid);
             let intact = mine
-                && match crate::block::verify(&shared.layout, &b.id, Some((b.len, b.crc))) {
+                && match sluice_proto::block::verify(&shared.layout, &b.id, Some((b.len, b.crc))) {
                     Ok(()) => true,
                     Err(Unusable::Damaged(d)) => {
                         corrupt.push(shared.own_damage(&b.id, &d.to_string()));
@@ -609,7 +611,7 @@ impl Shared {
             worker: self.uid.clone(),
             addr: self.data_addr.clone(),
             detail: detail.to_owned(),
-            at_ms: crate::now_ms(),
+            at_ms: sluice_proto::now_ms(),
         }
     }
 }
@@ -695,7 +697,7 @@ fn map_input(
         |path: PathBuf, sums| Split::whole_checked(id.index as usize, path, block.len, Some(sums));
     if block.replicas.contains(&shared.uid) {
         let path = shared.layout.block(&block.id);
-        match crate::block::open_checked(&shared.layout, &block.id, block.len, block.crc) {
+        match sluice_proto::block::open_checked(&shared.layout, &block.id, block.len, block.crc) {
             Ok(sums) => return Ok((split(path, sums), MapInput::Local)),
             Err(Unusable::Damaged(d)) => report
                 .corrupt
@@ -738,7 +740,8 @@ fn fetch_block(
     let mut last = ClusterError::Remote(format!("block {} has no live replica", b.id));
     for src in sources {
         let f = std::fs::File::create(to).map_err(|e| ClusterError::io("creating", to, e))?;
-        let mut w = crate::block::Hashing::new(std::io::BufWriter::with_capacity(256 << 10, f));
+        let mut w =
+            sluice_proto::block::Hashing::new(std::io::BufWriter::with_capacity(256 << 10, f));
         match data::read_block(src, &shared.cfg.secret, &b.id, b.len, b.crc, &mut w) {
             Ok(_) => {
                 use std::io::Write;
@@ -753,7 +756,7 @@ fn fetch_block(
                         worker: String::new(),
                         addr: src.clone(),
                         detail: damage.clone(),
-                        at_ms: crate::now_ms(),
+                        at_ms: sluice_proto::now_ms(),
                     });
                 }
                 last = e;
@@ -771,7 +774,7 @@ fn fetch_block(
 fn store_output(shared: &Shared, a: &TaskAssignment, file: &Path) -> Result<proto::BlockInfo> {
     let id = &a.output_block;
     data::check_id(id)?;
-    let (len, crc) = crate::block::adopt(&shared.layout, id, file)?;
+    let (len, crc) = sluice_proto::block::adopt(&shared.layout, id, file)?;
     let to = shared.layout.block(id);
     let mut replicas = Vec::new();
     for w in &a.output_copies {

@@ -1,142 +1,19 @@
-//! The data set catalog, block placement, and the coordinator's state
-//! directory.
+//! Block placement and the coordinator's state directory.
 //!
-//! A data set is a list of files, each a list of blocks; a block is a whole
-//! file on each worker holding a replica (`DATA_DIR/blocks/ID`). Blocks of
-//! text end at record (line) boundaries, so a map reads exactly one block
-//! and never a neighbour's tail. The catalog is kept in
-//! `STATE_DIR/catalog.json`, rewritten atomically (write, fsync, rename)
-//! on every change, so it survives a coordinator restart; `STATE_DIR/epoch`
-//! counts coordinator starts and `STATE_DIR/jobs.json` records every job's
-//! final state.
+//! The catalog is kept in `STATE_DIR/catalog.json`, rewritten atomically
+//! (write, fsync, rename) on every change, so it survives a coordinator
+//! restart; `STATE_DIR/epoch` counts coordinator starts and
+//! `STATE_DIR/jobs.json` records every job's final state.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
-
-use crate::proto;
-use crate::ClusterError;
+use sluice_proto::catalog::Catalog;
+use sluice_proto::ClusterError;
 
 type Result<T> = std::result::Result<T, ClusterError>;
-
-/// One block and where its replicas are.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct BlockMeta {
-    pub id: String,
-    pub len: u64,
-    pub crc: u32,
-    /// Uids of workers holding an intact replica.
-    pub replicas: Vec<String>,
-    /// Replicas found damaged, taken out of `replicas`: never read again.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub corrupt: Vec<CorruptMark>,
-}
-
-/// A replica found damaged, and the evidence.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct CorruptMark {
-    /// The worker that held it.
-    pub uid: String,
-    /// What was wrong (`10 bytes of 3999955`, `checksum mismatch at chunk 7 ...`).
-    pub detail: String,
-    /// When it was reported (Unix ms).
-    pub at_ms: u64,
-}
-
-impl BlockMeta {
-    /// Moves worker `uid`'s replica from `replicas` to `corrupt`; returns
-    /// whether it held one.
-    pub fn mark_corrupt(&mut self, uid: &str, detail: &str) -> bool {
-        let Some(i) = self.replicas.iter().position(|u| u == uid) else {
-            return false;
-        };
-        self.replicas.remove(i);
-        self.corrupt.push(CorruptMark {
-            uid: uid.to_owned(),
-            detail: detail.to_owned(),
-            at_ms: crate::now_ms(),
-        });
-        true
-    }
-}
-
-/// One file of a data set.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct FileMeta {
-    pub name: String,
-    pub blocks: Vec<BlockMeta>,
-}
-
-/// A data set.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct DatasetMeta {
-    pub name: String,
-    pub files: Vec<FileMeta>,
-    pub created_ms: u64,
-    /// How it was made: `put PATH`, `job N (wordcount)`, ...
-    pub origin: String,
-    /// Replicas asked for each block.
-    #[serde(default = "one")]
-    pub replication: u32,
-}
-
-fn one() -> u32 {
-    1
-}
-
-impl DatasetMeta {
-    /// Every block, in file order.
-    pub fn blocks(&self) -> impl Iterator<Item = &BlockMeta> {
-        self.files.iter().flat_map(|f| f.blocks.iter())
-    }
-
-    /// Total bytes.
-    pub fn len(&self) -> u64 {
-        self.blocks().map(|b| b.len).sum()
-    }
-
-    /// Whether it holds no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// Every data set.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Catalog {
-    pub datasets: BTreeMap<String, DatasetMeta>,
-    /// Next block number handed out by [`Catalog::new_block_id`].
-    pub next_block: u64,
-}
-
-impl Catalog {
-    /// A fresh block id, unique across restarts (the counter is saved).
-    pub fn new_block_id(&mut self, epoch: u64) -> String {
-        self.next_block += 1;
-        format!("b{epoch}-{}", self.next_block)
-    }
-}
-
-/// Data set names are 1-128 characters of `[A-Za-z0-9._-]` not starting
-/// with a dot: they may name files or directories on a client, so no name
-/// can climb out of a directory or hide in one.
-pub fn check_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(ClusterError::Config(format!(
-            "invalid data set name {name:?}: use 1-128 of A-Z a-z 0-9 . _ -, not starting with '.'"
-        )))
-    }
-}
 
 // ------------------------------------------------------------ placement
 
@@ -258,7 +135,7 @@ pub struct StateDir {
 /// A job's final state, kept across restarts.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JobRecord {
-    pub id: crate::ids::JobId,
+    pub id: sluice_proto::ids::JobId,
     /// The job as submitted (absent in records of older versions).
     #[serde(default)]
     pub request: Option<sluice_request::JobRequest>,
@@ -320,12 +197,12 @@ impl StateDir {
     }
 
     /// The saved job records.
-    pub fn load_jobs(&self) -> Result<BTreeMap<crate::ids::JobId, JobRecord>> {
+    pub fn load_jobs(&self) -> Result<BTreeMap<sluice_proto::ids::JobId, JobRecord>> {
         load_json(&self.dir.join("jobs.json"))
     }
 
     /// Saves the job records atomically.
-    pub fn save_jobs(&self, jobs: &BTreeMap<crate::ids::JobId, JobRecord>) -> Result<()> {
+    pub fn save_jobs(&self, jobs: &BTreeMap<sluice_proto::ids::JobId, JobRecord>) -> Result<()> {
         save_json(&self.dir.join("jobs.json"), jobs)
     }
 }
@@ -395,89 +272,10 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 // ------------------------------------------------------------ proto
 
-impl From<&BlockMeta> for proto::BlockInfo {
-    fn from(b: &BlockMeta) -> Self {
-        proto::BlockInfo {
-            id: b.id.clone(),
-            len: b.len,
-            crc: b.crc,
-            replicas: b.replicas.clone(),
-            corrupt: b
-                .corrupt
-                .iter()
-                .map(|c| proto::CorruptReplica {
-                    block: b.id.clone(),
-                    worker: c.uid.clone(),
-                    addr: String::new(),
-                    detail: c.detail.clone(),
-                    at_ms: c.at_ms,
-                })
-                .collect(),
-        }
-    }
-}
-
-impl From<proto::BlockInfo> for BlockMeta {
-    fn from(b: proto::BlockInfo) -> Self {
-        BlockMeta {
-            id: b.id,
-            len: b.len,
-            crc: b.crc,
-            replicas: b.replicas,
-            corrupt: b
-                .corrupt
-                .into_iter()
-                .map(|c| CorruptMark {
-                    uid: c.worker,
-                    detail: c.detail,
-                    at_ms: c.at_ms,
-                })
-                .collect(),
-        }
-    }
-}
-
-impl From<&DatasetMeta> for proto::Dataset {
-    fn from(d: &DatasetMeta) -> Self {
-        proto::Dataset {
-            name: d.name.clone(),
-            files: d
-                .files
-                .iter()
-                .map(|f| proto::FileInfo {
-                    name: f.name.clone(),
-                    blocks: f.blocks.iter().map(Into::into).collect(),
-                })
-                .collect(),
-            created_ms: d.created_ms,
-            origin: d.origin.clone(),
-            replication: d.replication,
-        }
-    }
-}
-
-impl From<proto::Dataset> for DatasetMeta {
-    fn from(d: proto::Dataset) -> Self {
-        DatasetMeta {
-            name: d.name,
-            files: d
-                .files
-                .into_iter()
-                .map(|f| FileMeta {
-                    name: f.name,
-                    blocks: f.blocks.into_iter().map(Into::into).collect(),
-                })
-                .collect(),
-            created_ms: d.created_ms,
-            origin: d.origin,
-            replication: d.replication.max(1),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_proto::catalog::{BlockMeta, DatasetMeta, FileMeta};
 
     fn node(uid: &str, rack: &str) -> Node {
         Node {
@@ -485,16 +283,6 @@ mod tests {
             host: "127.0.0.1".into(),
             datacenter: "dc1".into(),
             rack: rack.into(),
-        }
-    }
-
-    #[test]
-    fn names_cannot_escape() {
-        for bad in ["", "..", "../x", "a/b", ".hidden", "a\0b", &"x".repeat(129)] {
-            assert!(check_name(bad).is_err(), "{bad:?}");
-        }
-        for good in ["words", "uservisits-2GB", "a.b_c"] {
-            check_name(good).unwrap();
         }
     }
 

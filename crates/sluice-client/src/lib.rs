@@ -1,0 +1,11 @@
+//! A client of a Sluice cluster, and the supervisor of a cluster's
+//! processes on one host.
+//!
+//! [`client::Client`] puts and gets data sets, lists and removes them, and
+//! submits, waits for and kills jobs; [`embedded`] starts and stops a
+//! coordinator and workers as processes of one binary.
+
+pub mod client;
+pub mod embedded;
+
+pub use client::{Client, PutOptions};

@@ -1,0 +1,29 @@
+//! The coordinator of a Sluice cluster: the data set catalog and where
+//! block replicas go ([`store`]), the job scheduler ([`sched`]), the
+//! control-plane service workers and clients call ([`service`]), and the
+//! report of each finished job ([`report`]).
+
+pub mod report;
+pub mod sched;
+pub mod service;
+pub mod store;
+
+pub use service::{start, CoordinatorConfig};
+
+/// Scheduler settings from their command-line values (the rest default).
+pub fn sched_settings(
+    max_attempts: u32,
+    locality_wait: std::time::Duration,
+    slowstart: f64,
+    speculative: bool,
+    spec_slowdown: f64,
+) -> sched::Settings {
+    sched::Settings {
+        max_attempts: max_attempts.max(1),
+        locality_wait,
+        slowstart: slowstart.clamp(0.0, 1.0),
+        speculative,
+        spec_slowdown: spec_slowdown.max(1.0),
+        ..sched::Settings::default()
+    }
+}

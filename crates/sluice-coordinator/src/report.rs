@@ -1,0 +1,142 @@
+//! The report of a finished job, from its tasks' winning attempts.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use sluice_proto::report::{Attempts, ClusterReport, Straggler, WorkerPhases};
+
+use crate::sched::{task_name, Attempt, AttemptState, Job, TaskKind, MAP, REDUCE};
+
+/// The report of `job`, whose winners' reports are in.
+pub fn of(job: &Job, workers: usize) -> ClusterReport {
+    let now = Instant::now();
+    let mut r = ClusterReport {
+        job_id: job.id.0,
+        job: job.request.job.clone(),
+        request: Some((*job.request).clone()),
+        input: job.input.clone(),
+        output: job.output.clone(),
+        state: job.state.name().into(),
+        workers,
+        maps: job.maps.len(),
+        reducers: job.reducers,
+        input_bytes: job
+            .inputs
+            .iter()
+            .filter_map(|i| i.block())
+            .map(|b| b.len)
+            .sum(),
+        ..ClusterReport::default()
+    };
+    let end = job.finished.unwrap_or(now);
+    r.phases.total_s = end.duration_since(job.started).as_secs_f64();
+    let mut per: BTreeMap<String, WorkerPhases> = BTreeMap::new();
+    let mut reduce_bytes = Vec::new();
+    for kind in [MAP, REDUCE] {
+        let (mut first, mut last) = (None::<Instant>, None::<Instant>);
+        let mut secs = Vec::new();
+        for t in job.tasks(kind) {
+            for a in &t.attempts {
+                count_attempt(&mut r.attempts, a, now);
+                first = Some(first.map_or(a.started, |f| f.min(a.started)));
+            }
+            let Some(a) = t.winner() else { continue };
+            last = Some(last.map_or(a.ended.unwrap_or(now), |l| l.max(a.ended.unwrap_or(now))));
+            secs.push(a.seconds(now));
+            let rep = a.report.clone().unwrap_or_default();
+            let w = per.entry(a.uid.clone()).or_insert_with(|| WorkerPhases {
+                worker: a.uid.clone(),
+                addr: a.addr.clone(),
+                ..WorkerPhases::default()
+            });
+            merge_counters(&mut r.counters, &rep.counters);
+            merge_counters(&mut r.user_counters, &rep.user_counters);
+            r.task_memory_bytes = r.task_memory_bytes.max(rep.memory_bytes);
+            if kind == MAP {
+                w.maps += 1;
+                w.map_s += a.seconds(now);
+                w.input_bytes += rep.input_bytes;
+                // Launched local, but its replica was damaged and it
+                // streamed the block from another worker: remote.
+                let fell_back = rep.fetch_seconds > 0.0;
+                if a.local && !fell_back {
+                    r.data_local_maps += 1;
+                } else {
+                    r.remote_maps += 1;
+                }
+            } else {
+                w.reduces += 1;
+                w.reduce_s += a.seconds(now);
+                w.shuffle_bytes += rep.shuffle_bytes;
+                r.shuffle_bytes += rep.shuffle_bytes;
+                reduce_bytes.push(rep.shuffle_bytes);
+            }
+            if kind == REDUCE || job.map_only {
+                r.output_records += rep.output_records;
+                r.output_bytes += rep.output_bytes;
+            }
+        }
+        let span = match (first, last) {
+            (Some(f), Some(l)) => l.saturating_duration_since(f).as_secs_f64(),
+            _ => 0.0,
+        };
+        if kind == MAP {
+            r.phases.map_s = span;
+        } else {
+            r.phases.reduce_s = span;
+        }
+        find_stragglers(&mut r.stragglers, job, kind, &mut secs, now);
+    }
+    r.per_worker = per.into_values().collect();
+    if !reduce_bytes.is_empty() {
+        let mean = reduce_bytes.iter().sum::<u64>() as f64 / reduce_bytes.len() as f64;
+        let max = reduce_bytes.iter().copied().max().unwrap_or(0) as f64;
+        r.receive_skew = if mean > 0.0 { max / mean } else { 1.0 };
+    }
+    r
+}
+
+fn count_attempt(n: &mut Attempts, a: &Attempt, now: Instant) {
+    n.launched += 1;
+    n.speculative += u32::from(a.speculative);
+    n.damaged_replicas += a.report.as_ref().map_or(0, |r| r.corrupt.len() as u32);
+    match a.state {
+        AttemptState::Failed => n.failed += 1,
+        AttemptState::Killed => n.killed += 1,
+        AttemptState::Lost => n.lost += 1,
+        AttemptState::Running | AttemptState::Succeeded => return,
+    }
+    n.wasted_s += a.seconds(now);
+}
+
+fn find_stragglers(
+    out: &mut Vec<Straggler>,
+    job: &Job,
+    kind: TaskKind,
+    secs: &mut [f64],
+    now: Instant,
+) {
+    if secs.len() < 2 {
+        return;
+    }
+    secs.sort_by(f64::total_cmp);
+    let median = secs[secs.len() / 2];
+    for (i, t) in job.tasks(kind).iter().enumerate() {
+        if let Some(a) = t.winner() {
+            if a.seconds(now) > 1.5 * median && a.seconds(now) > 0.5 {
+                out.push(Straggler {
+                    task: task_name(kind, i),
+                    worker: a.uid.clone(),
+                    seconds: a.seconds(now),
+                    median_s: median,
+                });
+            }
+        }
+    }
+}
+
+fn merge_counters(into: &mut BTreeMap<String, u64>, from: &std::collections::HashMap<String, u64>) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_default() += v;
+    }
+}

@@ -1,0 +1,92 @@
+//! The cluster job report: the local report's totals plus per-worker
+//! phases, locality, stragglers, recovery and receive skew. The
+//! coordinator fills it in (`sluice_coordinator::report`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One worker's share of a job.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WorkerPhases {
+    pub worker: String,
+    pub addr: String,
+    pub maps: u32,
+    pub map_s: f64,
+    pub reduces: u32,
+    pub reduce_s: f64,
+    pub input_bytes: u64,
+    /// Shuffle bytes its reducers received.
+    pub shuffle_bytes: u64,
+}
+
+/// A task that ran much longer than its phase's median.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Straggler {
+    pub task: String,
+    pub worker: String,
+    pub seconds: f64,
+    pub median_s: f64,
+}
+
+/// Attempt counts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Attempts {
+    pub launched: u32,
+    pub failed: u32,
+    pub killed: u32,
+    pub lost: u32,
+    pub speculative: u32,
+    /// Damaged input replicas the job's attempts met and read around (or
+    /// failed on, without counting against their tasks).
+    #[serde(default)]
+    pub damaged_replicas: u32,
+    /// Seconds of attempts whose work was thrown away (failed, killed,
+    /// lost, or finished outputs recomputed): the work a recovery redid.
+    pub wasted_s: f64,
+}
+
+/// Phase spans, seconds from submission.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Phases {
+    /// First map start to last winning map end.
+    pub map_s: f64,
+    /// First reduce start to last winning reduce end.
+    pub reduce_s: f64,
+    pub total_s: f64,
+}
+
+/// Everything measured about one cluster job.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ClusterReport {
+    pub job_id: u64,
+    pub job: String,
+    /// The job as submitted.
+    pub request: Option<sluice_request::JobRequest>,
+    pub input: String,
+    pub output: String,
+    pub state: String,
+    pub workers: usize,
+    pub maps: usize,
+    pub reducers: u32,
+    pub input_bytes: u64,
+    /// The largest memory budget a winning task ran with: its worker's
+    /// `--memory` shared by its slots, or the job's smaller `--memory`.
+    #[serde(default)]
+    pub task_memory_bytes: u64,
+    pub output_records: u64,
+    pub output_bytes: u64,
+    pub shuffle_bytes: u64,
+    pub phases: Phases,
+    /// Winning map attempts that read their block on their own worker.
+    pub data_local_maps: u32,
+    /// Winning map attempts that streamed their block from another worker.
+    pub remote_maps: u32,
+    pub attempts: Attempts,
+    pub per_worker: Vec<WorkerPhases>,
+    pub stragglers: Vec<Straggler>,
+    /// Largest reducer's received bytes over the mean (1.0 = even).
+    pub receive_skew: f64,
+    pub counters: BTreeMap<String, u64>,
+    pub user_counters: BTreeMap<String, u64>,
+}
