@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use sluice_client::embedded;
-use sluice_client::{Client, PutOptions};
+use sluice_client::{BlockingClient, PutOptions};
 use sluice_coordinator::store::RackAware;
 use sluice_coordinator::CoordinatorConfig;
 use sluice_driver::JobReport;
@@ -311,9 +311,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             Ok(())
         }
         ClusterCmd::Status(conn) => {
-            let rt = runtime()?;
-            let c = rt.block_on(connect(conn))?;
-            let info = rt.block_on(c.info())?;
+            let info = connect(conn)?.info()?;
             println!("epoch {}", info.epoch);
             for w in info.workers {
                 println!(
@@ -339,9 +337,10 @@ fn words(flags: &str) -> Vec<String> {
     flags.split_whitespace().map(str::to_owned).collect()
 }
 
-async fn connect(conn: &Conn) -> anyhow::Result<Client> {
+/// A blocking client of the cluster of `conn`.
+pub fn connect(conn: &Conn) -> anyhow::Result<BlockingClient> {
     let (addr, secret) = resolve(conn)?;
-    Ok(Client::connect(&addr, secret).await?)
+    Ok(BlockingClient::connect(&addr, secret)?)
 }
 
 /// The coordinator's address and the shared secret of a connection.
@@ -368,14 +367,13 @@ fn resolve(conn: &Conn) -> anyhow::Result<(String, Secret)> {
 
 /// `sluice put`.
 pub fn put(a: &PutArgs) -> anyhow::Result<()> {
-    let rt = runtime()?;
-    let c = rt.block_on(connect(&a.conn))?;
+    let c = connect(&a.conn)?;
     let opts = PutOptions {
         block_size: a.block_size,
         replication: a.replication,
         overwrite: a.overwrite,
     };
-    let d = rt.block_on(c.put(&a.path, &a.dataset, &opts))?;
+    let d = c.put(&a.path, &a.dataset, &opts)?;
     let blocks = d.blocks().count();
     println!(
         "put {}: {} files, {} blocks, {} bytes",
@@ -389,9 +387,8 @@ pub fn put(a: &PutArgs) -> anyhow::Result<()> {
 
 /// `sluice ls`.
 pub fn ls(conn: &Conn) -> anyhow::Result<()> {
-    let rt = runtime()?;
-    let c = rt.block_on(connect(conn))?;
-    for d in rt.block_on(c.list())? {
+    let c = connect(conn)?;
+    for d in c.list()? {
         let blocks: Vec<_> = d.blocks().collect();
         let min_repl = blocks.iter().map(|b| b.replicas.len()).min().unwrap_or(0);
         let want = d.replication.max(1) as usize;
@@ -437,21 +434,19 @@ pub fn ls(conn: &Conn) -> anyhow::Result<()> {
 
 /// `sluice get`.
 pub fn get(name: &str, out: &Path, conn: &Conn) -> anyhow::Result<()> {
-    let rt = runtime()?;
-    let c = rt.block_on(connect(conn))?;
+    let c = connect(conn)?;
     if out.exists() {
         bail!("{} exists", out.display());
     }
-    let n = rt.block_on(c.get(name, out))?;
+    let n = c.get(name, out)?;
     println!("got {name}: {n} bytes into {}", out.display());
     Ok(())
 }
 
 /// `sluice jobs`.
 pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
-    let rt = runtime()?;
-    let c = rt.block_on(connect(conn))?;
-    for (s, what) in rt.block_on(c.jobs())? {
+    let c = connect(conn)?;
+    for (s, what) in c.jobs()? {
         println!("{:<12} {:<10} {what}", s.job, s.state);
         if !s.error.is_empty() {
             println!("{:<12} {:<10} {}", "", "", s.error);
@@ -462,33 +457,29 @@ pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
 
 /// `sluice kill`.
 pub fn kill(job: u64, conn: &Conn) -> anyhow::Result<()> {
-    let rt = runtime()?;
-    let c = rt.block_on(connect(conn))?;
-    let s = rt.block_on(c.kill(job))?;
+    let c = connect(conn)?;
+    let s = c.kill(job)?;
     println!("job {job} {}: {}", s.state, s.error);
     Ok(())
 }
 
 /// Removes data set `name` without a word.
 pub fn remove(conn: &Conn, name: &str) -> anyhow::Result<()> {
-    let rt = runtime()?;
-    let c = rt.block_on(connect(conn))?;
-    Ok(rt.block_on(c.remove(name))?)
+    let c = connect(conn)?;
+    Ok(c.remove(name)?)
 }
 
 /// Each live worker's utilization samples since `since` (Unix ms), by
 /// worker address.
 pub fn node_samples(conn: &Conn, since: u64) -> anyhow::Result<Vec<(String, Vec<Sample>)>> {
-    let rt = runtime()?;
-    let c = rt.block_on(connect(conn))?;
-    Ok(rt.block_on(c.node_samples(since))?)
+    let c = connect(conn)?;
+    Ok(c.node_samples(since)?)
 }
 
 /// `sluice rm`.
 pub fn rm(name: &str, conn: &Conn) -> anyhow::Result<()> {
-    let rt = runtime()?;
-    let c = rt.block_on(connect(conn))?;
-    rt.block_on(c.remove(name))?;
+    let c = connect(conn)?;
+    c.remove(name)?;
     println!("removed {name}");
     Ok(())
 }

@@ -2,10 +2,13 @@
 //! processes on one host.
 //!
 //! [`client::Client`] puts and gets data sets, lists and removes them, and
-//! submits, waits for and kills jobs; [`embedded`] starts and stops a
-//! coordinator and workers as processes of one binary.
+//! submits, waits for and kills jobs; [`BlockingClient`] does the same for
+//! callers without a runtime; [`embedded`] starts and stops a coordinator
+//! and workers as processes of one binary.
 
+mod blocking;
 pub mod client;
 pub mod embedded;
 
+pub use blocking::BlockingClient;
 pub use client::{Client, PutOptions};

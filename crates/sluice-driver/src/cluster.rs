@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sluice_client::Client;
+use sluice_client::BlockingClient;
 use sluice_proto::auth::Secret;
 use sluice_proto::proto::JobStatus;
 use sluice_proto::report::ClusterReport;
@@ -52,17 +52,12 @@ pub(crate) fn temp_outputs(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("_stage-{tag}-{i}")).collect()
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, DriverError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(DriverError::io("starting the client runtime"))
-}
-
 impl ClusterTarget {
-    fn connect(&self, rt: &tokio::runtime::Runtime) -> Result<Client, DriverError> {
-        Ok(rt.block_on(Client::connect(&self.coordinator, self.secret.clone()))?)
+    fn connect(&self) -> Result<BlockingClient, DriverError> {
+        Ok(BlockingClient::connect(
+            &self.coordinator,
+            self.secret.clone(),
+        )?)
     }
 
     /// Submits one job of a plan and waits for it.
@@ -71,10 +66,9 @@ impl ClusterTarget {
         mut req: JobRequest,
         plan: Plan,
     ) -> Result<ClusterReport, DriverError> {
-        let rt = runtime()?;
-        let client = self.connect(&rt)?;
+        let mut client = self.connect()?;
         if let Plan::Sample(s) = plan {
-            req.split_points = Some(self.sample(&rt, &client, &req, s)?);
+            req.split_points = Some(sample(&client, &req, s)?);
         }
         // Temporaries of a chain are overwritten and kept once.
         let replication = if req.output.starts_with("_stage-") {
@@ -82,8 +76,8 @@ impl ClusterTarget {
         } else {
             self.replication
         };
-        let id = rt.block_on(client.submit(&req, replication))?;
-        let status = self.wait(&rt, client, id)?;
+        let id = client.submit(&req, replication)?;
+        let status = self.wait(&mut client, id)?;
         match status.state.as_str() {
             "succeeded" => serde_json_report(&status),
             "killed" => Err(DriverError::Killed {
@@ -99,15 +93,10 @@ impl ClusterTarget {
 
     /// Waits for job `id` to end; a restarted coordinator knows what
     /// became of it, so a lost one is asked again for a minute.
-    fn wait(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        mut client: Client,
-        id: u64,
-    ) -> Result<JobStatus, DriverError> {
+    fn wait(&self, client: &mut BlockingClient, id: u64) -> Result<JobStatus, DriverError> {
         let mut lost_since: Option<Instant> = None;
         loop {
-            let s = match rt.block_on(client.wait(id, Duration::from_secs(30))) {
+            let s = match client.wait(id, Duration::from_secs(30)) {
                 Ok(s) => s,
                 Err(e) if lost_since.is_none_or(|t| t.elapsed() < COORDINATOR_GRACE) => {
                     if lost_since.is_none() {
@@ -117,9 +106,7 @@ impl ClusterTarget {
                     }
                     lost_since.get_or_insert_with(Instant::now);
                     std::thread::sleep(Duration::from_millis(200));
-                    if let Ok(again) = self.connect(rt) {
-                        client = again;
-                    }
+                    let _ = client.reconnect();
                     continue;
                 }
                 Err(e) => return Err(e.into()),
@@ -134,45 +121,42 @@ impl ClusterTarget {
         }
     }
 
-    /// Split points from the first records of every block of the input,
-    /// sampled as the local driver samples files.
-    fn sample(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        client: &Client,
-        req: &JobRequest,
-        s: Sampling,
-    ) -> Result<Vec<sluice_request::Key>, DriverError> {
-        let heads = rt.block_on(client.block_heads(&req.input, SAMPLE_HEAD))?;
-        let dir = tempfile::tempdir().map_err(DriverError::io("creating a sample directory"))?;
-        for (i, h) in heads.iter().enumerate() {
-            // Whole records only: a head cut short ends at its last newline
-            // (lines and TeraSort's CRLF-terminated records alike).
-            let end = if h.len() as u64 == SAMPLE_HEAD {
-                h.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
-            } else {
-                h.len()
-            };
-            let f = dir.path().join(format!("head-{i:05}"));
-            std::fs::write(&f, &h[..end])
-                .map_err(DriverError::io(format!("writing {}", f.display())))?;
-        }
-        let mut cfg = sluice_request::settings(req);
-        cfg.format = s.format;
-        let splits = crate::plan(&dir.path().display().to_string(), &cfg)?;
-        crate::sample::points(&splits, s, req, &cfg)
-    }
-
     /// Removes temporary data sets, whatever is left of them.
     pub(crate) fn remove_temps(&self, temps: &[String]) {
-        let Ok(rt) = runtime() else { return };
-        let Ok(client) = self.connect(&rt) else {
+        let Ok(client) = self.connect() else {
             return;
         };
         for t in temps {
-            let _ = rt.block_on(client.remove(t));
+            let _ = client.remove(t);
         }
     }
+}
+
+/// Split points from the first records of every block of the input,
+/// sampled as the local driver samples files.
+fn sample(
+    client: &BlockingClient,
+    req: &JobRequest,
+    s: Sampling,
+) -> Result<Vec<sluice_request::Key>, DriverError> {
+    let heads = client.block_heads(&req.input, SAMPLE_HEAD)?;
+    let dir = tempfile::tempdir().map_err(DriverError::io("creating a sample directory"))?;
+    for (i, h) in heads.iter().enumerate() {
+        // Whole records only: a head cut short ends at its last newline
+        // (lines and TeraSort's CRLF-terminated records alike).
+        let end = if h.len() as u64 == SAMPLE_HEAD {
+            h.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+        } else {
+            h.len()
+        };
+        let f = dir.path().join(format!("head-{i:05}"));
+        std::fs::write(&f, &h[..end])
+            .map_err(DriverError::io(format!("writing {}", f.display())))?;
+    }
+    let mut cfg = sluice_request::settings(req);
+    cfg.format = s.format;
+    let splits = crate::plan(&dir.path().display().to_string(), &cfg)?;
+    crate::sample::points(&splits, s, req, &cfg)
 }
 
 fn serde_json_report(s: &JobStatus) -> Result<ClusterReport, DriverError> {
