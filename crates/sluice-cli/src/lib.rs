@@ -14,20 +14,15 @@
 //! `sluice cluster up` started from that binary runs it as the cluster's
 //! coordinator and workers, so they build the user's jobs too.
 
-mod bench;
 mod cluster;
-mod convert;
-mod decoders;
 mod demo;
-mod gen;
-mod index;
-mod model;
-mod ohb;
 mod request;
 mod run;
 mod summary;
-mod teravalidate;
-mod units;
+
+use sluice_tools::{
+    convert, datagen as gen, index, model, pavlo_bench as bench, teravalidate, units,
+};
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -113,37 +108,6 @@ enum Command {
     Submit(cluster::SubmitArgs),
 }
 
-/// The built-in jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum JobName {
-    /// Count words (split on space, tab, CR, LF, form feed).
-    Wordcount,
-    /// Write every line matching --pattern (map-only).
-    Grep,
-    /// Sort lines bytewise into a total order across part files.
-    Sort,
-    /// TeraSort: 100-byte records by their 10-byte keys, total order across parts.
-    Terasort,
-    /// Pavlo grep: Grep rows whose field contains --pattern (default XYZ).
-    PavloGrep,
-    /// Pavlo selection: Rankings rows with pageRank > --threshold.
-    PavloSelection,
-    /// Pavlo large aggregation: SUM(adRevenue) per sourceIP.
-    PavloAggLarge,
-    /// Pavlo small aggregation: SUM(adRevenue) per SUBSTR(sourceIP, 1, 7).
-    PavloAggSmall,
-    /// Pavlo join of --rankings and UserVisits for the week 2000-01-15..22: the top sourceIP.
-    PavloJoin,
-    /// Pavlo UDF aggregation: inbound links per URL over Documents.
-    PavloUdf,
-    /// OSU HiBD shuffle micro-benchmark on `--input synthetic:MAPS`: maps
-    /// make pairs in memory, --pattern avg|rand|skew spreads them, reducers
-    /// count and write nothing.
-    Ohb,
-    /// A data generator as a map-only job on `--input synthetic:PARTS`
-    /// (what `sluice gen ... --dataset` submits to a cluster).
-    Gen,
-}
 
 /// Key/value type of the OHB job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -319,11 +283,6 @@ impl RunArgs {
     }
 }
 
-/// A value enum's command-line name (`pavlo-agg-large`).
-fn flag_name(v: &impl ValueEnum) -> String {
-    v.to_possible_value()
-        .map_or_else(String::new, |p| p.get_name().to_owned())
-}
 
 /// The jobs of this binary.
 static JOBS: OnceLock<Arc<sluice_request::Registry>> = OnceLock::new();
@@ -346,7 +305,11 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
         Command::Run(args) => run::run(&args).map(|_| ()),
         Command::Bench { kind } => bench::run(kind),
         Command::Demo(args) => demo::run(&args),
-        Command::Index(args) => index::index(&args),
+        Command::Index(args) => index::index(&args).map(|r| {
+            if !args.quiet {
+                summary::print_summary(&r.into());
+            }
+        }),
         Command::Convert(args) => convert::convert(&args),
         Command::Teravalidate(args) => teravalidate::validate(&args),
         Command::Probe(args) => model::probe(&args),

@@ -1,29 +1,10 @@
-//! Terminal output: progress bars and the end-of-job summary.
+//! Terminal output: the end-of-job summary.
 
-use std::io::IsTerminal;
-
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sluice_api::TaskCounter;
 use sluice_driver::JobReport;
 use sluice_proto::report::ClusterReport;
 
 use crate::units::human;
-
-/// A progress bar on stderr, hidden when stderr is not a terminal.
-pub fn bar(len: u64, msg: &'static str) -> ProgressBar {
-    let pb = ProgressBar::new(len);
-    if !std::io::stderr().is_terminal() {
-        pb.set_draw_target(ProgressDrawTarget::hidden());
-    }
-    let style = ProgressStyle::with_template(
-        "{msg:>8} [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}",
-    )
-    .unwrap_or_else(|_| ProgressStyle::default_bar())
-    .progress_chars("=> ");
-    pb.set_style(style);
-    pb.set_message(msg);
-    pb
-}
 
 /// Prints the one-screen summary of a job to stderr: what every job
 /// reports, then what its target adds.

@@ -17,7 +17,7 @@ use sluice_proto::sample::{rates, Rate, Sample, Sampler};
 
 use sluice_jobs::ohb::{PairType, Pattern};
 
-use crate::cluster::{self, Conn};
+use crate::conn::{self as cluster, Conn};
 use crate::units::{human, parse_size};
 use sluice_request::{JobRequest, OhbParams};
 
@@ -345,7 +345,7 @@ fn run_once(b: &OhbBench, target: &Target, c: &Config, i: usize) -> anyhow::Resu
     let report = match target {
         Target::Local(_) => {
             let out = b.out.join(format!(".ohb-out-{}", std::process::id()));
-            let report = crate::run::run_request(&job_request(b, c, &out.display().to_string()));
+            let report = crate::local::run_request(&job_request(b, c, &out.display().to_string()));
             let _ = std::fs::remove_dir_all(&out);
             report?
         }
@@ -495,7 +495,7 @@ fn render(rows: &[Row]) -> String {
 
 /// Draws the PNGs with `bench/ohb_plot.py`, or says how to get them.
 fn plot(b: &OhbBench, json: &Path) {
-    let python = crate::bench::python(b.python.as_deref());
+    let python = crate::pavlo_bench::python(b.python.as_deref());
     let script = Path::new("bench/ohb_plot.py");
     if !script.exists() {
         eprintln!("plots: bench/ohb_plot.py not found (run from the Sluice checkout)");

@@ -63,7 +63,8 @@ pub struct IndexArgs {
 /// Samples per split for the range partitioner.
 const SAMPLES_PER_SPLIT: usize = 100;
 
-pub fn index(a: &IndexArgs) -> anyhow::Result<()> {
+/// Sorts and indexes the input; returns the sort job's report.
+pub fn index(a: &IndexArgs) -> anyhow::Result<sluice_engine::JobReport> {
     anyhow::ensure!(
         a.delimiter.is_ascii(),
         "--delimiter must be one ASCII character"
@@ -96,11 +97,11 @@ pub fn index(a: &IndexArgs) -> anyhow::Result<()> {
     // The sorted parts and the index appear together or not at all: the job
     // commits into a staging directory, the index is written beside its
     // parts, and only then is the whole renamed to the output.
-    let (report, n) = crate::gen::write_atomically(&a.output, a.overwrite, |stage| {
+    let (report, n) = crate::datagen::write_atomically(&a.output, a.overwrite, |stage| {
         let sorted = stage.join(".sorted");
         let mut cfg = cfg.clone();
         cfg.overwrite = false;
-        let report = crate::run::run_spec(&job, &a.input, &splits, &sorted, &cfg, a.quiet)?;
+        let report = crate::progress::run_spec(&job, &a.input, &splits, &sorted, &cfg, a.quiet)?;
         let mut files: Vec<String> = std::fs::read_dir(&sorted)?
             .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
             .filter(|n| n.starts_with("part-"))
@@ -131,9 +132,6 @@ pub fn index(a: &IndexArgs) -> anyhow::Result<()> {
         index.save(stage).context("writing the index")?;
         Ok((report, n))
     })?;
-    if !a.quiet {
-        crate::summary::print_summary(&report.clone().into());
-    }
     eprintln!(
         "indexed {} ({} records) on field {} into {n} chunks at {} in {:.2}s",
         human(report.input_bytes),
@@ -142,5 +140,5 @@ pub fn index(a: &IndexArgs) -> anyhow::Result<()> {
         a.output.display(),
         t.elapsed().as_secs_f64()
     );
-    Ok(())
+    Ok(report)
 }

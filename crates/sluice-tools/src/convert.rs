@@ -54,7 +54,7 @@ pub fn convert(a: &ConvertArgs) -> anyhow::Result<()> {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     // Any file's failure fails the whole conversion before it is committed.
-    let (rows, pages) = crate::gen::write_atomically(&a.output, a.overwrite, |dir| {
+    let (rows, pages) = crate::datagen::write_atomically(&a.output, a.overwrite, |dir| {
         convert_all(a, &files, dir, page, threads)
             .into_iter()
             .try_fold((0, 0), |(rows, pages), r| {

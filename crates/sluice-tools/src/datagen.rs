@@ -9,9 +9,9 @@ use sluice_engine::commit::Committer;
 use sluice_gen::{generate_pavlo, generate_text, GenSpec, PavloSet, PavloSpec, TextSpec};
 use sluice_request::JobRequest;
 
-use crate::cluster::Conn;
+use crate::conn::Conn;
 
-use crate::summary::bar;
+use crate::progress::bar;
 use crate::units::{human, parse_size};
 
 #[derive(Debug, Subcommand)]
@@ -126,7 +126,7 @@ fn on_cluster(spec: &GenSpec, name: &str, dest: &Dest, overwrite: bool) -> anyho
     let parts = spec.parts();
     let mut req = JobRequest::new("gen", spec, &format!("synthetic:{parts}"), name);
     req.overwrite = overwrite;
-    let r = crate::cluster::submit_request(&dest.conn(), &req, 1)?
+    let r = crate::conn::submit_request(&dest.conn(), &req, 1)?
         .pop()
         .context("the generator ran no job")?;
     let records = r.user_counters.get("GEN.RECORDS").copied().unwrap_or(0);
@@ -424,7 +424,7 @@ fn write_pavlo(spec: &PavloSpec, out: &Path, overwrite: bool) -> anyhow::Result<
     Ok(())
 }
 
-pub(crate) fn text(
+pub fn text(
     size: u64,
     seed: u64,
     out: PathBuf,

@@ -12,14 +12,16 @@ use sluice_api::TaskCounter;
 use crate::convert::{ConvertArgs, Schema};
 use crate::index::{IndexArgs, KeyTypeArg};
 use crate::units::parse_size;
-use crate::{flag_name, InputFormat, JobName, JoinForm, RunArgs};
+use sluice_request::{
+    AggParams, GrepParams, JobRequest, JoinForm, JoinParams, PagedInput, SelectionParams,
+};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchKind {
     /// The Pavlo benchmark: grep, selection, aggregations, join (both forms), UDF.
     Pavlo(PavloBench),
     /// The OSU HiBD shuffle micro-benchmarks: MR-AVG, MR-RAND, MR-SKEW.
-    Ohb(crate::ohb::OhbBench),
+    Ohb(crate::ohb_bench::OhbBench),
     /// Mutable vs allocating decoders, text and binary (seed 000's experiment).
     Decoders {
         /// Rankings rows.
@@ -59,91 +61,59 @@ pub struct PavloBench {
 /// One task of the table.
 struct Task {
     label: &'static str,
-    job: JobName,
+    job: &'static str,
     set: &'static str,
     join: JoinForm,
-    input_format: InputFormat,
+    paged: bool,
 }
 
 const TASKS: [Task; 12] = [
-    task("grep", JobName::PavloGrep, "grep", JoinForm::Fast),
-    task(
-        "selection",
-        JobName::PavloSelection,
-        "rankings",
-        JoinForm::Fast,
-    ),
+    task("grep", "pavlo-grep", "grep", JoinForm::Fast),
+    task("selection", "pavlo-selection", "rankings", JoinForm::Fast),
     task(
         "selection (indexed)",
-        JobName::PavloSelection,
+        "pavlo-selection",
         "rankings-by-rank",
         JoinForm::Fast,
     ),
-    paged(
-        "selection (paged)",
-        JobName::PavloSelection,
-        "rankings-paged",
-    ),
-    task(
-        "agg-large",
-        JobName::PavloAggLarge,
-        "uservisits",
-        JoinForm::Fast,
-    ),
-    paged(
-        "agg-large (paged)",
-        JobName::PavloAggLarge,
-        "uservisits-paged",
-    ),
-    task(
-        "agg-small",
-        JobName::PavloAggSmall,
-        "uservisits",
-        JoinForm::Fast,
-    ),
-    paged(
-        "agg-small (paged)",
-        JobName::PavloAggSmall,
-        "uservisits-paged",
-    ),
-    task(
-        "join (fast)",
-        JobName::PavloJoin,
-        "uservisits",
-        JoinForm::Fast,
-    ),
+    paged("selection (paged)", "pavlo-selection", "rankings-paged"),
+    task("agg-large", "pavlo-agg-large", "uservisits", JoinForm::Fast),
+    paged("agg-large (paged)", "pavlo-agg-large", "uservisits-paged"),
+    task("agg-small", "pavlo-agg-small", "uservisits", JoinForm::Fast),
+    paged("agg-small (paged)", "pavlo-agg-small", "uservisits-paged"),
+    task("join (fast)", "pavlo-join", "uservisits", JoinForm::Fast),
     task(
         "join (fast, indexed)",
-        JobName::PavloJoin,
+        "pavlo-join",
         "uservisits-by-date",
         JoinForm::Fast,
     ),
     task(
         "join (baseline)",
-        JobName::PavloJoin,
+        "pavlo-join",
         "uservisits",
         JoinForm::Baseline,
     ),
-    task("udf", JobName::PavloUdf, "documents", JoinForm::Fast),
+    task("udf", "pavlo-udf", "documents", JoinForm::Fast),
 ];
 
-const fn task(label: &'static str, job: JobName, set: &'static str, join: JoinForm) -> Task {
+const fn task(label: &'static str, job: &'static str, set: &'static str, join: JoinForm) -> Task {
     Task {
         label,
         job,
         set,
         join,
-        input_format: InputFormat::Text,
+        paged: false,
     }
 }
 
-const fn paged(label: &'static str, job: JobName, set: &'static str) -> Task {
+const fn paged(label: &'static str, job: &'static str, set: &'static str) -> Task {
     Task {
         label,
         job,
         set,
         join: JoinForm::Fast,
-        input_format: InputFormat::Paged,
+        paged: true,
     }
 }
 
@@ -161,7 +131,7 @@ struct Row {
 pub fn run(kind: BenchKind) -> anyhow::Result<()> {
     let b = match kind {
         BenchKind::Pavlo(b) => b,
-        BenchKind::Ohb(b) => return crate::ohb::run(&b),
+        BenchKind::Ohb(b) => return crate::ohb_bench::run(&b),
         BenchKind::Decoders {
             rankings,
             uservisits,
@@ -176,7 +146,7 @@ pub fn run(kind: BenchKind) -> anyhow::Result<()> {
         }
     };
     let data = b.work.join(format!("data-{}", b.scale));
-    crate::gen::pavlo_all(b.scale, 7, &data, Some(b.threads), false)?;
+    crate::datagen::pavlo_all(b.scale, 7, &data, Some(b.threads), false)?;
     let index_note = build_indexes(&b, &data)?;
     let python = python(b.python.as_deref());
     let mut rows = Vec::new();
@@ -267,27 +237,42 @@ pub(crate) fn python(given: Option<&Path>) -> PathBuf {
     PathBuf::from("python3")
 }
 
-fn run_args(b: &PavloBench, task: &Task, data: &Path, out: &Path) -> anyhow::Result<RunArgs> {
-    let path = |p: &Path| p.display().to_string();
-    RunArgs::parse(&[
-        flag_name(&task.job),
-        "--input".into(),
-        path(&data.join(task.set)),
-        "--output".into(),
-        path(out),
-        "--threads".into(),
-        b.threads.to_string(),
-        "--memory".into(),
-        b.memory.to_string(),
-        "--rankings".into(),
-        path(&data.join("rankings")),
-        "--join".into(),
-        flag_name(&task.join),
-        "--input-format".into(),
-        flag_name(&task.input_format),
-        "--overwrite".into(),
-        "-q".into(),
-    ])
+/// The job request of `task` over the generated data.
+fn request(b: &PavloBench, task: &Task, data: &Path, out: &Path) -> JobRequest {
+    let paged = task.paged.then_some(PagedInput {
+        page_size: 128 << 10,
+    });
+    let params = match task.job {
+        "pavlo-grep" => to_value(GrepParams::default()),
+        "pavlo-selection" => to_value(SelectionParams {
+            paged,
+            ..SelectionParams::default()
+        }),
+        "pavlo-agg-large" | "pavlo-agg-small" => to_value(AggParams {
+            paged,
+            ..AggParams::default()
+        }),
+        "pavlo-join" => to_value(JoinParams {
+            rankings: Some(data.join("rankings").display().to_string()),
+            form: task.join,
+            stage: None,
+        }),
+        _ => serde_json::Value::Null,
+    };
+    let mut r = JobRequest::new(
+        task.job,
+        &params,
+        &data.join(task.set).display().to_string(),
+        &out.display().to_string(),
+    );
+    r.engine.threads = Some(b.threads);
+    r.memory = Some(b.memory);
+    r.overwrite = true;
+    r
+}
+
+fn to_value(p: impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(p).unwrap_or_default()
 }
 
 fn run_task(b: &PavloBench, task: &Task, data: &Path, python: &Path) -> anyhow::Result<Row> {
@@ -295,12 +280,12 @@ fn run_task(b: &PavloBench, task: &Task, data: &Path, python: &Path) -> anyhow::
         "out-{}",
         task.label.replace([' ', '(', ')', ','], "")
     ));
-    let args = run_args(b, task, data, &out)?;
+    let req = request(b, task, data, &out);
     let mut times = Vec::new();
     let mut reports = Vec::new();
     for _ in 0..b.runs.max(1) {
         let t = Instant::now();
-        reports = crate::run::run(&args)?;
+        reports = crate::local::run_request(&req)?;
         times.push(t.elapsed().as_secs_f64());
     }
     let answer = b.work.join("duckdb.tsv");
@@ -329,14 +314,7 @@ fn duckdb(
     b: &PavloBench,
 ) -> anyhow::Result<f64> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/pavlo_duckdb.py");
-    let job = match task.job {
-        JobName::PavloGrep => "pavlo-grep",
-        JobName::PavloSelection => "pavlo-selection",
-        JobName::PavloAggLarge => "pavlo-agg-large",
-        JobName::PavloAggSmall => "pavlo-agg-small",
-        JobName::PavloJoin => "pavlo-join",
-        _ => "pavlo-udf",
-    };
+    let job = task.job;
     let o = Command::new(python)
         .arg(&script)
         .args([
