@@ -108,7 +108,6 @@ enum Command {
     Submit(cluster::SubmitArgs),
 }
 
-
 /// Key/value type of the OHB job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum PairTypeArg {
@@ -282,7 +281,6 @@ impl RunArgs {
         }
     }
 }
-
 
 /// The jobs of this binary.
 static JOBS: OnceLock<Arc<sluice_request::Registry>> = OnceLock::new();

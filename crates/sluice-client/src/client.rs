@@ -8,8 +8,9 @@ use std::time::Duration;
 use sluice_request::JobRequest;
 
 use sluice_proto::auth::Secret;
-use sluice_proto::catalog::{check_name, BlockMeta, DatasetMeta, FileMeta};
+use sluice_proto::catalog::{BlockMeta, DatasetMeta, FileMeta};
 use sluice_proto::data;
+use sluice_proto::ids::{BlockId, DatasetName};
 use sluice_proto::proto::{self, Empty};
 use sluice_proto::sample::Sample;
 use sluice_proto::signed::{connect, Rpc};
@@ -73,11 +74,11 @@ impl Client {
     /// Stores the files of `path` (a file or a directory of files) as data
     /// set `name`, each cut into blocks that end at line ends.
     pub async fn put(&self, path: &Path, name: &str, opts: &PutOptions) -> Result<DatasetMeta> {
-        check_name(name)?;
+        let name = DatasetName::new(name)?;
         let files = sluice_formats::input::resolve(&path.to_string_lossy())
             .map_err(|e| ClusterError::Config(e.to_string()))?;
         let mut meta = DatasetMeta {
-            name: name.to_owned(),
+            name,
             files: Vec::new(),
             created_ms: sluice_proto::now_ms(),
             origin: format!("put {}", path.display()),
@@ -96,7 +97,14 @@ impl Client {
         let mut plan = std::collections::VecDeque::from(self.plan(total, opts.replication).await?);
         let mut planned: Vec<String> = plan.iter().map(|p| p.id.clone()).collect();
         let res = self
-            .put_files(&files, name, opts, &mut meta, &mut plan, &mut planned)
+            .put_files(
+                &files,
+                &meta.name.clone(),
+                opts,
+                &mut meta,
+                &mut plan,
+                &mut planned,
+            )
             .await;
         if let Err(e) = res {
             // Nothing of a failed put may stay on the workers.
@@ -242,7 +250,7 @@ impl Client {
             }
         }
         Ok(BlockMeta {
-            id: p.id,
+            id: BlockId::new(p.id)?,
             len: block.len() as u64,
             crc,
             replicas,
@@ -253,7 +261,7 @@ impl Client {
     /// Every data set.
     pub async fn list(&self) -> Result<Vec<DatasetMeta>> {
         let l = self.rpc.clone().list_datasets(Empty {}).await?.into_inner();
-        Ok(l.datasets.into_iter().map(Into::into).collect())
+        l.datasets.into_iter().map(DatasetMeta::try_from).collect()
     }
 
     /// One data set.
@@ -263,7 +271,7 @@ impl Client {
             .clone()
             .get_dataset(proto::Name { name: name.into() })
             .await?;
-        Ok(d.into_inner().into())
+        DatasetMeta::try_from(d.into_inner())
     }
 
     /// Removes a data set and its blocks.
@@ -409,7 +417,7 @@ fn from_any_replica<T>(
             Err(ClusterError::Damaged { damage, .. }) => {
                 evidence.push(format!("worker {uid} ({addr}): {damage}"));
                 damaged.push(proto::CorruptReplica {
-                    block: b.id.clone(),
+                    block: b.id.to_string(),
                     worker: uid.clone(),
                     addr: addr.clone(),
                     detail: damage,
@@ -422,7 +430,7 @@ fn from_any_replica<T>(
             }
         }
     }
-    let any_damage = !b.corrupt.is_empty() || damaged.iter().any(|d| d.block == b.id);
+    let any_damage = !b.corrupt.is_empty() || damaged.iter().any(|d| b.id == d.block.as_str());
     if !any_damage {
         return Err(last.unwrap_or_else(|| {
             ClusterError::Remote(format!(

@@ -641,7 +641,7 @@ mod tests {
         let blocks = (0..maps)
             .map(|i| {
                 MapInput::Block(BlockMeta {
-                    id: format!("b{i}"),
+                    id: sluice_proto::ids::BlockId::new(format!("b{i}")).unwrap(),
                     len: 10,
                     crc: 0,
                     replicas: vec![if i % 2 == 0 { "a" } else { "b" }.into()],

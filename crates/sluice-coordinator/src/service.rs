@@ -25,7 +25,7 @@ use crate::sched::{
 use crate::store::{JobRecord, Node, PlacementPolicy, RecordState, StateDir};
 use sluice_proto::auth::Secret;
 use sluice_proto::catalog::{check_name, BlockMeta, Catalog, DatasetMeta, FileMeta};
-use sluice_proto::ids::output_block_job;
+use sluice_proto::ids::{output_block_job, DatasetName};
 use sluice_proto::proto::coordinator_server::{Coordinator, CoordinatorServer};
 use sluice_proto::proto::{self, Empty};
 use sluice_proto::{ClusterError, PROTOCOL_VERSION};
@@ -506,7 +506,7 @@ impl State {
             .filter(|d| d.created_ms <= settled)
             .flat_map(|d| d.blocks())
             .filter(|b| b.replicas.iter().any(|u| u == uid) && !reported.contains(b.id.as_str()))
-            .map(|b| b.id.clone())
+            .map(|b| b.id.to_string())
             .collect();
         for block in missing {
             self.mark_corrupt(&proto::CorruptReplica {
@@ -550,7 +550,7 @@ impl State {
         } else {
             (REDUCE, "part-r")
         };
-        let files: Vec<FileMeta> = job
+        let files: Result<Vec<FileMeta>, ClusterError> = job
             .tasks(kind)
             .iter()
             .enumerate()
@@ -563,16 +563,23 @@ impl State {
                     .unwrap_or_default();
                 let mut replicas = vec![a.uid.clone()];
                 replicas.extend(out.replicas.iter().filter(|u| **u != a.uid).cloned());
-                FileMeta {
+                Ok(FileMeta {
                     name: format!("{prefix}-{i:05}"),
                     blocks: vec![BlockMeta {
                         replicas,
-                        ..out.into()
+                        ..BlockMeta::try_from(out)?
                     }],
-                }
+                })
             })
             .collect();
-        let name = job.output.clone();
+        let files = match files {
+            Ok(f) => f,
+            Err(e) => return job.fail(format!("a task reported a bad output block: {e}")),
+        };
+        let name = match DatasetName::new(job.output.clone()) {
+            Ok(n) => n,
+            Err(e) => return job.fail(e.to_string()),
+        };
         if self.catalog.datasets.contains_key(&name) && !job.overwrite {
             job.fail(format!("output data set {name} appeared while the job ran"));
             return;
@@ -721,7 +728,7 @@ impl State {
         for b in blocks {
             for uid in &b.replicas {
                 if let Some(w) = self.worker_by_uid_mut(uid) {
-                    w.deletes.push(b.id.clone());
+                    w.deletes.push(b.id.to_string());
                 }
             }
         }
@@ -1093,7 +1100,7 @@ impl Coordinator for Service {
                 .iter()
                 .filter_map(|u| live.iter().find(|w| &w.uid == u).cloned())
                 .collect();
-            let id = st.catalog.new_block_id(epoch);
+            let id = st.catalog.new_block_id(epoch).to_string();
             st.planned.insert(id.clone(), Instant::now());
             blocks.push(proto::Placement { id, targets });
         }
@@ -1104,8 +1111,7 @@ impl Coordinator for Service {
 
     async fn commit_dataset(&self, req: Request<proto::CommitDatasetRequest>) -> Reply<Empty> {
         let r = req.into_inner();
-        let mut d: DatasetMeta = r.dataset.unwrap_or_default().into();
-        check_name(&d.name).map_err(status)?;
+        let mut d = DatasetMeta::try_from(r.dataset.unwrap_or_default()).map_err(status)?;
         d.created_ms = sluice_proto::now_ms();
         let mut st = self.lock();
         if st.catalog.datasets.contains_key(&d.name) && !r.overwrite {
@@ -1117,7 +1123,7 @@ impl Coordinator for Service {
         // Blocks this coordinator did not plan were planned before a
         // restart: their put's reservation is gone, and with it the
         // assurance that none was deleted as an orphan meanwhile.
-        if let Some(b) = d.blocks().find(|b| !st.planned.contains_key(&b.id)) {
+        if let Some(b) = d.blocks().find(|b| !st.planned.contains_key(b.id.as_str())) {
             return Err(Status::failed_precondition(format!(
                 "block {} was not planned by this coordinator (it restarted while the put \
                  ran?): put the data set again",
@@ -1125,7 +1131,7 @@ impl Coordinator for Service {
             )));
         }
         for b in d.blocks() {
-            st.planned.remove(&b.id);
+            st.planned.remove(b.id.as_str());
         }
         let old = st.catalog.datasets.insert(d.name.clone(), d);
         let cat = st.catalog.clone();
@@ -1143,7 +1149,7 @@ impl Coordinator for Service {
             .catalog
             .datasets
             .values()
-            .flat_map(|d| d.blocks().map(|b| b.id.clone()))
+            .flat_map(|d| d.blocks().map(|b| b.id.to_string()))
             .collect();
         // Only blocks handed to a put and never committed.
         let ids: Vec<String> = ids

@@ -333,10 +333,11 @@ mod tests {
         assert_eq!(s.next_epoch().unwrap(), 1);
         let mut c = Catalog::default();
         let id = c.new_block_id(1);
+        let x = sluice_proto::ids::DatasetName::new("x").unwrap();
         c.datasets.insert(
-            "x".into(),
+            x.clone(),
             DatasetMeta {
-                name: "x".into(),
+                name: x,
                 files: vec![FileMeta {
                     name: "x".into(),
                     blocks: vec![BlockMeta {

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{BlockId, DatasetName};
 use crate::proto;
 use crate::ClusterError;
 
@@ -19,7 +20,7 @@ type Result<T> = std::result::Result<T, ClusterError>;
 /// One block and where its replicas are.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct BlockMeta {
-    pub id: String,
+    pub id: BlockId,
     pub len: u64,
     pub crc: u32,
     /// Uids of workers holding an intact replica.
@@ -67,7 +68,7 @@ pub struct FileMeta {
 /// A data set.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct DatasetMeta {
-    pub name: String,
+    pub name: DatasetName,
     pub files: Vec<FileMeta>,
     pub created_ms: u64,
     /// How it was made: `put PATH`, `job N (wordcount)`, ...
@@ -101,42 +102,28 @@ impl DatasetMeta {
 /// Every data set.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Catalog {
-    pub datasets: BTreeMap<String, DatasetMeta>,
+    pub datasets: BTreeMap<DatasetName, DatasetMeta>,
     /// Next block number handed out by [`Catalog::new_block_id`].
     pub next_block: u64,
 }
 
 impl Catalog {
     /// A fresh block id, unique across restarts (the counter is saved).
-    pub fn new_block_id(&mut self, epoch: u64) -> String {
+    pub fn new_block_id(&mut self, epoch: u64) -> BlockId {
         self.next_block += 1;
-        format!("b{epoch}-{}", self.next_block)
+        BlockId(format!("b{epoch}-{}", self.next_block))
     }
 }
 
-/// Data set names are 1-128 characters of `[A-Za-z0-9._-]` not starting
-/// with a dot: they may name files or directories on a client, so no name
-/// can climb out of a directory or hide in one.
+/// Checks a data set name (see [`DatasetName`]).
 pub fn check_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with('.')
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
-        Ok(())
-    } else {
-        Err(ClusterError::Config(format!(
-            "invalid data set name {name:?}: use 1-128 of A-Z a-z 0-9 . _ -, not starting with '.'"
-        )))
-    }
+    DatasetName::new(name).map(|_| ())
 }
 
 impl From<&BlockMeta> for proto::BlockInfo {
     fn from(b: &BlockMeta) -> Self {
         proto::BlockInfo {
-            id: b.id.clone(),
+            id: b.id.to_string(),
             len: b.len,
             crc: b.crc,
             replicas: b.replicas.clone(),
@@ -144,7 +131,7 @@ impl From<&BlockMeta> for proto::BlockInfo {
                 .corrupt
                 .iter()
                 .map(|c| proto::CorruptReplica {
-                    block: b.id.clone(),
+                    block: b.id.to_string(),
                     worker: c.uid.clone(),
                     addr: String::new(),
                     detail: c.detail.clone(),
@@ -155,10 +142,13 @@ impl From<&BlockMeta> for proto::BlockInfo {
     }
 }
 
-impl From<proto::BlockInfo> for BlockMeta {
-    fn from(b: proto::BlockInfo) -> Self {
-        BlockMeta {
-            id: b.id,
+/// A block from the wire: its id is checked.
+impl TryFrom<proto::BlockInfo> for BlockMeta {
+    type Error = ClusterError;
+
+    fn try_from(b: proto::BlockInfo) -> Result<Self> {
+        Ok(BlockMeta {
+            id: BlockId::new(b.id)?,
             len: b.len,
             crc: b.crc,
             replicas: b.replicas,
@@ -171,14 +161,14 @@ impl From<proto::BlockInfo> for BlockMeta {
                     at_ms: c.at_ms,
                 })
                 .collect(),
-        }
+        })
     }
 }
 
 impl From<&DatasetMeta> for proto::Dataset {
     fn from(d: &DatasetMeta) -> Self {
         proto::Dataset {
-            name: d.name.clone(),
+            name: d.name.to_string(),
             files: d
                 .files
                 .iter()
@@ -194,22 +184,29 @@ impl From<&DatasetMeta> for proto::Dataset {
     }
 }
 
-impl From<proto::Dataset> for DatasetMeta {
-    fn from(d: proto::Dataset) -> Self {
-        DatasetMeta {
-            name: d.name,
-            files: d
-                .files
-                .into_iter()
-                .map(|f| FileMeta {
+/// A data set from the wire: its name and block ids are checked.
+impl TryFrom<proto::Dataset> for DatasetMeta {
+    type Error = ClusterError;
+
+    fn try_from(d: proto::Dataset) -> Result<Self> {
+        let files = d
+            .files
+            .into_iter()
+            .map(|f| {
+                let blocks = f.blocks.into_iter().map(BlockMeta::try_from);
+                Ok(FileMeta {
                     name: f.name,
-                    blocks: f.blocks.into_iter().map(Into::into).collect(),
+                    blocks: blocks.collect::<Result<_>>()?,
                 })
-                .collect(),
+            })
+            .collect::<Result<_>>()?;
+        Ok(DatasetMeta {
+            name: DatasetName::new(d.name)?,
+            files,
             created_ms: d.created_ms,
             origin: d.origin,
             replication: d.replication.max(1),
-        }
+        })
     }
 }
 

@@ -138,16 +138,7 @@ impl Layout {
 /// Block ids are 1-64 characters of `[A-Za-z0-9_-]`: they name files, so
 /// none can reach outside the block directory.
 pub fn check_id(id: &str) -> Result<()> {
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if ok {
-        Ok(())
-    } else {
-        Err(ClusterError::Config(format!("invalid block id {id:?}")))
-    }
+    crate::ids::BlockId::new(id).map(|_| ())
 }
 
 /// A data-plane request.
