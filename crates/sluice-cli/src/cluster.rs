@@ -43,9 +43,21 @@ pub struct CoordinatorArgs {
     /// Failures of one task before its job fails.
     #[arg(long, default_value_t = 4)]
     max_attempts: u32,
-    /// How long (ms) a map waits for a worker holding its block.
-    #[arg(long, default_value_t = 3000)]
-    locality_wait_ms: u64,
+    /// Delay scheduling: offers of a map slot a job declines, waiting for
+    /// cache-local maps, before it takes node-local ones (once any of its
+    /// blocks is cached).
+    #[arg(long, default_value_t = 20)]
+    delay_cache: u32,
+    /// Missed offers before a job takes maps off their blocks' nodes
+    /// (rack-local).
+    #[arg(long, default_value_t = 40)]
+    delay_node: u32,
+    /// Missed offers before a job takes maps off their blocks' racks.
+    #[arg(long, default_value_t = 60)]
+    delay_rack: u32,
+    /// Missed offers before a job takes maps off their blocks' data centers.
+    #[arg(long, default_value_t = 80)]
+    delay_datacenter: u32,
     /// Fraction of maps done before reduces start.
     #[arg(long, default_value_t = 0.8)]
     slowstart: f64,
@@ -187,7 +199,12 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
     init_logs();
     let settings = sluice_coordinator::sched_settings(
         a.max_attempts,
-        Duration::from_millis(a.locality_wait_ms),
+        sluice_coordinator::sched::Delay {
+            cache: a.delay_cache,
+            node: a.delay_node,
+            rack: a.delay_rack,
+            datacenter: a.delay_datacenter,
+        },
         a.slowstart,
         !a.no_speculation,
         a.speculative_slowdown,

@@ -92,9 +92,19 @@ fn print_local(r: &sluice_engine::JobReport) {
 
 /// The cluster's lines: workers, locality, attempts, stragglers.
 fn print_cluster(r: &ClusterReport) {
+    let levels: Vec<String> = r
+        .maps_by_level
+        .iter()
+        .map(|(level, n)| format!("{n} {level}"))
+        .collect();
     eprintln!(
-        "cluster  job {} on {} workers; {} data-local, {} remote maps; receive skew {:.2}",
-        r.job_id, r.workers, r.data_local_maps, r.remote_maps, r.receive_skew
+        "cluster  job {} on {} workers; {} data-local, {} remote maps (by level: {}); receive skew {:.2}",
+        r.job_id,
+        r.workers,
+        r.data_local_maps,
+        r.remote_maps,
+        levels.join(", "),
+        r.receive_skew
     );
     let a = &r.attempts;
     eprintln!(

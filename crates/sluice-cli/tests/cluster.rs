@@ -90,7 +90,7 @@ fn a_worker_killed_mid_job_loses_nothing() {
     let (d, data, c, job, report) = running_wc(
         "24MB",
         3,
-        "--worker-timeout-ms 1000 --locality-wait-ms 100 --heartbeat-ms 100",
+        "--worker-timeout-ms 1000 --delay-node 2 --heartbeat-ms 100",
         "2",
     );
     std::thread::sleep(Duration::from_millis(700));
@@ -109,7 +109,7 @@ fn a_stopped_worker_is_routed_around() {
     let (d, data, c, job, report) = running_wc(
         "12MB",
         3,
-        "--worker-timeout-ms 1500 --locality-wait-ms 100 --heartbeat-ms 100",
+        "--worker-timeout-ms 1500 --delay-node 2 --heartbeat-ms 100",
         "2",
     );
     std::thread::sleep(Duration::from_millis(400));
@@ -325,7 +325,7 @@ fn is_map_output(name: &str) -> bool {
 fn a_corrupt_map_output_on_disk_is_recomputed() {
     let d = tempfile::tempdir().unwrap();
     let data = gen(d.path(), "12MB");
-    let c = Cluster::up(d.path(), 2, "--locality-wait-ms 100 --heartbeat-ms 100");
+    let c = Cluster::up(d.path(), 2, "--delay-node 2 --heartbeat-ms 100");
     put(&c, &data, "words", "1MB", "1");
     let (job, report) = spawn_wc(&c, d.path());
     // The first map output to appear (maps rename a finished output into
@@ -358,7 +358,7 @@ fn a_worker_killed_after_reducers_fetched_its_output_loses_nothing() {
     let (d, data, c, job, report) = running_wc(
         "24MB",
         3,
-        "--worker-timeout-ms 1000 --locality-wait-ms 100 --heartbeat-ms 100",
+        "--worker-timeout-ms 1000 --delay-node 2 --heartbeat-ms 100",
         "2",
     );
     // Wait until some reducer holds a fetched segment, then kill another
@@ -839,4 +839,63 @@ fn jobs_with_more_reducers_than_maps_and_empty_inputs_run() {
         .args(["--input", "empty", "--output", "none"])
         .output()
         .unwrap());
+}
+
+/// A worker started by hand beside a `cluster up` cluster, stopped when
+/// dropped.
+struct ExtraWorker(Child);
+
+impl Drop for ExtraWorker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Word count on a cluster whose every block is on its first worker while
+/// a second, idle worker joins after the put, under coordinator `flags`:
+/// the job's maps by locality level (`node`, `rack`).
+fn maps_by_level_with_one_holder(flags: &str) -> (u64, u64) {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "6MB");
+    let c = Cluster::up(d.path(), 1, &format!("--heartbeat-ms 50 {flags}"));
+    put(&c, &data, "words", "256KB", "1");
+    let coordinator = c.json()["coordinator"].as_str().unwrap().to_owned();
+    let _extra = ExtraWorker(
+        sluice()
+            .args(["worker", "--coordinator", &coordinator, "--slots", "1"])
+            .arg("--data-dir")
+            .arg(d.path().join("extra"))
+            .arg("--secret-file")
+            .arg(c.dir.join("secret"))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    poll(|| {
+        let s = ok(c.cmd(&["cluster", "status"]).output().unwrap());
+        (String::from_utf8_lossy(&s.stdout).matches("alive").count() == 2).then_some(())
+    });
+    let report = d.path().join("report.json");
+    ok(submit_wc(&c, "words", "counts")
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap());
+    counts_match_local(&c, d.path(), &data);
+    let r = read_report(&report);
+    let by = &r["cluster"]["maps_by_level"];
+    let n = |level: &str| by[level].as_u64().unwrap_or(0);
+    assert_eq!(n("node") + n("rack"), r["maps"].as_u64().unwrap(), "{r}");
+    (n("node"), n("rack"))
+}
+
+#[test]
+fn delay_scheduling_waits_for_missed_offers_before_leaving_the_blocks_node() {
+    // A delay no job reaches: every map waits for the one holder.
+    let (node, rack) = maps_by_level_with_one_holder("--delay-node 1000000000");
+    assert!(node >= 20 && rack == 0, "node {node}, rack {rack}");
+    // Three missed offers: the idle worker takes maps from the holder's rack.
+    let (node, rack) = maps_by_level_with_one_holder("--delay-node 2");
+    assert!(rack > 0 && node > 0, "node {node}, rack {rack}");
 }

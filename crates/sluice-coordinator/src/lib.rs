@@ -13,14 +13,14 @@ pub use service::{start, CoordinatorConfig};
 /// Scheduler settings from their command-line values (the rest default).
 pub fn sched_settings(
     max_attempts: u32,
-    locality_wait: std::time::Duration,
+    delay: sched::Delay,
     slowstart: f64,
     speculative: bool,
     spec_slowdown: f64,
 ) -> sched::Settings {
     sched::Settings {
         max_attempts: max_attempts.max(1),
-        locality_wait,
+        delay,
         slowstart: slowstart.clamp(0.0, 1.0),
         speculative,
         spec_slowdown: spec_slowdown.max(1.0),

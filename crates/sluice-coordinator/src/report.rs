@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use sluice_proto::report::{Attempts, ClusterReport, Straggler, WorkerPhases};
 
-use crate::sched::{task_name, Attempt, AttemptState, Job, TaskKind, MAP, REDUCE};
+use crate::sched::{task_name, Attempt, AttemptState, Job, Locality, TaskKind, MAP, REDUCE};
 
 /// The report of `job`, whose winners' reports are in.
 pub fn of(job: &Job, workers: usize) -> ClusterReport {
@@ -57,13 +57,19 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
                 w.map_s += a.seconds(now);
                 w.input_bytes += rep.input_bytes;
                 // Launched local, but its replica was damaged and it
-                // streamed the block from another worker: remote.
+                // streamed the block from another worker: remote (any).
                 let fell_back = rep.fetch_seconds > 0.0;
-                if a.local && !fell_back {
+                let level = if fell_back && a.level <= Locality::Node {
+                    Locality::Any
+                } else {
+                    a.level
+                };
+                if level <= Locality::Node {
                     r.data_local_maps += 1;
                 } else {
                     r.remote_maps += 1;
                 }
+                *r.maps_by_level.entry(level.name().into()).or_default() += 1;
             } else {
                 w.reduces += 1;
                 w.reduce_s += a.seconds(now);

@@ -4,14 +4,23 @@
 //! partition. A task is *pending* when it has neither a finished attempt
 //! nor a running one. Rules:
 //!
-//! - Locality (delay scheduling): a worker gets a pending map whose block
-//!   it holds; a map goes to a worker without its block only after it has
-//!   waited [`Settings::locality_wait`], so the end of the map phase does
-//!   not turn into a rush of remote reads while the holders are about to
-//!   free up.
-//! - Reduces start once [`Settings::slowstart`] of the maps are done and
-//!   no map is pending; workers have separate map and reduce slots, so
-//!   reducers waiting for map outputs never starve a map that must re-run.
+//! - Locality levels ([`Locality`]): a map runs best where its block is
+//!   cached (the block cache, to come), then on a worker holding a replica
+//!   (node), then in the rack of one, then in its data center, then
+//!   anywhere.
+//! - Delay scheduling by missed offers (Zaharia et al., EuroSys 2010; the
+//!   thresholds of seed 002): a job offered a free map slot takes its best
+//!   pending map for that worker if the map's level is one the job may
+//!   use now; else it declines and counts a missed offer. The levels it
+//!   may use widen with its count ([`Delay`]): node-local until it has
+//!   missed [`Delay::node`] offers, rack-local until [`Delay::rack`], and so
+//!   on; launching a node-local (or better) map resets the count. A map
+//!   whose block has no live holder, or that failed on a damaged replica,
+//!   goes anywhere at once.
+//! - Reduces start once [`Settings::slowstart`] of the maps are done, maps
+//!   still pending or not (Hadoop's slow-start: 0.05 starts them early, 0.8
+//!   late); workers have separate map and reduce slots, so reducers waiting
+//!   for map outputs never hold a map slot.
 //! - Speculation: when a phase has no pending task, a running task slower
 //!   than [`Settings::spec_slowdown`] times the phase's median (and than
 //!   [`Settings::spec_min`]) gets one backup attempt on another worker.
@@ -26,6 +35,7 @@
 //!   worker do not count; the worker's finished map outputs are recomputed
 //!   while reducers may still need them.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,13 +52,125 @@ pub const MAP: TaskKind = TaskKind::Map;
 /// Reduce task kind.
 pub const REDUCE: TaskKind = TaskKind::Reduce;
 
+/// How close a map runs to its input, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Locality {
+    /// Its block is cached in the worker's memory.
+    Cache,
+    /// The worker holds a replica of its block (or it reads no block).
+    Node,
+    /// A live holder is in the worker's rack.
+    Rack,
+    /// A live holder is in the worker's data center.
+    Datacenter,
+    /// Anywhere else.
+    Any,
+}
+
+impl Locality {
+    /// Every level, best first.
+    pub const ALL: [Locality; 5] = [
+        Locality::Cache,
+        Locality::Node,
+        Locality::Rack,
+        Locality::Datacenter,
+        Locality::Any,
+    ];
+
+    /// `cache`, `node`, `rack`, `datacenter` or `any`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Locality::Cache => "cache",
+            Locality::Node => "node",
+            Locality::Rack => "rack",
+            Locality::Datacenter => "datacenter",
+            Locality::Any => "any",
+        }
+    }
+}
+
+/// Missed offers after which a job may go one locality level down, as
+/// seed 002 words it: a job with `m` missed offers accepts only
+/// cache-local maps while `m <= cache` (when any of its blocks is
+/// cached), node-local ones while `m <= node`, rack-local ones while `m <=
+/// rack`, maps in their data center while `m <= datacenter`, and any
+/// worker after that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delay {
+    pub cache: u32,
+    pub node: u32,
+    pub rack: u32,
+    pub datacenter: u32,
+}
+
+impl Default for Delay {
+    /// Seed 002's thresholds (20 cache, 40 in total for node), and 20 more
+    /// offers for each level after.
+    fn default() -> Self {
+        Delay {
+            cache: 20,
+            node: 40,
+            rack: 60,
+            datacenter: 80,
+        }
+    }
+}
+
+/// Where the live workers are.
+#[derive(Debug, Clone, Default)]
+pub struct Topology {
+    places: HashMap<String, Place>,
+}
+
+/// A worker's place in the network.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Place {
+    pub datacenter: String,
+    pub rack: String,
+}
+
+impl Topology {
+    /// The live workers, by uid.
+    pub fn new(places: impl IntoIterator<Item = (String, Place)>) -> Self {
+        Topology {
+            places: places.into_iter().collect(),
+        }
+    }
+
+    /// Where live worker `uid` is; `None` when it is not live.
+    pub fn place(&self, uid: &str) -> Option<&Place> {
+        self.places.get(uid)
+    }
+
+    /// Live workers.
+    pub fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    /// Whether no worker is live.
+    pub fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
+}
+
+/// A task chosen for a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pick {
+    pub kind: TaskKind,
+    pub index: usize,
+    /// How close to its input it runs (reduces: [`Locality::Any`]).
+    pub level: Locality,
+    /// A backup of a straggler.
+    pub speculative: bool,
+}
+
 /// Scheduler settings.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Failures of one task before the job fails.
     pub max_attempts: u32,
-    /// How long a map waits for a worker holding its block.
-    pub locality_wait: Duration,
+    /// Delay scheduling's thresholds of missed offers.
+    pub delay: Delay,
     /// Fraction of maps done before reduces start.
     pub slowstart: f64,
     /// Whether to launch backup attempts of stragglers.
@@ -63,7 +185,7 @@ impl Default for Settings {
     fn default() -> Self {
         Settings {
             max_attempts: 4,
-            locality_wait: Duration::from_secs(3),
+            delay: Delay::default(),
             slowstart: 0.8,
             speculative: true,
             spec_slowdown: 1.5,
@@ -94,7 +216,8 @@ pub struct Attempt {
     pub started: Instant,
     pub ended: Option<Instant>,
     pub state: AttemptState,
-    pub local: bool,
+    /// How close to its input it ran.
+    pub level: Locality,
     pub speculative: bool,
     pub report: Option<proto::TaskReport>,
 }
@@ -249,6 +372,8 @@ pub struct Asker<'a> {
     pub id: WorkerId,
     pub uid: &'a str,
     pub addr: &'a str,
+    /// Where it is.
+    pub place: &'a Place,
     /// Live workers in the cluster.
     pub live: usize,
 }
@@ -279,6 +404,9 @@ pub struct Job {
     pub finished: Option<Instant>,
     pub state: JobState,
     pub report_json: String,
+    /// Offers of a map slot declined since it last launched a node-local
+    /// map (delay scheduling).
+    pub missed_offers: u32,
 }
 
 impl Job {
@@ -311,6 +439,7 @@ impl Job {
             finished: None,
             state: JobState::Running,
             report_json: String::new(),
+            missed_offers: 0,
         }
     }
 
@@ -343,76 +472,132 @@ impl Job {
         self.state == JobState::Running
     }
 
-    /// The next task for `w`, if any: `(kind, index, local, speculative)`.
-    /// `holders(block)` says which live workers hold a block.
+    /// The next task of `kind` for `w`, if any. Declining a map slot
+    /// counts a missed offer.
     pub fn pick(
-        &self,
+        &mut self,
         w: &Asker<'_>,
         kind: TaskKind,
         s: &Settings,
         now: Instant,
-        live_holder: &dyn Fn(&str) -> bool,
-    ) -> Option<(TaskKind, usize, bool, bool)> {
+        topo: &Topology,
+    ) -> Option<Pick> {
         if kind == MAP {
-            return self.pick_map(w, s, now, live_holder);
+            return self.pick_map(w, s, now, topo);
         }
         let maps_done = if self.maps.is_empty() {
             1.0
         } else {
             self.done(MAP) as f64 / self.maps.len() as f64
         };
-        if self.map_only || self.maps.iter().any(Task::pending) || maps_done < s.slowstart {
+        if self.map_only || maps_done < s.slowstart {
             return None;
         }
+        let reduce = |index, speculative| Pick {
+            kind: REDUCE,
+            index,
+            level: Locality::Any,
+            speculative,
+        };
         if let Some(i) = self
             .reduces
             .iter()
             .position(|t| t.pending() && t.may_run_on(w))
         {
-            return Some((REDUCE, i, true, false));
+            return Some(reduce(i, false));
         }
-        self.straggler(REDUCE, w, s, now)
-            .map(|i| (REDUCE, i, true, true))
+        self.straggler(REDUCE, w, s, now).map(|i| reduce(i, true))
     }
 
     fn pick_map(
-        &self,
+        &mut self,
         w: &Asker<'_>,
         s: &Settings,
         now: Instant,
-        live_holder: &dyn Fn(&str) -> bool,
-    ) -> Option<(TaskKind, usize, bool, bool)> {
-        // A synthetic task (no block) is at home anywhere.
-        let holds = |i: usize| {
-            self.inputs[i]
+        topo: &Topology,
+    ) -> Option<Pick> {
+        let map = |index, level, speculative| Pick {
+            kind: MAP,
+            index,
+            level,
+            speculative,
+        };
+        let Some((level, i)) = self.best_pending(w, topo) else {
+            return self
+                .straggler(MAP, w, s, now)
+                .map(|i| map(i, self.level(i, w, topo), true));
+        };
+        if level <= self.allowed(s) {
+            if level <= Locality::Node {
+                self.missed_offers = 0;
+            }
+            return Some(map(i, level, false));
+        }
+        if let Some(i) = self.unplaceable(w, topo) {
+            return Some(map(i, self.level(i, w, topo), false));
+        }
+        self.missed_offers += 1;
+        None
+    }
+
+    /// The pending map `w` may run that is closest to its input there.
+    fn best_pending(&self, w: &Asker<'_>, topo: &Topology) -> Option<(Locality, usize)> {
+        self.maps
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.pending() && t.may_run_on(w))
+            .map(|(i, _)| (self.level(i, w, topo), i))
+            .min()
+    }
+
+    /// A pending map `w` may run that waits for no locality: it failed on
+    /// a damaged replica, or no live worker holds its block.
+    fn unplaceable(&self, w: &Asker<'_>, topo: &Topology) -> Option<usize> {
+        self.maps.iter().enumerate().position(|(i, t)| {
+            let orphan = self.inputs[i]
                 .block()
-                .is_none_or(|b| b.replicas.iter().any(|u| u == w.uid))
+                .is_some_and(|b| !b.replicas.iter().any(|u| topo.place(u).is_some()));
+            t.pending() && t.may_run_on(w) && (t.any_worker || orphan)
+        })
+    }
+
+    /// How close to its input map `i` would run on `w`.
+    pub fn level(&self, i: usize, w: &Asker<'_>, topo: &Topology) -> Locality {
+        let Some(b) = self.inputs[i].block() else {
+            // A synthetic map reads nothing: at home anywhere.
+            return Locality::Node;
         };
-        let pending = || {
-            self.maps
-                .iter()
-                .enumerate()
-                .filter(|(_, t)| t.pending() && t.may_run_on(w))
-        };
-        if let Some((i, _)) = pending().find(|&(i, _)| holds(i)) {
-            return Some((MAP, i, true, false));
+        b.replicas
+            .iter()
+            .filter_map(|u| topo.place(u).map(|p| (u, p)))
+            .map(|(u, p)| {
+                if u == w.uid {
+                    Locality::Node
+                } else if p == w.place {
+                    Locality::Rack
+                } else if p.datacenter == w.place.datacenter {
+                    Locality::Datacenter
+                } else {
+                    Locality::Any
+                }
+            })
+            .min()
+            .unwrap_or(Locality::Any)
+    }
+
+    /// The worst level the job may use now, from its missed offers. No
+    /// block is cached yet, so no job waits for the cache level.
+    fn allowed(&self, s: &Settings) -> Locality {
+        let (m, d) = (self.missed_offers, &s.delay);
+        if m <= d.node {
+            Locality::Node
+        } else if m <= d.rack {
+            Locality::Rack
+        } else if m <= d.datacenter {
+            Locality::Datacenter
+        } else {
+            Locality::Any
         }
-        // Remote only after the locality wait, or when no live worker has it.
-        let remote_ok = |i: usize, t: &Task| {
-            t.any_worker
-                || now.duration_since(t.pending_since) >= s.locality_wait
-                || self.inputs[i]
-                    .block()
-                    .is_none_or(|b| !b.replicas.iter().any(|u| live_holder(u)))
-        };
-        if let Some((i, _)) = pending().find(|&(i, t)| remote_ok(i, t)) {
-            return Some((MAP, i, false, false));
-        }
-        if pending().next().is_some() {
-            return None;
-        }
-        self.straggler(MAP, w, s, now)
-            .map(|i| (MAP, i, holds(i), true))
     }
 
     /// A straggling task of `kind` worth a backup attempt on `w`.
@@ -451,15 +636,14 @@ impl Job {
         })
     }
 
-    /// Records a new attempt of a task on `w`; returns its id.
-    pub fn launch(
-        &mut self,
-        kind: TaskKind,
-        index: usize,
-        w: &Asker<'_>,
-        local: bool,
-        speculative: bool,
-    ) -> u32 {
+    /// Records a new attempt of the picked task on `w`; returns its id.
+    pub fn launch(&mut self, p: Pick, w: &Asker<'_>) -> u32 {
+        let Pick {
+            kind,
+            index,
+            level,
+            speculative,
+        } = p;
         let t = &mut self.tasks_mut(kind)[index];
         let id = t.attempts.len() as u32;
         t.attempts.push(Attempt {
@@ -470,7 +654,7 @@ impl Job {
             started: Instant::now(),
             ended: None,
             state: AttemptState::Running,
-            local,
+            level,
             speculative,
             report: None,
         });
@@ -637,14 +821,21 @@ pub fn task_name(kind: TaskKind, index: usize) -> String {
 mod tests {
     use super::*;
 
-    fn job(maps: usize, reducers: u32) -> Job {
-        let blocks = (0..maps)
-            .map(|i| {
+    /// A job whose map `i` reads a block held by `holders[i]` (an empty
+    /// list: a synthetic map).
+    fn job_on(holders: &[&[&str]], reducers: u32) -> Job {
+        let blocks = holders
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                if h.is_empty() {
+                    return MapInput::Synthetic;
+                }
                 MapInput::Block(BlockMeta {
                     id: sluice_proto::ids::BlockId::new(format!("b{i}")).unwrap(),
                     len: 10,
                     crc: 0,
-                    replicas: vec![if i % 2 == 0 { "a" } else { "b" }.into()],
+                    replicas: h.iter().map(|u| u.to_string()).collect(),
                     corrupt: Vec::new(),
                 })
             })
@@ -658,12 +849,203 @@ mod tests {
         )
     }
 
-    fn asker(id: u64, uid: &str) -> Asker<'_> {
+    /// Two workers `a` and `b` in one rack; map `i` on `a` when even.
+    fn job(maps: usize, reducers: u32) -> Job {
+        let holders: Vec<&[&str]> = (0..maps)
+            .map(|i| if i % 2 == 0 { &["a"][..] } else { &["b"][..] })
+            .collect();
+        job_on(&holders, reducers)
+    }
+
+    fn place(dc: &str, rack: &str) -> Place {
+        Place {
+            datacenter: dc.into(),
+            rack: rack.into(),
+        }
+    }
+
+    /// Live workers `(uid, datacenter, rack)`; ids are positions + 1.
+    fn topology(workers: &[(&str, &str, &str)]) -> Topology {
+        Topology::new(
+            workers
+                .iter()
+                .map(|(u, dc, rack)| (u.to_string(), place(dc, rack))),
+        )
+    }
+
+    const ONE_RACK: [(&str, &str, &str); 2] = [("a", "dc1", "r1"), ("b", "dc1", "r1")];
+
+    /// Offers worker `uid` of `topo` a map slot.
+    fn offer(j: &mut Job, topo: &Topology, uid: &str, s: &Settings) -> Option<(usize, Locality)> {
+        let p = topo.place(uid).expect("live worker").clone();
+        let id = uid.bytes().next().map_or(0, u64::from);
+        let w = Asker {
+            id: WorkerId(id),
+            uid,
+            addr: "x",
+            place: &p,
+            live: topo.len(),
+        };
+        let pick = j.pick(&w, MAP, s, Instant::now(), topo)?;
+        j.launch(pick, &w);
+        Some((pick.index, pick.level))
+    }
+
+    /// One scheduling scenario: workers, the holders of each map's block,
+    /// delay thresholds, and offers of a map slot (by worker) with the map
+    /// and level each must launch, or `None` for a declined offer. A
+    /// launched map keeps running.
+    fn check(
+        workers: &[(&str, &str, &str)],
+        holders: &[&[&str]],
+        delay: Delay,
+        offers: &[(&str, Option<(usize, Locality)>)],
+    ) -> Job {
+        let topo = topology(workers);
+        let s = Settings {
+            delay,
+            ..Settings::default()
+        };
+        let mut j = job_on(holders, 1);
+        for (n, (uid, want)) in offers.iter().enumerate() {
+            let got = offer(&mut j, &topo, uid, &s);
+            assert_eq!(
+                got, *want,
+                "offer {n} to {uid} (missed {})",
+                j.missed_offers
+            );
+        }
+        j
+    }
+
+    fn delay(node: u32, rack: u32, datacenter: u32) -> Delay {
+        Delay {
+            cache: 0,
+            node,
+            rack,
+            datacenter,
+        }
+    }
+
+    use Locality::{Any, Datacenter, Node, Rack};
+
+    #[test]
+    fn a_job_declines_offers_until_it_has_missed_enough_for_the_next_level() {
+        check(
+            &ONE_RACK,
+            &[&["a"], &["b"]],
+            delay(2, 9, 9),
+            &[
+                ("a", Some((0, Node))),
+                ("a", None),
+                ("a", None),
+                ("a", None),
+                ("a", Some((1, Rack))),
+            ],
+        );
+    }
+
+    #[test]
+    fn a_node_local_launch_resets_the_count_and_a_rack_one_does_not() {
+        let j = check(
+            &ONE_RACK,
+            &[&["b"], &["b"], &["b"]],
+            delay(1, 9, 9),
+            &[
+                ("a", None),
+                ("a", None),
+                ("a", Some((0, Rack))),
+                ("a", Some((1, Rack))),
+            ],
+        );
+        assert_eq!(j.missed_offers, 2, "rack-local launches keep the count");
+        let mut j = job_on(&[&["a"], &["b"]], 1);
+        j.missed_offers = 5;
+        let topo = topology(&ONE_RACK);
+        let s = Settings::default();
+        assert_eq!(offer(&mut j, &topo, "a", &s), Some((0, Node)));
+        assert_eq!(j.missed_offers, 0, "a node-local launch resets it");
+    }
+
+    #[test]
+    fn each_level_waits_its_own_threshold() {
+        let workers = [
+            ("a", "dc1", "r1"),
+            ("b", "dc1", "r1"),
+            ("c", "dc1", "r2"),
+            ("e", "dc2", "r1"),
+        ];
+        // From c, b's block is in the data center but not the rack.
+        check(
+            &workers,
+            &[&["b"]],
+            delay(1, 2, 9),
+            &[
+                ("c", None),
+                ("c", None),
+                ("c", None),
+                ("c", Some((0, Datacenter))),
+            ],
+        );
+        // From e (another data center, a rack of the same name), anywhere.
+        check(
+            &workers,
+            &[&["b"]],
+            delay(0, 1, 2),
+            &[("e", None), ("e", None), ("e", None), ("e", Some((0, Any)))],
+        );
+        // The best level among the replicas counts.
+        check(
+            &workers,
+            &[&["e", "a"]],
+            delay(0, 9, 9),
+            &[("b", None), ("b", Some((0, Rack)))],
+        );
+    }
+
+    #[test]
+    fn maps_without_a_live_holder_or_a_block_do_not_wait() {
+        // "z" is not live: its block goes anywhere at once.
+        check(
+            &ONE_RACK,
+            &[&["a"], &["z"]],
+            Delay::default(),
+            &[("b", Some((1, Any)))],
+        );
+        // A synthetic map is at home on any worker.
+        check(
+            &ONE_RACK,
+            &[&[], &[]],
+            Delay::default(),
+            &[("a", Some((0, Node))), ("b", Some((1, Node)))],
+        );
+    }
+
+    #[test]
+    fn the_default_delay_is_the_seeds() {
+        let mut offers = vec![("a", Some((0, Node)))];
+        offers.extend(std::iter::repeat_n(("a", None), 41));
+        offers.push(("a", Some((1, Rack))));
+        check(&ONE_RACK, &[&["a"], &["b"]], Delay::default(), &offers);
+    }
+
+    fn asker<'a>(id: u64, uid: &'a str, p: &'a Place) -> Asker<'a> {
         Asker {
             id: WorkerId(id),
             uid,
             addr: "x",
+            place: p,
             live: 2,
+        }
+    }
+
+    /// A pick made by hand.
+    fn chosen(kind: TaskKind, index: usize, level: Locality, spec: bool) -> Pick {
+        Pick {
+            kind,
+            index,
+            level,
+            speculative: spec,
         }
     }
 
@@ -681,36 +1063,12 @@ mod tests {
     }
 
     #[test]
-    fn maps_go_to_their_blocks_and_wait_before_going_remote() {
-        let j = job(2, 1);
-        let s = Settings::default();
-        let now = Instant::now();
-        let live = |_: &str| true;
-        let a = asker(1, "a");
-        assert_eq!(j.pick(&a, MAP, &s, now, &live), Some((MAP, 0, true, false)));
-        let mut j = j;
-        j.launch(MAP, 0, &a, true, false);
-        // Block 1 is on b: a waits.
-        assert_eq!(j.pick(&a, MAP, &s, now, &live), None);
-        let later = now + s.locality_wait;
-        assert_eq!(
-            j.pick(&a, MAP, &s, later, &live),
-            Some((MAP, 1, false, false))
-        );
-        // Or at once when b is dead.
-        let dead_b = |u: &str| u != "b";
-        assert_eq!(
-            j.pick(&a, MAP, &s, now, &dead_b),
-            Some((MAP, 1, false, false))
-        );
-    }
-
-    #[test]
     fn first_success_wins_and_late_attempts_are_discarded() {
         let mut j = job(1, 1);
         let s = Settings::default();
-        j.launch(MAP, 0, &asker(1, "a"), true, false);
-        j.launch(MAP, 0, &asker(2, "b"), false, true);
+        let p = place("dc1", "r1");
+        j.launch(chosen(MAP, 0, Node, false), &asker(1, "a", &p));
+        j.launch(chosen(MAP, 0, Rack, true), &asker(2, "b", &p));
         let (kills, discard) = j.finish(MAP, 0, ok(MAP, 0, 1), &s);
         assert!(!discard);
         assert_eq!(kills, vec![(WorkerId(1), 0)]);
@@ -725,8 +1083,9 @@ mod tests {
     fn repeated_failures_fail_the_job() {
         let mut j = job(1, 1);
         let s = Settings::default();
+        let p = place("dc1", "r1");
         for attempt in 0..4 {
-            let id = j.launch(MAP, 0, &asker(1, "a"), true, false);
+            let id = j.launch(chosen(MAP, 0, Node, false), &asker(1, "a", &p));
             assert_eq!(id, attempt);
             let mut r = ok(MAP, 0, id);
             r.ok = false;
@@ -745,10 +1104,10 @@ mod tests {
     fn a_damaged_replica_is_not_the_tasks_fault() {
         let mut j = job(2, 1);
         let s = Settings::default();
-        let live = |_: &str| true;
-        let now = Instant::now();
+        let topo = topology(&ONE_RACK);
+        let p = place("dc1", "r1");
         for attempt in 0..10 {
-            let id = j.launch(MAP, 1, &asker(2, "b"), true, false);
+            let id = j.launch(chosen(MAP, 1, Node, false), &asker(2, "b", &p));
             assert_eq!(id, attempt);
             let mut r = ok(MAP, 1, id);
             r.ok = false;
@@ -762,45 +1121,45 @@ mod tests {
         assert!(j.is_running(), "{:?}", j.state);
         assert_eq!(j.maps[1].failures, 0);
         // And it may go to a worker without the block at once.
-        j.launch(MAP, 0, &asker(1, "a"), true, false);
-        assert_eq!(
-            j.pick(&asker(1, "a"), MAP, &s, now, &live),
-            Some((MAP, 1, false, false))
-        );
+        j.launch(chosen(MAP, 0, Node, false), &asker(1, "a", &p));
+        assert_eq!(offer(&mut j, &topo, "a", &s), Some((1, Rack)));
     }
 
     #[test]
     fn a_failed_task_goes_to_another_worker_while_there_is_one() {
         let mut j = job(1, 1);
-        let s = Settings::default();
-        let live = |_: &str| true;
-        let now = Instant::now();
-        let (a, b) = (asker(1, "a"), asker(2, "b"));
-        let id = j.launch(MAP, 0, &a, true, false);
+        let s = Settings {
+            delay: delay(0, 9, 9),
+            ..Settings::default()
+        };
+        let topo = topology(&ONE_RACK);
+        let p = place("dc1", "r1");
+        let id = j.launch(chosen(MAP, 0, Node, false), &asker(97, "a", &p));
         let mut r = ok(MAP, 0, id);
         r.ok = false;
         r.error = "no space left on device".into();
         j.finish(MAP, 0, r.clone(), &s);
-        assert_eq!(j.pick(&a, MAP, &s, now, &live), None, "not again on a");
-        let later = now + s.locality_wait + Duration::from_secs(1);
+        assert_eq!(offer(&mut j, &topo, "a", &s), None, "not again on a");
         assert_eq!(
-            j.pick(&b, MAP, &s, later, &live),
-            Some((MAP, 0, false, false))
+            offer(&mut j, &topo, "b", &s),
+            None,
+            "one missed offer first"
         );
-        let id = j.launch(MAP, 0, &b, false, false);
-        r.task.as_mut().unwrap().attempt = id;
+        assert_eq!(offer(&mut j, &topo, "b", &s), Some((0, Rack)));
+        r.task.as_mut().unwrap().attempt = 1;
         j.finish(MAP, 0, r, &s);
         // Failed on every live worker: any may try again.
-        assert_eq!(j.pick(&a, MAP, &s, now, &live), Some((MAP, 0, true, false)));
+        assert_eq!(offer(&mut j, &topo, "a", &s), Some((0, Node)));
     }
 
     #[test]
     fn lost_workers_outputs_are_recomputed_while_needed() {
         let mut j = job(2, 1);
         let s = Settings::default();
-        j.launch(MAP, 0, &asker(1, "a"), true, false);
+        let p = place("dc1", "r1");
+        j.launch(chosen(MAP, 0, Node, false), &asker(1, "a", &p));
         j.finish(MAP, 0, ok(MAP, 0, 0), &s);
-        j.launch(MAP, 1, &asker(2, "b"), true, false);
+        j.launch(chosen(MAP, 1, Node, false), &asker(2, "b", &p));
         j.worker_lost(WorkerId(1));
         assert!(
             j.maps[0].pending(),
@@ -813,24 +1172,42 @@ mod tests {
     }
 
     #[test]
-    fn reduces_wait_for_slowstart_and_stragglers_get_backups() {
+    fn reduces_start_at_slowstart_while_maps_are_still_pending() {
+        let mut j = job(4, 1);
+        let topo = topology(&ONE_RACK);
+        let p = place("dc1", "r1");
+        let a = asker(1, "a", &p);
+        let now = Instant::now();
+        let early = Settings {
+            slowstart: 0.05,
+            ..Settings::default()
+        };
+        let late = Settings::default();
+        assert_eq!(j.pick(&a, REDUCE, &early, now, &topo), None, "0 of 4 done");
+        j.launch(chosen(MAP, 0, Node, false), &a);
+        j.finish(MAP, 0, ok(MAP, 0, 0), &early);
+        assert!(j.maps[1..].iter().all(Task::pending));
+        assert_eq!(j.pick(&a, REDUCE, &late, now, &topo), None, "1/4 < 0.8");
+        let r = j.pick(&a, REDUCE, &early, now, &topo).unwrap();
+        assert_eq!((r.kind, r.index, r.speculative), (REDUCE, 0, false));
+    }
+
+    #[test]
+    fn stragglers_get_backups_once_no_map_is_pending() {
         let mut j = job(2, 1);
         let s = Settings {
             spec_min: Duration::ZERO,
             ..Settings::default()
         };
-        let live = |_: &str| true;
-        let now = Instant::now();
-        let a = asker(1, "a");
-        j.launch(MAP, 0, &a, true, false);
+        let topo = topology(&ONE_RACK);
+        let p = place("dc1", "r1");
+        let a = asker(1, "a", &p);
+        j.launch(chosen(MAP, 0, Node, false), &a);
         j.finish(MAP, 0, ok(MAP, 0, 0), &s);
-        j.launch(MAP, 1, &asker(2, "b"), true, false);
-        assert_eq!(j.pick(&a, REDUCE, &s, now, &live), None, "1/2 < 0.8");
+        j.launch(chosen(MAP, 1, Node, false), &asker(2, "b", &p));
         // Map 1 runs far longer than map 0 took: a backup on a.
-        let later = now + Duration::from_secs(5);
-        assert_eq!(
-            j.pick(&a, MAP, &s, later, &live),
-            Some((MAP, 1, false, true))
-        );
+        let later = Instant::now() + Duration::from_secs(5);
+        let pick = j.pick(&a, MAP, &s, later, &topo).unwrap();
+        assert_eq!((pick.index, pick.level, pick.speculative), (1, Rack, true));
     }
 }

@@ -20,7 +20,8 @@ use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
 use crate::sched::{
-    task_name, Asker, Job, JobId, JobState, MapInput, Settings, TaskKind, WorkerId, MAP, REDUCE,
+    task_name, Asker, Job, JobId, JobState, MapInput, Place, Settings, TaskKind, Topology,
+    WorkerId, MAP, REDUCE,
 };
 use crate::store::{JobRecord, Node, PlacementPolicy, RecordState, StateDir};
 use sluice_proto::auth::Secret;
@@ -740,14 +741,20 @@ impl State {
             return Vec::new();
         };
         let (uid, addr, slots) = (w.info.uid.clone(), w.info.data_addr.clone(), w.info.slots);
+        let place = place_of(&w.info);
         let live: HashMap<String, String> = self
             .alive()
             .map(|w| (w.info.uid.clone(), w.info.data_addr.clone()))
             .collect();
+        let topo = Topology::new(
+            self.alive()
+                .map(|w| (w.info.uid.clone(), place_of(&w.info))),
+        );
         let asker = Asker {
             id: worker,
             uid: &uid,
             addr: &addr,
+            place: &place,
             live: live.len(),
         };
         let now = Instant::now();
@@ -756,13 +763,11 @@ impl State {
             let mut busy = self.running_on(worker, kind);
             for job in self.jobs.values_mut().filter(|j| j.is_running()) {
                 while busy < slots as usize {
-                    let Some((kind, i, local, spec)) =
-                        job.pick(&asker, kind, s, now, &|u| live.contains_key(u))
-                    else {
+                    let Some(pick) = job.pick(&asker, kind, s, now, &topo) else {
                         break;
                     };
-                    let attempt = job.launch(kind, i, &asker, local, spec);
-                    out.push(assignment(job, kind, i, attempt, &uid, &live));
+                    let attempt = job.launch(pick, &asker);
+                    out.push(assignment(job, pick.kind, pick.index, attempt, &uid, &live));
                     busy += 1;
                 }
             }
@@ -842,6 +847,14 @@ impl State {
             error: r.error.clone(),
             ..Default::default()
         })
+    }
+}
+
+/// Where a worker is, as placement and locality see it.
+fn place_of(w: &proto::WorkerInfo) -> Place {
+    Place {
+        datacenter: w.datacenter.clone(),
+        rack: w.rack.clone(),
     }
 }
 

@@ -82,6 +82,11 @@ pub struct ClusterReport {
     pub data_local_maps: u32,
     /// Winning map attempts that streamed their block from another worker.
     pub remote_maps: u32,
+    /// Winning map attempts by the locality level they ran at (`node`,
+    /// `rack`, `datacenter`, `any`; a map that fell back to another
+    /// worker's replica counts as `any`).
+    #[serde(default)]
+    pub maps_by_level: BTreeMap<String, u32>,
     pub attempts: Attempts,
     pub per_worker: Vec<WorkerPhases>,
     pub stragglers: Vec<Straggler>,
