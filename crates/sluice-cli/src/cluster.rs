@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use sluice_client::embedded;
 use sluice_client::PutOptions;
 use sluice_coordinator::store::RackAware;
-use sluice_coordinator::CoordinatorConfig;
+use sluice_coordinator::{CoordinatorConfig, Scheduler};
 use sluice_driver::JobReport;
 use sluice_tools::conn::{connect, secret, target};
 use sluice_worker::WorkerConfig;
@@ -67,10 +67,27 @@ pub struct CoordinatorArgs {
     /// A task this many times slower than its phase's median is a straggler.
     #[arg(long, default_value_t = 1.5)]
     speculative_slowdown: f64,
+    /// Which job a free slot goes to: in submission order (fifo) or
+    /// shared between pools (fair).
+    #[arg(long, value_enum, default_value = "fifo")]
+    scheduler: SchedulerArg,
+    /// Pools of the fair scheduler (TOML: `[pool.NAME]` with weight,
+    /// min_share, max_share, mode); read again by `sluice pools --reload`.
+    #[arg(long)]
+    pools: Option<PathBuf>,
     /// A block no data set, put or job knows is deleted from its worker
     /// once it has been reported this long (ms).
     #[arg(long, default_value_t = 600_000)]
     orphan_grace_ms: u64,
+}
+
+/// A coordinator's scheduling policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchedulerArg {
+    /// Jobs in submission order.
+    Fifo,
+    /// Hadoop's fair scheduler over pools.
+    Fair,
 }
 
 /// Worker settings.
@@ -172,6 +189,10 @@ pub struct SubmitArgs {
     /// output survives the loss of all but one of them.
     #[arg(long, default_value_t = 1)]
     replication: u32,
+    /// The fair scheduler's pool for the job (before the job name; the
+    /// same as `-D sluice.pool=NAME`).
+    #[arg(long)]
+    pool: Option<String>,
     /// The job and its `sluice run` flags; --input and --output name data sets.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     args: Vec<String>,
@@ -219,6 +240,13 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         jobs: crate::jobs(),
         placement: Box::new(RackAware),
         orphan_grace: Duration::from_millis(a.orphan_grace_ms),
+        scheduler: match a.scheduler {
+            SchedulerArg::Fifo => {
+                anyhow::ensure!(a.pools.is_none(), "--pools is for --scheduler fair");
+                Scheduler::Fifo
+            }
+            SchedulerArg::Fair => Scheduler::Fair(a.pools.clone()),
+        },
     };
     runtime()?.block_on(async {
         let (addr, server) = sluice_coordinator::start(cfg).await?;
@@ -397,10 +425,34 @@ pub fn get(name: &str, out: &Path, conn: &Conn) -> anyhow::Result<()> {
 pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
     let c = connect(conn)?;
     for (s, what) in c.jobs()? {
-        println!("{:<12} {:<10} {what}", s.job, s.state);
+        let pool = if s.pool.is_empty() { "-" } else { &s.pool };
+        println!("{:<12} {:<10} {pool:<10} {what}", s.job, s.state);
         if !s.error.is_empty() {
             println!("{:<12} {:<10} {}", "", "", s.error);
         }
+    }
+    Ok(())
+}
+
+/// `sluice pools`.
+pub fn pools(reload: bool, conn: &Conn) -> anyhow::Result<()> {
+    let l = connect(conn)?.pools(reload)?;
+    println!(
+        "scheduler {}; {} map and {} reduce slots",
+        l.scheduler, l.map_slots, l.reduce_slots
+    );
+    for p in l.pools {
+        println!(
+            "pool {:<16} weight {:<5} min share {:<3} max share {:<5} {:<5} {} jobs, running {} maps, {} reduces",
+            p.name,
+            p.weight,
+            p.min_share,
+            p.max_share,
+            p.mode,
+            p.jobs,
+            p.running_maps,
+            p.running_reduces
+        );
     }
     Ok(())
 }
@@ -423,7 +475,10 @@ pub fn rm(name: &str, conn: &Conn) -> anyhow::Result<()> {
 
 /// `sluice submit`: runs a job on the cluster and prints its summary.
 pub fn submit(a: &SubmitArgs) -> anyhow::Result<Vec<JobReport>> {
-    let ra = RunArgs::parse(&a.args)?;
+    let mut ra = RunArgs::parse(&a.args)?;
+    if let Some(pool) = &a.pool {
+        ra.define.push(format!("sluice.pool={pool}"));
+    }
     let target = target(&a.conn, a.replication, ra.quiet)?;
     crate::run::run_on(&ra, sluice_driver::Target::Cluster(&target))
 }

@@ -79,6 +79,14 @@ enum Command {
     Ls(cluster::Conn),
     /// List the cluster's jobs: running, succeeded, failed and killed (with why).
     Jobs(cluster::Conn),
+    /// Show the scheduler's pools and their use.
+    Pools {
+        /// Read the coordinator's pools file again first.
+        #[arg(long)]
+        reload: bool,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
     /// End a running job on the cluster: its tasks' results are dropped,
     /// its temporary files removed, and it is recorded killed.
     Kill {
@@ -318,6 +326,7 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
         Command::Put(a) => cluster::put(&a),
         Command::Ls(conn) => cluster::ls(&conn),
         Command::Jobs(conn) => cluster::jobs(&conn),
+        Command::Pools { reload, conn } => cluster::pools(reload, &conn),
         Command::Kill { job, conn } => cluster::kill(job, &conn),
         Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
         Command::Rm { name, conn } => cluster::rm(&name, &conn),

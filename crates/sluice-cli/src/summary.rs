@@ -106,6 +106,14 @@ fn print_cluster(r: &ClusterReport) {
         levels.join(", "),
         r.receive_skew
     );
+    eprintln!(
+        "slots    pool {}; held on average {:.2} map and {:.2} reduce slots ({:.2} and {:.2} task-s)",
+        if r.pool.is_empty() { "-" } else { &r.pool },
+        r.slots.mean_map_slots,
+        r.slots.mean_reduce_slots,
+        r.slots.map_slot_s,
+        r.slots.reduce_slot_s
+    );
     let a = &r.attempts;
     eprintln!(
         "attempts {} launched, {} failed, {} killed, {} lost, {} speculative ({:.2} s redone); \

@@ -899,3 +899,93 @@ fn delay_scheduling_waits_for_missed_offers_before_leaving_the_blocks_node() {
     let (node, rack) = maps_by_level_with_one_holder("--delay-node 2");
     assert!(rack > 0 && node > 0, "node {node}, rack {rack}");
 }
+
+/// Two word counts submitted together to a 2-worker cluster (one map slot
+/// each) under coordinator `flags`, the second in pool `b`: the map slots
+/// each held on average, from their reports.
+fn mean_map_slots_of_two_jobs(flags: &str) -> (f64, f64) {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "12MB");
+    let c = Cluster::up(d.path(), 2, &format!("--heartbeat-ms 50 {flags}"));
+    put(&c, &data, "words", "256KB", "2");
+    let (r1, r2) = (d.path().join("r1.json"), d.path().join("r2.json"));
+    let mut first = submit_wc(&c, "words", "c1");
+    first.arg("--report").arg(&r1).stdout(Stdio::null());
+    let mut second = c.submit(&["--pool", "b"]);
+    second
+        .args(WC)
+        .args(["--input", "words", "--output", "c2", "--report"]);
+    second.arg(&r2).stdout(Stdio::null());
+    let (j1, j2) = (first.spawn().unwrap(), second.spawn().unwrap());
+    ok(j1.wait_with_output().unwrap());
+    ok(j2.wait_with_output().unwrap());
+    let slots = |p: &Path| {
+        let r = read_report(p);
+        assert_eq!(r["cluster"]["maps_by_level"]["node"], r["maps"], "{r}");
+        r["cluster"]["slots"]["mean_map_slots"].as_f64().unwrap()
+    };
+    let held = (slots(&r1), slots(&r2));
+    eprintln!("{flags}: map slots held {held:?}");
+    held
+}
+
+#[test]
+fn fair_sharing_splits_the_slots_between_pools_and_fifo_does_not() {
+    // FIFO: the first job holds both map slots while it has maps; the
+    // second gets them after.
+    let (first, _) = mean_map_slots_of_two_jobs("--scheduler fifo");
+    assert!(first > 1.6, "fifo: first job held {first:.2} map slots");
+    // Fair: the pools share the two slots, about one each.
+    let (first, second) = mean_map_slots_of_two_jobs("--scheduler fair");
+    assert!(
+        first < 1.5 && second < 1.5,
+        "fair: {first:.2} and {second:.2}"
+    );
+}
+
+#[test]
+fn a_pool_at_its_maximum_share_holds_no_more_and_pools_reload() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "6MB");
+    let pools = d.path().join("pools.toml");
+    std::fs::write(&pools, "[pool.capped]\nmax_share = 0.5\nweight = 2.0\n").unwrap();
+    let flags = format!(
+        "--heartbeat-ms 50 --scheduler fair --pools {}",
+        pools.display()
+    );
+    let c = Cluster::up(d.path(), 2, &flags);
+    put(&c, &data, "words", "256KB", "2");
+    let report = d.path().join("r.json");
+    let mut job = c.submit(&["--pool", "capped"]);
+    job.args(WC)
+        .args(["--input", "words", "--output", "c", "--report"]);
+    ok(job.arg(&report).output().unwrap());
+    let r = read_report(&report);
+    assert_eq!(r["cluster"]["pool"], "capped", "{r}");
+    let held = r["cluster"]["slots"]["mean_map_slots"].as_f64().unwrap();
+    assert!(
+        held < 1.1,
+        "a pool capped at half of 2 slots held {held:.2}"
+    );
+    let listing = |reload: bool| {
+        let mut cmd = c.cmd(&["pools"]);
+        if reload {
+            cmd.arg("--reload");
+        }
+        String::from_utf8_lossy(&ok(cmd.output().unwrap()).stdout).into_owned()
+    };
+    let before = listing(false);
+    assert!(
+        before.contains("scheduler fair") && before.contains("max share 0.5"),
+        "{before}"
+    );
+    std::fs::write(&pools, "[pool.capped]\nmax_share = 1.0\n").unwrap();
+    let after = listing(true);
+    assert!(after.contains("max share 1 "), "{after}");
+    // A bad file is refused naming the pool; the pools in force stay.
+    std::fs::write(&pools, "[pool.capped]\nweight = -1.0\n").unwrap();
+    let mut bad = c.cmd(&["pools", "--reload"]);
+    let err = fails(bad.output().unwrap());
+    assert!(err.contains("pool capped: weight"), "{err}");
+    assert!(listing(false).contains("max share 1 "));
+}

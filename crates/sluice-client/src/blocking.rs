@@ -101,6 +101,12 @@ impl BlockingClient {
         self.rt.block_on(self.client.submit(request, replication))
     }
 
+    /// The scheduler's pools and their use; `reload` reads the pools file
+    /// again first.
+    pub fn pools(&self, reload: bool) -> Result<proto::PoolList> {
+        self.rt.block_on(self.client.pools(reload))
+    }
+
     /// Ends running job `job`.
     pub fn kill(&self, job: u64) -> Result<proto::JobStatus> {
         self.rt.block_on(self.client.kill(job))

@@ -363,6 +363,13 @@ impl Client {
         Ok(self.rpc.clone().submit(req).await?.into_inner().job)
     }
 
+    /// The scheduler's pools and their use; `reload` reads the pools file
+    /// again first.
+    pub async fn pools(&self, reload: bool) -> Result<proto::PoolList> {
+        let req = proto::PoolsRequest { reload };
+        Ok(self.rpc.clone().pools(req).await?.into_inner())
+    }
+
     /// Ends running job `job`; returns its status.
     pub async fn kill(&self, job: u64) -> Result<proto::JobStatus> {
         let req = proto::KillJobRequest {

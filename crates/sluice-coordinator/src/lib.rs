@@ -3,12 +3,13 @@
 //! control-plane service workers and clients call ([`service`]), and the
 //! report of each finished job ([`report`]).
 
+pub mod policy;
 pub mod report;
 pub mod sched;
 pub mod service;
 pub mod store;
 
-pub use service::{start, CoordinatorConfig};
+pub use service::{start, CoordinatorConfig, Scheduler};
 
 /// Scheduler settings from their command-line values (the rest default).
 pub fn sched_settings(

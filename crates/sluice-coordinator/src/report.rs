@@ -13,6 +13,7 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
     let mut r = ClusterReport {
         job_id: job.id.0,
         job: job.request.job.clone(),
+        pool: job.pool.clone(),
         request: Some((*job.request).clone()),
         input: job.input.clone(),
         output: job.output.clone(),
@@ -35,10 +36,12 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
     for kind in [MAP, REDUCE] {
         let (mut first, mut last) = (None::<Instant>, None::<Instant>);
         let mut secs = Vec::new();
+        let mut slot_s = 0.0;
         for t in job.tasks(kind) {
             for a in &t.attempts {
                 count_attempt(&mut r.attempts, a, now);
                 first = Some(first.map_or(a.started, |f| f.min(a.started)));
+                slot_s += a.seconds(now);
             }
             let Some(a) = t.winner() else { continue };
             last = Some(last.map_or(a.ended.unwrap_or(now), |l| l.max(a.ended.unwrap_or(now))));
@@ -86,10 +89,13 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
             (Some(f), Some(l)) => l.saturating_duration_since(f).as_secs_f64(),
             _ => 0.0,
         };
+        let mean = if span > 0.0 { slot_s / span } else { 0.0 };
         if kind == MAP {
             r.phases.map_s = span;
+            (r.slots.map_slot_s, r.slots.mean_map_slots) = (slot_s, mean);
         } else {
             r.phases.reduce_s = span;
+            (r.slots.reduce_slot_s, r.slots.mean_reduce_slots) = (slot_s, mean);
         }
         find_stragglers(&mut r.stragglers, job, kind, &mut secs, now);
     }

@@ -407,6 +407,8 @@ pub struct Job {
     /// Offers of a map slot declined since it last launched a node-local
     /// map (delay scheduling).
     pub missed_offers: u32,
+    /// Its pool (fair scheduling).
+    pub pool: String,
 }
 
 impl Job {
@@ -420,8 +422,13 @@ impl Job {
         token: [u8; 32],
     ) -> Self {
         let now = Instant::now();
+        let pool = request
+            .property(crate::policy::POOL_PROPERTY)
+            .unwrap_or(crate::policy::DEFAULT_POOL)
+            .to_owned();
         Job {
             id,
+            pool,
             encoded: request.encode().into(),
             input: request.input.clone(),
             output: request.output.clone(),

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
+use crate::policy::{Fair, Fifo, JobView, Policy, PoolConfig, Pools};
 use crate::sched::{
     task_name, Asker, Job, JobId, JobState, MapInput, Place, Settings, TaskKind, Topology,
     WorkerId, MAP, REDUCE,
@@ -46,6 +47,35 @@ pub struct CoordinatorConfig {
     /// How long a block that no data set, put or job knows may sit on a
     /// worker before the worker is told to delete it.
     pub orphan_grace: Duration,
+    /// The scheduling policy: FIFO, or fair over the pools of a file.
+    pub scheduler: Scheduler,
+}
+
+/// The scheduling policy a coordinator runs.
+#[derive(Debug, Clone)]
+pub enum Scheduler {
+    /// Jobs in submission order.
+    Fifo,
+    /// Fair sharing between pools, read from the file if one is given
+    /// (and again on `sluice pools reload`).
+    Fair(Option<PathBuf>),
+}
+
+impl Scheduler {
+    /// The policy, its pools read now.
+    pub fn policy(&self) -> Result<Box<dyn Policy>, ClusterError> {
+        match self {
+            Scheduler::Fifo => Ok(Box::new(Fifo)),
+            Scheduler::Fair(None) => Ok(Box::new(Fair::default())),
+            Scheduler::Fair(Some(path)) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| ClusterError::io("reading", path, e))?;
+                let pools = Pools::parse(&text)
+                    .map_err(|e| ClusterError::Config(format!("{}: {e}", path.display())))?;
+                Ok(Box::new(Fair { pools }))
+            }
+        }
+    }
 }
 
 /// How long blocks planned for a put are reserved for it (a put that
@@ -84,6 +114,8 @@ struct State {
     unknown: HashMap<(String, String), Instant>,
     /// Damaged replicas were marked and the catalog is not saved yet.
     catalog_dirty: bool,
+    /// Which job a free slot is offered to first.
+    policy: Box<dyn Policy>,
 }
 
 /// The gRPC service.
@@ -126,6 +158,7 @@ pub async fn start(
         );
     }
     store.save_jobs(&records)?;
+    let policy = cfg.scheduler.policy()?;
     let state = State {
         epoch,
         store,
@@ -139,6 +172,7 @@ pub async fn start(
         planned: HashMap::new(),
         unknown: HashMap::new(),
         catalog_dirty: false,
+        policy,
     };
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
@@ -761,18 +795,94 @@ impl State {
         let mut out = Vec::new();
         for kind in [MAP, REDUCE] {
             let mut busy = self.running_on(worker, kind);
-            for job in self.jobs.values_mut().filter(|j| j.is_running()) {
-                while busy < slots as usize {
+            let total = self.total_slots();
+            // Each free slot goes to the first job in the policy's order
+            // that takes it; the order is asked again for the next slot.
+            'slots: while busy < slots as usize {
+                let order = self.policy.order(&self.views(kind), kind, total);
+                for id in order {
+                    let Some(job) = self.jobs.get_mut(&id) else {
+                        continue;
+                    };
                     let Some(pick) = job.pick(&asker, kind, s, now, &topo) else {
-                        break;
+                        continue;
                     };
                     let attempt = job.launch(pick, &asker);
                     out.push(assignment(job, pick.kind, pick.index, attempt, &uid, &live));
                     busy += 1;
+                    continue 'slots;
                 }
+                break;
             }
         }
         out
+    }
+
+    /// The running jobs as the policy sees them, for `kind` slots.
+    fn views(&self, kind: TaskKind) -> Vec<JobView> {
+        self.jobs
+            .values()
+            .filter(|j| j.is_running())
+            .map(|j| {
+                let running = j
+                    .tasks(kind)
+                    .iter()
+                    .filter(|t| t.running().next().is_some())
+                    .count();
+                let pending = j.tasks(kind).iter().filter(|t| t.pending()).count();
+                JobView {
+                    id: j.id,
+                    pool: j.pool.clone(),
+                    running,
+                    demand: running + pending,
+                }
+            })
+            .collect()
+    }
+
+    /// Slots of one kind on the live workers.
+    fn total_slots(&self) -> usize {
+        self.alive().map(|w| w.info.slots as usize).sum()
+    }
+
+    /// The pools with their use now.
+    fn pool_list(&self) -> proto::PoolList {
+        let maps = self.views(MAP);
+        let reduces = self.views(REDUCE);
+        let mut names: Vec<String> = self.policy.pools().into_iter().map(|(n, _)| n).collect();
+        names.extend(maps.iter().map(|j| j.pool.clone()));
+        names.sort();
+        names.dedup();
+        let configs: BTreeMap<String, PoolConfig> = self.policy.pools().into_iter().collect();
+        let sum = |v: &[JobView], name: &str| {
+            v.iter()
+                .filter(|j| j.pool == name)
+                .map(|j| j.running as u32)
+                .sum()
+        };
+        let pools = names
+            .iter()
+            .map(|name| {
+                let c = configs.get(name).cloned().unwrap_or_default();
+                proto::PoolInfo {
+                    name: name.clone(),
+                    weight: c.weight,
+                    min_share: c.min_share as u32,
+                    max_share: c.max_share,
+                    mode: format!("{:?}", c.mode).to_lowercase(),
+                    running_maps: sum(&maps, name),
+                    running_reduces: sum(&reduces, name),
+                    jobs: maps.iter().filter(|j| &j.pool == name).count() as u32,
+                }
+            })
+            .collect();
+        let slots = self.total_slots() as u32;
+        proto::PoolList {
+            scheduler: self.policy.name().into(),
+            pools,
+            map_slots: slots,
+            reduce_slots: slots,
+        }
     }
 
     fn running_on(&self, worker: WorkerId, kind: TaskKind) -> usize {
@@ -839,6 +949,7 @@ impl State {
                 maps_done: j.done(MAP) as u32,
                 reduces: j.reduces.len() as u32,
                 reduces_done: j.done(REDUCE) as u32,
+                pool: j.pool.clone(),
             });
         }
         self.records.get(&id).map(|r| proto::JobStatus {
@@ -1334,6 +1445,15 @@ impl Coordinator for Service {
             ));
         }
         Ok(Response::new(out))
+    }
+
+    async fn pools(&self, req: Request<proto::PoolsRequest>) -> Reply<proto::PoolList> {
+        if req.into_inner().reload {
+            let policy = self.cfg.scheduler.policy().map_err(status)?;
+            self.lock().policy = policy;
+            self.notify.notify_waiters();
+        }
+        Ok(Response::new(self.lock().pool_list()))
     }
 
     async fn info(&self, _: Request<Empty>) -> Reply<proto::ClusterInfo> {

@@ -46,6 +46,19 @@ pub struct Attempts {
     pub wasted_s: f64,
 }
 
+/// Slots a job held.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SlotUse {
+    /// Seconds of all map attempts.
+    pub map_slot_s: f64,
+    /// Seconds of all reduce attempts.
+    pub reduce_slot_s: f64,
+    /// Map slots held on average over the map span.
+    pub mean_map_slots: f64,
+    /// Reduce slots held on average over the reduce span.
+    pub mean_reduce_slots: f64,
+}
+
 /// Phase spans, seconds from submission.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Phases {
@@ -61,6 +74,9 @@ pub struct Phases {
 pub struct ClusterReport {
     pub job_id: u64,
     pub job: String,
+    /// The pool it ran in (fair scheduling).
+    #[serde(default)]
+    pub pool: String,
     /// The job as submitted.
     pub request: Option<sluice_request::JobRequest>,
     pub input: String,
@@ -78,6 +94,10 @@ pub struct ClusterReport {
     pub output_bytes: u64,
     pub shuffle_bytes: u64,
     pub phases: Phases,
+    /// Slots it held: task-seconds of every attempt, and their mean over
+    /// its map and reduce spans (what fair sharing divides).
+    #[serde(default)]
+    pub slots: SlotUse,
     /// Winning map attempts that read their block on their own worker.
     pub data_local_maps: u32,
     /// Winning map attempts that streamed their block from another worker.
