@@ -989,3 +989,57 @@ fn a_pool_at_its_maximum_share_holds_no_more_and_pools_reload() {
     assert!(err.contains("pool capped: weight"), "{err}");
     assert!(listing(false).contains("max share 1 "));
 }
+
+/// Whether process `pid` is running a task (a thread named `task-...`).
+fn running_a_task(pid: u32) -> bool {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    threads.filter_map(Result::ok).any(|t| {
+        std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("task-"))
+    })
+}
+
+#[test]
+fn a_straggler_gets_a_backup_attempt_that_wins() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "16MB");
+    // A stopped worker is not declared lost here: its task is a straggler.
+    let c = Cluster::up(d.path(), 3, "--worker-timeout-ms 600000 --heartbeat-ms 50");
+    put(&c, &data, "words", "2MB", "3");
+    let report = d.path().join("report.json");
+    let job = c
+        .submit(&[
+            "grep",
+            "--pattern",
+            "th",
+            "--input",
+            "words",
+            "--output",
+            "g",
+        ])
+        .arg("--report")
+        .arg(&report)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let slow = c.worker_pids()[1];
+    poll(|| running_a_task(slow).then_some(()));
+    signal(slow, "STOP");
+    let out = job.wait_with_output();
+    signal(slow, "CONT");
+    ok(out.unwrap());
+    let r = read_report(&report);
+    let a = &r["cluster"]["attempts"];
+    assert!(a["speculative"].as_u64().unwrap() >= 1, "a backup: {r}");
+    assert!(
+        a["killed"].as_u64().unwrap() >= 1,
+        "the straggler lost: {r}"
+    );
+    assert_eq!(a["lost"].as_u64(), Some(0), "{r}");
+    let got = d.path().join("got");
+    get(&c, "g", &got);
+    let want = local(d.path(), &data, &["grep", "--pattern", "th"]);
+    // Map-only: the matching lines in input order, however split.
+    assert!(concat_parts(&want) == concat_parts(&got));
+}

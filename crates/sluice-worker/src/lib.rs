@@ -363,7 +363,11 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
         let shared = shared.clone();
         let Some(id) = t.task else { continue };
         lock(&shared.running).insert(key(&id));
-        std::thread::spawn(move || {
+        // Named for debuggers and `ps -T`: `task-` and the task's name
+        // (the kernel keeps 15 bytes).
+        let kind = TaskKind::from_wire(id.kind).map_or('?', TaskKind::letter);
+        let name = format!("task-{kind}{}-{}", id.index, id.job);
+        let spawned = std::thread::Builder::new().name(name).spawn(move || {
             let mut report = run_task(&shared, &t);
             lock(&shared.running).remove(&key(&id));
             if lock(&shared.cancelled).remove(&key(&id)) {
@@ -386,6 +390,9 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
                 beat(&s2, vec![report]).await;
             });
         });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start a task thread: {e}");
+        }
     }
     false
 }
