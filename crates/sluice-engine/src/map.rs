@@ -244,12 +244,10 @@ impl<'a> CollectSink<'a> {
         let job = phase.job;
         let parts = phase.partitions();
         let collector: Box<dyn Collector> = match &job.aggregator {
-            Some(agg) => Box::new(HashCollector::new(
-                agg.clone(),
-                job.partitioner.clone(),
-                parts,
-                job.key_order,
-            )),
+            Some(agg) => Box::new(
+                HashCollector::new(agg.clone(), job.partitioner.clone(), parts, job.key_order)
+                    .with_budget(phase.cfg.collect_budget()),
+            ),
             None => Box::new(SortCollector::new(
                 job.partitioner.clone(),
                 parts,

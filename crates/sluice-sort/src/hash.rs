@@ -49,6 +49,13 @@ pub struct HashCollector {
     partitions: u32,
     order: KeyOrder,
     folded: u64,
+    /// The sort buffer of a spill, kept between spills.
+    spill_order: Vec<SpillEntry>,
+    /// The memory budget the engine spills at, if it said: the table and
+    /// buffers are kept across spills while they hold under three
+    /// quarters of it, so a long map phase does not reallocate them at
+    /// every spill.
+    budget: Option<usize>,
 }
 
 fn padded(key: &[u8]) -> [u8; INLINE_KEY] {
@@ -77,6 +84,28 @@ impl HashCollector {
             partitions: partitions.max(1),
             order,
             folded: 0,
+            spill_order: Vec::new(),
+            budget: None,
+        }
+    }
+
+    /// Tells the collector the budget it is spilled at (see `budget`).
+    pub fn with_budget(mut self, budget: usize) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// After a spill: keeps the emptied table and buffers when they hold
+    /// under three quarters of the budget, else gives them back.
+    fn settle_after_spill(&mut self) {
+        self.table.clear();
+        self.arena.clear();
+        self.spill_order.clear();
+        let keep = self.budget.is_some_and(|b| self.memory() < b / 4 * 3);
+        if !keep {
+            self.table = HashTable::new();
+            self.arena = Vec::new();
+            self.spill_order = Vec::new();
         }
     }
 
@@ -154,6 +183,9 @@ impl HashCollector {
     }
 }
 
+/// One entry of a spill's sort: partition, key prefix, slot.
+type SpillEntry = (u32, u64, Slot);
+
 impl Collector for HashCollector {
     #[inline]
     fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -188,8 +220,20 @@ impl Collector for HashCollector {
         Ok(())
     }
 
+    /// What the collector holds now, plus what it would need before it
+    /// could hand its memory back: the sort of its entries at a spill
+    /// ([`SpillEntry`] each), and, when its table is full, the table twice
+    /// the size that the next new key would allocate beside the current
+    /// one. So a table grows only if the grown table still fits the
+    /// budget, and the engine spills instead.
     fn memory(&self) -> usize {
-        self.arena.len() + self.table.capacity() * (std::mem::size_of::<Slot>() + 1)
+        let table = self.table.allocation_size();
+        let full = !self.table.is_empty() && self.table.len() >= self.table.capacity();
+        let growth = if full { 2 * table } else { 0 };
+        table
+            + self.arena.capacity()
+            + self.table.len().max(self.spill_order.capacity()) * std::mem::size_of::<SpillEntry>()
+            + growth
     }
 
     fn is_empty(&self) -> bool {
@@ -197,18 +241,15 @@ impl Collector for HashCollector {
     }
 
     fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()> {
-        let mut order: Vec<(u32, u64, Slot)> = self
-            .table
-            .iter()
-            .map(|s| {
-                let k = Self::key(&self.arena, s);
-                (
-                    self.partitioner.partition(k, self.partitions),
-                    prefix(self.order, k),
-                    *s,
-                )
-            })
-            .collect();
+        let mut order = std::mem::take(&mut self.spill_order);
+        order.extend(self.table.iter().map(|s| {
+            let k = Self::key(&self.arena, s);
+            (
+                self.partitioner.partition(k, self.partitions),
+                prefix(self.order, k),
+                *s,
+            )
+        }));
         let ko = self.order;
         order.sort_unstable_by(|a, b| {
             (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| {
@@ -229,11 +270,8 @@ impl Collector for HashCollector {
         counters.add(TaskCounter::CombineInputRecords, self.folded);
         counters.add(TaskCounter::CombineOutputRecords, order.len() as u64);
         self.folded = 0;
-        // Release the table rather than clear it: its capacity counts
-        // against the budget, and a full-size empty table would make every
-        // following emit spill.
-        self.table = HashTable::new();
-        self.arena.clear();
+        self.spill_order = order;
+        self.settle_after_spill();
         Ok(())
     }
 }

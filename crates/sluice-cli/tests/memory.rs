@@ -1,0 +1,93 @@
+//! The memory budget is a promise: every job's peak resident memory stays
+//! within 1.1 x `--memory` plus a fixed overhead ([`OVERHEAD`]), on every
+//! key distribution: Zipf over 100,000 words, near-uniform over millions
+//! of words, and one hot key.
+
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::{ok, sluice};
+
+/// What a process holds besides its budget: code, stacks, thread-local
+/// allocator caches, read and write buffers (the documented overhead).
+const OVERHEAD: u64 = 32 << 20;
+
+const BUDGET: u64 = 32 << 20;
+
+fn gen(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    ok(sluice()
+        .args(["gen", "text", "--size", "24MB", "--seed", "3", "--out"])
+        .arg(&out)
+        .args(extra)
+        .output()
+        .unwrap());
+    out
+}
+
+/// One word, over and over.
+fn hot_key(dir: &Path) -> PathBuf {
+    let out = dir.join("hot");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("part-00000"), "hot\n".repeat(6_000_000)).unwrap();
+    out
+}
+
+/// Peak resident bytes of `job` over `input` at the budget.
+fn peak(dir: &Path, input: &Path, job: &[&str]) -> u64 {
+    let report = dir.join("report.json");
+    ok(sluice()
+        .arg("run")
+        .args(job)
+        .arg("--input")
+        .arg(input)
+        .arg("--output")
+        .arg(dir.join("out"))
+        .args(["--overwrite", "-q", "--threads", "2", "--memory"])
+        .arg(BUDGET.to_string())
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap());
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    r["local"]["peak_rss_bytes"].as_u64().unwrap()
+}
+
+#[test]
+fn peak_memory_stays_within_the_budget_on_every_distribution() {
+    let d = tempfile::tempdir().unwrap();
+    let inputs = [
+        ("zipf", gen(d.path(), "zipf", &[])),
+        (
+            "uniform",
+            gen(
+                d.path(),
+                "uniform",
+                &["--vocabulary", "5000000", "--exponent", "0.01"],
+            ),
+        ),
+        ("hot key", hot_key(d.path())),
+    ];
+    let jobs: [&[&str]; 3] = [
+        &["wordcount"],
+        &["wordcount", "--grouping", "sort"],
+        &["sort", "--reducers", "2"],
+    ];
+    let bound = BUDGET + BUDGET / 10 + OVERHEAD;
+    let mut over = Vec::new();
+    for (name, input) in &inputs {
+        for job in jobs {
+            let p = peak(d.path(), input, job);
+            eprintln!("{job:?} on {name}: peak {} MB", p >> 20);
+            if p > bound {
+                over.push(format!("{job:?} on {name}: {} MB", p >> 20));
+            }
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "over {} MB at --memory {} MB: {over:?}",
+        bound >> 20,
+        BUDGET >> 20
+    );
+}
