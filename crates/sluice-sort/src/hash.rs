@@ -222,7 +222,7 @@ impl Collector for HashCollector {
 
     /// What the collector holds now, plus what it would need before it
     /// could hand its memory back: the sort of its entries at a spill
-    /// ([`SpillEntry`] each), and, when its table is full, the table twice
+    /// (a `SpillEntry` each), and, when its table is full, the table twice
     /// the size that the next new key would allocate beside the current
     /// one. So a table grows only if the grown table still fits the
     /// budget, and the engine spills instead.
