@@ -71,6 +71,11 @@ pub struct CoordinatorArgs {
     /// shared between pools (fair).
     #[arg(long, value_enum, default_value = "fifo")]
     scheduler: SchedulerArg,
+    /// Fair preemption: a pool short of its minimum share this long (ms)
+    /// takes slots back from pools over their share, youngest attempts
+    /// first; 0 never preempts.
+    #[arg(long, default_value_t = 0)]
+    preemption_timeout_ms: u64,
     /// Pools of the fair scheduler (TOML: `[pool.NAME]` with weight,
     /// min_share, max_share, mode); read again by `sluice pools --reload`.
     #[arg(long)]
@@ -247,6 +252,8 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
             }
             SchedulerArg::Fair => Scheduler::Fair(a.pools.clone()),
         },
+        preemption_timeout: (a.preemption_timeout_ms > 0)
+            .then(|| Duration::from_millis(a.preemption_timeout_ms)),
     };
     runtime()?.block_on(async {
         let (addr, server) = sluice_coordinator::start(cfg).await?;

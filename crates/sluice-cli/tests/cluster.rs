@@ -1043,3 +1043,46 @@ fn a_straggler_gets_a_backup_attempt_that_wins() {
     // Map-only: the matching lines in input order, however split.
     assert!(concat_parts(&want) == concat_parts(&got));
 }
+
+#[test]
+fn a_pool_under_its_minimum_share_preempts_the_youngest_attempts_of_another() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "16MB");
+    let pools = d.path().join("pools.toml");
+    std::fs::write(&pools, "[pool.b]\nmin_share = 2\n").unwrap();
+    let flags = format!(
+        "--heartbeat-ms 50 --scheduler fair --pools {} --preemption-timeout-ms 100 \
+         --no-speculation",
+        pools.display()
+    );
+    let c = Cluster::up(d.path(), 2, &flags);
+    put(&c, &data, "words", "4MB", "2");
+    let (ra, rb) = (d.path().join("a.json"), d.path().join("b.json"));
+    let job = |pool: &str, out: &str, report: &Path| {
+        let mut j = c.submit(&["--pool", pool]);
+        j.args(WC)
+            .args(["--input", "words", "--output", out, "--report"]);
+        j.arg(report).stdout(Stdio::null()).spawn().unwrap()
+    };
+    let a = job("a", "ca", &ra);
+    // Once a's maps hold the slots, b arrives needing two of them.
+    let workers = c.worker_pids();
+    poll(|| workers.iter().all(|&p| running_a_task(p)).then_some(()));
+    let b = job("b", "cb", &rb);
+    ok(a.wait_with_output().unwrap());
+    ok(b.wait_with_output().unwrap());
+    let ra = read_report(&ra);
+    let killed = ra["cluster"]["attempts"]["killed"].as_u64().unwrap();
+    assert!(killed >= 1, "a's youngest attempt preempted: {ra}");
+    assert_eq!(
+        ra["cluster"]["attempts"]["failed"].as_u64(),
+        Some(0),
+        "{ra}"
+    );
+    let local = local(d.path(), &data, WC);
+    for out in ["ca", "cb"] {
+        let got = d.path().join(out);
+        get(&c, out, &got);
+        same_dirs(&local, &got);
+    }
+}

@@ -51,6 +51,18 @@ pub trait Policy: Send + Sync {
     fn pools(&self) -> Vec<(String, PoolConfig)> {
         Vec::new()
     }
+
+    /// Slots each pool is short of its minimum share now (bounded by its
+    /// demand); empty for FIFO.
+    fn deficits(&self, _jobs: &[JobView], _slots: usize) -> BTreeMap<String, usize> {
+        BTreeMap::new()
+    }
+
+    /// Running tasks each pool holds beyond its share of `slots` by
+    /// weight (and beyond its minimum share): what preemption may take.
+    fn excesses(&self, _jobs: &[JobView], _slots: usize) -> BTreeMap<String, usize> {
+        BTreeMap::new()
+    }
 }
 
 /// Submission order.
@@ -232,6 +244,56 @@ impl Policy for Fair {
             .map(|(n, c)| (n.clone(), c.clone()))
             .collect()
     }
+
+    fn deficits(&self, jobs: &[JobView], _slots: usize) -> BTreeMap<String, usize> {
+        self.standings(jobs)
+            .into_iter()
+            .filter(Standing::needy)
+            .map(|s| {
+                let owed = s.cfg.min_share.min(s.demand) - s.running;
+                (s.name.to_owned(), owed)
+            })
+            .collect()
+    }
+
+    fn excesses(&self, jobs: &[JobView], slots: usize) -> BTreeMap<String, usize> {
+        let standings = self.standings(jobs);
+        let weight: f64 = standings
+            .iter()
+            .filter(|s| s.demand > 0)
+            .map(|s| s.cfg.weight)
+            .sum();
+        standings
+            .into_iter()
+            .filter_map(|s| {
+                let by_weight =
+                    (slots as f64 * s.cfg.weight / weight.max(f64::MIN_POSITIVE)).ceil();
+                let share = (by_weight as usize).max(s.cfg.min_share);
+                (s.running > share).then(|| (s.name.to_owned(), s.running - share))
+            })
+            .collect()
+    }
+}
+
+impl Fair {
+    /// Each pool's standing, from its jobs.
+    fn standings<'a>(&self, jobs: &'a [JobView]) -> Vec<Standing<'a>> {
+        let mut by_pool: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for j in jobs {
+            let e = by_pool.entry(j.pool.as_str()).or_default();
+            e.0 += j.running;
+            e.1 += j.demand;
+        }
+        by_pool
+            .into_iter()
+            .map(|(name, (running, demand))| Standing {
+                name,
+                cfg: self.pools.get(name),
+                running,
+                demand,
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -314,6 +376,26 @@ mod tests {
         check(pools, &[(1, "a", 1, 9), (2, "b", 5, 9)], 8, &[1, 2]);
         // Every pool may hold one slot, however small its share.
         check(pools, &[(1, "a", 0, 9)], 2, &[1]);
+    }
+
+    #[test]
+    fn preemption_takes_from_pools_over_their_share_for_pools_under_their_minimum() {
+        let fair = Fair {
+            pools: Pools::parse("[pool.b]\nmin_share = 3").unwrap(),
+        };
+        // a holds all 4 slots; b has demand and none: b is owed 3, and a
+        // holds 2 beyond its half of the 4 slots by weight.
+        let jobs = views(&[(1, "a", 4, 9), (2, "b", 0, 9)]);
+        assert_eq!(fair.deficits(&jobs, 4), BTreeMap::from([("b".into(), 3)]));
+        assert_eq!(fair.excesses(&jobs, 4), BTreeMap::from([("a".into(), 2)]));
+        // With its minimum share met, b is owed nothing.
+        let jobs = views(&[(1, "a", 1, 9), (2, "b", 3, 9)]);
+        assert!(fair.deficits(&jobs, 4).is_empty());
+        // A pool without demand is owed nothing, and shares nothing.
+        let jobs = views(&[(1, "a", 4, 9), (2, "b", 0, 0)]);
+        assert!(fair.deficits(&jobs, 4).is_empty());
+        assert!(fair.excesses(&jobs, 4).is_empty());
+        assert!(Fifo.deficits(&jobs, 4).is_empty());
     }
 
     #[test]

@@ -805,6 +805,22 @@ impl Job {
     }
 
     /// Running attempts to kill when the job ends.
+    /// Ends running attempt `id` of a task to give its slot to another
+    /// pool (fair preemption): killed, not failed, and the task pending
+    /// again. Returns its worker.
+    pub fn preempt(&mut self, kind: TaskKind, index: usize, id: u32) -> Option<WorkerId> {
+        let now = Instant::now();
+        let a = self.running_attempt(kind, index, id)?;
+        a.state = AttemptState::Killed;
+        a.ended = Some(now);
+        let worker = a.worker;
+        let t = &mut self.tasks_mut(kind)[index];
+        if t.pending() {
+            t.pending_since = now;
+        }
+        Some(worker)
+    }
+
     pub fn running_attempts(&self) -> Vec<(WorkerId, TaskKind, usize, u32)> {
         let mut out = Vec::new();
         for kind in [MAP, REDUCE] {

@@ -49,6 +49,9 @@ pub struct CoordinatorConfig {
     pub orphan_grace: Duration,
     /// The scheduling policy: FIFO, or fair over the pools of a file.
     pub scheduler: Scheduler,
+    /// Fair preemption: a pool short of its minimum share this long takes
+    /// slots back from pools over their share (`None`: never).
+    pub preemption_timeout: Option<Duration>,
 }
 
 /// The scheduling policy a coordinator runs.
@@ -116,6 +119,9 @@ struct State {
     catalog_dirty: bool,
     /// Which job a free slot is offered to first.
     policy: Box<dyn Policy>,
+    /// Since when each pool has been short of its minimum share, by slot
+    /// kind (fair preemption).
+    starved_since: HashMap<(String, TaskKind), Instant>,
 }
 
 /// The gRPC service.
@@ -173,6 +179,7 @@ pub async fn start(
         unknown: HashMap::new(),
         catalog_dirty: false,
         policy,
+        starved_since: HashMap::new(),
     };
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
@@ -323,7 +330,83 @@ impl State {
             }
         }
         changed |= self.fail_unreadable_inputs();
+        if let Some(timeout) = cfg.preemption_timeout {
+            changed |= self.preempt(timeout);
+        }
         self.settle_jobs();
+        changed
+    }
+
+    /// Fair preemption: pools short of their minimum share for `timeout`
+    /// take slots back from pools over their share, the youngest attempts
+    /// first (they lose the least work). Returns whether any was ended.
+    fn preempt(&mut self, timeout: Duration) -> bool {
+        let now = Instant::now();
+        let total = self.total_slots();
+        let mut changed = false;
+        for kind in [MAP, REDUCE] {
+            let views = self.views(kind);
+            let deficits = self.policy.deficits(&views, total);
+            self.starved_since
+                .retain(|(p, k), _| *k != kind || deficits.contains_key(p));
+            let mut owed = 0;
+            for (pool, n) in &deficits {
+                let since = *self
+                    .starved_since
+                    .entry((pool.clone(), kind))
+                    .or_insert(now);
+                if now.duration_since(since) >= timeout {
+                    owed += n;
+                }
+            }
+            if owed == 0 {
+                continue;
+            }
+            let mut excess = self.policy.excesses(&views, total);
+            let mut victims: Vec<(Instant, JobId, usize, u32)> = self
+                .jobs
+                .values()
+                .filter(|j| j.is_running() && excess.contains_key(&j.pool))
+                .flat_map(|j| {
+                    j.tasks(kind).iter().enumerate().flat_map(move |(i, t)| {
+                        t.running().map(move |a| (a.started, j.id, i, a.id))
+                    })
+                })
+                .collect();
+            victims.sort_by_key(|v| std::cmp::Reverse(v.0));
+            for (_, id, i, attempt) in victims {
+                let Some(job) = self.jobs.get_mut(&id) else {
+                    continue;
+                };
+                let Some(left) = excess.get_mut(&job.pool).filter(|n| **n > 0) else {
+                    continue;
+                };
+                let Some(w) = job.preempt(kind, i, attempt) else {
+                    continue;
+                };
+                *left -= 1;
+                tracing::info!(
+                    "preempted job {id} task {} attempt {attempt}",
+                    task_name(kind, i)
+                );
+                if let Some(ws) = self.workers.get_mut(&w) {
+                    ws.kills.push(proto::TaskId {
+                        job: id.0,
+                        kind: kind.wire(),
+                        index: i as u32,
+                        attempt,
+                    });
+                }
+                changed = true;
+                owed -= 1;
+                if owed == 0 {
+                    break;
+                }
+            }
+            for pool in deficits.keys() {
+                self.starved_since.remove(&(pool.clone(), kind));
+            }
+        }
         changed
     }
 
