@@ -861,3 +861,37 @@ fn terasort_output_validates_and_a_damaged_one_does_not() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_request_the_flags_cannot_make_is_refused_naming_what_is_wrong() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("in.txt");
+    std::fs::write(&input, "a b\n").unwrap();
+    let out = d.path().join("out");
+    let refused = |args: &[&str], want: &str| {
+        let o = sluice()
+            .arg("run")
+            .args(args)
+            .arg("--input")
+            .arg(&input)
+            .arg("--output")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{args:?} succeeded");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} left output");
+    };
+    refused(
+        &["wordcont"],
+        "no job named \"wordcont\" in this binary; its jobs are:",
+    );
+    refused(&["wordcount", "-D", "novalue"], "-D novalue: not key=value");
+    refused(&["wordcount", "--params", "{"], "--params is not JSON");
+    refused(
+        &["wordcount", "--params", r#"{"grouping":"tree"}"#],
+        "wordcount: parameters: unknown variant `tree`",
+    );
+    refused(&["grep"], "grep: needs a pattern (--pattern REGEX)");
+}

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::Client;
+use crate::BlockingClient;
 use sluice_proto::auth::Secret;
 use sluice_proto::ClusterError;
 
@@ -165,11 +165,10 @@ fn wait_for_workers(
     secret_file: &Path,
     pids: Vec<(u32, PathBuf)>,
 ) -> Result<Vec<WorkerEntry>> {
-    let rt = runtime()?;
-    let c = rt.block_on(Client::connect(addr, Secret::load(secret_file)?))?;
+    let c = BlockingClient::connect(addr, Secret::load(secret_file)?)?;
     let n = pids.len();
     let info = wait_for(Duration::from_secs(30), || {
-        let info = rt.block_on(c.info()).ok()?;
+        let info = c.info().ok()?;
         (info.workers.iter().filter(|w| w.alive).count() >= n).then_some(info)
     })
     .ok_or_else(|| ClusterError::Config("the workers did not register; see worker-*.log".into()))?;
@@ -218,14 +217,6 @@ pub fn host_memory() -> u64 {
             kb.split_whitespace().nth(1)?.parse::<u64>().ok()
         })
         .map_or(4 << 30, |kb| kb * 1024)
-}
-
-/// A current-thread runtime for the blocking API.
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ClusterError::Config(format!("starting a runtime: {e}")))
 }
 
 fn path_arg(p: &Path) -> String {

@@ -202,32 +202,21 @@ impl Policy for Fair {
     }
 
     fn order(&self, jobs: &[JobView], _kind: TaskKind, slots: usize) -> Vec<JobId> {
-        let mut by_pool: BTreeMap<&str, Vec<&JobView>> = BTreeMap::new();
-        for j in jobs {
-            by_pool.entry(j.pool.as_str()).or_default().push(j);
-        }
-        let mut pools: Vec<(Standing<'_>, Vec<&JobView>)> = by_pool
+        let mut pools: Vec<Standing<'_>> = self
+            .standings(jobs)
             .into_iter()
-            .map(|(name, js)| {
-                let s = Standing {
-                    name,
-                    cfg: self.pools.get(name),
-                    running: js.iter().map(|j| j.running).sum(),
-                    demand: js.iter().map(|j| j.demand).sum(),
-                };
-                (s, js)
-            })
-            .filter(|(s, _)| !s.capped(slots))
+            .filter(|s| !s.capped(slots))
             .collect();
-        pools.sort_by(|(a, _), (b, _)| {
+        pools.sort_by(|a, b| {
             let (ka, kb) = (a.key(), b.key());
             ka.0.cmp(&kb.0)
                 .then(ka.1.total_cmp(&kb.1))
                 .then(a.name.cmp(b.name))
         });
         pools
-            .into_iter()
-            .flat_map(|(s, mut js)| {
+            .iter()
+            .flat_map(|s| {
+                let mut js: Vec<&JobView> = jobs.iter().filter(|j| j.pool == s.name).collect();
                 match s.cfg.mode {
                     PoolMode::Fair => js.sort_by_key(|j| (j.running, j.id)),
                     PoolMode::Fifo => js.sort_by_key(|j| j.id),

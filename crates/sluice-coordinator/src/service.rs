@@ -932,11 +932,11 @@ impl State {
     fn pool_list(&self) -> proto::PoolList {
         let maps = self.views(MAP);
         let reduces = self.views(REDUCE);
-        let mut names: Vec<String> = self.policy.pools().into_iter().map(|(n, _)| n).collect();
+        let configs: BTreeMap<String, PoolConfig> = self.policy.pools().into_iter().collect();
+        let mut names: Vec<String> = configs.keys().cloned().collect();
         names.extend(maps.iter().map(|j| j.pool.clone()));
         names.sort();
         names.dedup();
-        let configs: BTreeMap<String, PoolConfig> = self.policy.pools().into_iter().collect();
         let sum = |v: &[JobView], name: &str| {
             v.iter()
                 .filter(|j| j.pool == name)

@@ -153,10 +153,7 @@ fn sample(
         std::fs::write(&f, &h[..end])
             .map_err(DriverError::io(format!("writing {}", f.display())))?;
     }
-    let mut cfg = sluice_request::settings(req);
-    cfg.format = s.format;
-    let splits = crate::plan(&dir.path().display().to_string(), &cfg)?;
-    crate::sample::points(&splits, s, req, &cfg)
+    crate::sample::split_points(&dir.path().display().to_string(), s, req)
 }
 
 fn serde_json_report(s: &JobStatus) -> Result<ClusterReport, DriverError> {

@@ -42,9 +42,7 @@ impl LocalTarget {
     ) -> Result<JobReport, DriverError> {
         let kind = jobs.get(&req.job)?;
         if let Plan::Sample(s) = plan {
-            let cfg = sluice_request::settings(&req).with_format(s.format);
-            let splits = plan_splits(&req.input, &cfg)?;
-            req.split_points = Some(crate::sample::points(&splits, s, &req, &cfg)?);
+            req.split_points = Some(crate::sample::split_points(&req.input, s, &req)?);
         }
         // A first build checks the request and gives the record format
         // the input is planned with.
@@ -73,25 +71,8 @@ impl LocalTarget {
     }
 }
 
-/// Extension for settings in another record format.
-trait WithFormat {
-    fn with_format(&self, f: input::RecordFormat) -> EngineConfig;
-}
-
-impl WithFormat for EngineConfig {
-    fn with_format(&self, f: input::RecordFormat) -> EngineConfig {
-        let mut c = self.clone();
-        c.format = f;
-        c
-    }
-}
-
 /// Splits of an input, planned as the engine does.
 pub fn plan(input: &str, cfg: &EngineConfig) -> Result<Vec<Split>, DriverError> {
-    plan_splits(input, cfg)
-}
-
-fn plan_splits(input: &str, cfg: &EngineConfig) -> Result<Vec<Split>, DriverError> {
     if let Some(n) = input::synthetic_count(input)? {
         return Ok((0..n).map(Split::synthetic).collect());
     }
@@ -113,12 +94,12 @@ fn input_splits(
     cfg: &EngineConfig,
 ) -> Result<Vec<Split>, DriverError> {
     let Some(dir) = index_dir(&req.input) else {
-        return plan_splits(&req.input, cfg);
+        return plan(&req.input, cfg);
     };
     let idx = RangeIndex::load(&dir)?;
     match kind.key_range(req, idx.field, idx.key_type) {
         Some((lo, hi)) => Ok(idx.splits(&dir, lo.as_deref(), hi.as_deref())?),
-        None => plan_splits(&req.input, cfg),
+        None => plan(&req.input, cfg),
     }
 }
 

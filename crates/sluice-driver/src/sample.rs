@@ -10,8 +10,20 @@ use crate::DriverError;
 const SAMPLES_PER_SPLIT: usize = 100;
 
 /// The `reducers - 1` split points of `req` from the first records of
-/// each split (keys cut to the sampling's key length).
-pub(crate) fn points(
+/// each split of `input` (keys cut to the sampling's key length): the
+/// request's input locally, the heads of its blocks on a cluster.
+pub(crate) fn split_points(
+    input: &str,
+    s: Sampling,
+    req: &JobRequest,
+) -> Result<Vec<Key>, DriverError> {
+    let mut cfg = sluice_request::settings(req);
+    cfg.format = s.format;
+    let splits = crate::plan(input, &cfg)?;
+    points(&splits, s, req, &cfg)
+}
+
+fn points(
     splits: &[Split],
     s: Sampling,
     req: &JobRequest,
