@@ -1,12 +1,15 @@
 //! The coordinator of a Sluice cluster: the data set catalog and where
-//! block replicas go ([`store`]), the job scheduler ([`sched`]), the
-//! control-plane service workers and clients call ([`service`]), and the
-//! report of each finished job ([`report`]).
+//! block replicas go ([`store`]), jobs, tasks and locality ([`sched`]),
+//! which job a free slot goes to ([`policy`]), the state and the one event
+//! handler that changes it ([`state`]), the control-plane service workers
+//! and clients call ([`service`]), and the report of each finished job
+//! ([`report`]).
 
 pub mod policy;
 pub mod report;
 pub mod sched;
 pub mod service;
+pub mod state;
 pub mod store;
 
 pub use service::{start, CoordinatorConfig, Scheduler};

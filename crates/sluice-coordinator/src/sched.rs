@@ -194,7 +194,19 @@ impl Default for Settings {
     }
 }
 
-/// How an attempt ended.
+/// Where an attempt stands.
+///
+/// ```text
+///          report ok
+/// Running ──────────▶ Succeeded ──▶ Lost    (its worker lost while the
+///    │                     └──────▶ Failed   output is needed; a reducer
+///    │ report failed                         could not fetch it)
+///    ├──────────────▶ Failed
+///    │ another attempt won, the job ended, or preempted
+///    ├──────────────▶ Killed
+///    │ its worker lost
+///    └──────────────▶ Lost
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttemptState {
     Running,
@@ -232,7 +244,21 @@ impl Attempt {
     }
 }
 
-/// A map or reduce task.
+/// A map or reduce task. Its state follows from its attempts:
+///
+/// ```text
+///           launch                an attempt succeeded
+/// Pending ─────────▶ Running ──────────────────────────▶ Done
+///    ▲                 │  + backup attempts (speculation)  │
+///    │ every attempt   │                                   │
+///    └─ failed, lost ──┘                                   │
+///    │  or preempted                                       │
+///    └──────── the winner's output lost (worker lost, ─────┘
+///              fetch failure), while still needed
+/// ```
+///
+/// A task fails its job after `max_attempts` failures of its own (those
+/// blamed on a damaged replica do not count).
 #[derive(Debug, Clone)]
 pub struct Task {
     pub attempts: Vec<Attempt>,
@@ -304,9 +330,25 @@ impl Task {
 }
 
 /// Where a job stands.
+///
+/// ```text
+///            every task done            catalog written
+/// Running ────────────────▶ Committing ─────────────────▶ Succeeded
+///    │                          │ catalog write failed
+///    │ a task failed too often, └──────────────────────▶ Failed
+///    │ no live worker or replica ───────────────────────▶ Failed
+///    └ sluice kill, while Running or Committing ────────▶ Killed
+/// ```
+///
+/// A job has ended when it is neither running nor committing; once ended
+/// (its report written, its attempts killed, its files removed) it never
+/// changes again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobState {
     Running,
+    /// Its output data set is in the catalog, waiting for the catalog
+    /// write.
+    Committing,
     Succeeded,
     Failed(String),
     /// Ended on request (`sluice kill`), with who asked.
@@ -322,7 +364,7 @@ impl JobState {
     /// The state kept in the job records.
     pub fn record(&self) -> RecordState {
         match self {
-            JobState::Running => RecordState::Running,
+            JobState::Running | JobState::Committing => RecordState::Running,
             JobState::Succeeded => RecordState::Succeeded,
             JobState::Failed(_) => RecordState::Failed,
             JobState::Killed(_) => RecordState::Killed,
@@ -333,7 +375,7 @@ impl JobState {
     pub fn reason(&self) -> String {
         match self {
             JobState::Failed(m) | JobState::Killed(m) => m.clone(),
-            JobState::Running | JobState::Succeeded => String::new(),
+            JobState::Running | JobState::Committing | JobState::Succeeded => String::new(),
         }
     }
 }
@@ -420,8 +462,8 @@ impl Job {
         inputs: Vec<MapInput>,
         reducers: u32,
         token: [u8; 32],
+        now: Instant,
     ) -> Self {
-        let now = Instant::now();
         let pool = request
             .property(crate::policy::POOL_PROPERTY)
             .unwrap_or(crate::policy::DEFAULT_POOL)
@@ -475,8 +517,25 @@ impl Job {
         self.done(MAP) == self.maps.len() && self.done(REDUCE) == self.reduces.len()
     }
 
+    /// Whether it has not ended (running or committing).
     pub fn is_running(&self) -> bool {
-        self.state == JobState::Running
+        matches!(self.state, JobState::Running | JobState::Committing)
+    }
+
+    /// Its commit is on disk: it succeeded.
+    pub fn committed(&mut self, now: Instant) {
+        if self.state == JobState::Committing {
+            self.state = JobState::Succeeded;
+            self.finished = Some(now);
+        }
+    }
+
+    /// Its commit could not be written: it failed.
+    pub fn commit_failed(&mut self, msg: String, now: Instant) {
+        if self.state == JobState::Committing {
+            self.state = JobState::Failed(msg);
+            self.finished = Some(now);
+        }
     }
 
     /// The next task of `kind` for `w`, if any. Declining a map slot
@@ -644,7 +703,7 @@ impl Job {
     }
 
     /// Records a new attempt of the picked task on `w`; returns its id.
-    pub fn launch(&mut self, p: Pick, w: &Asker<'_>) -> u32 {
+    pub fn launch(&mut self, p: Pick, w: &Asker<'_>, now: Instant) -> u32 {
         let Pick {
             kind,
             index,
@@ -658,7 +717,7 @@ impl Job {
             worker: w.id,
             uid: w.uid.to_owned(),
             addr: w.addr.to_owned(),
-            started: Instant::now(),
+            started: now,
             ended: None,
             state: AttemptState::Running,
             level,
@@ -692,8 +751,8 @@ impl Job {
         index: usize,
         report: proto::TaskReport,
         s: &Settings,
+        now: Instant,
     ) -> (Vec<(WorkerId, u32)>, bool) {
-        let now = Instant::now();
         let id = report.task.as_ref().map_or(0, |t| t.attempt);
         let ok = report.ok;
         let err = report.error.clone();
@@ -736,14 +795,21 @@ impl Job {
                 "task {name} failed {} times; last error: {}",
                 t.failures, t.last_error
             );
-            self.fail(msg);
+            self.fail(msg, now);
         }
         (Vec::new(), true)
     }
 
     /// A reducer could not fetch map `index`'s output from attempt `id`.
     /// Returns whether the map is to be recomputed.
-    pub fn fetch_failed(&mut self, index: usize, id: u32, reason: &str, s: &Settings) -> bool {
+    pub fn fetch_failed(
+        &mut self,
+        index: usize,
+        id: u32,
+        reason: &str,
+        s: &Settings,
+        now: Instant,
+    ) -> bool {
         let Some(t) = self.maps.get_mut(index) else {
             return false;
         };
@@ -753,7 +819,7 @@ impl Job {
         t.attempts[id as usize].state = AttemptState::Failed;
         t.failures += 1;
         t.last_error = format!("map output unreadable: {reason}");
-        t.reset(Instant::now());
+        t.reset(now);
         if t.failures >= s.max_attempts {
             let msg = format!(
                 "task {} failed {} times; last error: {}",
@@ -761,15 +827,14 @@ impl Job {
                 t.failures,
                 t.last_error
             );
-            self.fail(msg);
+            self.fail(msg, now);
         }
         true
     }
 
     /// Worker `worker` is gone: its running attempts are lost, and its
     /// finished outputs that are still needed are recomputed.
-    pub fn worker_lost(&mut self, worker: WorkerId) {
-        let now = Instant::now();
+    pub fn worker_lost(&mut self, worker: WorkerId, now: Instant) {
         let reduces_left = self.done(REDUCE) < self.reduces.len();
         let map_only = self.map_only;
         for (kind, tasks) in [(MAP, &mut self.maps), (REDUCE, &mut self.reduces)] {
@@ -792,15 +857,16 @@ impl Job {
     }
 
     /// Fails the job (once).
-    pub fn fail(&mut self, msg: String) {
-        self.end(JobState::Failed(msg));
+    pub fn fail(&mut self, msg: String, now: Instant) {
+        self.end(JobState::Failed(msg), now);
     }
 
-    /// Ends a running job in `state` (a job ends once).
-    pub fn end(&mut self, state: JobState) {
-        if self.is_running() {
+    /// Ends a running job in `state` (a job ends once; a committing job
+    /// ends with its catalog write).
+    pub fn end(&mut self, state: JobState, now: Instant) {
+        if self.state == JobState::Running {
             self.state = state;
-            self.finished = Some(Instant::now());
+            self.finished = Some(now);
         }
     }
 
@@ -808,8 +874,13 @@ impl Job {
     /// Ends running attempt `id` of a task to give its slot to another
     /// pool (fair preemption): killed, not failed, and the task pending
     /// again. Returns its worker.
-    pub fn preempt(&mut self, kind: TaskKind, index: usize, id: u32) -> Option<WorkerId> {
-        let now = Instant::now();
+    pub fn preempt(
+        &mut self,
+        kind: TaskKind,
+        index: usize,
+        id: u32,
+        now: Instant,
+    ) -> Option<WorkerId> {
         let a = self.running_attempt(kind, index, id)?;
         a.state = AttemptState::Killed;
         a.ended = Some(now);
@@ -869,6 +940,7 @@ mod tests {
             blocks,
             reducers,
             [0; 32],
+            Instant::now(),
         )
     }
 
@@ -910,7 +982,7 @@ mod tests {
             live: topo.len(),
         };
         let pick = j.pick(&w, MAP, s, Instant::now(), topo)?;
-        j.launch(pick, &w);
+        j.launch(pick, &w, Instant::now());
         Some((pick.index, pick.level))
     }
 
@@ -1090,14 +1162,22 @@ mod tests {
         let mut j = job(1, 1);
         let s = Settings::default();
         let p = place("dc1", "r1");
-        j.launch(chosen(MAP, 0, Node, false), &asker(1, "a", &p));
-        j.launch(chosen(MAP, 0, Rack, true), &asker(2, "b", &p));
-        let (kills, discard) = j.finish(MAP, 0, ok(MAP, 0, 1), &s);
+        j.launch(
+            chosen(MAP, 0, Node, false),
+            &asker(1, "a", &p),
+            Instant::now(),
+        );
+        j.launch(
+            chosen(MAP, 0, Rack, true),
+            &asker(2, "b", &p),
+            Instant::now(),
+        );
+        let (kills, discard) = j.finish(MAP, 0, ok(MAP, 0, 1), &s, Instant::now());
         assert!(!discard);
         assert_eq!(kills, vec![(WorkerId(1), 0)]);
         assert_eq!(j.maps[0].done, Some(1));
         // The killed attempt's late report changes nothing.
-        let (_, discard) = j.finish(MAP, 0, ok(MAP, 0, 0), &s);
+        let (_, discard) = j.finish(MAP, 0, ok(MAP, 0, 0), &s, Instant::now());
         assert!(discard);
         assert_eq!(j.maps[0].done, Some(1));
     }
@@ -1108,12 +1188,16 @@ mod tests {
         let s = Settings::default();
         let p = place("dc1", "r1");
         for attempt in 0..4 {
-            let id = j.launch(chosen(MAP, 0, Node, false), &asker(1, "a", &p));
+            let id = j.launch(
+                chosen(MAP, 0, Node, false),
+                &asker(1, "a", &p),
+                Instant::now(),
+            );
             assert_eq!(id, attempt);
             let mut r = ok(MAP, 0, id);
             r.ok = false;
             r.error = "boom".into();
-            j.finish(MAP, 0, r, &s);
+            j.finish(MAP, 0, r, &s, Instant::now());
         }
         match &j.state {
             JobState::Failed(m) => {
@@ -1130,7 +1214,11 @@ mod tests {
         let topo = topology(&ONE_RACK);
         let p = place("dc1", "r1");
         for attempt in 0..10 {
-            let id = j.launch(chosen(MAP, 1, Node, false), &asker(2, "b", &p));
+            let id = j.launch(
+                chosen(MAP, 1, Node, false),
+                &asker(2, "b", &p),
+                Instant::now(),
+            );
             assert_eq!(id, attempt);
             let mut r = ok(MAP, 1, id);
             r.ok = false;
@@ -1139,12 +1227,16 @@ mod tests {
                 block: "b1".into(),
                 ..Default::default()
             });
-            j.finish(MAP, 1, r, &s);
+            j.finish(MAP, 1, r, &s, Instant::now());
         }
         assert!(j.is_running(), "{:?}", j.state);
         assert_eq!(j.maps[1].failures, 0);
         // And it may go to a worker without the block at once.
-        j.launch(chosen(MAP, 0, Node, false), &asker(1, "a", &p));
+        j.launch(
+            chosen(MAP, 0, Node, false),
+            &asker(1, "a", &p),
+            Instant::now(),
+        );
         assert_eq!(offer(&mut j, &topo, "a", &s), Some((1, Rack)));
     }
 
@@ -1157,11 +1249,15 @@ mod tests {
         };
         let topo = topology(&ONE_RACK);
         let p = place("dc1", "r1");
-        let id = j.launch(chosen(MAP, 0, Node, false), &asker(97, "a", &p));
+        let id = j.launch(
+            chosen(MAP, 0, Node, false),
+            &asker(97, "a", &p),
+            Instant::now(),
+        );
         let mut r = ok(MAP, 0, id);
         r.ok = false;
         r.error = "no space left on device".into();
-        j.finish(MAP, 0, r.clone(), &s);
+        j.finish(MAP, 0, r.clone(), &s, Instant::now());
         assert_eq!(offer(&mut j, &topo, "a", &s), None, "not again on a");
         assert_eq!(
             offer(&mut j, &topo, "b", &s),
@@ -1170,7 +1266,7 @@ mod tests {
         );
         assert_eq!(offer(&mut j, &topo, "b", &s), Some((0, Rack)));
         r.task.as_mut().unwrap().attempt = 1;
-        j.finish(MAP, 0, r, &s);
+        j.finish(MAP, 0, r, &s, Instant::now());
         // Failed on every live worker: any may try again.
         assert_eq!(offer(&mut j, &topo, "a", &s), Some((0, Node)));
     }
@@ -1180,16 +1276,24 @@ mod tests {
         let mut j = job(2, 1);
         let s = Settings::default();
         let p = place("dc1", "r1");
-        j.launch(chosen(MAP, 0, Node, false), &asker(1, "a", &p));
-        j.finish(MAP, 0, ok(MAP, 0, 0), &s);
-        j.launch(chosen(MAP, 1, Node, false), &asker(2, "b", &p));
-        j.worker_lost(WorkerId(1));
+        j.launch(
+            chosen(MAP, 0, Node, false),
+            &asker(1, "a", &p),
+            Instant::now(),
+        );
+        j.finish(MAP, 0, ok(MAP, 0, 0), &s, Instant::now());
+        j.launch(
+            chosen(MAP, 1, Node, false),
+            &asker(2, "b", &p),
+            Instant::now(),
+        );
+        j.worker_lost(WorkerId(1), Instant::now());
         assert!(
             j.maps[0].pending(),
             "finished map output of a lost worker re-runs"
         );
         assert!(j.maps[1].running().next().is_some());
-        j.worker_lost(WorkerId(2));
+        j.worker_lost(WorkerId(2), Instant::now());
         assert!(j.maps[1].pending());
         assert_eq!(j.maps[1].failures, 0, "lost attempts do not count");
     }
@@ -1207,8 +1311,8 @@ mod tests {
         };
         let late = Settings::default();
         assert_eq!(j.pick(&a, REDUCE, &early, now, &topo), None, "0 of 4 done");
-        j.launch(chosen(MAP, 0, Node, false), &a);
-        j.finish(MAP, 0, ok(MAP, 0, 0), &early);
+        j.launch(chosen(MAP, 0, Node, false), &a, Instant::now());
+        j.finish(MAP, 0, ok(MAP, 0, 0), &early, Instant::now());
         assert!(j.maps[1..].iter().all(Task::pending));
         assert_eq!(j.pick(&a, REDUCE, &late, now, &topo), None, "1/4 < 0.8");
         let r = j.pick(&a, REDUCE, &early, now, &topo).unwrap();
@@ -1225,9 +1329,13 @@ mod tests {
         let topo = topology(&ONE_RACK);
         let p = place("dc1", "r1");
         let a = asker(1, "a", &p);
-        j.launch(chosen(MAP, 0, Node, false), &a);
-        j.finish(MAP, 0, ok(MAP, 0, 0), &s);
-        j.launch(chosen(MAP, 1, Node, false), &asker(2, "b", &p));
+        j.launch(chosen(MAP, 0, Node, false), &a, Instant::now());
+        j.finish(MAP, 0, ok(MAP, 0, 0), &s, Instant::now());
+        j.launch(
+            chosen(MAP, 1, Node, false),
+            &asker(2, "b", &p),
+            Instant::now(),
+        );
         // Map 1 runs far longer than map 0 took: a backup on a.
         let later = Instant::now() + Duration::from_secs(5);
         let pick = j.pick(&a, MAP, &s, later, &topo).unwrap();
