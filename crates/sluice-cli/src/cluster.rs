@@ -434,6 +434,21 @@ pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
     for (s, what) in c.jobs()? {
         let pool = if s.pool.is_empty() { "-" } else { &s.pool };
         println!("{:<12} {:<10} {pool:<10} {what}", s.job, s.state);
+        if s.state == "running" {
+            let held = s.running_maps + s.running_reduces;
+            let share = 100.0 * held as f64 / (2 * s.slots).max(1) as f64;
+            println!(
+                "{:<12} maps {}/{} done, reduces {}/{} done; holds {} map and {} reduce slots of {} each ({share:.0}%)",
+                "",
+                s.maps_done,
+                s.maps,
+                s.reduces_done,
+                s.reduces,
+                s.running_maps,
+                s.running_reduces,
+                s.slots
+            );
+        }
         if !s.error.is_empty() {
             println!("{:<12} {:<10} {}", "", "", s.error);
         }

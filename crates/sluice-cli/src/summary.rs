@@ -90,6 +90,25 @@ fn print_local(r: &sluice_engine::JobReport) {
     }
 }
 
+/// Slots held over time as two rows of bars, scaled to the most held.
+fn sparklines(points: &[sluice_proto::report::SlotPoint]) -> Option<(String, String)> {
+    const BARS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let top = points
+        .iter()
+        .map(|p| p.maps.max(p.reduces))
+        .fold(0.0, f64::max);
+    if top <= 0.0 {
+        return None;
+    }
+    let row = |f: fn(&sluice_proto::report::SlotPoint) -> f64| -> String {
+        points
+            .iter()
+            .map(|p| BARS[((f(p) / top) * 8.0).round().clamp(0.0, 8.0) as usize])
+            .collect()
+    };
+    Some((row(|p| p.maps), row(|p| p.reduces)))
+}
+
 /// The cluster's lines: workers, locality, attempts, stragglers.
 fn print_cluster(r: &ClusterReport) {
     let levels: Vec<String> = r
@@ -114,6 +133,10 @@ fn print_cluster(r: &ClusterReport) {
         r.slots.map_slot_s,
         r.slots.reduce_slot_s
     );
+    if let Some((maps, reduces)) = sparklines(&r.slots.over_time) {
+        eprintln!("         map slots    |{maps}|");
+        eprintln!("         reduce slots |{reduces}|");
+    }
     let a = &r.attempts;
     eprintln!(
         "attempts {} launched, {} failed, {} killed, {} lost, {} speculative ({:.2} s redone); \

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use sluice_proto::report::{Attempts, ClusterReport, Straggler, WorkerPhases};
+use sluice_proto::report::{
+    Attempts, ClusterReport, SlotPoint, Straggler, WorkerPhases, SLOT_POINTS,
+};
 
 use crate::sched::{task_name, Attempt, AttemptState, Job, Locality, TaskKind, MAP, REDUCE};
 
@@ -99,6 +101,7 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
         }
         find_stragglers(&mut r.stragglers, job, kind, &mut secs, now);
     }
+    r.slots.over_time = slots_over_time(job, end, now);
     r.per_worker = per.into_values().collect();
     if !reduce_bytes.is_empty() {
         let mean = reduce_bytes.iter().sum::<u64>() as f64 / reduce_bytes.len() as f64;
@@ -106,6 +109,47 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
         r.receive_skew = if mean > 0.0 { max / mean } else { 1.0 };
     }
     r
+}
+
+/// The slots the job's attempts held, as the mean over each of up to
+/// [`SLOT_POINTS`] equal intervals from its start to `end`: each
+/// attempt's overlap with an interval, over the interval's length.
+fn slots_over_time(job: &Job, end: Instant, now: Instant) -> Vec<SlotPoint> {
+    let total = end.saturating_duration_since(job.started).as_secs_f64();
+    if total <= 0.0 {
+        return Vec::new();
+    }
+    let n = SLOT_POINTS.min(((total * 10.0).ceil() as usize).max(1));
+    let width = total / n as f64;
+    let mut points: Vec<SlotPoint> = (0..n)
+        .map(|i| SlotPoint {
+            t_s: i as f64 * width,
+            ..SlotPoint::default()
+        })
+        .collect();
+    for kind in [MAP, REDUCE] {
+        for a in job.tasks(kind).iter().flat_map(|t| &t.attempts) {
+            let from = a
+                .started
+                .saturating_duration_since(job.started)
+                .as_secs_f64();
+            let to = from + a.seconds(now);
+            let first = ((from / width) as usize).min(n - 1);
+            for p in points.iter_mut().skip(first) {
+                let (lo, hi) = (p.t_s, p.t_s + width);
+                if lo >= to {
+                    break;
+                }
+                let held = (to.min(hi) - from.max(lo)).max(0.0) / width;
+                if kind == MAP {
+                    p.maps += held;
+                } else {
+                    p.reduces += held;
+                }
+            }
+        }
+    }
+    points
 }
 
 fn count_attempt(n: &mut Attempts, a: &Attempt, now: Instant) {
@@ -150,5 +194,64 @@ fn find_stragglers(
 fn merge_counters(into: &mut BTreeMap<String, u64>, from: &std::collections::HashMap<String, u64>) {
     for (k, v) in from {
         *into.entry(k.clone()).or_default() += v;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::sched::{Asker, JobId, MapInput, Pick, Place, WorkerId};
+
+    #[test]
+    fn slots_over_time_are_the_attempts_overlap_per_interval() {
+        let t0 = Instant::now();
+        let s = |x: f64| t0 + Duration::from_secs_f64(x);
+        let request = sluice_request::JobRequest::new("wordcount", &(), "in", "out");
+        let mut job = Job::new(
+            JobId(1),
+            request,
+            vec![MapInput::Synthetic; 2],
+            1,
+            [0; 32],
+            t0,
+        );
+        let place = Place::default();
+        let w = Asker {
+            id: WorkerId(1),
+            uid: "a",
+            addr: "a:1",
+            place: &place,
+            live: 1,
+        };
+        let pick = |kind, index| Pick {
+            kind,
+            index,
+            level: Locality::Node,
+            speculative: false,
+        };
+        // Two maps over the first second, a reduce over the second.
+        for (kind, i, from, to) in [
+            (MAP, 0, 0.0, 1.0),
+            (MAP, 1, 0.0, 1.0),
+            (REDUCE, 0, 1.0, 2.0),
+        ] {
+            let a = job.launch(pick(kind, i), &w, s(from)) as usize;
+            let at = &mut job.tasks_mut(kind)[i].attempts[a];
+            at.ended = Some(s(to));
+            at.state = AttemptState::Succeeded;
+        }
+        let points = slots_over_time(&job, s(2.0), s(2.0));
+        assert_eq!(points.len(), 20);
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(points[..10]
+            .iter()
+            .all(|p| near(p.maps, 2.0) && near(p.reduces, 0.0)));
+        assert!(points[10..]
+            .iter()
+            .all(|p| near(p.maps, 0.0) && near(p.reduces, 1.0)));
+        let slot_s: f64 = points.iter().map(|p| (p.maps + p.reduces) * 0.1).sum();
+        assert!(near(slot_s, 3.0), "{slot_s}");
     }
 }

@@ -517,6 +517,15 @@ impl Job {
         self.done(MAP) == self.maps.len() && self.done(REDUCE) == self.reduces.len()
     }
 
+    /// Its tasks of `kind` with a running attempt: the slots it holds
+    /// (a task with a backup attempt counts once).
+    pub fn running(&self, kind: TaskKind) -> usize {
+        self.tasks(kind)
+            .iter()
+            .filter(|t| t.running().next().is_some())
+            .count()
+    }
+
     /// Whether it has not ended (running or committing).
     pub fn is_running(&self) -> bool {
         matches!(self.state, JobState::Running | JobState::Committing)

@@ -1319,11 +1319,7 @@ impl State {
             .values()
             .filter(|j| j.is_running())
             .map(|j| {
-                let running = j
-                    .tasks(kind)
-                    .iter()
-                    .filter(|t| t.running().next().is_some())
-                    .count();
+                let running = j.running(kind);
                 let pending = j.tasks(kind).iter().filter(|t| t.pending()).count();
                 JobView {
                     id: j.id,
@@ -1447,6 +1443,9 @@ impl State {
                 reduces: j.reduces.len() as u32,
                 reduces_done: j.done(REDUCE) as u32,
                 pool: j.pool.clone(),
+                running_maps: j.running(MAP) as u32,
+                running_reduces: j.running(REDUCE) as u32,
+                slots: self.total_slots() as u32,
             });
         }
         self.records.get(&id).map(|r| proto::JobStatus {

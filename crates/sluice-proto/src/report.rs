@@ -57,6 +57,25 @@ pub struct SlotUse {
     pub mean_map_slots: f64,
     /// Reduce slots held on average over the reduce span.
     pub mean_reduce_slots: f64,
+    /// Slots held over time, from submission to the end: at most
+    /// [`SLOT_POINTS`] equal intervals, each with the mean slots held in
+    /// it.
+    #[serde(default)]
+    pub over_time: Vec<SlotPoint>,
+}
+
+/// The most intervals [`SlotUse::over_time`] has.
+pub const SLOT_POINTS: usize = 60;
+
+/// Slots a job held in one interval.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SlotPoint {
+    /// The interval's start, seconds from submission.
+    pub t_s: f64,
+    /// Mean map slots held in it.
+    pub maps: f64,
+    /// Mean reduce slots held in it.
+    pub reduces: f64,
 }
 
 /// Phase spans, seconds from submission.
