@@ -79,9 +79,13 @@ enum Command {
     Ls(cluster::Conn),
     /// List the cluster's jobs: running, succeeded, failed and killed (with why).
     Jobs(cluster::Conn),
-    /// Show the scheduler's pools and their use.
+    /// Show the scheduler's pools and their use (`sluice pools reload`:
+    /// read the coordinator's pools file again first).
     Pools {
-        /// Read the coordinator's pools file again first.
+        /// `reload`: read the coordinator's pools file again first.
+        #[arg(value_parser = ["reload"])]
+        action: Option<String>,
+        /// The same as `reload`.
         #[arg(long)]
         reload: bool,
         #[command(flatten)]
@@ -327,7 +331,11 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
         Command::Put(a) => cluster::put(&a),
         Command::Ls(conn) => cluster::ls(&conn),
         Command::Jobs(conn) => cluster::jobs(&conn),
-        Command::Pools { reload, conn } => cluster::pools(reload, &conn),
+        Command::Pools {
+            action,
+            reload,
+            conn,
+        } => cluster::pools(reload || action.is_some(), &conn),
         Command::Kill { job, conn } => cluster::kill(job, &conn),
         Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
         Command::Rm { name, conn } => cluster::rm(&name, &conn),

@@ -1054,7 +1054,7 @@ fn a_pool_at_its_maximum_share_holds_no_more_and_pools_reload() {
     assert!(after.contains("max share 1 "), "{after}");
     // A bad file is refused naming the pool; the pools in force stay.
     std::fs::write(&pools, "[pool.capped]\nweight = -1.0\n").unwrap();
-    let mut bad = c.cmd(&["pools", "--reload"]);
+    let mut bad = c.cmd(&["pools", "reload"]);
     let err = fails(bad.output().unwrap());
     assert!(err.contains("pool capped: weight"), "{err}");
     assert!(listing(false).contains("max share 1 "));
