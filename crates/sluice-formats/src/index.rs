@@ -165,6 +165,7 @@ impl RangeIndex {
                 len,
                 codec: Codec::None,
                 checks: None,
+                resident: None,
             }));
         }
         let meets = |c: &&Chunk| {

@@ -31,7 +31,39 @@ pub struct InputFile {
     /// Chunk checksums that every byte read must match (a cluster block):
     /// readers verify each chunk before handing out its bytes.
     pub checks: Option<Arc<crate::chunked::ChunkSums>>,
+    /// The file's bytes, already in memory and verified (a block in a
+    /// worker's cache): readers read them in place instead of the file.
+    pub resident: Option<Resident>,
 }
+
+/// Bytes a split reads in place instead of its file: a cached block,
+/// verified against its checksums when it was loaded, so readers hand out
+/// slices of it with no copy and no second check (as HDFS's zero-copy
+/// reads of cached replicas skip checksums).
+#[derive(Clone)]
+pub struct Resident(pub Arc<dyn AsRef<[u8]> + Send + Sync>);
+
+impl Resident {
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+impl std::fmt::Debug for Resident {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Resident({} bytes)", self.bytes().len())
+    }
+}
+
+/// Two are equal when they are the same bytes in memory.
+impl PartialEq for Resident {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Resident {}
 
 /// How a file is cut into records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +120,7 @@ impl Split {
                 len: 0,
                 codec: Codec::None,
                 checks: None,
+                resident: None,
             }),
             start: 0,
             end: 0,
@@ -115,6 +148,25 @@ impl Split {
                 len,
                 codec: Codec::None,
                 checks,
+                resident: None,
+            }),
+            start: 0,
+            end: len,
+        }
+    }
+
+    /// Split `index`: the whole of a block held in memory (its `path`
+    /// names it in errors only).
+    pub fn resident(index: usize, path: PathBuf, bytes: Resident) -> Split {
+        let len = bytes.bytes().len() as u64;
+        Split {
+            index,
+            file: Arc::new(InputFile {
+                path,
+                len,
+                codec: Codec::None,
+                checks: None,
+                resident: Some(bytes),
             }),
             start: 0,
             end: len,
@@ -217,6 +269,7 @@ fn input_file(path: &Path) -> Result<InputFile> {
         len: meta.len(),
         codec,
         checks: None,
+        resident: None,
     })
 }
 
@@ -315,6 +368,7 @@ mod tests {
             len: 920,
             codec: Codec::None,
             checks: None,
+            resident: None,
         };
         let s = plan_splits(std::slice::from_ref(&f), 300, RecordFormat::Lines);
         let bounds: Vec<_> = s.iter().map(|s| (s.start, s.end)).collect();

@@ -54,6 +54,9 @@ where
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
     let path = split.file.path.as_path();
+    if let Some(r) = &split.file.resident {
+        return scan_resident(r.bytes(), path, format, opts, f);
+    }
     let (src, first, end) = open_at(split, format)?;
     match format {
         RecordFormat::Lines => scan_lines(src, path, first, split.start > 0, end, opts, f),
@@ -246,6 +249,9 @@ where
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
     let path = split.file.path.as_path();
+    if let Some(r) = &split.file.resident {
+        return resident_line_blocks(r.bytes(), path, opts, f);
+    }
     let (mut src, first, end) = open_at(split, RecordFormat::Lines)?;
     let mut w = Window::new(opts.buffer_size.min(opts.max_record + 1), first);
     let mut skip_first = split.start > 0;
@@ -285,6 +291,91 @@ where
         consumed += (w.hi - w.lo) as u64;
     }
     Ok(consumed)
+}
+
+/// The records of a whole file held in memory, handed out as slices of it
+/// (no copy): the in-memory counterpart of the scanners below, with the
+/// same record limits and errors.
+fn scan_resident<E, F>(
+    data: &[u8],
+    path: &Path,
+    format: RecordFormat,
+    opts: &ReadOptions,
+    mut f: F,
+) -> std::result::Result<u64, E>
+where
+    E: From<FormatError>,
+    F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
+{
+    let size = match format {
+        RecordFormat::Lines => {
+            let mut at = 0usize;
+            for end in memchr::memchr_iter(b'\n', data) {
+                check_len(path, at as u64, end - at, opts.max_record)?;
+                f(at as u64, strip_cr(&data[at..end]))?;
+                at = end + 1;
+            }
+            if at < data.len() {
+                check_len(path, at as u64, data.len() - at, opts.max_record)?;
+                f(at as u64, strip_cr(&data[at..]))?;
+            }
+            return Ok(data.len() as u64);
+        }
+        RecordFormat::Fixed(n) => n.max(1),
+        RecordFormat::Paged(n) => n.max(crate::paged::PAGE_HEADER),
+    };
+    let records = data.chunks_exact(size);
+    let trailing = records.remainder().len();
+    for (i, r) in records.enumerate() {
+        let at = (i * size) as u64;
+        match format {
+            RecordFormat::Paged(_) => crate::paged::page_records(path, at, r, &mut f)?,
+            _ => f(at, r)?,
+        }
+    }
+    if trailing > 0 {
+        let at = (data.len() - trailing) as u64;
+        let detail = format!("{trailing} trailing bytes, records are {size} bytes");
+        return Err(FormatError::truncated(path, at, detail).into());
+    }
+    Ok(data.len() as u64)
+}
+
+/// [`read_line_blocks`] over a whole file held in memory: blocks of whole
+/// lines of about `opts.buffer_size` bytes, each a slice of it.
+fn resident_line_blocks<E, F>(
+    data: &[u8],
+    path: &Path,
+    opts: &ReadOptions,
+    mut f: F,
+) -> std::result::Result<u64, E>
+where
+    E: From<FormatError>,
+    F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
+{
+    let step = opts.buffer_size.max(1);
+    let mut at = 0usize;
+    while at < data.len() {
+        let rest = &data[at..];
+        let len = match memchr::memchr(b'\n', &rest[step.min(rest.len()) - 1..]) {
+            Some(j) => step.min(rest.len()) + j,
+            None => rest.len(),
+        };
+        check_len(path, at as u64, longest_line(&rest[..len]), opts.max_record)?;
+        f(at as u64, &rest[..len])?;
+        at += len;
+    }
+    Ok(data.len() as u64)
+}
+
+/// The length of the longest line in `block` (without its `\n`).
+fn longest_line(block: &[u8]) -> usize {
+    let (mut start, mut longest) = (0, 0);
+    for end in memchr::memchr_iter(b'\n', block) {
+        longest = longest.max(end - start);
+        start = end + 1;
+    }
+    longest.max(block.len() - start)
 }
 
 /// How much of `data` (starting at a line start) to hand out as a block of
@@ -399,6 +490,72 @@ mod tests {
             .unwrap();
         }
         out
+    }
+
+    /// Every record of the whole file at `p`, read from the file and from
+    /// the same bytes held in memory.
+    fn from_file_and_memory(
+        p: &Path,
+        format: RecordFormat,
+    ) -> (Result<Vec<(u64, Vec<u8>)>>, Result<Vec<(u64, Vec<u8>)>>) {
+        let bytes = std::fs::read(p).unwrap();
+        let len = bytes.len() as u64;
+        let opts = ReadOptions {
+            buffer_size: 7,
+            max_record: 1 << 20,
+        };
+        let read = |split: &Split| {
+            let mut out = Vec::new();
+            read_split::<FormatError, _>(split, format, &opts, |o, r| {
+                out.push((o, r.to_vec()));
+                Ok(())
+            })
+            .map(|_| out)
+        };
+        let resident = crate::input::Resident(std::sync::Arc::new(bytes));
+        let file = read(&Split::whole(0, p.to_owned(), len));
+        let memory = read(&Split::resident(0, p.to_owned(), resident));
+        (file, memory)
+    }
+
+    #[test]
+    fn resident_bytes_read_as_their_file_does() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t");
+        std::fs::write(&p, b"alpha\nbeta\r\n\ngamma delta\nlast").unwrap();
+        let (file, memory) = from_file_and_memory(&p, RecordFormat::Lines);
+        assert_eq!(memory.unwrap(), file.unwrap());
+        std::fs::write(&p, b"0123456789abcdefghij").unwrap();
+        let (file, memory) = from_file_and_memory(&p, RecordFormat::Fixed(5));
+        assert_eq!(memory.unwrap(), file.unwrap());
+        std::fs::write(&p, b"0123456789abcdefghijXY").unwrap();
+        let (file, memory) = from_file_and_memory(&p, RecordFormat::Fixed(5));
+        assert_eq!(
+            memory.unwrap_err().to_string(),
+            file.unwrap_err().to_string()
+        );
+        // Blocks of whole lines, in place, covering the text once.
+        let text = b"one\ntwo two\nthree\n\nfour";
+        let r = crate::input::Resident(std::sync::Arc::new(text.to_vec()));
+        let split = Split::resident(0, p.clone(), r);
+        let opts = ReadOptions {
+            buffer_size: 5,
+            max_record: 100,
+        };
+        let mut seen = Vec::new();
+        read_line_blocks::<FormatError, _>(&split, &opts, |o, b| {
+            assert!(o == 0 || text[o as usize - 1] == b'\n', "block at {o}");
+            seen.extend_from_slice(b);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, text);
+        let tight = ReadOptions {
+            buffer_size: 5,
+            max_record: 4,
+        };
+        let e = read_line_blocks::<FormatError, _>(&split, &tight, |_, _| Ok(())).unwrap_err();
+        assert!(matches!(e, FormatError::RecordTooLarge { .. }), "{e}");
     }
 
     #[test]
