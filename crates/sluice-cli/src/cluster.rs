@@ -133,6 +133,14 @@ pub struct WorkerArgs {
     /// Interval between block reports (every stored block) in ms.
     #[arg(long, default_value_t = 60_000)]
     block_report_ms: u64,
+    /// Bytes of blocks this worker holds in locked memory for map tasks
+    /// (the block cache; 0 turns it off) [default: a quarter of --memory].
+    #[arg(long, value_parser = units::parse_size)]
+    cache_size: Option<u64>,
+    /// Cache admission: `first` (admit on first read until full, never
+    /// evict) or `lru` (evict the least recently used blocks).
+    #[arg(long, default_value = "first", value_parser = sluice_worker::cache::Policy::parse)]
+    cache_policy: sluice_worker::cache::Policy,
 }
 
 #[derive(Debug, Subcommand)]
@@ -271,6 +279,7 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
 pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
     init_logs();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let memory = a.memory.unwrap_or_else(|| embedded::host_memory() / 2);
     let cfg = WorkerConfig {
         coordinator: a.coordinator.clone(),
         listen: a.listen,
@@ -279,7 +288,7 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
         datacenter: a.datacenter.clone(),
         rack: a.rack.clone(),
         slots: a.slots.unwrap_or(cores).max(1),
-        memory: a.memory.unwrap_or_else(|| embedded::host_memory() / 2),
+        memory,
         secret: secret(a.secret_file.as_deref())?,
         jobs: crate::jobs(),
         scan: sluice_worker::ScanSettings {
@@ -287,6 +296,8 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
             period: Duration::from_secs_f64(a.scan_period_s.max(0.0)),
         },
         block_report: Duration::from_millis(a.block_report_ms.max(10)),
+        cache_size: a.cache_size.unwrap_or(memory / 4),
+        cache_policy: a.cache_policy,
     };
     runtime()?.block_on(sluice_worker::run(cfg))?;
     Ok(())

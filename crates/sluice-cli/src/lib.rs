@@ -14,6 +14,7 @@
 //! `sluice cluster up` started from that binary runs it as the cluster's
 //! coordinator and workers, so they build the user's jobs too.
 
+mod cache;
 mod cluster;
 mod demo;
 mod request;
@@ -90,6 +91,12 @@ enum Command {
         reload: bool,
         #[command(flatten)]
         conn: cluster::Conn,
+    },
+    /// Keep data sets' blocks in the workers' memory (cache directives),
+    /// and show what the caches hold.
+    Cache {
+        #[command(subcommand)]
+        cmd: cache::CacheCmd,
     },
     /// End a running job on the cluster: its tasks' results are dropped,
     /// its temporary files removed, and it is recorded killed.
@@ -337,6 +344,7 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
             conn,
         } => cluster::pools(reload || action.is_some(), &conn),
         Command::Kill { job, conn } => cluster::kill(job, &conn),
+        Command::Cache { cmd } => cache::cache(&cmd),
         Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
         Command::Rm { name, conn } => cluster::rm(&name, &conn),
         Command::Submit(a) => cluster::submit(&a).map(|_| ()),

@@ -137,6 +137,17 @@ fn print_cluster(r: &ClusterReport) {
         eprintln!("         map slots    |{maps}|");
         eprintln!("         reduce slots |{reduces}|");
     }
+    let c = &r.cache;
+    if c.maps_from_cache > 0 || r.maps_by_level.contains_key("cache") {
+        eprintln!(
+            "cache    {} maps read their block from memory: {} from cache, {} from disk \
+             (hit ratio {:.0}%)",
+            c.maps_from_cache,
+            human(c.bytes_from_cache),
+            human(c.bytes_from_disk),
+            c.hit_ratio * 100.0
+        );
+    }
     let a = &r.attempts;
     eprintln!(
         "attempts {} launched, {} failed, {} killed, {} lost, {} speculative ({:.2} s redone); \

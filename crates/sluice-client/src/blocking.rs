@@ -107,6 +107,21 @@ impl BlockingClient {
         self.rt.block_on(self.client.pools(reload))
     }
 
+    /// Adds a cache directive.
+    pub fn cache_add(&self, req: proto::CacheAddRequest) -> Result<proto::CacheDirective> {
+        self.rt.block_on(self.client.cache_add(req))
+    }
+
+    /// Removes cache directive `id`, or (id 0) every directive of `dataset`.
+    pub fn cache_remove(&self, id: u64, dataset: &str) -> Result<u32> {
+        self.rt.block_on(self.client.cache_remove(id, dataset))
+    }
+
+    /// The cache directives and each live worker's cache.
+    pub fn cache_list(&self) -> Result<proto::CacheListReply> {
+        self.rt.block_on(self.client.cache_list())
+    }
+
     /// Ends running job `job`.
     pub fn kill(&self, job: u64) -> Result<proto::JobStatus> {
         self.rt.block_on(self.client.kill(job))

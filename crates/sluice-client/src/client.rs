@@ -370,6 +370,37 @@ impl Client {
         Ok(self.rpc.clone().pools(req).await?.into_inner())
     }
 
+    /// Adds a cache directive.
+    pub async fn cache_add(&self, req: proto::CacheAddRequest) -> Result<proto::CacheDirective> {
+        Ok(self.rpc.clone().cache_add(req).await?.into_inner())
+    }
+
+    /// Removes cache directive `id`, or (id 0) every directive of
+    /// `dataset`; returns how many.
+    pub async fn cache_remove(&self, id: u64, dataset: &str) -> Result<u32> {
+        let req = proto::CacheRemoveRequest {
+            id,
+            dataset: dataset.to_owned(),
+        };
+        Ok(self
+            .rpc
+            .clone()
+            .cache_remove(req)
+            .await?
+            .into_inner()
+            .removed)
+    }
+
+    /// The cache directives and each live worker's cache.
+    pub async fn cache_list(&self) -> Result<proto::CacheListReply> {
+        Ok(self
+            .rpc
+            .clone()
+            .cache_list(proto::Empty {})
+            .await?
+            .into_inner())
+    }
+
     /// Ends running job `job`; returns its status.
     pub async fn kill(&self, job: u64) -> Result<proto::JobStatus> {
         let req = proto::KillJobRequest {

@@ -64,11 +64,19 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
                 // Launched local, but its replica was damaged and it
                 // streamed the block from another worker: remote (any).
                 let fell_back = rep.fetch_seconds > 0.0;
-                let level = if fell_back && a.level <= Locality::Node {
-                    Locality::Any
-                } else {
-                    a.level
+                let level = match a.level {
+                    _ if rep.cache_hit => Locality::Cache,
+                    l if fell_back && l <= Locality::Node => Locality::Any,
+                    Locality::Cache => Locality::Node,
+                    l => l,
                 };
+                if rep.cache_hit {
+                    w.cache_maps += 1;
+                    r.cache.maps_from_cache += 1;
+                    r.cache.bytes_from_cache += rep.input_bytes;
+                } else {
+                    r.cache.bytes_from_disk += rep.input_bytes;
+                }
                 if level <= Locality::Node {
                     r.data_local_maps += 1;
                 } else {
@@ -102,6 +110,10 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
         find_stragglers(&mut r.stragglers, job, kind, &mut secs, now);
     }
     r.slots.over_time = slots_over_time(job, end, now);
+    let read = r.cache.bytes_from_cache + r.cache.bytes_from_disk;
+    if read > 0 {
+        r.cache.hit_ratio = r.cache.bytes_from_cache as f64 / read as f64;
+    }
     r.per_worker = per.into_values().collect();
     if !reduce_bytes.is_empty() {
         let mean = reduce_bytes.iter().sum::<u64>() as f64 / reduce_bytes.len() as f64;

@@ -116,10 +116,12 @@ impl Default for Delay {
     }
 }
 
-/// Where the live workers are.
+/// Where the live workers are, and which blocks each caches.
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
     places: HashMap<String, Place>,
+    /// Block id to the live workers caching it.
+    cached: HashMap<String, Vec<String>>,
 }
 
 /// A worker's place in the network.
@@ -134,7 +136,36 @@ impl Topology {
     pub fn new(places: impl IntoIterator<Item = (String, Place)>) -> Self {
         Topology {
             places: places.into_iter().collect(),
+            cached: HashMap::new(),
         }
+    }
+
+    /// With the blocks each live worker caches, by uid.
+    pub fn with_caches<'a>(
+        mut self,
+        caches: impl IntoIterator<Item = (&'a str, &'a [String])>,
+    ) -> Self {
+        for (uid, blocks) in caches {
+            for b in blocks {
+                self.cached
+                    .entry(b.clone())
+                    .or_default()
+                    .push(uid.to_owned());
+            }
+        }
+        self
+    }
+
+    /// Whether worker `uid` caches block `block`.
+    pub fn caches(&self, block: &str, uid: &str) -> bool {
+        self.cached
+            .get(block)
+            .is_some_and(|u| u.iter().any(|x| x == uid))
+    }
+
+    /// Whether some live worker caches block `block`.
+    pub fn cached_anywhere(&self, block: &str) -> bool {
+        self.cached.contains_key(block)
     }
 
     /// Where live worker `uid` is; `None` when it is not live.
@@ -602,7 +633,7 @@ impl Job {
                 .straggler(MAP, w, s, now)
                 .map(|i| map(i, self.level(i, w, topo), true));
         };
-        if level <= self.allowed(s) {
+        if level <= self.allowed(s, topo) {
             if level <= Locality::Node {
                 self.missed_offers = 0;
             }
@@ -613,6 +644,16 @@ impl Job {
         }
         self.missed_offers += 1;
         None
+    }
+
+    /// Whether a pending map's block is cached on a live worker.
+    fn pending_cached(&self, topo: &Topology) -> bool {
+        self.maps.iter().zip(&self.inputs).any(|(t, input)| {
+            t.pending()
+                && input
+                    .block()
+                    .is_some_and(|b| topo.cached_anywhere(b.id.as_str()))
+        })
     }
 
     /// The pending map `w` may run that is closest to its input there.
@@ -642,6 +683,9 @@ impl Job {
             // A synthetic map reads nothing: at home anywhere.
             return Locality::Node;
         };
+        if topo.caches(b.id.as_str(), w.uid) {
+            return Locality::Cache;
+        }
         b.replicas
             .iter()
             .filter_map(|u| topo.place(u).map(|p| (u, p)))
@@ -660,11 +704,14 @@ impl Job {
             .unwrap_or(Locality::Any)
     }
 
-    /// The worst level the job may use now, from its missed offers. No
-    /// block is cached yet, so no job waits for the cache level.
-    fn allowed(&self, s: &Settings) -> Locality {
+    /// The worst level the job may use now, from its missed offers. A job
+    /// waits for the cache level only while a block of a pending map is
+    /// cached somewhere.
+    fn allowed(&self, s: &Settings, topo: &Topology) -> Locality {
         let (m, d) = (self.missed_offers, &s.delay);
-        if m <= d.node {
+        if m <= d.cache && self.pending_cached(topo) {
+            Locality::Cache
+        } else if m <= d.node {
             Locality::Node
         } else if m <= d.rack {
             Locality::Rack

@@ -488,6 +488,30 @@ impl Coordinator for Service {
         Ok(Response::new(self.lock().state.pool_list()))
     }
 
+    async fn cache_add(
+        &self,
+        req: Request<proto::CacheAddRequest>,
+    ) -> Reply<proto::CacheDirective> {
+        match self.dispatch(Event::CacheAdd(req.into_inner()))? {
+            Answer::Directive(d) => Ok(Response::new(d)),
+            a => Err(unexpected(a)),
+        }
+    }
+
+    async fn cache_remove(
+        &self,
+        req: Request<proto::CacheRemoveRequest>,
+    ) -> Reply<proto::CacheRemoveReply> {
+        match self.dispatch(Event::CacheRemove(req.into_inner()))? {
+            Answer::Removed(removed) => Ok(Response::new(proto::CacheRemoveReply { removed })),
+            a => Err(unexpected(a)),
+        }
+    }
+
+    async fn cache_list(&self, _: Request<Empty>) -> Reply<proto::CacheListReply> {
+        Ok(Response::new(self.lock().state.cache_list()))
+    }
+
     async fn info(&self, _: Request<Empty>) -> Reply<proto::ClusterInfo> {
         let core = self.lock();
         Ok(Response::new(proto::ClusterInfo {

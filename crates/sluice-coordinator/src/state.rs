@@ -121,6 +121,10 @@ pub enum Event {
     RemoveDataset(String),
     /// The scheduling policy is replaced (`sluice pools reload`).
     Policy(Box<dyn Policy>),
+    /// A cache directive is added (`sluice cache add`).
+    CacheAdd(proto::CacheAddRequest),
+    /// Cache directives are removed (`sluice cache rm`).
+    CacheRemove(proto::CacheRemoveRequest),
     /// Time passes: silent workers are lost, jobs that cannot go on fail,
     /// starved pools preempt.
     Tick,
@@ -154,6 +158,10 @@ pub enum Answer {
     Submitted(JobId),
     /// The job as it stands after the event.
     Job(proto::JobStatus),
+    /// The cache directive added.
+    Directive(proto::CacheDirective),
+    /// How many cache directives were removed.
+    Removed(u32),
 }
 
 /// What one event did: the answer, what to write, whom to wake.
@@ -176,6 +184,8 @@ pub struct CatalogWrite {
     /// (undone in reverse order).
     undo: Vec<(DatasetName, Option<DatasetMeta>)>,
     then: Vec<Then>,
+    /// The cache directives as they were before, to put back on failure.
+    directives: Option<Vec<sluice_proto::catalog::CacheDirective>>,
     /// A client waits on it: a failed write is its error (otherwise it is
     /// logged).
     client: bool,
@@ -203,6 +213,10 @@ pub(crate) struct WorkerState {
     deletes: Vec<String>,
     finished_jobs: Vec<u64>,
     kept_blocks: Vec<String>,
+    /// What its block cache holds, as it last reported.
+    pub(crate) cache: proto::CacheReport,
+    /// The pinned blocks it was last told of (`None`: not told yet).
+    pins_sent: Option<Vec<String>>,
 }
 
 impl WorkerState {
@@ -214,6 +228,8 @@ impl WorkerState {
             deletes: Vec::new(),
             finished_jobs: Vec::new(),
             kept_blocks: Vec::new(),
+            cache: proto::CacheReport::default(),
+            pins_sent: None,
         }
     }
 }
@@ -319,6 +335,8 @@ impl State {
                 self.policy = p;
                 Ok(Answer::Done)
             }
+            Event::CacheAdd(r) => self.cache_add(r).map(Answer::Directive),
+            Event::CacheRemove(r) => self.cache_remove(&r).map(Answer::Removed),
             Event::Tick => {
                 wake = self.tick();
                 Ok(Answer::Done)
@@ -363,6 +381,9 @@ impl State {
                     Some(o) => self.catalog.datasets.insert(name, o),
                     None => self.catalog.datasets.remove(&name),
                 };
+            }
+            if let Some(d) = w.directives {
+                self.catalog.cache_directives = d;
             }
             for t in w.then {
                 if let Then::Commit { job, .. } = t {
@@ -453,7 +474,12 @@ impl State {
         let worker = WorkerId(r.worker_id);
         let epoch = self.epoch;
         match self.workers.get_mut(&worker) {
-            Some(w) if w.info.alive && r.epoch == epoch => w.last_seen = self.at.now,
+            Some(w) if w.info.alive && r.epoch == epoch => {
+                w.last_seen = self.at.now;
+                if let Some(c) = r.cache {
+                    w.cache = c;
+                }
+            }
             _ => return Some(reregister()),
         }
         let had_reports = !r.reports.is_empty() || !r.corrupt.is_empty();
@@ -484,7 +510,13 @@ impl State {
             let job = JobId(t.task.unwrap_or_default().job);
             t.output_copies = self.output_copies(job, worker, &*cfg.placement);
         }
+        let pins = self.pins_for(worker);
         let w = self.workers.get_mut(&worker).expect("checked above");
+        let ids: Vec<String> = pins.iter().map(|b| b.id.clone()).collect();
+        let pins = (w.pins_sent.as_ref() != Some(&ids)).then(|| {
+            w.pins_sent = Some(ids);
+            proto::CachePins { blocks: pins }
+        });
         proto::HeartbeatReply {
             reregister: false,
             tasks,
@@ -492,6 +524,150 @@ impl State {
             delete_blocks: std::mem::take(&mut w.deletes),
             finished_jobs: std::mem::take(&mut w.finished_jobs),
             kept_blocks: std::mem::take(&mut w.kept_blocks),
+            pins,
+        }
+    }
+
+    /// The blocks cache directives pin on `worker`: for each directive,
+    /// each block it names that the worker holds a replica of, when the
+    /// directive names the worker, or when the worker is the block's
+    /// first live holder (one cached replica per block, as HDFS's default
+    /// cache replication of 1).
+    fn pins_for(&self, worker: WorkerId) -> Vec<proto::BlockInfo> {
+        let Some(uid) = self.workers.get(&worker).map(|w| w.info.uid.as_str()) else {
+            return Vec::new();
+        };
+        let live = |u: &String| self.alive().any(|w| &w.info.uid == u);
+        let mut out: Vec<proto::BlockInfo> = Vec::new();
+        for d in &self.catalog.cache_directives {
+            let Some(set) = self.catalog.datasets.get(&d.dataset) else {
+                continue;
+            };
+            for (i, b) in set.blocks().enumerate() {
+                if d.block.is_some_and(|n| n as usize != i)
+                    || out.iter().any(|o| o.id == b.id.as_str())
+                {
+                    continue;
+                }
+                let target = match &d.worker {
+                    Some(w) => b.replicas.iter().find(|u| *u == w),
+                    None => b.replicas.iter().find(|u| live(u)),
+                };
+                if target.is_some_and(|t| t == uid) {
+                    out.push(b.into());
+                }
+            }
+        }
+        out
+    }
+
+    /// A new cache directive, checked: its data set exists, its block
+    /// index is in range, its worker is live and holds a replica of a
+    /// block it names.
+    fn cache_add(&mut self, r: proto::CacheAddRequest) -> Result<proto::CacheDirective, Status> {
+        let name = DatasetName::new(r.dataset.clone())
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let set = self
+            .catalog
+            .datasets
+            .get(&name)
+            .ok_or_else(|| Status::not_found(format!("no data set {name}")))?;
+        let blocks: Vec<&BlockMeta> = set.blocks().collect();
+        let block = r.has_block.then_some(r.block);
+        if let Some(n) = block.filter(|&n| n as usize >= blocks.len()) {
+            return Err(Status::invalid_argument(format!(
+                "data set {name} has {} blocks (0 to {}); no block {n}",
+                blocks.len(),
+                blocks.len().saturating_sub(1)
+            )));
+        }
+        let worker = match r.worker.as_str() {
+            "" => None,
+            w => {
+                let found = self
+                    .alive()
+                    .find(|x| x.info.uid == w || x.info.id.to_string() == w)
+                    .ok_or_else(|| Status::not_found(format!("no live worker {w}")))?;
+                let uid = found.info.uid.clone();
+                let named = blocks
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| block.is_none_or(|n| n as usize == *i));
+                if !named.clone().any(|(_, b)| b.replicas.contains(&uid)) {
+                    return Err(Status::failed_precondition(format!(
+                        "worker {w} holds no replica of {}",
+                        block.map_or(format!("data set {name}"), |n| format!(
+                            "block {n} of {name}"
+                        ))
+                    )));
+                }
+                Some(uid)
+            }
+        };
+        self.catalog.next_directive += 1;
+        let d = sluice_proto::catalog::CacheDirective {
+            id: self.catalog.next_directive,
+            dataset: name,
+            block,
+            worker,
+            pool: if r.pool.is_empty() {
+                "default".into()
+            } else {
+                r.pool
+            },
+            created_ms: self.at.ms,
+        };
+        let reply = (&d).into();
+        self.edit_directives(|all| all.push(d));
+        Ok(reply)
+    }
+
+    /// Removes a directive by id, or every directive of a data set; their
+    /// blocks are unpinned on the next heartbeats.
+    fn cache_remove(&mut self, r: &proto::CacheRemoveRequest) -> Result<u32, Status> {
+        let before = self.catalog.cache_directives.len();
+        let named = |d: &sluice_proto::catalog::CacheDirective| {
+            d.id == r.id || (r.id == 0 && d.dataset.as_str() == r.dataset)
+        };
+        self.edit_directives(|all| all.retain(|d| !named(d)));
+        let removed = (before - self.catalog.cache_directives.len()) as u32;
+        if removed == 0 {
+            return Err(Status::not_found(if r.id > 0 {
+                format!("no cache directive {}", r.id)
+            } else {
+                format!("no cache directive for data set {}", r.dataset)
+            }));
+        }
+        Ok(removed)
+    }
+
+    /// Changes the cache directives as part of this step's write (a
+    /// client's), keeping the list before it to restore if the write
+    /// fails.
+    fn edit_directives(&mut self, f: impl FnOnce(&mut Vec<sluice_proto::catalog::CacheDirective>)) {
+        let before = self.catalog.cache_directives.clone();
+        f(&mut self.catalog.cache_directives);
+        let w = self.write();
+        w.client = true;
+        w.directives.get_or_insert(before);
+    }
+
+    /// Cache directives, and what each live worker's cache holds.
+    pub(crate) fn cache_list(&self) -> proto::CacheListReply {
+        proto::CacheListReply {
+            directives: self
+                .catalog
+                .cache_directives
+                .iter()
+                .map(Into::into)
+                .collect(),
+            workers: self
+                .alive()
+                .map(|w| proto::WorkerCache {
+                    worker: Some(w.info.clone()),
+                    cache: Some(w.cache.clone()),
+                })
+                .collect(),
         }
     }
 
@@ -666,6 +842,14 @@ impl State {
             .datasets
             .remove(name)
             .ok_or_else(|| Status::not_found(format!("no data set {name}")))?;
+        if self
+            .catalog
+            .cache_directives
+            .iter()
+            .any(|c| c.dataset == d.name)
+        {
+            self.edit_directives(|all| all.retain(|c| c.dataset.as_str() != name));
+        }
         let w = self.write();
         w.client = true;
         w.undo.push((d.name.clone(), Some(d.clone())));
@@ -1278,6 +1462,10 @@ impl State {
         let topo = Topology::new(
             self.alive()
                 .map(|w| (w.info.uid.clone(), place_of(&w.info))),
+        )
+        .with_caches(
+            self.alive()
+                .map(|w| (w.info.uid.as_str(), w.cache.blocks.as_slice())),
         );
         let asker = Asker {
             id: worker,

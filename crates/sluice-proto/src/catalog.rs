@@ -99,12 +99,49 @@ impl DatasetMeta {
     }
 }
 
-/// Every data set.
+/// Every data set, and the cache directives.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Catalog {
     pub datasets: BTreeMap<DatasetName, DatasetMeta>,
     /// Next block number handed out by [`Catalog::new_block_id`].
     pub next_block: u64,
+    /// Blocks to keep in workers' caches (`sluice cache add`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_directives: Vec<CacheDirective>,
+    /// The last directive id handed out.
+    #[serde(default)]
+    pub next_directive: u64,
+}
+
+/// A cache directive, as HDFS's centralized cache management has them:
+/// keep a data set's blocks (or one of them) in memory on a worker
+/// holding a replica (a given one, or one chosen per block), pinned
+/// whatever the cache's admission policy, until it is removed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CacheDirective {
+    pub id: u64,
+    pub dataset: DatasetName,
+    /// One block, by its index in the data set; `None`: every block.
+    pub block: Option<u32>,
+    /// The worker (uid) to cache on; `None`: one live holder per block.
+    pub worker: Option<String>,
+    /// A label grouping directives (HDFS's cache pools), for listing.
+    pub pool: String,
+    pub created_ms: u64,
+}
+
+impl From<&CacheDirective> for proto::CacheDirective {
+    fn from(d: &CacheDirective) -> Self {
+        proto::CacheDirective {
+            id: d.id,
+            dataset: d.dataset.to_string(),
+            has_block: d.block.is_some(),
+            block: d.block.unwrap_or(0),
+            worker: d.worker.clone().unwrap_or_default(),
+            pool: d.pool.clone(),
+            created_ms: d.created_ms,
+        }
+    }
 }
 
 impl Catalog {

@@ -18,6 +18,23 @@ pub struct WorkerPhases {
     pub input_bytes: u64,
     /// Shuffle bytes its reducers received.
     pub shuffle_bytes: u64,
+    /// Its maps that read their block from its cache.
+    #[serde(default)]
+    pub cache_maps: u32,
+}
+
+/// What the block cache served a job's maps.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CacheUse {
+    /// Winning maps that read their block from their worker's cache.
+    pub maps_from_cache: u32,
+    /// Input bytes those maps read from memory.
+    pub bytes_from_cache: u64,
+    /// Input bytes the other maps read from a disk (their worker's or,
+    /// streamed, another's).
+    pub bytes_from_disk: u64,
+    /// Bytes from cache over all input bytes read (0 to 1).
+    pub hit_ratio: f64,
 }
 
 /// A task that ran much longer than its phase's median.
@@ -121,11 +138,16 @@ pub struct ClusterReport {
     pub data_local_maps: u32,
     /// Winning map attempts that streamed their block from another worker.
     pub remote_maps: u32,
-    /// Winning map attempts by the locality level they ran at (`node`,
-    /// `rack`, `datacenter`, `any`; a map that fell back to another
-    /// worker's replica counts as `any`).
+    /// Winning map attempts by the locality level they ran at (`cache`,
+    /// `node`, `rack`, `datacenter`, `any`): as read, so a map that fell
+    /// back to another worker's replica counts as `any`, one that read its
+    /// block from its worker's cache as `cache`, and one launched for a
+    /// cached block that was evicted meanwhile as `node`.
     #[serde(default)]
     pub maps_by_level: BTreeMap<String, u32>,
+    /// What the block cache served.
+    #[serde(default)]
+    pub cache: CacheUse,
     pub attempts: Attempts,
     pub per_worker: Vec<WorkerPhases>,
     pub stragglers: Vec<Straggler>,

@@ -13,6 +13,8 @@
 //! re-registration (new coordinator epoch, or this worker declared lost)
 //! discards every running task's result.
 
+pub mod cache;
+
 use std::collections::{HashMap, HashSet};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -59,6 +61,9 @@ pub struct WorkerConfig {
     pub scan: ScanSettings,
     /// How often the worker sends a block report (every block it holds).
     pub block_report: Duration,
+    /// Bytes of blocks held in locked memory (0: no cache).
+    pub cache_size: u64,
+    pub cache_policy: cache::Policy,
 }
 
 /// How the block scanner verifies stored blocks, as an HDFS DataNode's
@@ -107,6 +112,7 @@ struct Shared {
     running: Mutex<HashSet<AttemptKey>>,
     unsent: Mutex<Vec<TaskReport>>,
     reregister: Notify,
+    cache: cache::BlockCache,
 }
 
 /// One attempt of one task, as this worker tracks it.
@@ -137,6 +143,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
             cfg.memory, cfg.slots, cfg.slots
         )));
     }
+    cache::check_lockable(cfg.cache_size).map_err(ClusterError::Config)?;
     let layout = Layout::create(&cfg.data_dir)?;
     let added = sluice_proto::block::tidy(&layout)?;
     if added > 0 {
@@ -169,6 +176,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         running: Mutex::new(HashSet::new()),
         unsent: Mutex::new(Vec::new()),
         reregister: Notify::new(),
+        cache: cache::BlockCache::new(cfg.cache_size, cfg.cache_policy),
         cfg,
     });
     spawn_scanner(&shared);
@@ -311,6 +319,8 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
         None
     };
     let block_report = listed.is_some();
+    let cache = shared.cache.report(block_report);
+    let cache_sent = cache.is_some();
     let req = proto::HeartbeatRequest {
         worker_id,
         epoch,
@@ -318,6 +328,7 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
         corrupt: corrupt.clone(),
         block_report,
         blocks: listed.unwrap_or_default(),
+        cache,
     };
     match shared.rpc.clone().heartbeat(req).await {
         Ok(r) => {
@@ -330,6 +341,9 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
             tracing::warn!("heartbeat failed: {}", e.message());
             lock(&shared.unsent).extend(reports);
             lock(&shared.corrupt).extend(corrupt);
+            if cache_sent {
+                shared.cache.unreported();
+            }
             tokio::time::sleep(Duration::from_millis(200)).await;
             false
         }
@@ -345,7 +359,11 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
         lock(&shared.cancelled).insert(key(k));
     }
     for b in &r.delete_blocks {
+        shared.cache.evict(b);
         shared.layout.remove_block(b);
+    }
+    if let Some(pins) = r.pins {
+        pin_blocks(shared, pins.blocks);
     }
     for j in &r.finished_jobs {
         let running: Vec<_> = lock(&shared.running)
@@ -395,6 +413,86 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
         }
     }
     false
+}
+
+/// Takes the blocks cache directives pin here now: unpinned ones are
+/// evicted, and those not cached yet are loaded (verified on the way) on
+/// a thread of their own.
+fn pin_blocks(shared: &Arc<Shared>, blocks: Vec<proto::BlockInfo>) {
+    let todo: HashSet<String> = shared
+        .cache
+        .set_pins(blocks.iter().map(|b| b.id.clone()).collect())
+        .into_iter()
+        .collect();
+    let load: Vec<proto::BlockInfo> = blocks
+        .into_iter()
+        .filter(|b| todo.contains(&b.id))
+        .collect();
+    if load.is_empty() {
+        return;
+    }
+    let shared = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("cache-pin".into())
+        .spawn(move || {
+            for b in load {
+                match shared
+                    .cache
+                    .load_pinned(&b.id, b.len, |buf| fill_block(&shared, &b, buf))
+                {
+                    Ok(true) => tracing::info!("block {} cached (pinned)", b.id),
+                    Ok(false) => tracing::warn!("block {}: no room in the cache to pin it", b.id),
+                    Err(e) => cache_load_failed(&shared, &b.id, e),
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start a cache loading thread: {e}");
+    }
+}
+
+/// Reads stored block `b` into `buf` through its checksums (against the
+/// catalog's length and CRC): what the cache admits is verified.
+fn fill_block(
+    shared: &Shared,
+    b: &proto::BlockInfo,
+    buf: &mut [u8],
+) -> std::result::Result<(), Unusable> {
+    let sums = sluice_proto::block::open_checked(&shared.layout, &b.id, b.len, b.crc)?;
+    let path = shared.layout.block(&b.id);
+    let io = |e: sluice_formats::FormatError| match e {
+        sluice_formats::FormatError::Damaged { damage, .. } => Unusable::Damaged(damage),
+        other => Unusable::Io(std::io::Error::other(other.to_string())),
+    };
+    let mut r = sluice_formats::chunked::CheckedReader::open(&path, sums).map_err(io)?;
+    let mut at = 0;
+    while at < buf.len() {
+        match r.read_into(&mut buf[at..]).map_err(io)? {
+            0 => {
+                return Err(Unusable::Io(std::io::Error::other(format!(
+                    "block {} ended at {at} of {} bytes",
+                    b.id,
+                    buf.len()
+                ))))
+            }
+            n => at += n,
+        }
+    }
+    Ok(())
+}
+
+/// A block the cache could not load: a damaged replica is reported (and
+/// never cached); memory that cannot be locked is logged.
+fn cache_load_failed(shared: &Shared, id: &str, e: cache::LoadError<Unusable>) {
+    match e {
+        cache::LoadError::Fill(Unusable::Damaged(d)) => {
+            lock(&shared.corrupt).push(shared.own_damage(id, &d.to_string()));
+        }
+        cache::LoadError::Fill(Unusable::Io(e)) => {
+            tracing::warn!("block {id} not cached: reading it: {e}");
+        }
+        cache::LoadError::Memory(m) => tracing::warn!("block {id} not cached: {m}"),
+    }
 }
 
 /// Records that job `job` has ended, keeping the most recent
@@ -673,6 +771,8 @@ enum MapInput {
     Synthetic,
     /// This worker's replica of the block.
     Local,
+    /// This worker's replica of the block, from its cache.
+    Cached,
     /// A copy fetched from another worker, removed when dropped.
     Fetched { _copy: TempFile },
 }
@@ -703,14 +803,27 @@ fn map_input(
     let split =
         |path: PathBuf, sums| Split::whole_checked(id.index as usize, path, block.len, Some(sums));
     if block.replicas.contains(&shared.uid) {
-        let path = shared.layout.block(&block.id);
-        match sluice_proto::block::open_checked(&shared.layout, &block.id, block.len, block.crc) {
-            Ok(sums) => return Ok((split(path, sums), MapInput::Local)),
-            Err(Unusable::Damaged(d)) => report
-                .corrupt
-                .push(shared.own_damage(&block.id, &d.to_string())),
-            // Not the replica's fault: this attempt fails, nothing blamed.
-            Err(Unusable::Io(e)) => return Err(ClusterError::io("reading", &path, e)),
+        match cached_split(shared, block, id.index as usize, report) {
+            FromCache::Split(s) => return Ok((s, MapInput::Cached)),
+            // Reported: stream an intact replica from another worker.
+            FromCache::Damaged => {}
+            FromCache::Disk => {
+                let path = shared.layout.block(&block.id);
+                let checked = sluice_proto::block::open_checked(
+                    &shared.layout,
+                    &block.id,
+                    block.len,
+                    block.crc,
+                );
+                match checked {
+                    Ok(sums) => return Ok((split(path, sums), MapInput::Local)),
+                    Err(Unusable::Damaged(d)) => report
+                        .corrupt
+                        .push(shared.own_damage(&block.id, &d.to_string())),
+                    // Not the replica's fault: this attempt fails, nothing blamed.
+                    Err(Unusable::Io(e)) => return Err(ClusterError::io("reading", &path, e)),
+                }
+            }
         }
     }
     let t = Instant::now();
@@ -723,6 +836,51 @@ fn map_input(
         split(tmp, Arc::new(sums)),
         MapInput::Fetched { _copy: temp },
     ))
+}
+
+/// Where a map reads this worker's replica of its block.
+enum FromCache {
+    /// From the cache: a hit, or a miss that admitted the block.
+    Split(Split),
+    /// From disk: not cached and not admitted, or memory not lockable.
+    Disk,
+    /// The replica was found damaged while loading it (reported).
+    Damaged,
+}
+
+/// The split of a map over this worker's replica of `block` from the
+/// cache: a hit, or a miss that admits the block (read and verified into
+/// locked memory now).
+fn cached_split(
+    shared: &Shared,
+    block: &proto::BlockInfo,
+    index: usize,
+    report: &mut TaskReport,
+) -> FromCache {
+    let bytes = match shared
+        .cache
+        .read(&block.id, block.len, |buf| fill_block(shared, block, buf))
+    {
+        Ok(cache::Read::Hit(bytes)) => {
+            report.cache_hit = true;
+            bytes
+        }
+        Ok(cache::Read::Loaded(bytes)) => bytes,
+        Ok(cache::Read::Disk) => return FromCache::Disk,
+        Err(cache::LoadError::Fill(Unusable::Damaged(d))) => {
+            report
+                .corrupt
+                .push(shared.own_damage(&block.id, &d.to_string()));
+            return FromCache::Damaged;
+        }
+        Err(e) => {
+            cache_load_failed(shared, &block.id, e);
+            return FromCache::Disk;
+        }
+    };
+    let path = shared.layout.block(&block.id);
+    let bytes = sluice_formats::input::Resident(bytes);
+    FromCache::Split(Split::resident(index, path, bytes))
 }
 
 /// A file removed when dropped.

@@ -1,0 +1,470 @@
+//! The worker's block cache (seed 002): stored blocks held in memory the
+//! OS cannot page out, read by map tasks in place.
+//!
+//! A block enters the cache when a map first reads it here (admission on
+//! first read) or when a cache directive pins it. Either way it is read
+//! from its file through its chunk checksums (a damaged block is never
+//! admitted) into an anonymous mapping that is then made read-only and
+//! locked with `mlock`, as an HDFS DataNode locks the replicas it caches.
+//! Maps read a cached block as a slice of that mapping: no copy, and no
+//! second checksum pass (the bytes were verified when they were loaded
+//! and locked memory does not change under them).
+//!
+//! Admission policies: [`Policy::FirstCome`] (the seed's: admit while
+//! there is room, never evict) and [`Policy::Lru`] (evict the least
+//! recently used blocks to make room). Pinned blocks are admitted whatever
+//! the policy while there is room and never evicted; unpinning evicts.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use sluice_proto::proto;
+
+/// How blocks are admitted when the cache is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Admit while there is room; a full cache admits nothing more.
+    FirstCome,
+    /// Evict the least recently used unpinned blocks to make room.
+    Lru,
+}
+
+impl Policy {
+    /// `first` or `lru`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::FirstCome => "first",
+            Policy::Lru => "lru",
+        }
+    }
+
+    /// From its name.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "first" => Ok(Policy::FirstCome),
+            "lru" => Ok(Policy::Lru),
+            other => Err(format!("unknown cache policy {other:?} (first or lru)")),
+        }
+    }
+}
+
+/// A cached block: read-only memory locked in RAM.
+pub struct Locked(memmap2::Mmap);
+
+impl AsRef<[u8]> for Locked {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Why a block could not be loaded.
+#[derive(Debug)]
+pub enum LoadError<E> {
+    /// Reading it failed (its file is damaged or unreadable).
+    Fill(E),
+    /// The memory could not be mapped or locked.
+    Memory(String),
+}
+
+impl Locked {
+    /// `len` bytes filled by `fill`, then made read-only and locked.
+    fn load<E>(
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<Self, LoadError<E>> {
+        let mut map = memmap2::MmapOptions::new()
+            .len(len)
+            .map_anon()
+            .map_err(|e| LoadError::Memory(format!("mapping {len} bytes: {e}")))?;
+        fill(&mut map).map_err(LoadError::Fill)?;
+        let map = map
+            .make_read_only()
+            .map_err(|e| LoadError::Memory(format!("protecting {len} bytes: {e}")))?;
+        map.lock().map_err(|e| {
+            LoadError::Memory(format!(
+                "locking {len} bytes in memory: {e} (RLIMIT_MEMLOCK is {}; raise it with \
+                 `ulimit -l` or lower --cache-size)",
+                memlock_limit().map_or("unknown".into(), |l| l.to_string())
+            ))
+        })?;
+        Ok(Locked(map))
+    }
+}
+
+struct Entry {
+    bytes: Arc<Locked>,
+    /// The access clock at its last read.
+    last_use: u64,
+}
+
+#[derive(Default)]
+struct Inner {
+    entries: HashMap<String, Entry>,
+    /// Bytes of the entries, and of loads in progress (reserved).
+    used: u64,
+    /// Blocks being loaded.
+    loading: HashSet<String>,
+    /// Blocks directives pin here.
+    pins: HashSet<String>,
+    clock: u64,
+    hits: u64,
+    misses: u64,
+    evicted: u64,
+    /// Changed since the last report.
+    changed: bool,
+}
+
+/// A worker's block cache.
+pub struct BlockCache {
+    capacity: u64,
+    policy: Policy,
+    inner: Mutex<Inner>,
+}
+
+/// What [`BlockCache::read`] found or did.
+pub enum Read {
+    /// A hit: the block was in memory.
+    Hit(Arc<Locked>),
+    /// A miss that admitted the block: read from disk into memory now.
+    Loaded(Arc<Locked>),
+    /// A miss not admitted: read it from disk.
+    Disk,
+}
+
+impl BlockCache {
+    /// A cache of `capacity` bytes (0: no cache).
+    pub fn new(capacity: u64, policy: Policy) -> Self {
+        BlockCache {
+            capacity,
+            policy,
+            inner: Mutex::new(Inner {
+                changed: true,
+                ..Inner::default()
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A map's read of block `id` of `len` bytes: a hit, or a miss that
+    /// admits the block if the policy makes room (loading it with `fill`,
+    /// which must verify what it reads), or a miss read from disk. A block
+    /// that cannot be loaded (damaged, or memory not lockable) is not
+    /// admitted and the error is returned.
+    pub fn read<E>(
+        &self,
+        id: &str,
+        len: u64,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<Read, LoadError<E>> {
+        {
+            let mut c = self.lock();
+            c.clock += 1;
+            let clock = c.clock;
+            if let Some(e) = c.entries.get_mut(id) {
+                e.last_use = clock;
+                let bytes = e.bytes.clone();
+                c.hits += 1;
+                c.changed = true;
+                return Ok(Read::Hit(bytes));
+            }
+            c.misses += 1;
+            c.changed = true;
+            if !self.make_room(&mut c, id, len, false) {
+                return Ok(Read::Disk);
+            }
+        }
+        self.load(id, len, fill).map(Read::Loaded)
+    }
+
+    /// Loads pinned block `id` unless it is cached or loading; returns
+    /// whether it is cached now.
+    pub fn load_pinned<E>(
+        &self,
+        id: &str,
+        len: u64,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<bool, LoadError<E>> {
+        {
+            let mut c = self.lock();
+            if c.entries.contains_key(id) {
+                return Ok(true);
+            }
+            if !c.pins.contains(id) || !self.make_room(&mut c, id, len, true) {
+                return Ok(false);
+            }
+        }
+        self.load(id, len, fill).map(|_| true)
+    }
+
+    /// Reserves `len` bytes for loading `id` if the policy allows,
+    /// evicting least recently used unpinned blocks under LRU (or for a
+    /// pinned block).
+    fn make_room(&self, c: &mut Inner, id: &str, len: u64, pinned: bool) -> bool {
+        if len == 0 || len > self.capacity || c.loading.contains(id) {
+            return false;
+        }
+        if c.used + len > self.capacity && (self.policy == Policy::Lru || pinned) {
+            let mut victims: Vec<(u64, String)> = c
+                .entries
+                .iter()
+                .filter(|(b, _)| !c.pins.contains(*b))
+                .map(|(b, e)| (e.last_use, b.clone()))
+                .collect();
+            victims.sort_unstable();
+            for (_, b) in victims {
+                if c.used + len <= self.capacity {
+                    break;
+                }
+                if let Some(e) = c.entries.remove(&b) {
+                    c.used -= e.bytes.as_ref().as_ref().len() as u64;
+                    c.evicted += 1;
+                }
+            }
+        }
+        if c.used + len > self.capacity {
+            return false;
+        }
+        c.used += len;
+        c.loading.insert(id.to_owned());
+        true
+    }
+
+    /// Loads a block whose room is reserved, outside the lock.
+    fn load<E>(
+        &self,
+        id: &str,
+        len: u64,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<Arc<Locked>, LoadError<E>> {
+        let loaded = Locked::load(len as usize, fill).map(Arc::new);
+        let mut c = self.lock();
+        c.loading.remove(id);
+        match &loaded {
+            Ok(bytes) => {
+                c.clock += 1;
+                let last_use = c.clock;
+                let bytes = bytes.clone();
+                c.entries.insert(id.to_owned(), Entry { bytes, last_use });
+                c.changed = true;
+            }
+            Err(_) => c.used -= len,
+        }
+        loaded
+    }
+
+    /// Drops block `id` (deleted, or no longer pinned).
+    pub fn evict(&self, id: &str) {
+        let mut c = self.lock();
+        if let Some(e) = c.entries.remove(id) {
+            c.used -= e.bytes.as_ref().as_ref().len() as u64;
+            c.evicted += 1;
+            c.changed = true;
+        }
+        c.pins.remove(id);
+    }
+
+    /// The blocks directives pin here now: those no longer pinned are
+    /// evicted. Returns the pinned blocks not cached yet, to load.
+    pub fn set_pins(&self, pins: HashSet<String>) -> Vec<String> {
+        let old: Vec<String> = {
+            let mut c = self.lock();
+            let old = c.pins.difference(&pins).cloned().collect();
+            c.pins = pins;
+            c.changed = true;
+            old
+        };
+        for b in &old {
+            self.evict(b);
+        }
+        let c = self.lock();
+        c.pins
+            .iter()
+            .filter(|b| !c.entries.contains_key(*b))
+            .cloned()
+            .collect()
+    }
+
+    /// What it holds, if that changed since the last report (or always
+    /// when `force`).
+    pub fn report(&self, force: bool) -> Option<proto::CacheReport> {
+        let mut c = self.lock();
+        if !std::mem::take(&mut c.changed) && !force {
+            return None;
+        }
+        let mut blocks: Vec<String> = c.entries.keys().cloned().collect();
+        blocks.sort();
+        let mut pinned: Vec<String> = c.pins.iter().cloned().collect();
+        pinned.sort();
+        Some(proto::CacheReport {
+            blocks,
+            used: c
+                .entries
+                .values()
+                .map(|e| e.bytes.as_ref().as_ref().len() as u64)
+                .sum(),
+            capacity: self.capacity,
+            policy: self.policy.name().into(),
+            hits: c.hits,
+            misses: c.misses,
+            evicted: c.evicted,
+            pinned,
+        })
+    }
+
+    /// Marks the cache changed, so the next heartbeat reports it (a
+    /// report that failed to arrive).
+    pub fn unreported(&self) {
+        self.lock().changed = true;
+    }
+}
+
+/// The process's `RLIMIT_MEMLOCK` in bytes (`None`: unlimited or
+/// unknown), from `/proc/self/limits` (no system call needed).
+pub fn memlock_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max locked memory"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// Whether the process may lock memory beyond its limit
+/// (`CAP_IPC_LOCK`, bit 14 of its effective capabilities).
+fn can_lock_any() -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << 14) != 0)
+}
+
+/// Refuses a cache larger than the memory this process may lock, with
+/// how to fix it.
+pub fn check_lockable(capacity: u64) -> Result<(), String> {
+    if capacity == 0 || can_lock_any() {
+        return Ok(());
+    }
+    match memlock_limit() {
+        Some(limit) if limit < capacity => Err(format!(
+            "--cache-size {capacity} bytes is more than this process may lock in memory \
+             (RLIMIT_MEMLOCK {limit} bytes): raise the limit (`ulimit -l`, or LimitMEMLOCK= \
+             for a systemd service), lower --cache-size, or turn the cache off with \
+             --cache-size 0"
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill(byte: u8) -> impl FnOnce(&mut [u8]) -> Result<(), String> {
+        move |b: &mut [u8]| {
+            b.fill(byte);
+            Ok(())
+        }
+    }
+
+    fn cached(c: &BlockCache) -> Vec<String> {
+        c.report(true).unwrap().blocks
+    }
+
+    fn hit(c: &BlockCache, id: &str) -> bool {
+        matches!(c.read(id, 100, fill(1)).unwrap(), Read::Hit(_))
+    }
+
+    #[test]
+    fn first_come_admits_until_full_and_never_evicts() {
+        let c = BlockCache::new(250, Policy::FirstCome);
+        for b in ["a", "b", "c"] {
+            c.read(b, 100, fill(7)).unwrap();
+        }
+        assert_eq!(cached(&c), ["a", "b"]);
+        // c was read from disk; a is read from memory, as loaded.
+        assert!(!hit(&c, "c"));
+        let Read::Hit(a) = c.read("a", 100, fill(0)).unwrap() else {
+            panic!("a not cached");
+        };
+        assert!((*a).as_ref().iter().all(|&x| x == 7));
+        let r = c.report(true).unwrap();
+        assert_eq!((r.hits, r.misses, r.used, r.evicted), (1, 4, 200, 0));
+    }
+
+    #[test]
+    fn lru_evicts_the_least_recently_used_block() {
+        let c = BlockCache::new(250, Policy::Lru);
+        // a, b in; a used again; c evicts b (least recent), not a.
+        for b in ["a", "b", "a", "c"] {
+            c.read(b, 100, fill(1)).unwrap();
+        }
+        assert_eq!(cached(&c), ["a", "c"]);
+        // d evicts a (c is more recent).
+        c.read("d", 100, fill(1)).unwrap();
+        assert_eq!(cached(&c), ["c", "d"]);
+        assert_eq!(c.report(true).unwrap().evicted, 2);
+    }
+
+    #[test]
+    fn pinned_blocks_are_never_evicted_and_unpinning_evicts() {
+        let c = BlockCache::new(250, Policy::Lru);
+        let todo = c.set_pins(["p".to_string()].into());
+        assert_eq!(todo, ["p"]);
+        assert!(c.load_pinned("p", 100, fill(2)).unwrap());
+        for b in ["a", "b", "c"] {
+            c.read(b, 100, fill(1)).unwrap();
+        }
+        let now = cached(&c);
+        assert!(now.contains(&"p".to_string()) && now.len() == 2, "{now:?}");
+        assert!(c.set_pins(HashSet::new()).is_empty());
+        assert!(!cached(&c).contains(&"p".to_string()));
+        // A block no directive pins is not loaded as pinned.
+        assert!(!c.load_pinned("q", 100, fill(2)).unwrap());
+    }
+
+    #[test]
+    fn a_block_that_fails_to_load_is_not_admitted() {
+        let c = BlockCache::new(1000, Policy::FirstCome);
+        let bad = |_: &mut [u8]| Err("chunk 0: checksum mismatch".to_string());
+        let Err(LoadError::Fill(e)) = c.read("x", 100, bad) else {
+            panic!("loaded a damaged block");
+        };
+        assert!(e.contains("checksum"), "{e}");
+        assert!(cached(&c).is_empty());
+        assert_eq!(c.report(true).unwrap().used, 0);
+        // Read again later, it is admitted once intact.
+        assert!(matches!(
+            c.read("x", 100, fill(1)).unwrap(),
+            Read::Loaded(_)
+        ));
+        assert!(hit(&c, "x"));
+    }
+
+    #[test]
+    fn deleted_blocks_leave_the_cache() {
+        let c = BlockCache::new(1000, Policy::FirstCome);
+        c.read("x", 100, fill(1)).unwrap();
+        c.evict("x");
+        assert!(cached(&c).is_empty());
+        assert_eq!(c.report(true).unwrap().used, 0);
+    }
+
+    #[test]
+    fn the_memlock_limit_is_read_and_checked() {
+        // Readable on Linux; a cache of 0 bytes is always fine.
+        assert!(std::fs::read_to_string("/proc/self/limits").is_ok());
+        assert!(check_lockable(0).is_ok());
+        if !can_lock_any() {
+            if let Some(limit) = memlock_limit() {
+                let e = check_lockable(limit + 1).unwrap_err();
+                assert!(e.contains("RLIMIT_MEMLOCK"), "{e}");
+            }
+        }
+    }
+}
