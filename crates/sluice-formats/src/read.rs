@@ -492,12 +492,14 @@ mod tests {
         out
     }
 
+    type Records = Vec<(u64, Vec<u8>)>;
+
     /// Every record of the whole file at `p`, read from the file and from
     /// the same bytes held in memory.
     fn from_file_and_memory(
         p: &Path,
         format: RecordFormat,
-    ) -> (Result<Vec<(u64, Vec<u8>)>>, Result<Vec<(u64, Vec<u8>)>>) {
+    ) -> (Result<Records>, Result<Records>) {
         let bytes = std::fs::read(p).unwrap();
         let len = bytes.len() as u64;
         let opts = ReadOptions {
