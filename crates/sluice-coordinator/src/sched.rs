@@ -656,14 +656,24 @@ impl Job {
         })
     }
 
-    /// The pending map `w` may run that is closest to its input there.
+    /// The pending map `w` may run that is closest to its input there;
+    /// among equals, one whose block no other worker caches (leaving the
+    /// cached ones to the workers that cache them).
     fn best_pending(&self, w: &Asker<'_>, topo: &Topology) -> Option<(Locality, usize)> {
         self.maps
             .iter()
             .enumerate()
             .filter(|(_, t)| t.pending() && t.may_run_on(w))
-            .map(|(i, _)| (self.level(i, w, topo), i))
+            .map(|(i, _)| {
+                let level = self.level(i, w, topo);
+                let elsewhere = level != Locality::Cache
+                    && self.inputs[i]
+                        .block()
+                        .is_some_and(|b| topo.cached_anywhere(b.id.as_str()));
+                (level, elsewhere, i)
+            })
             .min()
+            .map(|(level, _, i)| (level, i))
     }
 
     /// A pending map `w` may run that waits for no locality: it failed on

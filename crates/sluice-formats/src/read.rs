@@ -496,10 +496,7 @@ mod tests {
 
     /// Every record of the whole file at `p`, read from the file and from
     /// the same bytes held in memory.
-    fn from_file_and_memory(
-        p: &Path,
-        format: RecordFormat,
-    ) -> (Result<Records>, Result<Records>) {
+    fn from_file_and_memory(p: &Path, format: RecordFormat) -> (Result<Records>, Result<Records>) {
         let bytes = std::fs::read(p).unwrap();
         let len = bytes.len() as u64;
         let opts = ReadOptions {
