@@ -382,6 +382,30 @@ pub fn put(a: &PutArgs) -> anyhow::Result<()> {
 }
 
 /// `sluice ls`.
+/// `sluice ls NAME`: each block of a data set, in order, with where its
+/// replicas are (as `hdfs fsck -files -blocks -locations`).
+pub fn ls_blocks(name: &str, conn: &Conn) -> anyhow::Result<()> {
+    let c = connect(conn)?;
+    let Some(d) = c.list()?.into_iter().find(|d| d.name.as_str() == name) else {
+        bail!("no data set {name}");
+    };
+    for (i, b) in d.blocks().enumerate() {
+        let damaged: Vec<&str> = b.corrupt.iter().map(|c| c.uid.as_str()).collect();
+        println!(
+            "{i:>6} {:<20} {:>12} bytes  replicas {}{}",
+            b.id,
+            b.len,
+            b.replicas.join(","),
+            if damaged.is_empty() {
+                String::new()
+            } else {
+                format!("  damaged on {}", damaged.join(","))
+            }
+        );
+    }
+    Ok(())
+}
+
 pub fn ls(conn: &Conn) -> anyhow::Result<()> {
     let c = connect(conn)?;
     for d in c.list()? {

@@ -76,8 +76,14 @@ enum Command {
     Worker(cluster::WorkerArgs),
     /// Store a file or directory on the cluster as a data set.
     Put(cluster::PutArgs),
-    /// List the cluster's data sets.
-    Ls(cluster::Conn),
+    /// List the cluster's data sets, or one data set's blocks and where
+    /// their replicas are.
+    Ls {
+        /// A data set whose blocks to list.
+        name: Option<String>,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
     /// List the cluster's jobs: running, succeeded, failed and killed (with why).
     Jobs(cluster::Conn),
     /// Show the scheduler's pools and their use (`sluice pools reload`:
@@ -336,7 +342,11 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
         Command::Coordinator(a) => cluster::run_coordinator(&a),
         Command::Worker(a) => cluster::run_worker(&a),
         Command::Put(a) => cluster::put(&a),
-        Command::Ls(conn) => cluster::ls(&conn),
+        Command::Ls { name: None, conn } => cluster::ls(&conn),
+        Command::Ls {
+            name: Some(name),
+            conn,
+        } => cluster::ls_blocks(&name, &conn),
         Command::Jobs(conn) => cluster::jobs(&conn),
         Command::Pools {
             action,

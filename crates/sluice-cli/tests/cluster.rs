@@ -441,30 +441,6 @@ fn the_catalog_survives_a_coordinator_restart_and_the_running_job_fails_clearly(
     let _ = again.wait();
 }
 
-/// The part files of `dir`, in name order.
-fn part_files(dir: &Path) -> Vec<PathBuf> {
-    let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("part-")
-        })
-        .collect();
-    parts.sort();
-    parts
-}
-
-/// The part files of `dir` concatenated in name order.
-fn concat_parts(dir: &Path) -> Vec<u8> {
-    part_files(dir)
-        .iter()
-        .flat_map(|p| std::fs::read(p).unwrap())
-        .collect()
-}
-
 #[test]
 fn sort_and_terasort_run_on_the_cluster_from_a_sample_of_the_data_set() {
     let d = tempfile::tempdir().unwrap();

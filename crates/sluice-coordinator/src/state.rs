@@ -1719,11 +1719,15 @@ fn reregister() -> proto::HeartbeatReply {
     }
 }
 
+/// Whether a reply tells the worker nothing (then the heartbeat is held;
+/// a reply that says something must be sent, or what it says is lost).
 fn is_empty(r: &proto::HeartbeatReply) -> bool {
     r.tasks.is_empty()
         && r.kills.is_empty()
         && r.delete_blocks.is_empty()
         && r.finished_jobs.is_empty()
+        && r.kept_blocks.is_empty()
+        && r.pins.is_none()
 }
 
 /// The output blocks a job's commit put in the catalog (none unless it

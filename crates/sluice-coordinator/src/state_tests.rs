@@ -822,12 +822,21 @@ fn cache_directives_pin_blocks_on_one_holder_and_go_with_their_data_set() {
         worker: worker.into(),
         pool: String::new(),
     };
+    // Through a heartbeat: a reply with only pins in it is sent, not
+    // held (a held reply would lose them).
     let pins = |sim: &mut Sim, uid: &'static str| {
-        let Answer::Heartbeat(Some(r)) = sim.handle(Event::Offer(sim.workers[uid])) else {
-            panic!("no reply");
+        let beat = proto::HeartbeatRequest {
+            worker_id: sim.workers[uid].0,
+            epoch: 1,
+            ..Default::default()
         };
-        r.pins
-            .map(|p| p.blocks.into_iter().map(|b| b.id).collect::<Vec<_>>())
+        match sim.handle(Event::Heartbeat(beat)) {
+            Answer::Heartbeat(Some(r)) => r
+                .pins
+                .map(|p| p.blocks.into_iter().map(|b| b.id).collect::<Vec<_>>()),
+            Answer::Heartbeat(None) => None,
+            a => panic!("{a:?}"),
+        }
     };
     // Every block, one holder each: the first live replica.
     sim.handle(Event::CacheAdd(add("", None)));

@@ -232,6 +232,8 @@ async fn register(shared: &Shared, uid: &str, data_addr: &str) -> Result<()> {
             Ok(r) => {
                 let r = r.into_inner();
                 *lock(&shared.session) = (r.worker_id, r.epoch);
+                // A new registration knows nothing of this cache yet.
+                shared.cache.unreported();
                 remove_other_jobs_files(shared, &r.running_jobs);
                 return Ok(());
             }

@@ -250,3 +250,27 @@ pub fn fails(out: Output) -> String {
     );
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// The part files of `dir`, in name order.
+pub fn part_files(dir: &Path) -> Vec<PathBuf> {
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("part-")
+        })
+        .collect();
+    parts.sort();
+    parts
+}
+
+/// The part files of `dir` concatenated in name order.
+pub fn concat_parts(dir: &Path) -> Vec<u8> {
+    part_files(dir)
+        .iter()
+        .flat_map(|p| std::fs::read(p).unwrap())
+        .collect()
+}

@@ -1,0 +1,286 @@
+//! The block cache as a user meets it: directives added, listed and
+//! removed on a real cluster, kept across a coordinator restart; maps
+//! reading cached blocks give the local engine's answers; a damaged
+//! replica is never admitted; a worker holding cached blocks killed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+mod common;
+mod support;
+
+use common::ok;
+use support::*;
+
+/// What `sluice cache ls` says each worker (by id) caches: blocks and
+/// whether each is pinned; and the directive lines.
+/// Each worker's cached blocks (id, pinned), by worker id.
+type Cached = BTreeMap<String, Vec<(String, bool)>>;
+
+fn cache_ls(c: &Cluster) -> (Cached, Vec<String>) {
+    let out = ok(c.cmd(&["cache", "ls"]).output().unwrap());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut workers = BTreeMap::new();
+    let mut directives = Vec::new();
+    let mut current = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("worker ") {
+            let id = rest.split_whitespace().next().unwrap().to_owned();
+            workers.insert(id.clone(), Vec::new());
+            current = Some(id);
+        } else if let Some(b) = line.strip_prefix("  ") {
+            let pinned = b.ends_with("(pinned)");
+            let id = b.split_whitespace().next().unwrap().to_owned();
+            let w: &mut Vec<_> = workers.get_mut(current.as_ref().unwrap()).unwrap();
+            w.push((id, pinned));
+        } else if line.starts_with("directive ") {
+            directives.push(line.to_owned());
+        }
+    }
+    (workers, directives)
+}
+
+/// Pinned blocks over all workers, with how many workers pin each.
+fn pinned(c: &Cluster) -> BTreeMap<String, usize> {
+    let mut n = BTreeMap::new();
+    for blocks in cache_ls(c).0.values() {
+        for (b, p) in blocks {
+            if *p {
+                *n.entry(b.clone()).or_default() += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Waits until `f` holds of the pinned blocks (30 s at most).
+fn until_pinned(c: &Cluster, what: &str, f: impl Fn(&BTreeMap<String, usize>) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = pinned(c);
+        if f(&now) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: pinned {now:?}\n{:?}",
+            cache_ls(c)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The coordinator's command line, to start it again.
+fn coordinator_argv(c: &Cluster) -> (u32, Vec<String>) {
+    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let argv = cmdline
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    (pid, argv)
+}
+
+#[test]
+fn directives_pin_blocks_survive_a_restart_and_go_with_their_data_set() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "4MB");
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 50");
+    put(&c, &data, "words", "1MB", "2");
+    let blocks = 4;
+    // Every block, on one holder each.
+    ok(c.cmd(&["cache", "add", "words"]).output().unwrap());
+    until_pinned(&c, "one holder each", |p| {
+        p.len() == blocks && p.values().all(|&n| n == 1)
+    });
+    // Block 0 on a named worker as well: whichever does not pin it yet.
+    let (workers, _) = cache_ls(&c);
+    let first_block = pinned(&c).keys().next().unwrap().clone();
+    let other = workers
+        .iter()
+        .find(|(_, bs)| !bs.iter().any(|(b, p)| *p && *b == first_block))
+        .map(|(id, _)| id.clone())
+        .unwrap();
+    let index = first_block_index(&c, &first_block);
+    let add = c.cmd(&[
+        "cache", "add", "words", "--block", &index, "--worker", &other,
+    ]);
+    ok({ add }.output().unwrap());
+    until_pinned(&c, "block 0 twice", |p| p.get(&first_block) == Some(&2));
+    assert_eq!(cache_ls(&c).1.len(), 2);
+    // A bad directive is refused, naming what is wrong.
+    let bad = fails(
+        c.cmd(&["cache", "add", "words", "--block", "9"])
+            .output()
+            .unwrap(),
+    );
+    assert!(bad.contains("has 4 blocks"), "{bad}");
+    // The coordinator restarts: the directives are in its catalog.
+    let (pid, argv) = coordinator_argv(&c);
+    signal(pid, "KILL");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut again = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    poll(|| {
+        let s = c.cmd(&["cluster", "status"]).output().ok()?;
+        (String::from_utf8_lossy(&s.stdout).matches("alive").count() == 2).then_some(())
+    });
+    assert_eq!(cache_ls(&c).1.len(), 2, "{:?}", cache_ls(&c).1);
+    until_pinned(&c, "after the restart", |p| {
+        p.len() == blocks && p.get(&first_block) == Some(&2)
+    });
+    // Removing the second directive unpins block 0 on the named worker.
+    ok(c.cmd(&["cache", "rm", "2"]).output().unwrap());
+    until_pinned(&c, "directive 2 removed", |p| {
+        p.get(&first_block) == Some(&1)
+    });
+    // Removing the data set removes its directives and its cached blocks.
+    ok(c.cmd(&["rm", "words"]).output().unwrap());
+    poll(|| {
+        let (workers, directives) = cache_ls(&c);
+        (directives.is_empty() && workers.values().all(Vec::is_empty)).then_some(())
+    });
+    let _ = again.kill();
+    let _ = again.wait();
+}
+
+/// The index in data set `words` of block `id`, from `sluice ls words`.
+fn first_block_index(c: &Cluster, id: &str) -> String {
+    let out = ok(c.cmd(&["ls", "words"]).output().unwrap());
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(id))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("block {id} not in {text}"))
+        .to_string()
+}
+
+/// Runs `job` on the cluster twice over `words` (the second time its
+/// blocks are cached) and checks both outputs against the local engine's
+/// (their part files, concatenated);
+/// returns the second run's maps read from cache and its maps.
+fn twice(c: &Cluster, dir: &Path, data: &Path, name: &str, job: &[&str]) -> (u64, u64) {
+    let want = local(&dir.join(name), data, job);
+    let mut from_cache = 0;
+    let mut maps = 0;
+    for run in 0..2 {
+        let out = format!("{name}{run}");
+        let report = dir.join(format!("{out}.json"));
+        let mut cmd = c.submit(job);
+        cmd.args(["--input", "words", "--output", &out, "--report"]);
+        ok(cmd.arg(&report).output().unwrap());
+        let got: PathBuf = dir.join(format!("got-{out}"));
+        get(c, &out, &got);
+        // Map-only and sampled jobs cut their parts where the cluster's
+        // blocks and samples fall: the same records, in the same order.
+        assert!(concat_parts(&got) == concat_parts(&want), "{name} differs");
+        let r = read_report(&report);
+        from_cache = r["cluster"]["cache"]["maps_from_cache"].as_u64().unwrap();
+        maps = r["maps"].as_u64().unwrap();
+    }
+    (from_cache, maps)
+}
+
+#[test]
+fn maps_reading_cached_blocks_give_the_local_engines_answers() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "6MB");
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 50");
+    put(&c, &data, "words", "1MB", "1");
+    std::fs::create_dir_all(d.path().join("wc")).unwrap();
+    std::fs::create_dir_all(d.path().join("grep")).unwrap();
+    std::fs::create_dir_all(d.path().join("sort")).unwrap();
+    // Admitted on first read: the second run reads every block from memory.
+    let (cached, maps) = twice(&c, d.path(), &data, "wc", WC);
+    assert_eq!(
+        cached, maps,
+        "word count: {cached} of {maps} maps from cache"
+    );
+    let grep = ["grep", "--pattern", "th[aeiou]"];
+    let (cached, maps) = twice(&c, d.path(), &data, "grep", &grep);
+    assert_eq!(cached, maps, "grep: {cached} of {maps} maps from cache");
+    let (cached, maps) = twice(&c, d.path(), &data, "sort", &["sort", "--reducers", "2"]);
+    assert_eq!(cached, maps, "sort: {cached} of {maps} maps from cache");
+}
+
+#[test]
+fn a_full_cache_admits_no_more_and_reads_the_rest_from_disk() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "6MB");
+    // Room for two 1 MB blocks on each worker.
+    let c = Cluster::up_with(d.path(), 2, "--heartbeat-ms 50", "--cache-size 2100KB");
+    put(&c, &data, "words", "1MB", "1");
+    std::fs::create_dir_all(d.path().join("wc")).unwrap();
+    let (cached, maps) = twice(&c, d.path(), &data, "wc", WC);
+    assert_eq!(cached, 4, "{cached} of {maps} maps from cache");
+    for (id, blocks) in cache_ls(&c).0 {
+        assert_eq!(blocks.len(), 2, "worker {id}: {blocks:?}");
+    }
+}
+
+#[test]
+fn a_damaged_replica_is_never_cached_and_the_job_reads_another() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "4MB");
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 50");
+    put(&c, &data, "words", "1MB", "2");
+    // Flip a byte in every replica on the first worker.
+    let dirs = c.data_dirs();
+    let damaged: Vec<String> = block_files(&dirs[0])
+        .iter()
+        .map(|f| {
+            let mut bytes = std::fs::read(f).unwrap();
+            bytes[100] ^= 0x55;
+            std::fs::write(f, bytes).unwrap();
+            f.file_name().unwrap().to_string_lossy().into_owned()
+        })
+        .collect();
+    assert_eq!(damaged.len(), 4);
+    ok(c.cmd(&["cache", "add", "words"]).output().unwrap());
+    ok(submit_wc(&c, "words", "counts").output().unwrap());
+    counts_match_local(&c, d.path(), &data);
+    // Nothing damaged is held in memory anywhere; the intact replicas on
+    // the second worker are cached instead.
+    poll(|| {
+        let p = pinned(&c);
+        (p.len() == damaged.len()).then_some(())
+    });
+    let (workers, _) = cache_ls(&c);
+    let uid0 = std::fs::read_to_string(dirs[0].join("uid")).unwrap();
+    let ls =
+        String::from_utf8_lossy(&ok(c.cmd(&["cache", "ls"]).output().unwrap()).stdout).into_owned();
+    let w0 = ls
+        .lines()
+        .find(|l| l.contains(uid0.trim()))
+        .and_then(|l| l.strip_prefix("worker "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    assert!(
+        workers[&w0].is_empty(),
+        "damaged blocks cached: {:?}",
+        workers[&w0]
+    );
+}
+
+#[test]
+fn a_worker_holding_cached_blocks_killed_leaves_the_job_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "6MB");
+    let c = Cluster::up(d.path(), 3, "--heartbeat-ms 50 --worker-timeout-ms 1000");
+    put(&c, &data, "words", "1MB", "2");
+    ok(c.cmd(&["cache", "add", "words"]).output().unwrap());
+    until_pinned(&c, "every block", |p| p.len() == 6);
+    let pids = c.worker_pids();
+    signal(pids[0], "KILL");
+    wait_until_lost(&c, 1);
+    ok(submit_wc(&c, "words", "counts").output().unwrap());
+    counts_match_local(&c, d.path(), &data);
+}
