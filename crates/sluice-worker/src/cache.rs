@@ -110,9 +110,15 @@ struct Inner {
     hits: u64,
     misses: u64,
     evicted: u64,
-    /// Changed since the last report.
+    /// Its blocks or pins changed since the last report.
     changed: bool,
+    /// Its counters changed since the last report.
+    counted: bool,
+    last_report: Option<std::time::Instant>,
 }
+
+/// Counters alone are reported at most this often.
+const REPORT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A worker's block cache.
 pub struct BlockCache {
@@ -167,11 +173,11 @@ impl BlockCache {
                 e.last_use = clock;
                 let bytes = e.bytes.clone();
                 c.hits += 1;
-                c.changed = true;
+                c.counted = true;
                 return Ok(Read::Hit(bytes));
             }
             c.misses += 1;
-            c.changed = true;
+            c.counted = true;
             if !self.make_room(&mut c, id, len, false) {
                 return Ok(Read::Disk);
             }
@@ -287,13 +293,18 @@ impl BlockCache {
             .collect()
     }
 
-    /// What it holds, if that changed since the last report (or always
-    /// when `force`).
+    /// What it holds, when `force`d, when its blocks changed since the
+    /// last report, or when only its counters did and a second has passed
+    /// (a worker reading from its cache all the time does not send its
+    /// block list on every heartbeat).
     pub fn report(&self, force: bool) -> Option<proto::CacheReport> {
         let mut c = self.lock();
-        if !std::mem::take(&mut c.changed) && !force {
+        let stale = c.last_report.is_none_or(|t| t.elapsed() >= REPORT_EVERY);
+        if !(force || c.changed || (c.counted && stale)) {
             return None;
         }
+        (c.changed, c.counted) = (false, false);
+        c.last_report = Some(std::time::Instant::now());
         let mut blocks: Vec<String> = c.entries.keys().cloned().collect();
         blocks.sort();
         let mut pinned: Vec<String> = c.pins.iter().cloned().collect();
