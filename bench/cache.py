@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Seed 002's table on the embedded cluster: each job cold (no block cached,
+the OS page cache dropped) and cached (its blocks in the workers' block
+caches from the cold run, the OS page cache dropped again), side by side
+with the thesis' figures.
+
+Usage: .venv/bin/python bench/cache.py [--size 512MB] [--reps 3] [--plot FILE]
+
+Each repetition restarts the cluster (empty caches). The OS page cache is
+dropped with `sync; echo 3 > /proc/sys/vm/drop_caches` (root) before every
+run. Times are the wall clock of `sluice submit`. Every answer is checked:
+grep's matching lines, word count's words and sort's records against
+Python's own count and sort of the input, the Pavlo aggregation and join
+against DuckDB's answers on the same files, and each cached run's output
+against its cold run's.
+"""
+import argparse
+import collections
+import hashlib
+import json
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+S = str(ROOT / "target/release/sluice")
+
+# The thesis' change with the cache (negative: faster), per workload.
+THESIS = {
+    "grep": "-35.5%",
+    "sort": "-8%",
+    "wordcount": "within +-4%",
+    "pavlo-agg-large": "-15%",
+    "pavlo-join": "-10%",
+}
+
+
+def sh(*args, **kw):
+    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True, **kw)
+
+
+def drop_os_cache():
+    subprocess.run("sync; echo 3 > /proc/sys/vm/drop_caches", shell=True, check=True)
+
+
+def parts(d):
+    return sorted(p for p in pathlib.Path(d).glob("part-*"))
+
+
+def concat(d):
+    h = hashlib.sha256()
+    for p in parts(d):
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def text_lines(d):
+    for p in sorted(pathlib.Path(d).iterdir()):
+        if p.name.startswith(("_", ".")):
+            continue
+        with open(p, "rb") as f:
+            for line in f:
+                yield line.rstrip(b"\n")
+
+
+class Oracle:
+    """Independent answers computed once from the input files."""
+
+    def __init__(self, text, pavlo, work):
+        self.text, self.pavlo, self.work = text, pavlo, work
+        self._cache = {}
+
+    def grep(self):
+        if "grep" not in self._cache:
+            pat = re.compile(rb"^a[a-z]*")
+            self._cache["grep"] = sum(1 for l in text_lines(self.text) if pat.search(l))
+        return self._cache["grep"]
+
+    def words(self):
+        if "words" not in self._cache:
+            c = collections.Counter()
+            for l in text_lines(self.text):
+                c.update(l.split())
+            self._cache["words"] = (sum(c.values()), len(c))
+        return self._cache["words"]
+
+    def sorted_sha(self):
+        if "sort" not in self._cache:
+            lines = sorted(text_lines(self.text))
+            h = hashlib.sha256()
+            for l in lines:
+                h.update(l + b"\n")
+            self._cache["sort"] = (len(lines), h.hexdigest())
+        return self._cache["sort"]
+
+    def duckdb(self, task):
+        if task not in self._cache:
+            out = self.work / f"duckdb-{task}.tsv"
+            sh(sys.executable, ROOT / "bench/pavlo_duckdb.py", "--task", task,
+               "--data", self.pavlo, "--out", out, "--threads", "2", "--runs", "1")
+            self._cache[task] = out
+        return self._cache[task]
+
+
+def rows(d):
+    out = {}
+    for p in parts(d) if pathlib.Path(d).is_dir() else [pathlib.Path(d)]:
+        for line in open(p):
+            k, v = line.rstrip("\n").split("\t", 1)
+            out[k] = v
+    return out
+
+
+def close(a, b):
+    x = [float(v) for v in a.split("|")]
+    y = [float(v) for v in b.split("|")]
+    return len(x) == len(y) and all(abs(p - q) <= 1e-9 * max(1.0, abs(p)) for p, q in zip(x, y))
+
+
+def check(name, out, oracle):
+    """Raises unless `out` (a directory of parts) is the right answer."""
+    if name == "grep":
+        n = sum(1 for p in parts(out) for _ in open(p, "rb"))
+        assert n == oracle.grep(), f"grep: {n} lines, want {oracle.grep()}"
+    elif name == "wordcount":
+        total = distinct = 0
+        for p in parts(out):
+            for line in open(p, "rb"):
+                total += int(line.rsplit(b"\t", 1)[1])
+                distinct += 1
+        assert (total, distinct) == oracle.words(), f"wordcount: {(total, distinct)} != {oracle.words()}"
+    elif name == "sort":
+        h, n = hashlib.sha256(), 0
+        for p in parts(out):
+            for line in open(p, "rb"):
+                h.update(line)
+                n += 1
+        assert (n, h.hexdigest()) == oracle.sorted_sha(), "sort: not the sorted input"
+    else:
+        got, want = rows(out), rows(oracle.duckdb(name))
+        assert got.keys() == want.keys(), f"{name}: keys differ from DuckDB's"
+        bad = [k for k in got if not close(got[k], want[k])]
+        assert not bad, f"{name}: {len(bad)} values differ from DuckDB's"
+
+
+WORKLOADS = [
+    ("grep", ["grep", "--pattern", "^a[a-z]*"], "words"),
+    ("sort", ["sort", "--reducers", "2"], "words"),
+    ("wordcount", ["wordcount", "--reducers", "2"], "words"),
+    ("pavlo-agg-large", ["pavlo-agg-large", "--reducers", "2"], "uv"),
+    ("pavlo-join", ["pavlo-join", "--join", "baseline", "--rankings", "rankings",
+                    "--reducers", "2"], "uv"),
+]
+
+
+def cluster(work, up):
+    c = ["--dir", work / "cl"]
+    if up:
+        sh(S, "cluster", "up", "--workers", "2", "--slots", "1", *c)
+    else:
+        subprocess.run([S, "cluster", "down", *map(str, c)], capture_output=True)
+
+
+def run(work, name, job, input_set, tag):
+    conn = ["--cluster", work / "cl"]
+    out = f"{name}-{tag}"
+    report = work / f"{out}.json"
+    drop_os_cache()
+    t0 = time.monotonic()
+    sh(S, "submit", *conn, *job, "--input", input_set, "--output", out, "--report", report, "-q")
+    secs = time.monotonic() - t0
+    got = work / f"got-{out}"
+    sh(S, "get", out, got, *conn)
+    r = json.load(open(report))
+    return secs, got, r["cluster"]["cache"]["hit_ratio"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", default="512MB")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--plot", default="")
+    a = ap.parse_args()
+    sh("cargo", "build", "--release", "-q", "-p", "sluice-cli", cwd=ROOT)
+    work = pathlib.Path(tempfile.mkdtemp(prefix="sluice-cache-"))
+    try:
+        sh(S, "gen", "text", "--size", a.size, "--out", work / "text")
+        sh(S, "gen", "pavlo", "--scale", a.size, "--out", work / "pavlo")
+        oracle = Oracle(work / "text", work / "pavlo", work)
+        cluster(work, True)
+        conn = ["--cluster", work / "cl"]
+        for d, src in [("words", "text"), ("uv", "pavlo/uservisits"), ("rankings", "pavlo/rankings")]:
+            sh(S, "put", work / src, "--dataset", d, "--block-size", "32MB", "--replication", "2", *conn)
+        table = []
+        for name, job, input_set in WORKLOADS:
+            cold, cached, hits = [], [], []
+            for rep in range(a.reps):
+                cluster(work, False)
+                cluster(work, True)
+                t, got_cold, _ = run(work, name, job, input_set, f"cold{rep}")
+                check(name, got_cold, oracle)
+                cold.append(t)
+                t, got, h = run(work, name, job, input_set, f"cached{rep}")
+                check(name, got, oracle)
+                cached.append(t)
+                hits.append(h)
+            c, w = statistics.median(cold), statistics.median(cached)
+            row = {"job": name, "cold_s": cold, "cached_s": cached, "hit_ratio": hits,
+                   "median_cold_s": c, "median_cached_s": w, "change": w / c - 1,
+                   "thesis": THESIS[name]}
+            table.append(row)
+            print(json.dumps(row), flush=True)
+        cluster(work, False)
+        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                    if l.startswith("model name")), "unknown")
+        print(f"\n{a.size} per data set, {a.reps} repetitions, 2 workers x 1 slot, CPU {cpu}\n")
+        print("| job | cold s (median) | cached s (median) | change | hit ratio | thesis |")
+        print("|---|---:|---:|---:|---:|---|")
+        for r in table:
+            print(f"| {r['job']} | {r['median_cold_s']:.2f} | {r['median_cached_s']:.2f} | "
+                  f"{r['change'] * 100:+.1f}% | {statistics.median(r['hit_ratio']) * 100:.0f}% | "
+                  f"{r['thesis']} |")
+        if a.plot:
+            plot(table, a.plot)
+    finally:
+        cluster(work, False)
+        subprocess.run(["rm", "-rf", str(work)])
+
+
+def plot(table, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [r["job"] for r in table]
+    x = range(len(names))
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.bar([i - 0.2 for i in x], [r["median_cold_s"] for r in table], 0.4, label="cold (no cache)")
+    ax.bar([i + 0.2 for i in x], [r["median_cached_s"] for r in table], 0.4, label="cached")
+    ax.set_xticks(list(x), names, rotation=15)
+    ax.set_ylabel("seconds (median)")
+    ax.set_title("Sluice block cache: cold vs cached, 2-worker embedded cluster")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+if __name__ == "__main__":
+    main()
