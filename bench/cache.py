@@ -2,9 +2,14 @@
 """Seed 002's table on the embedded cluster: each job cold (no block cached,
 the OS page cache dropped) and cached (its blocks in the workers' block
 caches from the cold run, the OS page cache dropped again), side by side
-with the thesis' figures.
+with the thesis' figures; with --mix, the thesis' concurrent mixes instead:
+four applications (grep, word count, the Pavlo aggregation and join), each
+in a fair pool capped at 25% of the slots, each submitting its job
+--repeat times, on 4 workers with no cache and with a cache smaller than
+the data under each admission policy.
 
 Usage: .venv/bin/python bench/cache.py [--size 512MB] [--reps 3] [--plot FILE]
+       .venv/bin/python bench/cache.py --mix [--size 256MB] [--repeat 3] [--plot FILE]
 
 Each repetition restarts the cluster (empty caches). The OS page cache is
 dropped with `sync; echo 3 > /proc/sys/vm/drop_caches` (root) before every
@@ -158,12 +163,101 @@ WORKLOADS = [
 ]
 
 
-def cluster(work, up):
+def cluster(work, up, workers=2, coordinator="", worker=""):
     c = ["--dir", work / "cl"]
     if up:
-        sh(S, "cluster", "up", "--workers", "2", "--slots", "1", *c)
+        sh(S, "cluster", "up", "--workers", workers, "--slots", "1", *c,
+           "--coordinator-flags", coordinator, "--worker-flags", worker)
     else:
         subprocess.run([S, "cluster", "down", *map(str, c)], capture_output=True)
+
+
+def put_all(work):
+    conn = ["--cluster", work / "cl"]
+    for d, src in [("words", "text"), ("uv", "pavlo/uservisits"), ("rankings", "pavlo/rankings")]:
+        sh(S, "put", work / src, "--dataset", d, "--block-size", "32MB", "--replication", "2", *conn)
+
+
+def data_bytes(work):
+    return sum(f.stat().st_size for d in ["text", "pavlo/uservisits", "pavlo/rankings"]
+               for f in (work / d).iterdir() if f.is_file())
+
+
+def mix(a, work, oracle):
+    """The concurrent mixes: makespan, runtime per application against no
+    cache, mean hit ratio, per cache mode."""
+    import threading
+    pools = work / "pools.toml"
+    pools.write_text("".join(f"[pool.{n}]\nmax_share = 0.25\n" for n, *_ in MIX))
+    cache = data_bytes(work) // 8  # per worker: 4 caches hold half the data
+    modes = [("none", "--cache-size 0"), ("first", f"--cache-size {cache} --cache-policy first"),
+             ("lru", f"--cache-size {cache} --cache-policy lru")]
+    results = {}
+    for mode, flags in modes:
+        cluster(work, False)
+        subprocess.run(["rm", "-rf", str(work / "cl")])
+        cluster(work, True, 4, f"--scheduler fair --pools {pools}", flags)
+        put_all(work)
+        conn = ["--cluster", work / "cl"]
+        times, hits, errors = {}, [], []
+
+        def app(name, job, input_set):
+            for i in range(a.repeat):
+                out, report = f"{name}-{mode}-{i}", work / f"{name}-{mode}-{i}.json"
+                t0 = time.monotonic()
+                try:
+                    sh(S, "submit", *conn, "--pool", name, *job, "--input", input_set,
+                       "--output", out, "--report", report, "-q")
+                    times.setdefault(name, []).append(time.monotonic() - t0)
+                    got = work / f"got-{out}"
+                    sh(S, "get", out, got, *conn)
+                    check(name, got, oracle)
+                    hits.append(hit_ratio(report))
+                except Exception as e:  # reported after the mix
+                    errors.append(f"{out}: {e}")
+
+        drop_os_cache()
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=app, args=m) for m in MIX]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        makespan = time.monotonic() - t0
+        assert not errors, errors
+        results[mode] = {"makespan_s": makespan, "times": times,
+                         "mean_hit_ratio": statistics.mean(hits)}
+        print(json.dumps({mode: results[mode]}), flush=True)
+    cluster(work, False)
+    base = results["none"]
+    print(f"\nmixes: 4 applications x {a.repeat} jobs, {a.size} per data set, 4 workers x 1 slot, "
+          f"pools capped at 25%, cache {cache >> 20} MiB per worker where on\n")
+    print("| cache | makespan s | vs no cache | " + " | ".join(f"{n} vs no cache" for n, *_ in MIX)
+          + " | mean hit ratio |")
+    print("|---|---:|---:|" + "---:|" * len(MIX) + "---:|")
+    for mode, r in results.items():
+        norm = [statistics.mean(r["times"][n]) / statistics.mean(base["times"][n]) for n, *_ in MIX]
+        print(f"| {mode} | {r['makespan_s']:.2f} | {r['makespan_s'] / base['makespan_s'] - 1:+.1%} | "
+              + " | ".join(f"{x:.2f}" for x in norm) + f" | {r['mean_hit_ratio']:.0%} |")
+    if a.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(5, 3))
+        ax.bar(list(results), [r["makespan_s"] for r in results.values()])
+        ax.set_ylabel("makespan s")
+        ax.set_title("Concurrent mixes by cache mode")
+        fig.tight_layout()
+        fig.savefig(a.plot)
+
+
+MIX = [
+    ("grep", ["grep", "--pattern", "^a[a-z]*"], "words"),
+    ("wordcount", ["wordcount", "--reducers", "2"], "words"),
+    ("pavlo-agg-large", ["pavlo-agg-large", "--reducers", "2"], "uv"),
+    ("pavlo-join", ["pavlo-join", "--join", "baseline", "--rankings", "rankings",
+                    "--reducers", "2"], "uv"),
+]
 
 
 def run(work, name, job, input_set, tag):
@@ -176,8 +270,17 @@ def run(work, name, job, input_set, tag):
     secs = time.monotonic() - t0
     got = work / f"got-{out}"
     sh(S, "get", out, got, *conn)
+    return secs, got, hit_ratio(report)
+
+
+def hit_ratio(report):
+    """Bytes maps read from cache over all they read, across the stages
+    of a multi-stage job (whose report is a list of stage reports)."""
     r = json.load(open(report))
-    return secs, got, r["cluster"]["cache"]["hit_ratio"]
+    stages = r if isinstance(r, list) else [r]
+    cached = sum(s["cluster"]["cache"]["bytes_from_cache"] for s in stages)
+    disk = sum(s["cluster"]["cache"]["bytes_from_disk"] for s in stages)
+    return cached / (cached + disk) if cached + disk else 0.0
 
 
 def main():
@@ -185,6 +288,8 @@ def main():
     ap.add_argument("--size", default="512MB")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--plot", default="")
+    ap.add_argument("--mix", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     sh("cargo", "build", "--release", "-q", "-p", "sluice-cli", cwd=ROOT)
     work = pathlib.Path(tempfile.mkdtemp(prefix="sluice-cache-"))
@@ -192,10 +297,10 @@ def main():
         sh(S, "gen", "text", "--size", a.size, "--out", work / "text")
         sh(S, "gen", "pavlo", "--scale", a.size, "--out", work / "pavlo")
         oracle = Oracle(work / "text", work / "pavlo", work)
+        if a.mix:
+            return mix(a, work, oracle)
         cluster(work, True)
-        conn = ["--cluster", work / "cl"]
-        for d, src in [("words", "text"), ("uv", "pavlo/uservisits"), ("rankings", "pavlo/rankings")]:
-            sh(S, "put", work / src, "--dataset", d, "--block-size", "32MB", "--replication", "2", *conn)
+        put_all(work)
         table = []
         for name, job, input_set in WORKLOADS:
             cold, cached, hits = [], [], []

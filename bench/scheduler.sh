@@ -91,7 +91,9 @@ for mode in ["fifo", "fair-nodelay", "fair-delay"]:
     maps = sum(levels.values())
     q = lambda v, p: sorted(v)[min(len(v) - 1, int(p * len(v)))] if v else float("nan")
     med = lambda v: statistics.median(v) if v else float("nan")
-    print(f"| {mode} | {levels.get('node', 0) / maps:.0%} | {levels.get('rack', 0) / maps:.0%} "
+    # On their block's worker: from its disk, or its block cache.
+    local = levels.get('node', 0) + levels.get('cache', 0)
+    print(f"| {mode} | {local / maps:.0%} | {levels.get('rack', 0) / maps:.0%} "
           f"| {med(resp['small']):.2f} | {q(resp['small'], 0.95):.2f} | {med(resp['large']):.2f} "
           f"| {float((d / 'makespan').read_text()):.2f} | {'same' if ok else 'DIFFER'} |")
 PY
