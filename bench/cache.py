@@ -122,8 +122,8 @@ def rows(d):
 
 
 def close(a, b):
-    x = [float(v) for v in a.split("|")]
-    y = [float(v) for v in b.split("|")]
+    x = [float(v) for v in re.split(r"[|\t]", a)]
+    y = [float(v) for v in re.split(r"[|\t]", b)]
     return len(x) == len(y) and all(abs(p - q) <= 1e-9 * max(1.0, abs(p)) for p, q in zip(x, y))
 
 
@@ -289,6 +289,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--plot", default="")
     ap.add_argument("--mix", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated jobs of the table to run")
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
     sh("cargo", "build", "--release", "-q", "-p", "sluice-cli", cwd=ROOT)
@@ -302,7 +303,10 @@ def main():
         cluster(work, True)
         put_all(work)
         table = []
+        only = [n for n in a.only.split(",") if n]
         for name, job, input_set in WORKLOADS:
+            if only and name not in only:
+                continue
             cold, cached, hits = [], [], []
             for rep in range(a.reps):
                 cluster(work, False)

@@ -284,3 +284,52 @@ fn a_worker_holding_cached_blocks_killed_leaves_the_job_whole() {
     ok(submit_wc(&c, "words", "counts").output().unwrap());
     counts_match_local(&c, d.path(), &data);
 }
+
+/// Whether this process runs as root (which may lock any amount).
+fn root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .is_some_and(|u| u.split_whitespace().next() == Some("0"))
+}
+
+#[test]
+fn a_cache_larger_than_the_memlock_limit_is_refused_with_how_to_fix_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    // Readable by the unprivileged user the worker runs as.
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret = d.path().join("secret");
+    std::fs::write(&secret, "0123456789abcdef0123456789abcdef").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // A 64 KiB limit; root locks past any limit, so the worker runs as
+    // nobody then.
+    let mut cmd = Command::new("prlimit");
+    cmd.arg("--memlock=65536:65536");
+    if root() {
+        cmd.args([
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ]);
+    }
+    cmd.arg(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "worker",
+            "--coordinator",
+            "127.0.0.1:1",
+            "--cache-size",
+            "1GB",
+        ])
+        .arg("--data-dir")
+        .arg(d.path().join("data"))
+        .arg("--secret-file")
+        .arg(&secret);
+    let err = fails(cmd.output().expect("prlimit (util-linux) runs"));
+    assert!(
+        err.contains("RLIMIT_MEMLOCK 65536 bytes") && err.contains("--cache-size"),
+        "{err}"
+    );
+}
