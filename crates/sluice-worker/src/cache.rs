@@ -154,35 +154,61 @@ impl BlockCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A map's read of block `id` of `len` bytes: a hit, or a miss that
-    /// admits the block if the policy makes room (loading it with `fill`,
-    /// which must verify what it reads), or a miss read from disk. A block
-    /// that cannot be loaded (damaged, or memory not lockable) is not
-    /// admitted and the error is returned.
+    /// A map's lookup of block `id`: the bytes on a hit; a miss is
+    /// counted (the map reads its block from disk, and may [`admit`] it
+    /// after).
+    ///
+    /// [`admit`]: BlockCache::admit
+    pub fn lookup(&self, id: &str) -> Option<Arc<Locked>> {
+        let mut c = self.lock();
+        c.clock += 1;
+        c.counted = true;
+        let clock = c.clock;
+        let Some(e) = c.entries.get_mut(id) else {
+            c.misses += 1;
+            return None;
+        };
+        e.last_use = clock;
+        let bytes = e.bytes.clone();
+        c.hits += 1;
+        Some(bytes)
+    }
+
+    /// Admits block `id` of `len` bytes if it is not cached and the
+    /// policy makes room, loading it with `fill` (which must verify what
+    /// it reads). `None`: not admitted. A block that cannot be loaded
+    /// (damaged, or memory not lockable) is not admitted and the error is
+    /// returned.
+    pub fn admit<E>(
+        &self,
+        id: &str,
+        len: u64,
+        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+    ) -> Result<Option<Arc<Locked>>, LoadError<E>> {
+        {
+            let mut c = self.lock();
+            if c.entries.contains_key(id) || !self.make_room(&mut c, id, len, false) {
+                return Ok(None);
+            }
+        }
+        self.load(id, len, fill).map(Some)
+    }
+
+    /// A lookup, and on a miss an admission at once: what a read that
+    /// waits for its block to be loaded sees.
     pub fn read<E>(
         &self,
         id: &str,
         len: u64,
         fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
     ) -> Result<Read, LoadError<E>> {
-        {
-            let mut c = self.lock();
-            c.clock += 1;
-            let clock = c.clock;
-            if let Some(e) = c.entries.get_mut(id) {
-                e.last_use = clock;
-                let bytes = e.bytes.clone();
-                c.hits += 1;
-                c.counted = true;
-                return Ok(Read::Hit(bytes));
-            }
-            c.misses += 1;
-            c.counted = true;
-            if !self.make_room(&mut c, id, len, false) {
-                return Ok(Read::Disk);
-            }
+        if let Some(bytes) = self.lookup(id) {
+            return Ok(Read::Hit(bytes));
         }
-        self.load(id, len, fill).map(Read::Loaded)
+        Ok(match self.admit(id, len, fill)? {
+            Some(bytes) => Read::Loaded(bytes),
+            None => Read::Disk,
+        })
     }
 
     /// Loads pinned block `id` unless it is cached or loading; returns

@@ -113,6 +113,8 @@ struct Shared {
     unsent: Mutex<Vec<TaskReport>>,
     reregister: Notify,
     cache: cache::BlockCache,
+    /// Blocks for the cache's loading thread.
+    loader: Mutex<std::sync::mpsc::Sender<Load>>,
 }
 
 /// One attempt of one task, as this worker tracks it.
@@ -161,6 +163,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     let sampler = sluice_proto::sample::Sampler::start(Duration::from_millis(100), 36_000);
     data::serve(listener, layout.clone(), cfg.secret.clone(), Some(sampler));
     let rpc = connect(&cfg.coordinator, &cfg.secret, Duration::from_secs(60)).await?;
+    let (loader, to_load) = std::sync::mpsc::channel();
     let shared = Arc::new(Shared {
         uid: uid.clone(),
         data_addr: data_addr.clone(),
@@ -177,8 +180,10 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         unsent: Mutex::new(Vec::new()),
         reregister: Notify::new(),
         cache: cache::BlockCache::new(cfg.cache_size, cfg.cache_policy),
+        loader: Mutex::new(loader),
         cfg,
     });
+    spawn_cache_loader(&shared, to_load);
     spawn_scanner(&shared);
     loop {
         register(&shared, &uid, &data_addr).await?;
@@ -418,38 +423,16 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
 }
 
 /// Takes the blocks cache directives pin here now: unpinned ones are
-/// evicted, and those not cached yet are loaded (verified on the way) on
-/// a thread of their own.
+/// evicted, and those not cached yet go to the cache's loading thread.
 fn pin_blocks(shared: &Arc<Shared>, blocks: Vec<proto::BlockInfo>) {
     let todo: HashSet<String> = shared
         .cache
         .set_pins(blocks.iter().map(|b| b.id.clone()).collect())
         .into_iter()
         .collect();
-    let load: Vec<proto::BlockInfo> = blocks
-        .into_iter()
-        .filter(|b| todo.contains(&b.id))
-        .collect();
-    if load.is_empty() {
-        return;
-    }
-    let shared = shared.clone();
-    let spawned = std::thread::Builder::new()
-        .name("cache-pin".into())
-        .spawn(move || {
-            for b in load {
-                match shared
-                    .cache
-                    .load_pinned(&b.id, b.len, |buf| fill_block(&shared, &b, buf))
-                {
-                    Ok(true) => tracing::info!("block {} cached (pinned)", b.id),
-                    Ok(false) => tracing::warn!("block {}: no room in the cache to pin it", b.id),
-                    Err(e) => cache_load_failed(&shared, &b.id, e),
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start a cache loading thread: {e}");
+    let loader = lock(&shared.loader);
+    for b in blocks.into_iter().filter(|b| todo.contains(&b.id)) {
+        let _ = loader.send(Load::Pin(b));
     }
 }
 
@@ -757,11 +740,18 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
         )
         .map_err(ClusterError::from)
     };
-    // Damage met while streaming a local replica is that replica's fault.
-    if let (Err(e), MapInput::Local) = (&res, &input) {
-        if let Some(d) = damage_of(e) {
-            report.corrupt.push(shared.own_damage(&block.id, &d));
+    // Damage met while streaming a local replica is that replica's fault;
+    // one read whole and intact is offered to the cache.
+    match (&res, &input) {
+        (Err(e), MapInput::Local) => {
+            if let Some(d) = damage_of(e) {
+                report.corrupt.push(shared.own_damage(&block.id, &d));
+            }
         }
+        (Ok(_), MapInput::Local) => {
+            let _ = lock(&shared.loader).send(Load::Admit(block.clone()));
+        }
+        _ => {}
     }
     drop(input);
     res
@@ -805,27 +795,17 @@ fn map_input(
     let split =
         |path: PathBuf, sums| Split::whole_checked(id.index as usize, path, block.len, Some(sums));
     if block.replicas.contains(&shared.uid) {
-        match cached_split(shared, block, id.index as usize, report) {
-            FromCache::Split(s) => return Ok((s, MapInput::Cached)),
-            // Reported: stream an intact replica from another worker.
-            FromCache::Damaged => {}
-            FromCache::Disk => {
-                let path = shared.layout.block(&block.id);
-                let checked = sluice_proto::block::open_checked(
-                    &shared.layout,
-                    &block.id,
-                    block.len,
-                    block.crc,
-                );
-                match checked {
-                    Ok(sums) => return Ok((split(path, sums), MapInput::Local)),
-                    Err(Unusable::Damaged(d)) => report
-                        .corrupt
-                        .push(shared.own_damage(&block.id, &d.to_string())),
-                    // Not the replica's fault: this attempt fails, nothing blamed.
-                    Err(Unusable::Io(e)) => return Err(ClusterError::io("reading", &path, e)),
-                }
-            }
+        if let Some(s) = cached_split(shared, block, id.index as usize, report) {
+            return Ok((s, MapInput::Cached));
+        }
+        let path = shared.layout.block(&block.id);
+        match sluice_proto::block::open_checked(&shared.layout, &block.id, block.len, block.crc) {
+            Ok(sums) => return Ok((split(path, sums), MapInput::Local)),
+            Err(Unusable::Damaged(d)) => report
+                .corrupt
+                .push(shared.own_damage(&block.id, &d.to_string())),
+            // Not the replica's fault: this attempt fails, nothing blamed.
+            Err(Unusable::Io(e)) => return Err(ClusterError::io("reading", &path, e)),
         }
     }
     let t = Instant::now();
@@ -840,49 +820,62 @@ fn map_input(
     ))
 }
 
-/// Where a map reads this worker's replica of its block.
-enum FromCache {
-    /// From the cache: a hit, or a miss that admitted the block.
-    Split(Split),
-    /// From disk: not cached and not admitted, or memory not lockable.
-    Disk,
-    /// The replica was found damaged while loading it (reported).
-    Damaged,
-}
-
-/// The split of a map over this worker's replica of `block` from the
-/// cache: a hit, or a miss that admits the block (read and verified into
-/// locked memory now).
+/// The split of a map over this worker's replica of `block` from its
+/// cache, on a hit. On a miss the map reads the replica from disk, and the
+/// block is offered to the cache after ([`Load::Admit`]).
 fn cached_split(
     shared: &Shared,
     block: &proto::BlockInfo,
     index: usize,
     report: &mut TaskReport,
-) -> FromCache {
-    let bytes = match shared
-        .cache
-        .read(&block.id, block.len, |buf| fill_block(shared, block, buf))
-    {
-        Ok(cache::Read::Hit(bytes)) => {
-            report.cache_hit = true;
-            bytes
-        }
-        Ok(cache::Read::Loaded(bytes)) => bytes,
-        Ok(cache::Read::Disk) => return FromCache::Disk,
-        Err(cache::LoadError::Fill(Unusable::Damaged(d))) => {
-            report
-                .corrupt
-                .push(shared.own_damage(&block.id, &d.to_string()));
-            return FromCache::Damaged;
-        }
-        Err(e) => {
-            cache_load_failed(shared, &block.id, e);
-            return FromCache::Disk;
-        }
-    };
+) -> Option<Split> {
+    let bytes = shared.cache.lookup(&block.id)?;
+    report.cache_hit = true;
     let path = shared.layout.block(&block.id);
     let bytes = sluice_formats::input::Resident(bytes);
-    FromCache::Split(Split::resident(index, path, bytes))
+    Some(Split::resident(index, path, bytes))
+}
+
+/// Work for the cache's loading thread.
+enum Load {
+    /// A block a map just read from this worker's disk: admitted if the
+    /// policy makes room (read again, from the page cache, and verified).
+    Admit(proto::BlockInfo),
+    /// A block a directive pins here.
+    Pin(proto::BlockInfo),
+}
+
+/// Loads blocks into the cache, one at a time, off the tasks' threads:
+/// a map never waits for its block to be loaded, and keeps reading and
+/// processing it in a stream.
+fn spawn_cache_loader(shared: &Arc<Shared>, work: std::sync::mpsc::Receiver<Load>) {
+    let shared = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("cache-loader".into())
+        .spawn(move || {
+            for load in work {
+                let (b, pinned) = match load {
+                    Load::Admit(b) => (b, false),
+                    Load::Pin(b) => (b, true),
+                };
+                let fill = |buf: &mut [u8]| fill_block(&shared, &b, buf);
+                let loaded = if pinned {
+                    shared.cache.load_pinned(&b.id, b.len, fill).map(|ok| {
+                        if !ok {
+                            tracing::warn!("block {}: no room in the cache to pin it", b.id);
+                        }
+                    })
+                } else {
+                    shared.cache.admit(&b.id, b.len, fill).map(|_| ())
+                };
+                if let Err(e) = loaded {
+                    cache_load_failed(&shared, &b.id, e);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the cache loading thread: {e}");
+    }
 }
 
 /// A file removed when dropped.
