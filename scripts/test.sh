@@ -11,10 +11,11 @@ done
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
-# DuckDB is the oracle of the Pavlo tests: a venv the script creates.
+# DuckDB is the oracle of the Pavlo tests, numpy of k-means: a venv the
+# script creates.
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -c "import duckdb" 2>/dev/null ||
-  .venv/bin/pip install --quiet --disable-pip-version-check duckdb
+.venv/bin/python -c "import duckdb, numpy" 2>/dev/null ||
+  .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy
 export SLUICE_PYTHON="$PWD/.venv/bin/python"
 cargo test --workspace
 # A smoke test of the peer harness: Sluice and DuckDB on tiny data, every

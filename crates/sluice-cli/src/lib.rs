@@ -235,7 +235,8 @@ struct RunArgs {
     /// Key/value type of ohb pairs.
     #[arg(long, value_enum, default_value = "bytes")]
     pair_type: PairTypeArg,
-    /// Seed of ohb's values and random choices.
+    /// Seed of ohb's values and random choices, and of kmeans' initial
+    /// centres.
     #[arg(long, default_value_t = 7)]
     seed: u64,
     /// Split points of sort and terasort, hex-encoded and comma-separated,
@@ -252,6 +253,15 @@ struct RunArgs {
     /// Rankings input for pavlo-join.
     #[arg(long)]
     rankings: Option<String>,
+    /// Clusters (k) of kmeans.
+    #[arg(long)]
+    clusters: Option<usize>,
+    /// Iterations of kmeans after its initial centres.
+    #[arg(long, default_value_t = 5)]
+    iterations: u32,
+    /// Where kmeans also writes each point with its nearest final centre.
+    #[arg(long)]
+    assignments: Option<String>,
     /// Input storage for pavlo-selection and the aggregations.
     #[arg(long, value_enum, default_value = "text")]
     input_format: InputFormat,

@@ -133,6 +133,13 @@ impl RunArgs {
                 },
                 stage: None,
             }),
+            "kmeans" => to_value(sluice_request::KmeansParams {
+                clusters: self.clusters.unwrap_or(0),
+                iterations: self.iterations,
+                seed: self.seed,
+                assignments: self.assignments.clone(),
+                ..Default::default()
+            }),
             "ohb" => to_value(OhbParams {
                 pattern: self.pattern.clone().unwrap_or_else(|| "avg".into()),
                 pairs_per_map: self.pairs_per_map,

@@ -122,12 +122,14 @@ fn directives_pin_blocks_survive_a_restart_and_go_with_their_data_set() {
     let (pid, argv) = coordinator_argv(&c);
     signal(pid, "KILL");
     std::thread::sleep(Duration::from_millis(300));
-    let mut again = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let _again = Killed(
+        Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     poll(|| {
         let s = c.cmd(&["cluster", "status"]).output().ok()?;
         (String::from_utf8_lossy(&s.stdout).matches("alive").count() == 2).then_some(())
@@ -147,8 +149,16 @@ fn directives_pin_blocks_survive_a_restart_and_go_with_their_data_set() {
         let (workers, directives) = cache_ls(&c);
         (directives.is_empty() && workers.values().all(Vec::is_empty)).then_some(())
     });
-    let _ = again.kill();
-    let _ = again.wait();
+}
+
+/// A process killed when dropped, however the test ends.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The index in data set `words` of block `id`, from `sluice ls words`.

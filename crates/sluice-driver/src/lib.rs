@@ -78,6 +78,7 @@ fn chain(
     let mut run_all = || -> Result<(), DriverError> {
         for mut stage in stages.clone() {
             stage.input = resolve_refs(&stage.input, &temps)?;
+            resolve_param_refs(&mut stage.params, &temps)?;
             if stage.output.is_empty() {
                 stage.output = temps[reports.len()].clone();
                 stage.overwrite = true;
@@ -93,6 +94,32 @@ fn chain(
         Target::Cluster(t) => t.remove_temps(&temps),
     }
     done.map(|()| reports)
+}
+
+/// The string parameters `@N` (a side input naming stage N's output)
+/// replaced by temporary N, at any depth.
+fn resolve_param_refs(v: &mut serde_json::Value, temps: &[String]) -> Result<(), DriverError> {
+    match v {
+        serde_json::Value::String(s) if is_ref(s) => *s = resolve_refs(s, temps)?,
+        serde_json::Value::Array(items) => {
+            for item in items {
+                resolve_param_refs(item, temps)?;
+            }
+        }
+        serde_json::Value::Object(fields) => {
+            for item in fields.values_mut() {
+                resolve_param_refs(item, temps)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Whether `s` is `@N`.
+fn is_ref(s: &str) -> bool {
+    s.strip_prefix('@')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// `input` with each item `@N` replaced by temporary N.

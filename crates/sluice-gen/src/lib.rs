@@ -4,11 +4,13 @@
 //! derived from the user's seed and the part number, so the bytes depend on
 //! the seed and size only, never on the number of threads.
 
+mod kmeans;
 mod parts;
 mod pavlo;
 mod tera;
 mod text;
 
+pub use kmeans::{generate_kmeans, kmeans_centres, kmeans_part, KmeansSpec, KMEANS_SIGMA};
 pub use parts::{GenSpec, PartMaker};
 pub use pavlo::{
     generate_pavlo, page_url, pavlo_part, source_ip_pool, PavloSet, PavloSpec, GREP_PATTERN,

@@ -36,6 +36,14 @@ pub enum GenSpec {
         /// Rows per part.
         rows_per_part: u64,
     },
+    /// Points of Gaussian clusters (see [`crate::KmeansSpec`]).
+    Kmeans {
+        points: u64,
+        dims: usize,
+        clusters: usize,
+        seed: u64,
+        points_per_part: u64,
+    },
     /// TeraGen records.
     Tera {
         /// Records.
@@ -64,6 +72,11 @@ impl GenSpec {
                 rows_per_part,
                 ..
             } => rows.div_ceil((*rows_per_part).max(1)),
+            GenSpec::Kmeans {
+                points,
+                points_per_part,
+                ..
+            } => points.div_ceil((*points_per_part).max(1)).max(1),
         }
     }
 
@@ -81,10 +94,24 @@ impl GenSpec {
                 None
             }
             GenSpec::Tera { .. } => None,
+            GenSpec::Kmeans { dims, clusters, .. } if *dims == 0 || *clusters == 0 => {
+                return Err("k-means points need at least one dimension and one cluster".into())
+            }
+            GenSpec::Kmeans { .. } => None,
+        };
+        let centres = match self {
+            GenSpec::Kmeans {
+                dims,
+                clusters,
+                seed,
+                ..
+            } => crate::kmeans_centres(*seed, *clusters, *dims),
+            _ => Vec::new(),
         };
         Ok(PartMaker {
             spec: self.clone(),
             vocab,
+            centres,
         })
     }
 }
@@ -94,6 +121,8 @@ impl GenSpec {
 pub struct PartMaker {
     spec: GenSpec,
     vocab: Option<Vocabulary>,
+    /// The k-means clusters' centres.
+    centres: Vec<Vec<f64>>,
 }
 
 impl PartMaker {
@@ -138,6 +167,24 @@ impl PartMaker {
                 let range = range(p, *rows_per_part, *rows);
                 let n = range.end - range.start;
                 (tera_part(*seed, range), n)
+            }
+            GenSpec::Kmeans {
+                points,
+                dims,
+                clusters,
+                seed,
+                points_per_part,
+            } => {
+                let spec = crate::KmeansSpec {
+                    points: *points,
+                    dims: *dims,
+                    clusters: *clusters,
+                    seed: *seed,
+                    points_per_part: *points_per_part,
+                };
+                let range = range(p, *points_per_part, *points);
+                let n = range.end - range.start;
+                (crate::kmeans_part(&spec, &self.centres, range), n)
             }
         }
     }

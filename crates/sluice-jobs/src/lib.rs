@@ -14,6 +14,7 @@ mod error;
 pub mod generate;
 mod grep;
 pub mod index;
+pub mod kmeans;
 pub mod ohb;
 pub mod pavlo;
 mod sort;

@@ -26,6 +26,7 @@ pub(crate) fn register(r: &mut Registry) {
         .register("pavlo-join", Join)
         .register("ohb", Ohb)
         .register("gen", Gen);
+    crate::iterative::register(r);
 }
 
 /// Order of intermediate keys within a partition.

@@ -22,6 +22,7 @@
 
 mod builtin;
 mod error;
+mod iterative;
 mod registry;
 mod request;
 
@@ -30,6 +31,7 @@ pub use builtin::{
     OhbParams, PagedInput, SelectionParams, SortParams, UdfParams, WordcountParams,
 };
 pub use error::RequestError;
+pub use iterative::{KmeansParams, KmeansStage};
 pub use registry::{
     engine_config, settings, BuildContext, Built, JobKind, KeyRange, Plan, Registry, Sampling,
     DEFAULT_MEMORY,

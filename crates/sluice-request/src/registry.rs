@@ -83,8 +83,9 @@ pub enum Plan {
     /// points into the request.
     Sample(Sampling),
     /// Jobs run one after another. A stage's output `""` is a temporary
-    /// the driver names (and removes afterwards); an input item `@N` is
-    /// stage N's output. The last stage writes the request's output.
+    /// the driver names (and removes afterwards); an input item, or a
+    /// string parameter (a side input), `@N` is stage N's output. The
+    /// stages name the request's output where it goes.
     Chain(Vec<JobRequest>),
 }
 

@@ -67,6 +67,30 @@ pub enum GenKind {
         #[arg(long)]
         overwrite: bool,
     },
+    /// Points of Gaussian clusters for k-means (HiBench's generator): one
+    /// point a line, coordinates separated by spaces.
+    Kmeans {
+        /// Points.
+        #[arg(long)]
+        points: u64,
+        /// Dimensions.
+        #[arg(long, default_value_t = 20)]
+        dims: usize,
+        /// Clusters the points are drawn around.
+        #[arg(long, default_value_t = 10)]
+        clusters: usize,
+        /// Seed.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        #[command(flatten)]
+        dest: Dest,
+        /// Threads [default: all cores].
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Replace a non-empty output directory.
+        #[arg(long)]
+        overwrite: bool,
+    },
     /// All four Pavlo data sets into OUT/{grep,rankings,uservisits,documents}.
     Pavlo {
         /// Size of UserVisits; Rankings is 1/20 of it, Grep 1/37, Documents 1/20 (the seed's per-node ratios).
@@ -229,6 +253,29 @@ pub fn run(kind: GenKind) -> anyhow::Result<()> {
                 (None, None) => unreachable!("clap requires a destination"),
             }
         }
+        GenKind::Kmeans {
+            points,
+            dims,
+            clusters,
+            seed,
+            dest,
+            threads,
+            overwrite,
+        } => {
+            let spec = sluice_gen::KmeansSpec {
+                points,
+                dims,
+                clusters,
+                seed,
+                // About ROWS_PER_PART_BYTES a part, at 10 bytes a coordinate.
+                points_per_part: (ROWS_PER_PART_BYTES / (10 * dims.max(1) as u64)).max(1),
+            };
+            match (&dest.out, &dest.dataset) {
+                (_, Some(name)) => on_cluster(&kmeans_gen_spec(&spec), name, &dest, overwrite),
+                (Some(out), None) => kmeans(&spec, out, threads, overwrite),
+                (None, None) => unreachable!("clap requires a destination"),
+            }
+        }
         GenKind::Pavlo {
             scale,
             seed,
@@ -309,6 +356,51 @@ fn tera(
         "generated {} records ({}) in {} files at {} in {:.2}s",
         sum.records,
         human(sum.bytes),
+        sum.files,
+        out.display(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// A k-means spec as a [`GenSpec`].
+fn kmeans_gen_spec(k: &sluice_gen::KmeansSpec) -> GenSpec {
+    GenSpec::Kmeans {
+        points: k.points,
+        dims: k.dims,
+        clusters: k.clusters,
+        seed: k.seed,
+        points_per_part: k.points_per_part,
+    }
+}
+
+fn kmeans(
+    spec: &sluice_gen::KmeansSpec,
+    out: &Path,
+    threads: Option<usize>,
+    overwrite: bool,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        spec.dims > 0 && spec.clusters > 0,
+        "k-means points need at least one dimension and one cluster"
+    );
+    let t = Instant::now();
+    let pb = bar(spec.points * 10 * spec.dims as u64, "kmeans points");
+    let sum = write_atomically(out, overwrite, |dir| {
+        Ok(sluice_gen::generate_kmeans(
+            spec,
+            threads_or_all(threads),
+            dir,
+            &|b| pb.inc(b),
+        )?)
+    })?;
+    pb.finish_and_clear();
+    eprintln!(
+        "generated {} points ({}) of {} dimensions around {} centres in {} files at {} in {:.2}s",
+        sum.records,
+        human(sum.bytes),
+        spec.dims,
+        spec.clusters,
         sum.files,
         out.display(),
         t.elapsed().as_secs_f64()

@@ -1,0 +1,231 @@
+//! k-means as a user runs it: generated points, centres from the local
+//! engine and from a cluster, each checked against numpy's Lloyd
+//! iterations from the same initial centres; bad points refused or
+//! skipped.
+
+use std::path::{Path, PathBuf};
+
+mod common;
+mod support;
+
+use common::{ok, sluice};
+use support::*;
+
+/// The Python with numpy: `SLUICE_PYTHON` (scripts/test.sh sets it) or the
+/// project's venv.
+fn python() -> PathBuf {
+    std::env::var_os("SLUICE_PYTHON").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python"),
+        PathBuf::from,
+    )
+}
+
+/// numpy's k-means: `iterations` Lloyd steps over the points in `input`
+/// from the centres in `init` (lines `index TAB coordinates`); a centre no
+/// point chose stays. Prints the centres, one a line.
+const ORACLE: &str = r#"
+import sys, pathlib, numpy as np
+points = np.vstack([np.loadtxt(p, ndmin=2) for p in sorted(pathlib.Path(sys.argv[1]).glob("part-*"))])
+init = {}
+for p in pathlib.Path(sys.argv[2]).glob("part-*"):
+    for line in open(p):
+        i, xs = line.rstrip("\n").split("\t")
+        init[int(i)] = [float(x) for x in xs.split()]
+c = np.array([init[i] for i in range(len(init))])
+for _ in range(int(sys.argv[3])):
+    d = ((points[:, None, :] - c[None, :, :]) ** 2).sum(axis=2)
+    near = d.argmin(axis=1)
+    for k in range(len(c)):
+        mine = points[near == k]
+        if len(mine):
+            c[k] = mine.mean(axis=0)
+for row in c:
+    print(" ".join(repr(float(x)) for x in row))
+"#;
+
+/// The centres in a result directory (or the one file `get` writes for a
+/// data set of one file), by index.
+fn centres(dir: &Path) -> Vec<Vec<f64>> {
+    let files = if dir.is_dir() {
+        part_files(dir)
+    } else {
+        vec![dir.to_owned()]
+    };
+    let mut rows: Vec<(usize, Vec<f64>)> = files
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let (i, xs) = l.split_once('\t').unwrap();
+                    let p = xs.split(' ').map(|x| x.parse().unwrap()).collect();
+                    (i.parse().unwrap(), p)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    rows.sort_by_key(|(i, _)| *i);
+    rows.into_iter().map(|(_, p)| p).collect()
+}
+
+/// numpy's centres after `iterations` steps from the centres in `init`.
+fn numpy(points: &Path, init: &Path, iterations: u32) -> Vec<Vec<f64>> {
+    let py = python();
+    assert!(
+        py.exists(),
+        "no Python with numpy at {} (run bash bench/setup.sh)",
+        py.display()
+    );
+    let out = ok(std::process::Command::new(py)
+        .args(["-c", ORACLE])
+        .arg(points)
+        .arg(init)
+        .arg(iterations.to_string())
+        .output()
+        .unwrap());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(' ').map(|x| x.parse().unwrap()).collect())
+        .collect()
+}
+
+fn close(got: &[Vec<f64>], want: &[Vec<f64>]) {
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(want) {
+        for (a, b) in g.iter().zip(w) {
+            assert!(
+                (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0),
+                "{g:?} != {w:?}"
+            );
+        }
+    }
+}
+
+fn gen_points(dir: &Path, points: &str) -> PathBuf {
+    let out = dir.join("points");
+    ok(sluice()
+        .args([
+            "gen",
+            "kmeans",
+            "--points",
+            points,
+            "--dims",
+            "4",
+            "--clusters",
+            "5",
+        ])
+        .args(["--seed", "3", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    out
+}
+
+/// Runs k-means on the local engine: `iterations` 0 gives the initial
+/// centres.
+fn local_kmeans(points: &Path, out: &Path, iterations: u32, extra: &[&str]) {
+    ok(sluice()
+        .args(["run", "kmeans", "--clusters", "5", "--seed", "11", "-q"])
+        .args(["--iterations", &iterations.to_string()])
+        .args(extra)
+        .arg("--input")
+        .arg(points)
+        .arg("--output")
+        .arg(out)
+        .output()
+        .unwrap());
+}
+
+#[test]
+fn local_centres_equal_numpys_from_the_same_initial_centres() {
+    let d = tempfile::tempdir().unwrap();
+    let points = gen_points(d.path(), "20000");
+    let init = d.path().join("init");
+    local_kmeans(&points, &init, 0, &[]);
+    assert_eq!(centres(&init).len(), 5);
+    let out = d.path().join("centres");
+    let assigned = d.path().join("assigned");
+    let a = assigned.to_str().unwrap();
+    local_kmeans(
+        &points,
+        &out,
+        5,
+        &["--split-size", "256KB", "--assignments", a],
+    );
+    close(&centres(&out), &numpy(&points, &init, 5));
+    // Every point assigned, to a centre that exists.
+    let lines: Vec<String> = part_files(&assigned)
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(lines.len(), 20000);
+    assert!(lines
+        .iter()
+        .all(|l| l.rsplit_once('\t').unwrap().1.parse::<usize>().unwrap() < 5));
+}
+
+#[test]
+fn cluster_centres_equal_the_local_engines() {
+    let d = tempfile::tempdir().unwrap();
+    let points = gen_points(d.path(), "20000");
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 50");
+    put(&c, &points, "points", "256KB", "1");
+    let init = d.path().join("init");
+    local_kmeans(&points, &init, 0, &[]);
+    let mut job = c.submit(&[
+        "kmeans",
+        "--clusters",
+        "5",
+        "--seed",
+        "11",
+        "--iterations",
+        "3",
+    ]);
+    ok(job
+        .args(["--input", "points", "--output", "centres"])
+        .output()
+        .unwrap());
+    get(&c, "centres", &d.path().join("got"));
+    close(&centres(&d.path().join("got")), &numpy(&points, &init, 3));
+    // Only the answer is left: the iterations' centres were temporaries.
+    let ls = ok(c.cmd(&["ls"]).output().unwrap());
+    let names: Vec<String> = String::from_utf8_lossy(&ls.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(String::from))
+        .collect();
+    assert_eq!(names, ["centres", "points"]);
+}
+
+#[test]
+fn a_bad_point_fails_the_job_naming_it_or_is_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let points = gen_points(d.path(), "500");
+    let bad = points.join("part-00000");
+    let mut text = std::fs::read_to_string(&bad).unwrap();
+    text.push_str("1.0 2.0 x 4.0\n1.0 2.0\n");
+    std::fs::write(&bad, text).unwrap();
+    let out = d.path().join("c");
+    let err = fails(
+        sluice()
+            .args(["run", "kmeans", "--clusters", "5", "-q", "--input"])
+            .arg(&points)
+            .arg("--output")
+            .arg(&out)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        err.contains("part-00000") && err.contains("not a number"),
+        "{err}"
+    );
+    local_kmeans(&points, &out, 2, &["--bad-records", "skip"]);
+    assert_eq!(centres(&out).len(), 5);
+}
