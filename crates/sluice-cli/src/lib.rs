@@ -256,9 +256,12 @@ struct RunArgs {
     /// Clusters (k) of kmeans.
     #[arg(long)]
     clusters: Option<usize>,
-    /// Iterations of kmeans after its initial centres.
+    /// Iterations of kmeans (after its initial centres) and pagerank.
     #[arg(long, default_value_t = 5)]
     iterations: u32,
+    /// Damping factor of pagerank.
+    #[arg(long, default_value_t = 0.85)]
+    damping: f64,
     /// Where kmeans also writes each point with its nearest final centre.
     #[arg(long)]
     assignments: Option<String>,

@@ -140,6 +140,11 @@ impl RunArgs {
                 assignments: self.assignments.clone(),
                 ..Default::default()
             }),
+            "pagerank" => to_value(sluice_request::PagerankParams {
+                iterations: self.iterations,
+                damping: self.damping,
+                ..Default::default()
+            }),
             "ohb" => to_value(OhbParams {
                 pattern: self.pattern.clone().unwrap_or_else(|| "avg".into()),
                 pairs_per_map: self.pairs_per_map,

@@ -78,7 +78,7 @@ fn chain(
     let mut run_all = || -> Result<(), DriverError> {
         for mut stage in stages.clone() {
             stage.input = resolve_refs(&stage.input, &temps)?;
-            resolve_param_refs(&mut stage.params, &temps)?;
+            resolve_param_refs(&mut stage.params, &temps, &reports)?;
             if stage.output.is_empty() {
                 stage.output = temps[reports.len()].clone();
                 stage.overwrite = true;
@@ -97,23 +97,51 @@ fn chain(
 }
 
 /// The string parameters `@N` (a side input naming stage N's output)
-/// replaced by temporary N, at any depth.
-fn resolve_param_refs(v: &mut serde_json::Value, temps: &[String]) -> Result<(), DriverError> {
+/// replaced by temporary N, and `@N:COUNTER` by the value of stage N's
+/// user counter `COUNTER` (`GROUP.NAME`; 0 if it never counted), at any
+/// depth.
+fn resolve_param_refs(
+    v: &mut serde_json::Value,
+    temps: &[String],
+    done: &[JobReport],
+) -> Result<(), DriverError> {
     match v {
         serde_json::Value::String(s) if is_ref(s) => *s = resolve_refs(s, temps)?,
+        serde_json::Value::String(s) => {
+            if let Some(n) = counter_ref(s, done)? {
+                *v = n.into();
+            }
+        }
         serde_json::Value::Array(items) => {
             for item in items {
-                resolve_param_refs(item, temps)?;
+                resolve_param_refs(item, temps, done)?;
             }
         }
         serde_json::Value::Object(fields) => {
             for item in fields.values_mut() {
-                resolve_param_refs(item, temps)?;
+                resolve_param_refs(item, temps, done)?;
             }
         }
         _ => {}
     }
     Ok(())
+}
+
+/// The value of `@N:COUNTER`, if `s` is one.
+fn counter_ref(s: &str, done: &[JobReport]) -> Result<Option<u64>, DriverError> {
+    let Some((stage, counter)) = s.strip_prefix('@').and_then(|r| r.split_once(':')) else {
+        return Ok(None);
+    };
+    if !is_ref(&format!("@{stage}")) {
+        return Ok(None);
+    }
+    let n: usize = stage.parse().expect("digits");
+    let report = done
+        .get(n)
+        .ok_or_else(|| DriverError::Plan(format!("{s}: stage {n} has not run")))?;
+    Ok(Some(
+        report.user_counters.get(counter).copied().unwrap_or(0),
+    ))
 }
 
 /// Whether `s` is `@N`.

@@ -4,12 +4,14 @@
 //! derived from the user's seed and the part number, so the bytes depend on
 //! the seed and size only, never on the number of threads.
 
+mod graph;
 mod kmeans;
 mod parts;
 mod pavlo;
 mod tera;
 mod text;
 
+pub use graph::{generate_graph, graph_part, GraphSpec};
 pub use kmeans::{generate_kmeans, kmeans_centres, kmeans_part, KmeansSpec, KMEANS_SIGMA};
 pub use parts::{GenSpec, PartMaker};
 pub use pavlo::{

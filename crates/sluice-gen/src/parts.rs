@@ -44,6 +44,12 @@ pub enum GenSpec {
         seed: u64,
         points_per_part: u64,
     },
+    /// A web graph's edges (see [`crate::GraphSpec`]).
+    Graph {
+        pages: u64,
+        seed: u64,
+        pages_per_part: u64,
+    },
     /// TeraGen records.
     Tera {
         /// Records.
@@ -77,6 +83,11 @@ impl GenSpec {
                 points_per_part,
                 ..
             } => points.div_ceil((*points_per_part).max(1)).max(1),
+            GenSpec::Graph {
+                pages,
+                pages_per_part,
+                ..
+            } => pages.div_ceil((*pages_per_part).max(1)).max(1),
         }
     }
 
@@ -97,7 +108,7 @@ impl GenSpec {
             GenSpec::Kmeans { dims, clusters, .. } if *dims == 0 || *clusters == 0 => {
                 return Err("k-means points need at least one dimension and one cluster".into())
             }
-            GenSpec::Kmeans { .. } => None,
+            GenSpec::Kmeans { .. } | GenSpec::Graph { .. } => None,
         };
         let centres = match self {
             GenSpec::Kmeans {
@@ -185,6 +196,18 @@ impl PartMaker {
                 let range = range(p, *points_per_part, *points);
                 let n = range.end - range.start;
                 (crate::kmeans_part(&spec, &self.centres, range), n)
+            }
+            GenSpec::Graph {
+                pages,
+                seed,
+                pages_per_part,
+            } => {
+                let spec = crate::GraphSpec {
+                    pages: *pages,
+                    seed: *seed,
+                    pages_per_part: *pages_per_part,
+                };
+                crate::graph_part(&spec, range(p, *pages_per_part, *pages))
             }
         }
     }

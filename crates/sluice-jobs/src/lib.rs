@@ -16,6 +16,7 @@ mod grep;
 pub mod index;
 pub mod kmeans;
 pub mod ohb;
+pub mod pagerank;
 pub mod pavlo;
 mod sort;
 pub mod tera;

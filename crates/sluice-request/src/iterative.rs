@@ -1,16 +1,19 @@
-//! Iterative jobs: k-means (HiBench's), a chain of MapReduce jobs whose
-//! centres pass from one iteration to the next as a side input.
+//! Iterative jobs, as HiBench runs them: k-means, a chain of MapReduce
+//! jobs whose centres pass from one iteration to the next as a side
+//! input; PageRank, a build job and two jobs per iteration, the dangling
+//! pages' rank passed from one job to the next as a counter.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sluice_jobs::kmeans::{self, Centres};
+use sluice_jobs::pagerank;
 
 use crate::registry::{BuildContext, Built, JobKind, Plan, Registry};
 use crate::{JobRequest, RequestError};
 
 pub(crate) fn register(r: &mut Registry) {
-    r.register("kmeans", Kmeans);
+    r.register("kmeans", Kmeans).register("pagerank", Pagerank);
 }
 
 /// A step of k-means, each a job of its own.
@@ -159,6 +162,144 @@ impl JobKind for Kmeans {
             Some(KmeansStage::Assign) => {
                 Ok(Built::lines(kmeans::kmeans_assign(Self::centres(ctx)?)))
             }
+        }
+    }
+}
+
+/// A step of PageRank, each a job of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PagerankStage {
+    /// Each page's state from the edges.
+    Build,
+    /// Ranks split over out-links, summed per page.
+    Contribute,
+    /// The new ranks.
+    Rank,
+}
+
+/// Parameters of `pagerank`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PagerankParams {
+    /// Iterations (at least 1).
+    pub iterations: u32,
+    /// The damping factor.
+    pub damping: f64,
+    /// One step (set by the chain; a user leaves it out).
+    pub stage: Option<PagerankStage>,
+    /// Pages (set by the chain, from the build job's count).
+    pub pages: Option<u64>,
+    /// The dangling pages' rank, fixed point (set by the chain).
+    pub dangling: Option<u64>,
+    /// The rank job of the last iteration (writes `page TAB rank`).
+    pub last: bool,
+}
+
+impl Default for PagerankParams {
+    fn default() -> Self {
+        PagerankParams {
+            iterations: 2,
+            damping: 0.85,
+            stage: None,
+            pages: None,
+            dangling: None,
+            last: false,
+        }
+    }
+}
+
+struct Pagerank;
+
+impl Pagerank {
+    fn params(req: &JobRequest) -> Result<PagerankParams, RequestError> {
+        let p: PagerankParams = req.params()?;
+        if p.stage.is_none() && p.iterations == 0 {
+            return Err(RequestError::params(
+                "pagerank",
+                "needs --iterations of at least 1",
+            ));
+        }
+        if !(0.0..1.0).contains(&p.damping) {
+            return Err(RequestError::params("pagerank", "--damping is in [0, 1)"));
+        }
+        Ok(p)
+    }
+
+    /// The jobs of a whole run: build, then contribute and rank per
+    /// iteration; `@N:COUNTER` parameters are stage N's counters.
+    fn chain(req: &JobRequest, p: &PagerankParams) -> Vec<JobRequest> {
+        let pages = format!("@0:{}.{}", pagerank::COUNTER_GROUP, pagerank::PAGES);
+        let job = |params: serde_json::Value, input: String, output: &str| JobRequest {
+            params,
+            input,
+            output: output.to_owned(),
+            ..req.clone()
+        };
+        let mut jobs = vec![job(
+            serde_json::json!({"stage": "build", "damping": p.damping, "iterations": p.iterations}),
+            req.input.clone(),
+            "",
+        )];
+        for i in 0..p.iterations {
+            let last = i + 1 == p.iterations;
+            let contribute = jobs.len() - 1 + 1;
+            jobs.push(job(
+                serde_json::json!({"stage": "contribute", "pages": pages, "damping": p.damping}),
+                format!("@{}", contribute - 1),
+                "",
+            ));
+            let dangling = format!(
+                "@{contribute}:{}.{}",
+                pagerank::COUNTER_GROUP,
+                pagerank::DANGLING
+            );
+            jobs.push(job(
+                serde_json::json!({"stage": "rank", "pages": pages, "damping": p.damping,
+                                   "dangling": dangling, "last": last}),
+                format!("@{contribute}"),
+                if last { &req.output } else { "" },
+            ));
+        }
+        jobs
+    }
+}
+
+impl JobKind for Pagerank {
+    fn describe(&self) -> &str {
+        "PageRank (HiBench): build, then a contribute and a rank job per iteration"
+    }
+
+    fn plan(&self, req: &JobRequest) -> Result<Plan, RequestError> {
+        let p = Self::params(req)?;
+        Ok(match p.stage {
+            None => Plan::Chain(Self::chain(req, &p)),
+            Some(_) => Plan::Single,
+        })
+    }
+
+    fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {
+        let p = Self::params(req)?;
+        let pages = || {
+            p.pages
+                .filter(|&n| n > 0)
+                .ok_or_else(|| RequestError::params("pagerank", "a step needs its page count"))
+        };
+        match p.stage {
+            None => Err(RequestError::params(
+                "pagerank",
+                "PageRank is a chain of jobs: run it through a driver, which chains them",
+            )),
+            Some(PagerankStage::Build) => Ok(Built::lines(pagerank::pagerank_build())),
+            Some(PagerankStage::Contribute) => {
+                Ok(Built::lines(pagerank::pagerank_contribute(pages()?)))
+            }
+            Some(PagerankStage::Rank) => Ok(Built::lines(pagerank::pagerank_rank(
+                pages()?,
+                p.damping,
+                p.dangling.unwrap_or(0),
+                p.last,
+            ))),
         }
     }
 }

@@ -31,7 +31,7 @@ pub use builtin::{
     OhbParams, PagedInput, SelectionParams, SortParams, UdfParams, WordcountParams,
 };
 pub use error::RequestError;
-pub use iterative::{KmeansParams, KmeansStage};
+pub use iterative::{KmeansParams, KmeansStage, PagerankParams, PagerankStage};
 pub use registry::{
     engine_config, settings, BuildContext, Built, JobKind, KeyRange, Plan, Registry, Sampling,
     DEFAULT_MEMORY,

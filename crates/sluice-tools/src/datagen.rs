@@ -91,6 +91,24 @@ pub enum GenKind {
         #[arg(long)]
         overwrite: bool,
     },
+    /// A web graph for PageRank: `src TAB dst` edges, power-law in-degrees,
+    /// a tenth of the pages dangling.
+    Graph {
+        /// Pages.
+        #[arg(long)]
+        pages: u64,
+        /// Seed.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        #[command(flatten)]
+        dest: Dest,
+        /// Threads [default: all cores].
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Replace a non-empty output directory.
+        #[arg(long)]
+        overwrite: bool,
+    },
     /// All four Pavlo data sets into OUT/{grep,rankings,uservisits,documents}.
     Pavlo {
         /// Size of UserVisits; Rankings is 1/20 of it, Grep 1/37, Documents 1/20 (the seed's per-node ratios).
@@ -276,6 +294,32 @@ pub fn run(kind: GenKind) -> anyhow::Result<()> {
                 (None, None) => unreachable!("clap requires a destination"),
             }
         }
+        GenKind::Graph {
+            pages,
+            seed,
+            dest,
+            threads,
+            overwrite,
+        } => {
+            // About 100 bytes of edges a page: parts of ROWS_PER_PART_BYTES.
+            let spec = sluice_gen::GraphSpec {
+                pages,
+                seed,
+                pages_per_part: (ROWS_PER_PART_BYTES / 100).max(1),
+            };
+            match (&dest.out, &dest.dataset) {
+                (_, Some(name)) => {
+                    let g = GenSpec::Graph {
+                        pages,
+                        seed,
+                        pages_per_part: spec.pages_per_part,
+                    };
+                    on_cluster(&g, name, &dest, overwrite)
+                }
+                (Some(out), None) => graph(&spec, out, threads, overwrite),
+                (None, None) => unreachable!("clap requires a destination"),
+            }
+        }
         GenKind::Pavlo {
             scale,
             seed,
@@ -401,6 +445,35 @@ fn kmeans(
         human(sum.bytes),
         spec.dims,
         spec.clusters,
+        sum.files,
+        out.display(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn graph(
+    spec: &sluice_gen::GraphSpec,
+    out: &Path,
+    threads: Option<usize>,
+    overwrite: bool,
+) -> anyhow::Result<()> {
+    let t = Instant::now();
+    let pb = bar(spec.pages * 100, "graph edges");
+    let sum = write_atomically(out, overwrite, |dir| {
+        Ok(sluice_gen::generate_graph(
+            spec,
+            threads_or_all(threads),
+            dir,
+            &|b| pb.inc(b),
+        )?)
+    })?;
+    pb.finish_and_clear();
+    eprintln!(
+        "generated {} edges ({}) among {} pages in {} files at {} in {:.2}s",
+        sum.records,
+        human(sum.bytes),
+        spec.pages,
         sum.files,
         out.display(),
         t.elapsed().as_secs_f64()

@@ -1,7 +1,9 @@
-//! k-means as a user runs it: generated points, centres from the local
-//! engine and from a cluster, each checked against numpy's Lloyd
-//! iterations from the same initial centres; bad points refused or
-//! skipped.
+//! The iterative applications as a user runs them. k-means: generated
+//! points, centres from the local engine and from a cluster, each checked
+//! against numpy's Lloyd iterations from the same initial centres; bad
+//! points refused or skipped. PageRank: a generated graph, ranks from the
+//! local engine and a cluster checked against numpy's power iteration of
+//! networkx's formula (dangling pages' rank spread over every page).
 
 use std::path::{Path, PathBuf};
 
@@ -228,4 +230,147 @@ fn a_bad_point_fails_the_job_naming_it_or_is_skipped() {
     );
     local_kmeans(&points, &out, 2, &["--bad-records", "skip"]);
     assert_eq!(centres(&out).len(), 5);
+}
+
+/// numpy's PageRank, networkx's iteration: the graph's pages are those in
+/// its edges; `iterations` steps from 1/N with `damping`; a dangling
+/// page's rank is spread over every page. Prints `page TAB rank` lines.
+const PAGERANK: &str = r#"
+import sys, pathlib, numpy as np
+parts = [p for p in sorted(pathlib.Path(sys.argv[1]).glob("part-*")) if p.stat().st_size]
+edges = np.unique(np.vstack([np.loadtxt(p, dtype=np.int64, ndmin=2) for p in parts]), axis=0)
+pages = np.unique(edges)
+n = len(pages)
+src, dst = np.searchsorted(pages, edges[:, 0]), np.searchsorted(pages, edges[:, 1])
+out = np.bincount(src, minlength=n)
+d, x = float(sys.argv[3]), np.full(n, 1.0 / n)
+for _ in range(int(sys.argv[2])):
+    share = np.where(out > 0, x / np.maximum(out, 1), 0.0)
+    contrib = np.bincount(dst, weights=share[src], minlength=n)
+    x = (1 - d) / n + d * (contrib + x[out == 0].sum() / n)
+for p, r in zip(pages, x):
+    print(f"{p}\t{float(r)!r}")
+"#;
+
+/// Ranks by page from `page TAB rank` lines in files or a directory.
+fn ranks(path: &Path) -> std::collections::BTreeMap<u64, f64> {
+    let files = if path.is_dir() {
+        part_files(path)
+    } else {
+        vec![path.to_owned()]
+    };
+    files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let (p, r) = l.split_once('\t').unwrap();
+                    (p.parse().unwrap(), r.parse().unwrap())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn numpy_ranks(
+    graph: &Path,
+    iterations: u32,
+    damping: &str,
+) -> std::collections::BTreeMap<u64, f64> {
+    let out = ok(std::process::Command::new(python())
+        .args(["-c", PAGERANK])
+        .arg(graph)
+        .arg(iterations.to_string())
+        .arg(damping)
+        .output()
+        .unwrap());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let f = graph.with_extension("numpy");
+    std::fs::write(&f, text).unwrap();
+    ranks(&f)
+}
+
+fn same_ranks(
+    got: &std::collections::BTreeMap<u64, f64>,
+    want: &std::collections::BTreeMap<u64, f64>,
+) {
+    assert_eq!(got.len(), want.len(), "pages");
+    for ((p, a), (q, b)) in got.iter().zip(want) {
+        assert_eq!(p, q);
+        assert!(
+            (a - b).abs() <= 1e-9 * a.abs().max(*b),
+            "page {p}: {a} != {b}"
+        );
+    }
+    let total: f64 = got.values().sum();
+    assert!((total - 1.0).abs() < 1e-9, "ranks sum to {total}");
+}
+
+fn gen_graph(dir: &Path) -> PathBuf {
+    let out = dir.join("graph");
+    ok(sluice()
+        .args(["gen", "graph", "--pages", "5000", "--seed", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    out
+}
+
+#[test]
+fn pagerank_equals_numpys_power_iteration_locally_and_on_a_cluster() {
+    let d = tempfile::tempdir().unwrap();
+    let graph = gen_graph(d.path());
+    let local = d.path().join("ranks");
+    ok(sluice()
+        .args([
+            "run",
+            "pagerank",
+            "--iterations",
+            "4",
+            "--damping",
+            "0.8",
+            "-q",
+        ])
+        .args(["--split-size", "16KB", "--input"])
+        .arg(&graph)
+        .arg("--output")
+        .arg(&local)
+        .output()
+        .unwrap());
+    let want = numpy_ranks(&graph, 4, "0.8");
+    same_ranks(&ranks(&local), &want);
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 50");
+    put(&c, &graph, "graph", "32KB", "1");
+    let mut job = c.submit(&["pagerank", "--iterations", "4", "--damping", "0.8"]);
+    ok(job
+        .args(["--input", "graph", "--output", "ranks"])
+        .output()
+        .unwrap());
+    get(&c, "ranks", &d.path().join("got"));
+    same_ranks(&ranks(&d.path().join("got")), &want);
+}
+
+#[test]
+fn a_bad_edge_fails_pagerank_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let graph = gen_graph(d.path());
+    let part = graph.join("part-00000");
+    let mut text = std::fs::read_to_string(&part).unwrap();
+    text.push_str("7\tseven\n");
+    std::fs::write(&part, text).unwrap();
+    let err = fails(
+        sluice()
+            .args(["run", "pagerank", "--iterations", "1", "-q", "--input"])
+            .arg(&graph)
+            .arg("--output")
+            .arg(d.path().join("r"))
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        err.contains("part-00000") && err.contains("not a page number"),
+        "{err}"
+    );
 }
