@@ -43,7 +43,17 @@ THESIS = {
     "wordcount": "within +-4%",
     "pavlo-agg-large": "-15%",
     "pavlo-join": "-10%",
+    "kmeans": "within +-4%",
+    "pagerank": "within +-4%",
 }
+
+
+def parse_size(s):
+    units = {"KB": 1e3, "MB": 1e6, "GB": 1e9, "KIB": 1024, "MIB": 1 << 20, "GIB": 1 << 30}
+    for u, m in sorted(units.items(), key=lambda x: -len(x[0])):
+        if s.upper().endswith(u):
+            return int(float(s[: -len(u)]) * m)
+    return int(s)
 
 
 def sh(*args, **kw):
@@ -55,7 +65,10 @@ def drop_os_cache():
 
 
 def parts(d):
-    return sorted(p for p in pathlib.Path(d).glob("part-*"))
+    """The part files of a directory, or the one file `sluice get` writes
+    for a data set of one file."""
+    d = pathlib.Path(d)
+    return sorted(d.glob("part-*")) if d.is_dir() else [d]
 
 
 def concat(d):
@@ -104,6 +117,42 @@ class Oracle:
             self._cache["sort"] = (len(lines), h.hexdigest())
         return self._cache["sort"]
 
+    def kmeans(self):
+        """numpy's Lloyd iterations from the centres Sluice's init job
+        picks (run on the local engine)."""
+        if "kmeans" not in self._cache:
+            init = self.work / "kmeans-init"
+            sh(S, "run", "kmeans", *KMEANS, "--iterations", "0", "--input", self.work / "points",
+               "--output", init, "-q")
+            import numpy as np
+            pts = np.vstack([np.loadtxt(p, ndmin=2) for p in parts(self.work / "points")])
+            c = np.array([row for _, row in sorted(centre_rows(init))])
+            for _ in range(KMEANS_ITERATIONS):
+                near_c = ((pts[:, None, :] - c[None, :, :]) ** 2).sum(axis=2).argmin(axis=1)
+                for k in range(len(c)):
+                    if (near_c == k).any():
+                        c[k] = pts[near_c == k].mean(axis=0)
+            self._cache["kmeans"] = c.tolist()
+        return self._cache["kmeans"]
+
+    def pagerank(self):
+        """numpy's power iteration of networkx's formula."""
+        if "pagerank" not in self._cache:
+            import numpy as np
+            files = [p for p in parts(self.work / "graph") if p.stat().st_size]
+            edges = np.unique(np.vstack([np.loadtxt(p, dtype=np.int64, ndmin=2) for p in files]), axis=0)
+            pages = np.unique(edges)
+            n = len(pages)
+            src, dst = np.searchsorted(pages, edges[:, 0]), np.searchsorted(pages, edges[:, 1])
+            out = np.bincount(src, minlength=n)
+            x = np.full(n, 1.0 / n)
+            for _ in range(PAGERANK_ITERATIONS):
+                share = np.where(out > 0, x / np.maximum(out, 1), 0.0)
+                contrib = np.bincount(dst, weights=share[src], minlength=n)
+                x = 0.15 / n + 0.85 * (contrib + x[out == 0].sum() / n)
+            self._cache["pagerank"] = dict(zip(pages.tolist(), x.tolist()))
+        return self._cache["pagerank"]
+
     def duckdb(self, task):
         if task not in self._cache:
             out = self.work / f"duckdb-{task}.tsv"
@@ -128,9 +177,36 @@ def close(a, b):
     return len(x) == len(y) and all(abs(p - q) <= 1e-9 * max(1.0, abs(p)) for p, q in zip(x, y))
 
 
+def centre_rows(d):
+    for p in parts(d):
+        for line in open(p):
+            i, xs = line.rstrip("\n").split("\t")
+            yield int(i), [float(x) for x in xs.split()]
+
+
+def near(a, b):
+    return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1.0)
+
+
 def check(name, out, oracle):
     """Raises unless `out` (a directory of parts) is the right answer."""
-    if name == "grep":
+    if name == "kmeans":
+        got = [row for _, row in sorted(centre_rows(out))]
+        want = oracle.kmeans()
+        assert len(got) == len(want), "kmeans: centres"
+        assert all(near(a, b) for g, w in zip(got, want) for a, b in zip(g, w)), \
+            "kmeans: centres differ from numpy's"
+    elif name == "pagerank":
+        got = {}
+        for p in parts(out):
+            for line in open(p):
+                k, v = line.split("\t")
+                got[int(k)] = float(v)
+        want = oracle.pagerank()
+        assert got.keys() == want.keys(), "pagerank: pages differ"
+        assert all(abs(got[k] - want[k]) <= 1e-9 * want[k] for k in got), \
+            "pagerank: ranks differ from numpy's"
+    elif name == "grep":
         n = sum(1 for p in parts(out) for _ in open(p, "rb"))
         assert n == oracle.grep(), f"grep: {n} lines, want {oracle.grep()}"
     elif name == "wordcount":
@@ -161,7 +237,13 @@ WORKLOADS = [
     ("pavlo-agg-large", ["pavlo-agg-large", "--reducers", "2"], "uv"),
     ("pavlo-join", ["pavlo-join", "--join", "baseline", "--rankings", "rankings",
                     "--reducers", "2"], "uv"),
+    ("kmeans", ["kmeans", "--iterations", "5", "--clusters", "10", "--seed", "3"], "points"),
+    ("pagerank", ["pagerank", "--iterations", "2", "--reducers", "2"], "graph"),
 ]
+
+KMEANS = ["--clusters", "10", "--seed", "3"]
+KMEANS_ITERATIONS = 5
+PAGERANK_ITERATIONS = 2
 
 
 def cluster(work, up, workers=2, coordinator="", worker=""):
@@ -175,7 +257,8 @@ def cluster(work, up, workers=2, coordinator="", worker=""):
 
 def put_all(work):
     conn = ["--cluster", work / "cl"]
-    for d, src in [("words", "text"), ("uv", "pavlo/uservisits"), ("rankings", "pavlo/rankings")]:
+    for d, src in [("words", "text"), ("uv", "pavlo/uservisits"), ("rankings", "pavlo/rankings"),
+                   ("points", "points"), ("graph", "graph")]:
         sh(S, "put", work / src, "--dataset", d, "--block-size", "32MB", "--replication", "2", *conn)
 
 
@@ -310,6 +393,12 @@ def main():
     try:
         sh(S, "gen", "text", "--size", a.size, "--out", work / "text")
         sh(S, "gen", "pavlo", "--scale", a.size, "--out", work / "pavlo")
+        size = parse_size(a.size)
+        # k-means points of 20 dimensions (about 400 bytes each) and a graph
+        # (about 100 bytes of edges a page), each about a quarter of --size.
+        sh(S, "gen", "kmeans", "--points", size // 1600, "--dims", "20", "--clusters", "10",
+           "--out", work / "points")
+        sh(S, "gen", "graph", "--pages", size // 400, "--out", work / "graph")
         oracle = Oracle(work / "text", work / "pavlo", work)
         if a.mix:
             return mix(a, work, oracle)
