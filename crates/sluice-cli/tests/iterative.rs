@@ -374,3 +374,73 @@ fn a_bad_edge_fails_pagerank_naming_it() {
         "{err}"
     );
 }
+
+/// The `name: value` lines of a TestDFSIO report.
+fn dfsio_report(out: &std::process::Output) -> std::collections::BTreeMap<String, f64> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            Some((k.trim().to_owned(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn testdfsio_writes_and_reads_back_locally_and_on_a_cluster() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("dfsio");
+    let local = |mode: &str| {
+        let out = ok(sluice()
+            .args([
+                "bench", "dfsio", mode, "--files", "3", "--size", "2MB", "--dir",
+            ])
+            .arg(&dir)
+            .output()
+            .unwrap());
+        dfsio_report(&out)
+    };
+    let w = local("--write");
+    assert_eq!(w["Number of files"], 3.0);
+    assert!((w["Total MBytes processed"] - 6.0).abs() < 0.01, "{w:?}");
+    assert!(w["Throughput mb/sec"] > 0.0 && w["Average IO rate mb/sec"] > 0.0);
+    let r = local("--read");
+    assert_eq!(r["Total MBytes processed"], w["Total MBytes processed"]);
+    // A changed byte is found by the read test.
+    let files: Vec<PathBuf> = part_files(&dir.join("dfsio-data"));
+    let mut bytes = std::fs::read(&files[1]).unwrap();
+    bytes[12_345] = if bytes[12_345] == b'a' { b'b' } else { b'a' };
+    std::fs::write(&files[1], bytes).unwrap();
+    let err = fails(
+        sluice()
+            .args(["bench", "dfsio", "--read", "--files", "3", "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("is not what the write test wrote"), "{err}");
+    // The same on a cluster's block store.
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 50");
+    let cluster = |mode: &str| {
+        let out = ok(sluice()
+            .args([
+                "bench",
+                "dfsio",
+                mode,
+                "--files",
+                "3",
+                "--size",
+                "2MB",
+                "--cluster",
+            ])
+            .arg(&c.dir)
+            .output()
+            .unwrap());
+        dfsio_report(&out)
+    };
+    let w = cluster("--write");
+    assert!((w["Total MBytes processed"] - 6.0).abs() < 0.01, "{w:?}");
+    let r = cluster("--read");
+    assert_eq!(r["Number of files"], 3.0, "{r:?}");
+    assert!((r["Total MBytes processed"] - 6.0).abs() < 0.01, "{r:?}");
+}

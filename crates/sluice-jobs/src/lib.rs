@@ -10,6 +10,7 @@
 //! - [`generate::generate`]: a data generator as a map-only job.
 //! - [`ohb::ohb`]: the OSU HiBD shuffle micro-benchmarks on synthetic input.
 
+pub mod dfsio;
 mod error;
 pub mod generate;
 mod grep;

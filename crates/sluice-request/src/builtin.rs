@@ -27,6 +27,7 @@ pub(crate) fn register(r: &mut Registry) {
         .register("ohb", Ohb)
         .register("gen", Gen);
     crate::iterative::register(r);
+    crate::benchjobs::register(r);
 }
 
 /// Order of intermediate keys within a partition.

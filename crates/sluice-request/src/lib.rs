@@ -20,12 +20,14 @@
 //! assert!(jobs.get("my-job").is_ok());
 //! ```
 
+mod benchjobs;
 mod builtin;
 mod error;
 mod iterative;
 mod registry;
 mod request;
 
+pub use benchjobs::{DfsioMode, DfsioParams};
 pub use builtin::{
     AggParams, GenParams, GrepParams, GroupingName, JoinForm, JoinParams, JoinStage, KeyOrderName,
     OhbParams, PagedInput, SelectionParams, SortParams, UdfParams, WordcountParams,

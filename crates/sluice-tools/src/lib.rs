@@ -11,6 +11,7 @@ pub mod conn;
 pub mod convert;
 pub mod datagen;
 pub mod decoders;
+pub mod dfsio_bench;
 pub mod index;
 pub mod local;
 pub mod model;

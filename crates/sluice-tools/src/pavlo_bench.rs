@@ -22,6 +22,9 @@ pub enum BenchKind {
     Pavlo(PavloBench),
     /// The OSU HiBD shuffle micro-benchmarks: MR-AVG, MR-RAND, MR-SKEW.
     Ohb(crate::ohb_bench::OhbBench),
+    /// TestDFSIO: N files of a size written, or read back and checked,
+    /// through the local disk or a cluster's block store.
+    Dfsio(crate::dfsio_bench::DfsioBench),
     /// Mutable vs allocating decoders, text and binary (seed 000's experiment).
     Decoders {
         /// Rankings rows.
@@ -132,6 +135,7 @@ pub fn run(kind: BenchKind) -> anyhow::Result<()> {
     let b = match kind {
         BenchKind::Pavlo(b) => b,
         BenchKind::Ohb(b) => return crate::ohb_bench::run(&b),
+        BenchKind::Dfsio(b) => return crate::dfsio_bench::run(&b),
         BenchKind::Decoders {
             rankings,
             uservisits,
