@@ -279,12 +279,14 @@ def mix(a, work, oracle):
     for name in ["pavlo-agg-large", "pavlo-join"]:
         oracle.duckdb(name)
     modes = [("none", "--cache-size 0"), ("first", f"--cache-size {cache} --cache-policy first"),
-             ("lru", f"--cache-size {cache} --cache-policy lru")]
+             ("lru", f"--cache-size {cache} --cache-policy lru"),
+             ("tinylfu", f"--cache-size {cache} --cache-policy tinylfu")]
     results = {}
+    modes = [m for m in modes if m[0] in a.modes.split(",")]
     for mode, flags in modes:
         cluster(work, False)
         subprocess.run(["rm", "-rf", str(work / "cl")])
-        cluster(work, True, 4, f"--scheduler fair --pools {pools}", flags)
+        cluster(work, True, 4, f"--scheduler fair --pools {pools} {a.coordinator_flags}", flags)
         put_all(work)
         conn = ["--cluster", work / "cl"]
         times, hits, errors = {}, [], []
@@ -387,6 +389,8 @@ def main():
     ap.add_argument("--mix", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated jobs of the table to run")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--coordinator-flags", default="", help="more coordinator flags for --mix")
+    ap.add_argument("--modes", default="none,first,lru,tinylfu", help="cache modes for --mix")
     a = ap.parse_args()
     sh("cargo", "build", "--release", "-q", "-p", "sluice-cli", cwd=ROOT)
     work = pathlib.Path(tempfile.mkdtemp(prefix="sluice-cache-"))

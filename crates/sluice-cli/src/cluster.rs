@@ -138,7 +138,9 @@ pub struct WorkerArgs {
     #[arg(long, value_parser = units::parse_size)]
     cache_size: Option<u64>,
     /// Cache admission: `first` (admit on first read until full, never
-    /// evict) or `lru` (evict the least recently used blocks).
+    /// evict), `lru` (evict the least recently used blocks) or `tinylfu`
+    /// (LRU eviction, admitting a block only if read more often lately
+    /// than the block it would evict).
     #[arg(long, default_value = "first", value_parser = sluice_worker::cache::Policy::parse)]
     cache_policy: sluice_worker::cache::Policy,
 }

@@ -13,8 +13,12 @@
 //! and locked memory does not change under them).
 //!
 //! Admission policies: [`Policy::FirstCome`] (the seed's: admit while
-//! there is room, never evict) and [`Policy::Lru`] (evict the least
-//! recently used blocks to make room). Pinned blocks are admitted whatever
+//! there is room, never evict), [`Policy::Lru`] (evict the least recently
+//! used blocks to make room) and [`Policy::TinyLfu`] (LRU eviction, but a
+//! block is admitted only if it was read more often lately than the block
+//! it would evict, TinyLFU's admission as Caffeine has it: repeated scans
+//! of more data than the cache holds keep a stable part cached instead of
+//! evicting every block before its next read). Pinned blocks are admitted whatever
 //! the policy while there is room and never evicted; unpinning evicts.
 
 use std::collections::{HashMap, HashSet};
@@ -29,6 +33,9 @@ pub enum Policy {
     FirstCome,
     /// Evict the least recently used unpinned blocks to make room.
     Lru,
+    /// LRU eviction behind a frequency filter: admit a block only if it
+    /// was read more often lately than the one it would evict.
+    TinyLfu,
 }
 
 impl Policy {
@@ -37,6 +44,7 @@ impl Policy {
         match self {
             Policy::FirstCome => "first",
             Policy::Lru => "lru",
+            Policy::TinyLfu => "tinylfu",
         }
     }
 
@@ -45,7 +53,10 @@ impl Policy {
         match s {
             "first" => Ok(Policy::FirstCome),
             "lru" => Ok(Policy::Lru),
-            other => Err(format!("unknown cache policy {other:?} (first or lru)")),
+            "tinylfu" => Ok(Policy::TinyLfu),
+            other => Err(format!(
+                "unknown cache policy {other:?} (first, lru or tinylfu)"
+            )),
         }
     }
 }
@@ -74,8 +85,11 @@ impl Locked {
         len: usize,
         fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
     ) -> Result<Self, LoadError<E>> {
+        // Populated at once: one fault-in of the whole range, not one fault
+        // per page as it is filled.
         let mut map = memmap2::MmapOptions::new()
             .len(len)
+            .populate()
             .map_anon()
             .map_err(|e| LoadError::Memory(format!("mapping {len} bytes: {e}")))?;
         fill(&mut map).map_err(LoadError::Fill)?;
@@ -116,8 +130,18 @@ struct Inner {
     changed: bool,
     /// Its counters changed since the last report.
     counted: bool,
+    /// Reads of each block lately (TinyLFU's frequency, at most
+    /// [`FREQ_MAX`], halved every [`AGE_EVERY`] reads).
+    freq: HashMap<String, u8>,
+    reads: u64,
     last_report: Option<std::time::Instant>,
 }
+
+/// The largest frequency a block is counted with (a 4-bit counter).
+const FREQ_MAX: u8 = 15;
+/// Frequencies are halved after this many reads, so that old popularity
+/// fades.
+const AGE_EVERY: u64 = 1024;
 
 /// Counters alone are reported at most this often.
 const REPORT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
@@ -165,6 +189,7 @@ impl BlockCache {
         let mut c = self.lock();
         c.clock += 1;
         c.counted = true;
+        count_read(&mut c, id);
         let clock = c.clock;
         let Some(e) = c.entries.get_mut(id) else {
             c.misses += 1;
@@ -240,7 +265,8 @@ impl BlockCache {
         if len == 0 || len > self.capacity || c.loading.contains(id) {
             return false;
         }
-        if c.used + len > self.capacity && (self.policy == Policy::Lru || pinned) {
+        let evicting = matches!(self.policy, Policy::Lru | Policy::TinyLfu) || pinned;
+        if c.used + len > self.capacity && evicting {
             let mut victims: Vec<(u64, String)> = c
                 .entries
                 .iter()
@@ -248,6 +274,10 @@ impl BlockCache {
                 .map(|(b, e)| (e.last_use, b.clone()))
                 .collect();
             victims.sort_unstable();
+            let filtered = self.policy == Policy::TinyLfu && !pinned;
+            if filtered && !more_frequent(c, id, len, &victims, self.capacity) {
+                return false;
+            }
             for (_, b) in victims {
                 if c.used + len <= self.capacity {
                     break;
@@ -360,6 +390,38 @@ impl BlockCache {
     }
 }
 
+/// Counts a read of block `id` (TinyLFU's frequency), ageing every count
+/// now and then.
+fn count_read(c: &mut Inner, id: &str) {
+    let f = c.freq.entry(id.to_owned()).or_insert(0);
+    *f = (*f + 1).min(FREQ_MAX);
+    c.reads += 1;
+    if c.reads >= AGE_EVERY {
+        c.reads = 0;
+        c.freq.retain(|_, f| {
+            *f /= 2;
+            *f > 0
+        });
+    }
+}
+
+/// Whether block `id` was read more often lately than every block the
+/// least-recently-used order would evict to make `len` bytes of room.
+fn more_frequent(c: &Inner, id: &str, len: u64, victims: &[(u64, String)], capacity: u64) -> bool {
+    let mine = c.freq.get(id).copied().unwrap_or(0);
+    let mut free = capacity.saturating_sub(c.used);
+    for (_, b) in victims {
+        if free >= len {
+            break;
+        }
+        if c.freq.get(b).copied().unwrap_or(0) >= mine {
+            return false;
+        }
+        free += c.entries[b].bytes.as_ref().as_ref().len() as u64;
+    }
+    true
+}
+
 /// The process's `RLIMIT_MEMLOCK` in bytes (`None`: unlimited or
 /// unknown), from `/proc/self/limits` (no system call needed).
 pub fn memlock_limit() -> Option<u64> {
@@ -448,6 +510,30 @@ mod tests {
         c.read("d", 100, fill(1)).unwrap();
         assert_eq!(cached(&c), ["c", "d"]);
         assert_eq!(c.report(true).unwrap().evicted, 2);
+    }
+
+    #[test]
+    fn tinylfu_keeps_part_of_a_scan_larger_than_the_cache() {
+        let (lru, tiny) = (
+            BlockCache::new(250, Policy::Lru),
+            BlockCache::new(250, Policy::TinyLfu),
+        );
+        for _ in 0..5 {
+            for b in ["a", "b", "c"] {
+                lru.read(b, 100, fill(1)).unwrap();
+                tiny.read(b, 100, fill(1)).unwrap();
+            }
+        }
+        let (l, t) = (lru.report(true).unwrap(), tiny.report(true).unwrap());
+        // LRU evicts each block before its next read; TinyLFU keeps a and b.
+        assert_eq!(l.hits, 0);
+        assert_eq!(t.hits, 8, "{t:?}");
+        assert_eq!(t.blocks, ["a", "b"]);
+        // A block read more often than the least recent one gets in.
+        for _ in 0..6 {
+            tiny.read("d", 100, fill(1)).unwrap();
+        }
+        assert!(tiny.report(true).unwrap().blocks.contains(&"d".to_string()));
     }
 
     #[test]
