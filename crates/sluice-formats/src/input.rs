@@ -141,6 +141,23 @@ impl Split {
         len: u64,
         checks: Option<Arc<crate::chunked::ChunkSums>>,
     ) -> Split {
+        Split::whole_of(index, path, len, checks, None)
+    }
+
+    /// Split `index`: the whole of a block held in memory (its `path`
+    /// names it in errors only).
+    pub fn resident(index: usize, path: PathBuf, bytes: Resident) -> Split {
+        let len = bytes.bytes().len() as u64;
+        Split::whole_of(index, path, len, None, Some(bytes))
+    }
+
+    fn whole_of(
+        index: usize,
+        path: PathBuf,
+        len: u64,
+        checks: Option<Arc<crate::chunked::ChunkSums>>,
+        resident: Option<Resident>,
+    ) -> Split {
         Split {
             index,
             file: Arc::new(InputFile {
@@ -148,25 +165,7 @@ impl Split {
                 len,
                 codec: Codec::None,
                 checks,
-                resident: None,
-            }),
-            start: 0,
-            end: len,
-        }
-    }
-
-    /// Split `index`: the whole of a block held in memory (its `path`
-    /// names it in errors only).
-    pub fn resident(index: usize, path: PathBuf, bytes: Resident) -> Split {
-        let len = bytes.bytes().len() as u64;
-        Split {
-            index,
-            file: Arc::new(InputFile {
-                path,
-                len,
-                codec: Codec::None,
-                checks: None,
-                resident: Some(bytes),
+                resident,
             }),
             start: 0,
             end: len,

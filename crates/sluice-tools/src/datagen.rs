@@ -382,27 +382,17 @@ fn tera(
     threads: Option<usize>,
     overwrite: bool,
 ) -> anyhow::Result<()> {
-    let t = Instant::now();
-    let pb = bar(rows * sluice_gen::TERA_RECORD as u64, "teragen");
     let per_part = ROWS_PER_PART_BYTES / sluice_gen::TERA_RECORD as u64;
-    let sum = write_atomically(out, overwrite, |dir| {
-        Ok(sluice_gen::generate_tera(
-            rows,
-            seed,
-            per_part,
-            threads_or_all(threads),
-            dir,
-            &|b| pb.inc(b),
-        )?)
+    let estimate = rows * sluice_gen::TERA_RECORD as u64;
+    let (sum, secs) = write_parts(out, overwrite, estimate, "teragen", |dir, progress| {
+        sluice_gen::generate_tera(rows, seed, per_part, threads_or_all(threads), dir, progress)
     })?;
-    pb.finish_and_clear();
     eprintln!(
-        "generated {} records ({}) in {} files at {} in {:.2}s",
+        "generated {} records ({}) in {} files at {} in {secs:.2}s",
         sum.records,
         human(sum.bytes),
         sum.files,
         out.display(),
-        t.elapsed().as_secs_f64()
     );
     Ok(())
 }
@@ -428,26 +418,22 @@ fn kmeans(
         spec.dims > 0 && spec.clusters > 0,
         "k-means points need at least one dimension and one cluster"
     );
-    let t = Instant::now();
-    let pb = bar(spec.points * 10 * spec.dims as u64, "kmeans points");
-    let sum = write_atomically(out, overwrite, |dir| {
-        Ok(sluice_gen::generate_kmeans(
-            spec,
-            threads_or_all(threads),
-            dir,
-            &|b| pb.inc(b),
-        )?)
-    })?;
-    pb.finish_and_clear();
+    let estimate = spec.points * 10 * spec.dims as u64;
+    let (sum, secs) = write_parts(
+        out,
+        overwrite,
+        estimate,
+        "kmeans points",
+        |dir, progress| sluice_gen::generate_kmeans(spec, threads_or_all(threads), dir, progress),
+    )?;
     eprintln!(
-        "generated {} points ({}) of {} dimensions around {} centres in {} files at {} in {:.2}s",
+        "generated {} points ({}) of {} dimensions around {} centres in {} files at {} in {secs:.2}s",
         sum.records,
         human(sum.bytes),
         spec.dims,
         spec.clusters,
         sum.files,
         out.display(),
-        t.elapsed().as_secs_f64()
     );
     Ok(())
 }
@@ -458,27 +444,42 @@ fn graph(
     threads: Option<usize>,
     overwrite: bool,
 ) -> anyhow::Result<()> {
-    let t = Instant::now();
-    let pb = bar(spec.pages * 100, "graph edges");
-    let sum = write_atomically(out, overwrite, |dir| {
-        Ok(sluice_gen::generate_graph(
-            spec,
-            threads_or_all(threads),
-            dir,
-            &|b| pb.inc(b),
-        )?)
-    })?;
-    pb.finish_and_clear();
+    let (sum, secs) = write_parts(
+        out,
+        overwrite,
+        spec.pages * 100,
+        "graph edges",
+        |dir, progress| sluice_gen::generate_graph(spec, threads_or_all(threads), dir, progress),
+    )?;
     eprintln!(
-        "generated {} edges ({}) among {} pages in {} files at {} in {:.2}s",
+        "generated {} edges ({}) among {} pages in {} files at {} in {secs:.2}s",
         sum.records,
         human(sum.bytes),
         spec.pages,
         sum.files,
         out.display(),
-        t.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Generates parts into `out` (atomically, refusing a non-empty directory
+/// unless `overwrite`) with a progress bar of about `estimate` bytes;
+/// returns what was written and the seconds it took.
+fn write_parts(
+    out: &Path,
+    overwrite: bool,
+    estimate: u64,
+    label: &'static str,
+    generate: impl FnOnce(
+        &Path,
+        &(dyn Fn(u64) + Sync),
+    ) -> Result<sluice_gen::GenSummary, sluice_gen::GenError>,
+) -> anyhow::Result<(sluice_gen::GenSummary, f64)> {
+    let t = Instant::now();
+    let pb = bar(estimate, label);
+    let sum = write_atomically(out, overwrite, |dir| Ok(generate(dir, &|b| pb.inc(b))?))?;
+    pb.finish_and_clear();
+    Ok((sum, t.elapsed().as_secs_f64()))
 }
 
 fn threads_or_all(t: Option<usize>) -> usize {
