@@ -699,8 +699,9 @@ mod tests {
             .build(&req("wordcont", serde_json::Value::Null), &ctx)
             .unwrap_err();
         assert!(
-            e.to_string()
-                .starts_with("no job named \"wordcont\" in this binary; its jobs are: gen, grep,"),
+            e.to_string().starts_with(
+                "no job named \"wordcont\" in this binary; its jobs are: dfsio, gen, grep,"
+            ),
             "{e}"
         );
         let e = r
