@@ -62,6 +62,11 @@ def timed(f):
 
 
 def spark_session(threads):
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("installing pyspark ...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "pyspark"], check=True)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
