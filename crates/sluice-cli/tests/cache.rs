@@ -72,16 +72,10 @@ fn until_pinned(c: &Cluster, what: &str, f: impl Fn(&BTreeMap<String, usize>) ->
     }
 }
 
-/// The coordinator's command line, to start it again.
+/// The coordinator's pid and command line, to start it again.
 fn coordinator_argv(c: &Cluster) -> (u32, Vec<String>) {
     let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    let argv = cmdline
-        .split(|&b| b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
-    (pid, argv)
+    (pid, argv_of(pid))
 }
 
 #[test]
@@ -149,16 +143,6 @@ fn directives_pin_blocks_survive_a_restart_and_go_with_their_data_set() {
         let (workers, directives) = cache_ls(&c);
         (directives.is_empty() && workers.values().all(Vec::is_empty)).then_some(())
     });
-}
-
-/// A process killed when dropped, however the test ends.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// The index in data set `words` of block `id`, from `sluice ls words`.

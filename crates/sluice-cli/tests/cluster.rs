@@ -396,12 +396,7 @@ fn the_catalog_survives_a_coordinator_restart_and_the_running_job_fails_clearly(
     let c = Cluster::up(d.path(), 2, "--heartbeat-ms 100");
     put(&c, &data, "words", "1MB", "1");
     let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    let argv: Vec<String> = cmdline
-        .split(|&b| b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+    let argv = argv_of(pid);
     let job = submit_wc(&c, "words", "counts")
         .stderr(Stdio::piped())
         .spawn()
@@ -817,17 +812,6 @@ fn jobs_with_more_reducers_than_maps_and_empty_inputs_run() {
         .unwrap());
 }
 
-/// A worker started by hand beside a `cluster up` cluster, stopped when
-/// dropped.
-struct ExtraWorker(Child);
-
-impl Drop for ExtraWorker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Word count on a cluster whose every block is on its first worker while
 /// a second, idle worker joins after the put, under coordinator `flags`:
 /// the job's maps by locality level (`node`, `rack`) and the map slots it
@@ -838,7 +822,8 @@ fn maps_by_level_with_one_holder(flags: &str) -> (u64, u64, f64) {
     let c = Cluster::up(d.path(), 1, &format!("--heartbeat-ms 50 {flags}"));
     put(&c, &data, "words", "2MB", "1");
     let coordinator = c.json()["coordinator"].as_str().unwrap().to_owned();
-    let _extra = ExtraWorker(
+    // A worker started by hand beside the cluster, stopped when dropped.
+    let _extra = Killed(
         sluice()
             .args(["worker", "--coordinator", &coordinator, "--slots", "1"])
             .arg("--data-dir")

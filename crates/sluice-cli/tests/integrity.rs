@@ -524,12 +524,7 @@ fn blocks_nothing_knows_are_deleted_after_the_grace_period() {
     // A worker restarted with blocks the catalog does not know (a put
     // that died, a disk moved from another cluster).
     let pid = c.worker_pids()[0];
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    let args: Vec<String> = cmdline
-        .split(|&b| b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
+    let args = argv_of(pid);
     signal(pid, "KILL");
     let dir = c.data_dirs()[0].clone();
     let stray = dir.join("blocks/b99-1");

@@ -537,23 +537,28 @@ impl State {
         let Some(uid) = self.workers.get(&worker).map(|w| w.info.uid.as_str()) else {
             return Vec::new();
         };
-        let live = |u: &String| self.alive().any(|w| &w.info.uid == u);
+        if self.catalog.cache_directives.is_empty() {
+            return Vec::new();
+        }
+        // Asked on every heartbeat: the live set and the blocks taken are
+        // looked up, not searched.
+        let live: HashSet<&str> = self.alive().map(|w| w.info.uid.as_str()).collect();
+        let mut taken: HashSet<&str> = HashSet::new();
         let mut out: Vec<proto::BlockInfo> = Vec::new();
         for d in &self.catalog.cache_directives {
             let Some(set) = self.catalog.datasets.get(&d.dataset) else {
                 continue;
             };
             for (i, b) in set.blocks().enumerate() {
-                if d.block.is_some_and(|n| n as usize != i)
-                    || out.iter().any(|o| o.id == b.id.as_str())
-                {
+                if d.block.is_some_and(|n| n as usize != i) || taken.contains(b.id.as_str()) {
                     continue;
                 }
                 let target = match &d.worker {
                     Some(w) => b.replicas.iter().find(|u| *u == w),
-                    None => b.replicas.iter().find(|u| live(u)),
+                    None => b.replicas.iter().find(|u| live.contains(u.as_str())),
                 };
                 if target.is_some_and(|t| t == uid) {
+                    taken.insert(b.id.as_str());
                     out.push(b.into());
                 }
             }

@@ -132,10 +132,14 @@ fn counter_ref(s: &str, done: &[JobReport]) -> Result<Option<u64>, DriverError> 
     let Some((stage, counter)) = s.strip_prefix('@').and_then(|r| r.split_once(':')) else {
         return Ok(None);
     };
-    if !is_ref(&format!("@{stage}")) {
+    let Some(n) = stage
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| stage.parse::<usize>().ok())
+        .flatten()
+    else {
         return Ok(None);
-    }
-    let n: usize = stage.parse().expect("digits");
+    };
     let report = done
         .get(n)
         .ok_or_else(|| DriverError::Plan(format!("{s}: stage {n} has not run")))?;

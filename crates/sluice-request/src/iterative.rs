@@ -243,7 +243,8 @@ impl Pagerank {
         )];
         for i in 0..p.iterations {
             let last = i + 1 == p.iterations;
-            let contribute = jobs.len() - 1 + 1;
+            // The index the contribute job gets; it reads the job before.
+            let contribute = jobs.len();
             jobs.push(job(
                 serde_json::json!({"stage": "contribute", "pages": pages, "damping": p.damping}),
                 format!("@{}", contribute - 1),

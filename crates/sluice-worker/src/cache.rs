@@ -153,16 +153,6 @@ pub struct BlockCache {
     inner: Mutex<Inner>,
 }
 
-/// What [`BlockCache::read`] found or did.
-pub enum Read {
-    /// A hit: the block was in memory.
-    Hit(Arc<Locked>),
-    /// A miss that admitted the block: read from disk into memory now.
-    Loaded(Arc<Locked>),
-    /// A miss not admitted: read it from disk.
-    Disk,
-}
-
 impl BlockCache {
     /// A cache of `capacity` bytes (0: no cache).
     pub fn new(capacity: u64, policy: Policy) -> Self {
@@ -219,23 +209,6 @@ impl BlockCache {
             }
         }
         self.load(id, len, fill).map(Some)
-    }
-
-    /// A lookup, and on a miss an admission at once: what a read that
-    /// waits for its block to be loaded sees.
-    pub fn read<E>(
-        &self,
-        id: &str,
-        len: u64,
-        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
-    ) -> Result<Read, LoadError<E>> {
-        if let Some(bytes) = self.lookup(id) {
-            return Ok(Read::Hit(bytes));
-        }
-        Ok(match self.admit(id, len, fill)? {
-            Some(bytes) => Read::Loaded(bytes),
-            None => Read::Disk,
-        })
     }
 
     /// Loads pinned block `id` unless it is cached or loading; returns
@@ -466,6 +439,32 @@ pub fn check_lockable(capacity: u64) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// What a read that waits for its block to be loaded finds.
+    enum Read {
+        Hit(Arc<Locked>),
+        Loaded,
+        Disk,
+    }
+
+    impl BlockCache {
+        /// A lookup, and on a miss an admission at once: what a read that
+        /// waits for its block to be loaded sees.
+        fn read<E>(
+            &self,
+            id: &str,
+            len: u64,
+            fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+        ) -> Result<Read, LoadError<E>> {
+            if let Some(bytes) = self.lookup(id) {
+                return Ok(Read::Hit(bytes));
+            }
+            Ok(match self.admit(id, len, fill)? {
+                Some(_) => Read::Loaded,
+                None => Read::Disk,
+            })
+        }
+    }
+
     fn fill(byte: u8) -> impl FnOnce(&mut [u8]) -> Result<(), String> {
         move |b: &mut [u8]| {
             b.fill(byte);
@@ -564,10 +563,7 @@ mod tests {
         assert!(cached(&c).is_empty());
         assert_eq!(c.report(true).unwrap().used, 0);
         // Read again later, it is admitted once intact.
-        assert!(matches!(
-            c.read("x", 100, fill(1)).unwrap(),
-            Read::Loaded(_)
-        ));
+        assert!(matches!(c.read("x", 100, fill(1)).unwrap(), Read::Loaded));
         assert!(hit(&c, "x"));
     }
 

@@ -274,3 +274,23 @@ pub fn concat_parts(dir: &Path) -> Vec<u8> {
         .flat_map(|p| std::fs::read(p).unwrap())
         .collect()
 }
+
+/// The command line of process `pid`, to start it again.
+pub fn argv_of(pid: u32) -> Vec<String> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    cmdline
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// A process killed when dropped, however the test ends.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
