@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::bail;
 use clap::{Args, Subcommand};
 use sluice_client::embedded;
-use sluice_client::PutOptions;
+use sluice_client::{PutOptions, PutProgress};
 use sluice_coordinator::store::RackAware;
 use sluice_coordinator::{CoordinatorConfig, Scheduler};
 use sluice_driver::JobReport;
@@ -363,15 +363,20 @@ fn words(flags: &str) -> Vec<String> {
     flags.split_whitespace().map(str::to_owned).collect()
 }
 
-/// `sluice put`.
+/// `sluice put`, with files and bytes stored shown on a terminal.
 pub fn put(a: &PutArgs) -> anyhow::Result<()> {
     let c = connect(&a.conn)?;
+    let progress = std::sync::Arc::new(PutProgress::default());
     let opts = PutOptions {
         block_size: a.block_size,
         replication: a.replication,
         overwrite: a.overwrite,
+        progress: Some(progress.clone()),
     };
-    let d = c.put(&a.path, &a.dataset, &opts)?;
+    let shown = show_put(progress);
+    let d = c.put(&a.path, &a.dataset, &opts);
+    drop(shown);
+    let d = d?;
     let blocks = d.blocks().count();
     println!(
         "put {}: {} files, {} blocks, {} bytes",
@@ -381,6 +386,40 @@ pub fn put(a: &PutArgs) -> anyhow::Result<()> {
         d.len()
     );
     Ok(())
+}
+
+/// Draws a put's progress (bytes, and files of all) until dropped.
+fn show_put(p: std::sync::Arc<PutProgress>) -> impl Drop {
+    use std::sync::atomic::Ordering::Relaxed;
+    let pb = sluice_tools::progress::bar(0, "put");
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let bar = pb.clone();
+    let thread = std::thread::spawn(move || loop {
+        bar.set_length(p.total_bytes.load(Relaxed));
+        bar.set_position(p.bytes.load(Relaxed));
+        let files = (p.files.load(Relaxed), p.total_files.load(Relaxed));
+        bar.set_message(format!("{}/{} files", files.0, files.1));
+        if stopped.recv_timeout(Duration::from_millis(200)).is_ok() {
+            return;
+        }
+    });
+    Shown(Some((stop, thread)), pb)
+}
+
+/// Stops a progress display when dropped.
+struct Shown(
+    Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
+    indicatif::ProgressBar,
+);
+
+impl Drop for Shown {
+    fn drop(&mut self) {
+        if let Some((stop, thread)) = self.0.take() {
+            let _ = stop.send(());
+            let _ = thread.join();
+        }
+        self.1.finish_and_clear();
+    }
 }
 
 /// `sluice ls`.

@@ -285,9 +285,19 @@ struct RunArgs {
     /// Longest input record accepted.
     #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
     max_record_size: u64,
-    /// Split size [default: about eight splits per thread, 1-64 MiB].
+    /// Split size: files are cut into splits of this size (locally), and
+    /// small splits or blocks are packed several to a map task up to it
+    /// [default: locally about eight splits per thread, 1-64 MiB; on a
+    /// cluster the block size, capped at the input over the map slots, and
+    /// at least 4 MiB].
     #[arg(long, value_parser = units::parse_size)]
     split_size: Option<u64>,
+    /// Give every split (locally) or block (on a cluster) a map task of its
+    /// own, as Hadoop's TextInputFormat: small files are not packed several
+    /// to a task up to the split size (CombineFileInputFormat's way, the
+    /// default).
+    #[arg(long)]
+    no_combine: bool,
     /// Directory for spill files [default: inside the job's staging directory].
     #[arg(long)]
     spill_dir: Option<PathBuf>,

@@ -40,6 +40,7 @@ impl RunArgs {
             threads: self.threads,
             max_record: self.max_record_size,
             split_size: self.split_size,
+            combine: !self.no_combine,
             merge_factor: self.merge_factor,
             bad_records: match self.bad_records {
                 BadRecordsArg::Fail => BadRecords::Fail,

@@ -15,9 +15,9 @@ pub fn print_summary(r: &JobReport) {
         r.job, r.input, r.output, r.target
     );
     eprintln!(
-        "input    {} in {} maps; {} reducers; memory {} a task",
+        "input    {} in {}; {} reducers; memory {} a task",
         human(r.input_bytes),
-        r.maps,
+        maps_line(r),
         r.reducers,
         human(r.task_memory_bytes)
     );
@@ -47,6 +47,25 @@ pub fn print_summary(r: &JobReport) {
     for (name, v) in &r.user_counters {
         eprintln!("  {name:<24}{v:>16}");
     }
+}
+
+/// `12 maps`, or when small inputs were packed several to a map
+/// `10000 files in 12 maps (834 a map)` (blocks on a cluster).
+fn maps_line(r: &JobReport) -> String {
+    if r.input_pieces <= r.maps || r.maps == 0 {
+        return format!("{} maps", r.maps);
+    }
+    let what = if r.cluster.is_some() {
+        "blocks"
+    } else {
+        "files"
+    };
+    format!(
+        "{} {what} in {} maps ({} a map)",
+        r.input_pieces,
+        r.maps,
+        r.input_pieces.div_ceil(r.maps)
+    )
 }
 
 /// The local engine's lines: threads, phases, spills, the model.

@@ -1024,16 +1024,6 @@ fn a_pool_at_its_maximum_share_holds_no_more_and_pools_reload() {
     assert!(listing(false).contains("max share 1 "));
 }
 
-/// Whether process `pid` is running a task (a thread named `task-...`).
-fn running_a_task(pid: u32) -> bool {
-    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    threads.filter_map(Result::ok).any(|t| {
-        std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("task-"))
-    })
-}
-
 #[test]
 fn a_straggler_gets_a_backup_attempt_that_wins() {
     let d = tempfile::tempdir().unwrap();

@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use sluice_request::JobRequest;
@@ -32,11 +33,55 @@ impl std::fmt::Debug for Client {
 }
 
 /// How `put` stores a data set.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct PutOptions {
     pub block_size: u64,
     pub replication: u32,
     pub overwrite: bool,
+    /// Counts files and bytes stored, for a progress display.
+    pub progress: Option<std::sync::Arc<PutProgress>>,
+}
+
+impl PutOptions {
+    /// Most bytes of blocks a put holds in memory at once: two blocks, and
+    /// at least 64 MiB so small blocks go out many at a time.
+    pub fn in_flight(&self) -> u64 {
+        (2 * with_slop(self.block_size)).max(64 << 20)
+    }
+}
+
+/// Files and bytes a put has stored so far, of its totals.
+#[derive(Debug, Default)]
+pub struct PutProgress {
+    pub files: AtomicU64,
+    pub bytes: AtomicU64,
+    pub total_files: AtomicU64,
+    pub total_bytes: AtomicU64,
+}
+
+/// Files a put sends at once.
+pub const PUT_STREAMS: usize = 32;
+
+/// A block's most bytes: its size and Hadoop's 10% slop ([`next_block`]).
+fn with_slop(block_size: u64) -> u64 {
+    let size = block_size.max(1);
+    size + size / 10 + 1
+}
+
+/// Whole KiB for `bytes`, rounded up: the unit of a put's memory permits.
+fn kib(bytes: u64) -> u64 {
+    bytes.div_ceil(1024)
+}
+
+/// The placements planned for a put, and every block id planned (to
+/// abandon them all if the put fails).
+struct Plan {
+    ahead: std::sync::Mutex<std::collections::VecDeque<proto::Placement>>,
+    planned: std::sync::Mutex<Vec<String>>,
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Client {
@@ -72,43 +117,55 @@ impl Client {
     }
 
     /// Stores the files of `path` (a file or a directory of files) as data
-    /// set `name`, each cut into blocks that end at line ends.
+    /// set `name`, each cut into blocks that end at line ends. Up to
+    /// [`PUT_STREAMS`] files are sent at once, with at most
+    /// [`PutOptions::in_flight`] bytes of blocks held in memory; placements
+    /// are asked for the whole data set at once and the data set is
+    /// registered in one commit, so a small file costs its block's write,
+    /// not round trips to the coordinator.
     pub async fn put(&self, path: &Path, name: &str, opts: &PutOptions) -> Result<DatasetMeta> {
         let name = DatasetName::new(name)?;
-        let files = sluice_formats::input::resolve(&path.to_string_lossy())
-            .map_err(|e| ClusterError::Config(e.to_string()))?;
+        let files = put_sources(path)?;
+        if let Some((_, f)) = files
+            .iter()
+            .find(|(_, f)| f.codec != sluice_formats::input::Codec::None)
+        {
+            return Err(ClusterError::Config(format!(
+                "{}: compressed files cannot be cut into blocks; decompress it first",
+                f.path.display()
+            )));
+        }
         let mut meta = DatasetMeta {
             name,
             files: Vec::new(),
             created_ms: sluice_proto::now_ms(),
             origin: format!("put {}", path.display()),
             replication: opts.replication.max(1),
+            block_size: opts.block_size,
         };
+        if let Some(p) = &opts.progress {
+            p.total_files.store(files.len() as u64, Ordering::Relaxed);
+            let bytes = files.iter().map(|(_, f)| f.len).sum();
+            p.total_bytes.store(bytes, Ordering::Relaxed);
+        }
         // One plan for the whole data set, so blocks spread evenly across
         // workers however many files there are; blocks cut short at line
         // ends may ask for a few more.
-        let mut total = 0;
-        for f in &files {
-            let len = std::fs::metadata(&f.path)
-                .map_err(|e| ClusterError::io("reading", &f.path, e))?
-                .len();
-            total += len.div_ceil(opts.block_size.max(1)).max(1);
-        }
-        let mut plan = std::collections::VecDeque::from(self.plan(total, opts.replication).await?);
-        let mut planned: Vec<String> = plan.iter().map(|p| p.id.clone()).collect();
-        let res = self
-            .put_files(
-                &files,
-                &meta.name.clone(),
-                opts,
-                &mut meta,
-                &mut plan,
-                &mut planned,
-            )
-            .await;
+        let total: u64 = files
+            .iter()
+            .map(|(_, f)| f.len.div_ceil(opts.block_size.max(1)).max(1))
+            .sum();
+        let plan = Plan {
+            ahead: std::sync::Mutex::new(self.plan(total, opts.replication).await?.into()),
+            planned: std::sync::Mutex::new(Vec::new()),
+        };
+        lock(&plan.planned).extend(lock(&plan.ahead).iter().map(|p| p.id.clone()));
+        let res = self.put_files(&files, opts, &mut meta, &plan).await;
         if let Err(e) = res {
             // Nothing of a failed put may stay on the workers.
-            let req = proto::BlockIds { ids: planned };
+            let req = proto::BlockIds {
+                ids: std::mem::take(&mut *lock(&plan.planned)),
+            };
             if let Err(a) = self.rpc.clone().abandon_blocks(req).await {
                 tracing::warn!("abandoning the put's blocks: {}", a.message());
             }
@@ -119,30 +176,20 @@ impl Client {
 
     async fn put_files(
         &self,
-        files: &[sluice_formats::input::InputFile],
-        name: &str,
+        files: &[(String, sluice_formats::input::InputFile)],
         opts: &PutOptions,
         meta: &mut DatasetMeta,
-        plan: &mut std::collections::VecDeque<proto::Placement>,
-        planned: &mut Vec<String>,
+        plan: &Plan,
     ) -> Result<()> {
-        for f in files {
-            if f.codec != sluice_formats::input::Codec::None {
-                return Err(ClusterError::Config(format!(
-                    "{}: compressed files cannot be cut into blocks; decompress it first",
-                    f.path.display()
-                )));
-            }
-            let file_name = f
-                .path
-                .file_name()
-                .map_or_else(|| name.to_owned(), |n| n.to_string_lossy().into_owned());
-            let blocks = self.put_file(&f.path, opts, plan, planned).await?;
-            meta.files.push(FileMeta {
-                name: file_name,
-                blocks,
-            });
-        }
+        use futures_util::stream::{self, StreamExt, TryStreamExt};
+        let room = tokio::sync::Semaphore::new(kib(opts.in_flight()) as usize);
+        let puts = files
+            .iter()
+            .map(|(name, f)| self.put_file(name, f, opts, plan, &room));
+        meta.files = stream::iter(puts)
+            .buffered(PUT_STREAMS)
+            .try_collect()
+            .await?;
         let req = proto::CommitDatasetRequest {
             dataset: Some((&*meta).into()),
             overwrite: opts.overwrite,
@@ -151,29 +198,57 @@ impl Client {
         Ok(())
     }
 
+    /// Cuts one file into blocks and stores each; a block's bytes are
+    /// held only while `room` has them.
     async fn put_file(
         &self,
-        path: &Path,
+        name: &str,
+        file: &sluice_formats::input::InputFile,
         opts: &PutOptions,
-        plan: &mut std::collections::VecDeque<proto::Placement>,
-        planned: &mut Vec<String>,
-    ) -> Result<Vec<BlockMeta>> {
+        plan: &Plan,
+        room: &tokio::sync::Semaphore,
+    ) -> Result<FileMeta> {
+        let path = file.path.as_path();
+        let name = name.to_owned();
         let mut f = std::fs::File::open(path).map_err(|e| ClusterError::io("opening", path, e))?;
         let mut blocks = Vec::new();
         let mut carry = Vec::new();
+        let mut left = file.len;
+        let cap = kib(opts.in_flight());
         loop {
+            let want = kib(left.min(with_slop(opts.block_size))).clamp(1, cap);
+            let held = room
+                .acquire_many(u32::try_from(want).unwrap_or(u32::MAX))
+                .await
+                .map_err(|e| ClusterError::Remote(format!("put: {e}")))?;
             let block = next_block(&mut f, &mut carry, opts.block_size, path)?;
             if block.is_empty() {
-                return Ok(blocks);
+                if let Some(p) = &opts.progress {
+                    p.files.fetch_add(1, Ordering::Relaxed);
+                }
+                return Ok(FileMeta { name, blocks });
             }
-            if plan.is_empty() {
-                let more = self.plan(1, opts.replication).await?;
-                planned.extend(more.iter().map(|p| p.id.clone()));
-                plan.extend(more);
+            left = left.saturating_sub(block.len() as u64);
+            let p = self.next_placement(plan, opts.replication).await?;
+            let len = block.len() as u64;
+            blocks.push(self.store_block(block, p).await?);
+            drop(held);
+            if let Some(p) = &opts.progress {
+                p.bytes.fetch_add(len, Ordering::Relaxed);
             }
-            let p = plan.pop_front().expect("a placement was planned");
-            blocks.push(self.store_block(&block, p).await?);
         }
+    }
+
+    /// The next planned placement, asking for more when the plan ran out
+    /// (blocks cut short at line ends).
+    async fn next_placement(&self, plan: &Plan, replication: u32) -> Result<proto::Placement> {
+        if let Some(p) = lock(&plan.ahead).pop_front() {
+            return Ok(p);
+        }
+        let mut more = self.plan(1, replication).await?;
+        lock(&plan.planned).extend(more.iter().map(|p| p.id.clone()));
+        more.pop()
+            .ok_or_else(|| ClusterError::Remote("the coordinator planned no block".into()))
     }
 
     /// Placements for `n` new blocks.
@@ -206,17 +281,24 @@ impl Client {
     /// cannot store it (a full disk, a lost worker) is replaced by another
     /// worker the coordinator picks; when none is left the put fails,
     /// naming every worker tried and why.
-    async fn store_block(&self, block: &[u8], p: proto::Placement) -> Result<BlockMeta> {
-        let crc = crc32c::crc32c(block);
+    async fn store_block(&self, block: Vec<u8>, p: proto::Placement) -> Result<BlockMeta> {
+        let crc = crc32c::crc32c(&block);
+        let block = std::sync::Arc::new(block);
         let mut replicas: Vec<String> = Vec::new();
         let mut failures: Vec<String> = Vec::new();
         let mut tried: Vec<String> = p.targets.iter().map(|t| t.uid.clone()).collect();
         for first in &p.targets {
             let mut target = first.clone();
             loop {
-                let mut r = block;
-                let len = block.len() as u64;
-                match data::write_block(&target.data_addr, &self.secret, &p.id, &mut r, len, crc) {
+                let (data, secret) = (block.clone(), self.secret.clone());
+                let (addr, id) = (target.data_addr.clone(), p.id.clone());
+                let written = tokio::task::spawn_blocking(move || {
+                    let len = data.len() as u64;
+                    data::write_block(&addr, &secret, &id, &mut data.as_slice(), len, crc)
+                })
+                .await
+                .map_err(|e| ClusterError::Remote(format!("writing block {}: {e}", p.id)))?;
+                match written {
                     Ok(()) => {
                         replicas.push(target.uid.clone());
                         break;
@@ -331,7 +413,12 @@ impl Client {
                 let path = if single {
                     tmp.clone()
                 } else {
-                    tmp.join(&f.name)
+                    let path = tmp.join(safe_name(&f.name)?);
+                    if let Some(dir) = path.parent() {
+                        std::fs::create_dir_all(dir)
+                            .map_err(|e| ClusterError::io("creating", dir, e))?;
+                    }
+                    path
                 };
                 let file = std::fs::File::create(&path)
                     .map_err(|e| ClusterError::io("creating", &path, e))?;
@@ -482,6 +569,47 @@ fn from_any_replica<T>(
         b.id,
         evidence.join("; ")
     )))
+}
+
+/// The files `sluice put` stores from `path`, each with its name in the
+/// data set: every file under a directory, recursively, named by its path
+/// below it (`2026/11/23.log`); or the files a file name or glob resolves
+/// to, named by their file names.
+fn put_sources(path: &Path) -> Result<Vec<(String, sluice_formats::input::InputFile)>> {
+    let config = |e: sluice_formats::FormatError| ClusterError::Config(e.to_string());
+    if path.is_dir() {
+        let files = sluice_formats::input::walk(path).map_err(config)?;
+        return Ok(files
+            .into_iter()
+            .map(|f| {
+                let rel = f.path.strip_prefix(path).unwrap_or(&f.path);
+                (rel.to_string_lossy().into_owned(), f)
+            })
+            .collect());
+    }
+    let files = sluice_formats::input::resolve(&path.to_string_lossy()).map_err(config)?;
+    Ok(files
+        .into_iter()
+        .map(|f| {
+            let name = f.path.file_name().unwrap_or_default();
+            (name.to_string_lossy().into_owned(), f)
+        })
+        .collect())
+}
+
+/// A data set's file name as a relative path that stays inside the
+/// directory `get` writes (no `..`, no root).
+fn safe_name(name: &str) -> Result<&Path> {
+    let p = Path::new(name);
+    let plain = p
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if name.is_empty() || !plain {
+        return Err(ClusterError::Remote(format!(
+            "the data set has a file named {name:?}, which is not a relative path"
+        )));
+    }
+    Ok(p)
 }
 
 /// Names the data set in a "no intact replica" error.

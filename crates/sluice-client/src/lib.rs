@@ -11,4 +11,4 @@ pub mod client;
 pub mod embedded;
 
 pub use blocking::BlockingClient;
-pub use client::{Client, PutOptions};
+pub use client::{Client, PutOptions, PutProgress};

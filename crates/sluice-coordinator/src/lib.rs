@@ -5,6 +5,7 @@
 //! and clients call ([`service`]), and the report of each finished job
 //! ([`report`]).
 
+pub mod combine;
 pub mod policy;
 pub mod report;
 pub mod sched;

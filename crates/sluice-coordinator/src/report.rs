@@ -7,7 +7,9 @@ use sluice_proto::report::{
     Attempts, ClusterReport, SlotPoint, Straggler, WorkerPhases, SLOT_POINTS,
 };
 
-use crate::sched::{task_name, Attempt, AttemptState, Job, Locality, TaskKind, MAP, REDUCE};
+use crate::sched::{
+    task_name, Attempt, AttemptState, Job, Locality, MapInput, TaskKind, MAP, REDUCE,
+};
 
 /// The report of `job`, whose winners' reports are in.
 pub fn of(job: &Job, workers: usize) -> ClusterReport {
@@ -22,13 +24,9 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
         state: job.state.name().into(),
         workers,
         maps: job.maps.len(),
+        input_blocks: job.inputs.iter().map(|i| i.blocks().len()).sum(),
         reducers: job.reducers,
-        input_bytes: job
-            .inputs
-            .iter()
-            .filter_map(|i| i.block())
-            .map(|b| b.len)
-            .sum(),
+        input_bytes: job.inputs.iter().map(MapInput::len).sum(),
         ..ClusterReport::default()
     };
     let end = job.finished.unwrap_or(now);
@@ -214,7 +212,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::sched::{Asker, JobId, MapInput, Pick, Place, WorkerId};
+    use crate::sched::{Asker, JobId, Pick, Place, WorkerId};
 
     #[test]
     fn slots_over_time_are_the_attempts_overlap_per_interval() {

@@ -414,28 +414,39 @@ impl JobState {
 /// What a map task reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MapInput {
-    /// A block of a data set, with where its replicas are.
-    Block(BlockMeta),
+    /// Blocks of data sets, with where their replicas are: one, or several
+    /// small ones packed into one task ([`crate::combine`]). Never empty.
+    Blocks(Vec<BlockMeta>),
     /// Nothing: the mapper makes its records (`synthetic:N` input); it
     /// runs on any worker.
     Synthetic,
 }
 
 impl MapInput {
-    /// The block read, if any.
-    pub fn block(&self) -> Option<&BlockMeta> {
+    /// The blocks read (none for a synthetic map).
+    pub fn blocks(&self) -> &[BlockMeta] {
         match self {
-            MapInput::Block(b) => Some(b),
-            MapInput::Synthetic => None,
+            MapInput::Blocks(b) => b,
+            MapInput::Synthetic => &[],
         }
     }
 
-    /// The block read, if any, to update its replicas.
-    pub fn block_mut(&mut self) -> Option<&mut BlockMeta> {
+    /// The blocks read, to update their replicas.
+    pub fn blocks_mut(&mut self) -> &mut [BlockMeta] {
         match self {
-            MapInput::Block(b) => Some(b),
-            MapInput::Synthetic => None,
+            MapInput::Blocks(b) => b,
+            MapInput::Synthetic => &mut [],
         }
+    }
+
+    /// Bytes read.
+    pub fn len(&self) -> u64 {
+        self.blocks().iter().map(|b| b.len).sum()
+    }
+
+    /// Whether it reads no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -648,12 +659,10 @@ impl Job {
 
     /// Whether a pending map's block is cached on a live worker.
     fn pending_cached(&self, topo: &Topology) -> bool {
-        self.maps.iter().zip(&self.inputs).any(|(t, input)| {
-            t.pending()
-                && input
-                    .block()
-                    .is_some_and(|b| topo.cached_anywhere(b.id.as_str()))
-        })
+        self.maps
+            .iter()
+            .zip(&self.inputs)
+            .any(|(t, input)| t.pending() && cached_anywhere(input, topo))
     }
 
     /// The pending map `w` may run that is closest to its input there;
@@ -666,10 +675,7 @@ impl Job {
             .filter(|(_, t)| t.pending() && t.may_run_on(w))
             .map(|(i, _)| {
                 let level = self.level(i, w, topo);
-                let elsewhere = level != Locality::Cache
-                    && self.inputs[i]
-                        .block()
-                        .is_some_and(|b| topo.cached_anywhere(b.id.as_str()));
+                let elsewhere = level != Locality::Cache && cached_anywhere(&self.inputs[i], topo);
                 (level, elsewhere, i)
             })
             .min()
@@ -681,36 +687,29 @@ impl Job {
     fn unplaceable(&self, w: &Asker<'_>, topo: &Topology) -> Option<usize> {
         self.maps.iter().enumerate().position(|(i, t)| {
             let orphan = self.inputs[i]
-                .block()
-                .is_some_and(|b| !b.replicas.iter().any(|u| topo.place(u).is_some()));
+                .blocks()
+                .iter()
+                .any(|b| !b.replicas.iter().any(|u| topo.place(u).is_some()));
             t.pending() && t.may_run_on(w) && (t.any_worker || orphan)
         })
     }
 
-    /// How close to its input map `i` would run on `w`.
+    /// How close to its input map `i` would run on `w`: the cache level
+    /// when `w` caches every block it reads, else the farthest of its
+    /// blocks (each at its nearest replica).
     pub fn level(&self, i: usize, w: &Asker<'_>, topo: &Topology) -> Locality {
-        let Some(b) = self.inputs[i].block() else {
+        let blocks = self.inputs[i].blocks();
+        if blocks.is_empty() {
             // A synthetic map reads nothing: at home anywhere.
             return Locality::Node;
-        };
-        if topo.caches(b.id.as_str(), w.uid) {
+        }
+        if blocks.iter().all(|b| topo.caches(b.id.as_str(), w.uid)) {
             return Locality::Cache;
         }
-        b.replicas
+        blocks
             .iter()
-            .filter_map(|u| topo.place(u).map(|p| (u, p)))
-            .map(|(u, p)| {
-                if u == w.uid {
-                    Locality::Node
-                } else if p == w.place {
-                    Locality::Rack
-                } else if p.datacenter == w.place.datacenter {
-                    Locality::Datacenter
-                } else {
-                    Locality::Any
-                }
-            })
-            .min()
+            .map(|b| block_level(b, w, topo))
+            .max()
             .unwrap_or(Locality::Any)
     }
 
@@ -971,6 +970,34 @@ impl Job {
     }
 }
 
+/// How close `w` is to the nearest live replica of `b`.
+fn block_level(b: &BlockMeta, w: &Asker<'_>, topo: &Topology) -> Locality {
+    b.replicas
+        .iter()
+        .filter_map(|u| topo.place(u).map(|p| (u, p)))
+        .map(|(u, p)| {
+            if u == w.uid {
+                Locality::Node
+            } else if p == w.place {
+                Locality::Rack
+            } else if p.datacenter == w.place.datacenter {
+                Locality::Datacenter
+            } else {
+                Locality::Any
+            }
+        })
+        .min()
+        .unwrap_or(Locality::Any)
+}
+
+/// Whether a block `input` reads is cached on a live worker.
+fn cached_anywhere(input: &MapInput, topo: &Topology) -> bool {
+    input
+        .blocks()
+        .iter()
+        .any(|b| topo.cached_anywhere(b.id.as_str()))
+}
+
 /// `m00003` or `r00001`.
 pub fn task_name(kind: TaskKind, index: usize) -> String {
     let k = if kind == MAP { 'm' } else { 'r' };
@@ -991,13 +1018,13 @@ mod tests {
                 if h.is_empty() {
                     return MapInput::Synthetic;
                 }
-                MapInput::Block(BlockMeta {
+                MapInput::Blocks(vec![BlockMeta {
                     id: sluice_proto::ids::BlockId::new(format!("b{i}")).unwrap(),
                     len: 10,
                     crc: 0,
                     replicas: h.iter().map(|u| u.to_string()).collect(),
                     corrupt: Vec::new(),
-                })
+                }])
             })
             .collect();
         Job::new(

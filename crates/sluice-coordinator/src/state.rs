@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use tonic::Status;
 
+use crate::combine;
 use crate::policy::{JobView, Policy, PoolConfig};
 use crate::sched::{
     task_name, Asker, Job, JobId, JobState, MapInput, Place, TaskKind, Topology, WorkerId, MAP,
@@ -703,7 +704,7 @@ impl State {
         if let Some(asked) = r.memory {
             self.check_memory(asked)?;
         }
-        let blocks = self.input_blocks(&r.input)?;
+        let blocks = self.input_blocks(&r)?;
         let side = self.side_inputs(side)?;
         if self.catalog.datasets.contains_key(&r.output) && !r.overwrite {
             return Err(Status::already_exists(format!(
@@ -862,19 +863,29 @@ impl State {
         Ok(())
     }
     /// The map inputs of a job: the blocks of its data sets (names
-    /// separated by commas), or for `synthetic:N` N blockless tasks that
+    /// separated by commas), small ones packed by holder
+    /// ([`crate::combine`]), or for `synthetic:N` N blockless tasks that
     /// run on any worker.
-    fn input_blocks(&self, input: &str) -> std::result::Result<Vec<MapInput>, Status> {
-        let synthetic = sluice_formats::input::synthetic_count(input)
+    fn input_blocks(&self, r: &JobRequest) -> std::result::Result<Vec<MapInput>, Status> {
+        let synthetic = sluice_formats::input::synthetic_count(&r.input)
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
         if let Some(n) = synthetic {
             return Ok(vec![MapInput::Synthetic; n]);
         }
         let mut blocks = Vec::new();
-        for name in input.split(',') {
-            blocks.extend(self.dataset_blocks(name)?.into_iter().map(MapInput::Block));
+        let mut block_size = 0;
+        for name in r.input.split(',') {
+            blocks.extend(self.dataset_blocks(name)?);
+            block_size =
+                block_size.max(self.catalog.datasets.get(name).map_or(0, |d| d.block_size));
         }
-        Ok(blocks)
+        let total = blocks.iter().map(|b| b.len).sum();
+        let target = match r.engine.combine {
+            true => combine::target(r.engine.split_size, block_size, total, self.total_slots()),
+            false => 0,
+        };
+        let live: HashSet<&str> = self.alive().map(|w| w.info.uid.as_str()).collect();
+        Ok(combine::map_inputs(blocks, target, &|u| live.contains(u)))
     }
 
     fn dataset_blocks(&self, name: &str) -> std::result::Result<Vec<BlockMeta>, Status> {
@@ -1042,8 +1053,8 @@ impl State {
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
             let dead = job.maps.iter().zip(&job.inputs).find_map(|(t, input)| {
                 // A synthetic task (no block) can run anywhere.
-                let b = input.block()?;
-                (t.pending() && !b.replicas.iter().any(|u| live.contains(u))).then_some(b)
+                let unread = |b: &&BlockMeta| !b.replicas.iter().any(|u| live.contains(u));
+                t.pending().then(|| input.blocks().iter().find(unread))?
             });
             if let Some(b) = dead {
                 let msg = if b.corrupt.is_empty() {
@@ -1127,7 +1138,7 @@ impl State {
             for b in job
                 .inputs
                 .iter_mut()
-                .filter_map(MapInput::block_mut)
+                .flat_map(MapInput::blocks_mut)
                 .chain(side)
                 .filter(|b| b.id == c.block)
             {
@@ -1320,6 +1331,7 @@ impl State {
             created_ms: self.at.ms,
             origin: format!("job {id} ({})", job.request.describe()),
             replication: job.output_replication,
+            block_size: 0,
         };
         job.state = JobState::Committing;
         let replaced = self.put_dataset(meta);
@@ -1682,13 +1694,19 @@ fn assignment(
     // Only a map's index names an input (a job may have more reducers
     // than maps).
     let input = (kind == MAP).then(|| &job.inputs[i]);
-    if let Some(MapInput::Block(b)) = input {
-        a.block = Some(b.into());
-        a.sources = b
-            .replicas
+    if let Some(input) = input {
+        a.inputs = input
+            .blocks()
             .iter()
-            .filter(|u| *u != uid)
-            .filter_map(|u| live.get(u).cloned())
+            .map(|b| proto::BlockSource {
+                block: Some(b.into()),
+                sources: b
+                    .replicas
+                    .iter()
+                    .filter(|u| *u != uid)
+                    .filter_map(|u| live.get(u).cloned())
+                    .collect(),
+            })
             .collect();
     }
     a.side = job
@@ -1698,7 +1716,7 @@ fn assignment(
             dataset: name.clone(),
             blocks: blocks
                 .iter()
-                .map(|b| proto::SideBlock {
+                .map(|b| proto::BlockSource {
                     block: Some(b.into()),
                     sources: b
                         .replicas

@@ -20,6 +20,9 @@ enum E {
     Worker(&'static str, &'static str, &'static str, u32),
     /// A data set whose block `i` has replicas on the listed workers.
     Data(&'static str, &'static [&'static [&'static str]]),
+    /// As `Data`, but its blocks are small (100 bytes of a 128 MB block
+    /// size): packed several to a map by holder.
+    SmallData(&'static str, &'static [&'static [&'static str]]),
     /// A job (word count) over an input, in a pool, with reducers.
     Job(&'static str, &'static str, u32),
     /// A worker's heartbeat: `uid: j1 m00000 node` per task it is given,
@@ -148,7 +151,8 @@ impl Sim {
     fn run(&mut self, e: E) {
         match e {
             Worker(uid, dc, rack, slots) => self.register(uid, dc, rack, slots),
-            Data(name, holders) => self.data(name, holders),
+            Data(name, holders) => self.data(name, holders, 100),
+            SmallData(name, holders) => self.data(name, holders, 0),
             Job(input, pool, reducers) => self.submit(input, pool, reducers),
             Beat(w) => self.beat(w, Vec::new()),
             Caches(w, blocks) => self.beat_with_cache(w, blocks),
@@ -179,7 +183,7 @@ impl Sim {
         self.workers.insert(uid, WorkerId(reply.worker_id));
     }
 
-    fn data(&mut self, name: &str, holders: &[&[&str]]) {
+    fn data(&mut self, name: &str, holders: &[&[&str]], block_size: u64) {
         let blocks = holders
             .iter()
             .enumerate()
@@ -200,6 +204,7 @@ impl Sim {
             created_ms: 0,
             origin: String::new(),
             replication: 1,
+            block_size,
         };
         self.st.catalog.datasets.insert(meta.name.clone(), meta);
     }
@@ -425,6 +430,32 @@ fn a_job_goes_down_one_level_after_each_threshold_of_missed_offers() {
             "d: -",
             "d: -",
             "d: j1 m00003 any",
+        ],
+    );
+}
+
+#[test]
+fn small_blocks_share_a_map_on_the_worker_that_holds_them() {
+    check(
+        Box::new(Fifo),
+        settings(),
+        &[
+            A,
+            B,
+            SmallData("in", &[&["a"], &["b"], &["a"], &["b"], &["a"]]),
+            Job("in", "p", 1),
+            Beat("b"),
+            Beat("a"),
+            DoneMaps("b"),
+            DoneMaps("a"),
+        ],
+        &[
+            // Five blocks, two maps: a's three blocks and b's two, each
+            // node-local; b asks first and gets the map of its blocks.
+            "b: j1 m00001 node",
+            "a: j1 m00000 node",
+            "b: j1 r00000 any",
+            "a: -",
         ],
     );
 }

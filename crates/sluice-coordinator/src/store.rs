@@ -351,6 +351,7 @@ mod tests {
                 created_ms: 0,
                 origin: "test".into(),
                 replication: 1,
+                block_size: 0,
             },
         );
         s.save_catalog(&c).unwrap();

@@ -31,8 +31,12 @@ pub struct JobReport {
     pub input: String,
     /// The output: a directory locally, a data set on a cluster.
     pub output: String,
-    /// Map tasks: splits locally, blocks on a cluster.
+    /// Map tasks: splits locally, blocks on a cluster, small ones packed
+    /// several to a task.
     pub maps: usize,
+    /// What the input came in: files locally, blocks on a cluster (more
+    /// than `maps` when small ones were packed).
+    pub input_pieces: usize,
     /// Reduce partitions (part files); 0 for a map-only job.
     pub reducers: u32,
     /// Bytes of input read.
@@ -70,6 +74,7 @@ impl From<sluice_engine::JobReport> for JobReport {
             input: r.input.clone(),
             output: r.output.clone(),
             maps: r.splits,
+            input_pieces: r.input_files,
             reducers: r.reducers,
             input_bytes: r.input_bytes,
             output_records: r.output_records,
@@ -97,6 +102,7 @@ impl From<ClusterReport> for JobReport {
             input: r.input.clone(),
             output: r.output.clone(),
             maps: r.maps,
+            input_pieces: r.input_blocks,
             reducers: r.reducers,
             input_bytes: r.input_bytes,
             output_records: r.output_records,

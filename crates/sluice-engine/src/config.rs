@@ -31,6 +31,9 @@ pub struct EngineConfig {
     pub reducers: u32,
     /// Split size in bytes; `None` picks one from input size and threads.
     pub split_size: Option<u64>,
+    /// Pack splits under half the split size several to a map task, up to
+    /// the split size ([`sluice_formats::input::combine`]).
+    pub combine: bool,
     /// Longest input record accepted.
     pub max_record: usize,
     /// Where spill files go; `None` uses the job's staging directory.
@@ -58,6 +61,7 @@ impl Default for EngineConfig {
             memory: 1 << 30,
             reducers: threads as u32,
             split_size: None,
+            combine: true,
             max_record: 64 << 20,
             spill_dir: None,
             merge_factor: 64,

@@ -74,6 +74,12 @@ pub fn run_job_on(
     let total: u64 = splits.iter().map(input::Split::len).sum();
     let mut files: Vec<&std::path::Path> = splits.iter().map(|s| s.file.path.as_path()).collect();
     files.dedup();
+    let target = if cfg.combine {
+        cfg.split_size_for(total)
+    } else {
+        0
+    };
+    let tasks = input::combine(splits.to_vec(), target);
     Progress::add(&progress.input_total, total);
     let mut report = JobReport {
         job: job.name.clone(),
@@ -83,7 +89,7 @@ pub fn run_job_on(
         memory_budget: cfg.memory,
         reducers: if job.is_map_only() { 0 } else { cfg.reducers },
         input_files: files.len(),
-        splits: splits.len(),
+        splits: tasks.len(),
         input_bytes: total,
         ..JobReport::default()
     };
@@ -94,7 +100,7 @@ pub fn run_job_on(
     let map = MapPhase {
         job,
         cfg,
-        splits,
+        splits: &tasks,
         committer: &committer,
         spill_dir: &spill.path,
         progress,

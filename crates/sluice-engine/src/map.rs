@@ -1,7 +1,8 @@
 //! The map phase.
 //!
-//! Each worker thread takes splits from the queue and runs one map task per
-//! split (a fresh mapper with setup and cleanup). Map output of every task a
+//! Each worker thread takes map tasks from the queue and runs each (a fresh
+//! mapper with setup and cleanup) over its splits, one or several small
+//! ones packed together ([`MapSplit`]). Map output of every task a
 //! thread runs goes into that thread's collector, which spills a sorted run
 //! whenever it reaches the thread's share of the memory budget, and once
 //! more when the thread runs out of splits. Map-only jobs write each split's
@@ -10,9 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sluice_api::{Counters, Error as ApiError, JobSpec, MapContext, Sink, TaskCounter};
+use sluice_api::{Counters, Error as ApiError, JobSpec, MapContext, Mapper, Sink, TaskCounter};
 use sluice_formats::input::RecordFormat;
-use sluice_formats::input::Split;
+use sluice_formats::input::{MapSplit, Split};
 use sluice_formats::read::{read_line_blocks, read_split, ReadOptions};
 use sluice_formats::spill::SpillWriter;
 use sluice_sort::{Collector, HashCollector, SortCollector};
@@ -31,7 +32,7 @@ type Result<T> = std::result::Result<T, EngineError>;
 pub struct MapPhase<'a> {
     pub job: &'a JobSpec,
     pub cfg: &'a EngineConfig,
-    pub splits: &'a [Split],
+    pub splits: &'a [MapSplit],
     pub committer: &'a Committer,
     pub spill_dir: &'a Path,
     pub progress: &'a Progress,
@@ -97,7 +98,7 @@ impl MapPhase<'_> {
         Ok(out)
     }
 
-    fn map_only_split(&self, split: &Split, queue: &Queue, out: &mut MapOutput) -> Result<()> {
+    fn map_only_split(&self, split: &MapSplit, queue: &Queue, out: &mut MapOutput) -> Result<()> {
         let name = format!("part-m-{:05}", split.index);
         let mut sink = TextOutput::create(&self.committer.attempt_path(&name, 0)?)?;
         self.run_split(split, &mut sink, queue, &mut out.counters)?;
@@ -109,20 +110,46 @@ impl MapPhase<'_> {
         Ok(())
     }
 
-    /// One map task: setup, every record of the split, cleanup.
+    /// One map task: setup, every record of each of its splits in turn,
+    /// cleanup.
     fn run_split(
         &self,
-        split: &Split,
+        split: &MapSplit,
         sink: &mut dyn TaskSink,
         queue: &Queue,
         counters: &mut Counters,
     ) -> Result<()> {
-        let path = &split.file.path;
         let mut mapper = (self.job.mapper)();
         let mut bad = BadRecords::new(self, split);
         let task = split.index;
         let r = mapper.setup(&mut MapContext::new(sink, counters).for_task(task));
         r.map_err(|e| user_error(sink, e, "map setup", None))?;
+        for part in &split.parts {
+            let read = self.read_part(part, task, &mut *mapper, sink, queue, counters, &mut bad);
+            let (records, consumed) = read?;
+            counters.add(TaskCounter::MapInputRecords, records);
+            counters.add(TaskCounter::MapInputBytes, consumed);
+            Progress::add(&self.progress.input_done, part.len());
+        }
+        let r = mapper.cleanup(&mut MapContext::new(sink, counters).for_task(task));
+        r.map_err(|e| user_error(sink, e, "map cleanup", None))?;
+        bad.finish()
+    }
+
+    /// Every record of one split through `mapper`; returns the records and
+    /// bytes read.
+    #[allow(clippy::too_many_arguments)]
+    fn read_part(
+        &self,
+        split: &Split,
+        task: usize,
+        mapper: &mut dyn Mapper,
+        sink: &mut dyn TaskSink,
+        queue: &Queue,
+        counters: &mut Counters,
+        bad: &mut BadRecords<'_>,
+    ) -> Result<(u64, u64)> {
+        let path = &split.file.path;
         let opts = ReadOptions {
             buffer_size: 1 << 20,
             max_record: self.cfg.max_record,
@@ -162,12 +189,7 @@ impl MapPhase<'_> {
                 }
             })?
         };
-        let r = mapper.cleanup(&mut MapContext::new(sink, counters).for_task(task));
-        r.map_err(|e| user_error(sink, e, "map cleanup", None))?;
-        counters.add(TaskCounter::MapInputRecords, records);
-        counters.add(TaskCounter::MapInputBytes, consumed);
-        Progress::add(&self.progress.input_done, split.len());
-        bad.finish()
+        Ok((records, consumed))
     }
 }
 
@@ -185,7 +207,7 @@ struct BadRecords<'a> {
 }
 
 impl<'a> BadRecords<'a> {
-    fn new(phase: &'a MapPhase<'a>, split: &Split) -> Self {
+    fn new(phase: &'a MapPhase<'a>, split: &MapSplit) -> Self {
         BadRecords {
             phase,
             name: format!("_bad_records/part-m-{:05}", split.index),

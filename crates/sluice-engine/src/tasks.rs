@@ -1,7 +1,7 @@
 //! Single map and reduce tasks, for a cluster worker.
 //!
 //! A cluster runs a job as separate tasks on separate processes: a map task
-//! reads one input block and leaves its output as one sorted, partitioned
+//! reads its input blocks (one, or several small ones) and leaves its output as one sorted, partitioned
 //! spill file (the format of [`sluice_formats::spill`], whose trailer is the
 //! per-partition index reducers fetch by); a reduce task merges the
 //! partition segments fetched from every map and writes one part file. The
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 
 use sluice_api::{Counters, JobSpec};
-use sluice_formats::input::Split;
+use sluice_formats::input::MapSplit;
 use sluice_formats::spill::SpillWriter;
 
 use crate::commit::Committer;
@@ -43,7 +43,7 @@ pub struct TaskOutput {
 pub fn map_task(
     job: &JobSpec,
     cfg: &EngineConfig,
-    split: &Split,
+    split: &MapSplit,
     out: &Path,
 ) -> Result<TaskOutput> {
     cfg.validate()?;
@@ -75,7 +75,7 @@ pub fn map_task(
 fn map_phase(
     job: &JobSpec,
     cfg: &EngineConfig,
-    split: &Split,
+    split: &MapSplit,
     committer: &Committer,
     spill_dir: &Path,
 ) -> Result<MapOutput> {
@@ -128,7 +128,7 @@ fn single_run(
 pub fn map_only_task(
     job: &JobSpec,
     cfg: &EngineConfig,
-    split: &Split,
+    split: &MapSplit,
     out_dir: &Path,
 ) -> Result<TaskOutput> {
     cfg.validate()?;

@@ -255,6 +255,36 @@ fn list_dir(dir: &Path, files: &mut Vec<InputFile>) -> Result<()> {
     Ok(())
 }
 
+/// Every file under `dir`, recursively, in path order, skipping names
+/// starting with `_` or `.` as [`resolve`] does (for `sluice put` of a
+/// tree, as `hdfs dfs -put` copies one).
+pub fn walk(dir: &Path) -> Result<Vec<InputFile>> {
+    let mut files = Vec::new();
+    walk_into(dir, &mut files)?;
+    Ok(files)
+}
+
+fn walk_into(dir: &Path, files: &mut Vec<InputFile>) -> Result<()> {
+    let rd = std::fs::read_dir(dir).map_err(|e| FormatError::io("listing", dir, e))?;
+    let mut paths = Vec::new();
+    for ent in rd {
+        let ent = ent.map_err(|e| FormatError::io("listing", dir, e))?;
+        let name = ent.file_name();
+        if !name.to_string_lossy().starts_with(['_', '.']) {
+            paths.push(ent.path());
+        }
+    }
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            walk_into(&p, files)?;
+        } else if p.is_file() {
+            files.push(input_file(&p)?);
+        }
+    }
+    Ok(())
+}
+
 fn input_file(path: &Path) -> Result<InputFile> {
     let meta = std::fs::metadata(path).map_err(|e| FormatError::io("reading", path, e))?;
     // Opening now turns a permission problem into an error before any task runs.
@@ -314,6 +344,108 @@ fn push_split(splits: &mut Vec<Split>, file: &Arc<InputFile>, start: u64, end: u
         start,
         end,
     });
+}
+
+/// The input of one map task: one split, or several small ones read one
+/// after another (Hadoop's `CombineFileSplit`), so that many small files
+/// do not make as many tasks. Its `index` names the task (`part-m-NNNNN`,
+/// `MapContext::task`); each part keeps the offsets of its own file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapSplit {
+    /// Position in the job's map tasks.
+    pub index: usize,
+    /// The splits read, in order; never empty.
+    pub parts: Vec<Split>,
+}
+
+impl MapSplit {
+    /// A task reading one split.
+    pub fn one(index: usize, split: Split) -> MapSplit {
+        MapSplit {
+            index,
+            parts: vec![split],
+        }
+    }
+
+    /// Bytes of input the task covers.
+    pub fn len(&self) -> u64 {
+        self.parts.iter().map(Split::len).sum()
+    }
+
+    /// Whether it covers no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Whether an input piece of `len` bytes is small enough to share a task
+/// under a packing target of `target` bytes: under half of it. Larger
+/// pieces keep a task of their own, so packing changes nothing for input
+/// already cut at the split size.
+pub fn packable(len: u64, target: u64) -> bool {
+    len < target / 2
+}
+
+/// Packs items into groups of at most `target` bytes (`len` gives an
+/// item's bytes), keeping their order: an item goes into the open group
+/// while the group stays within `target`, else it opens a new group. Every
+/// item lands in exactly one group; a group holds at least one item.
+pub fn pack<T>(
+    items: impl IntoIterator<Item = T>,
+    target: u64,
+    len: impl Fn(&T) -> u64,
+) -> Vec<Vec<T>> {
+    let mut groups: Vec<Vec<T>> = Vec::new();
+    let mut bytes = 0u64;
+    for item in items {
+        let n = len(&item);
+        match groups.last_mut() {
+            Some(g) if bytes.saturating_add(n) <= target => {
+                g.push(item);
+                bytes += n;
+            }
+            _ => {
+                groups.push(vec![item]);
+                bytes = n;
+            }
+        }
+    }
+    groups
+}
+
+/// The map tasks of a job over `splits`, in their order: runs of splits
+/// under half of `target` bytes ([`packable`]) are packed into tasks of up
+/// to `target` bytes; other splits (and synthetic ones, which carry no
+/// bytes but a task each) are a task of their own. Order is kept, so a
+/// map-only job's part files still follow its input.
+pub fn combine(splits: Vec<Split>, target: u64) -> Vec<MapSplit> {
+    let mut tasks: Vec<Vec<Split>> = Vec::new();
+    let mut open = false;
+    let mut bytes = 0u64;
+    for s in splits {
+        let n = s.len();
+        if s.is_synthetic() || !packable(n, target) {
+            tasks.push(vec![s]);
+            open = false;
+            continue;
+        }
+        match tasks.last_mut() {
+            Some(t) if open && bytes.saturating_add(n) <= target => {
+                t.push(s);
+                bytes += n;
+            }
+            _ => {
+                tasks.push(vec![s]);
+                open = true;
+                bytes = n;
+            }
+        }
+    }
+    tasks
+        .into_iter()
+        .enumerate()
+        .map(|(index, parts)| MapSplit { index, parts })
+        .collect()
 }
 
 /// Total bytes of a set of files.
@@ -380,5 +512,86 @@ mod tests {
         let s = plan_splits(&[f], 250, RecordFormat::Fixed(100));
         assert!(s.iter().all(|s| s.start % 100 == 0 && s.end % 100 == 0));
         assert_eq!(s.last().unwrap().end, 1000);
+    }
+
+    fn sized(lens: &[u64]) -> Vec<Split> {
+        let files: Vec<InputFile> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| InputFile {
+                path: format!("f{i}").into(),
+                len,
+                codec: Codec::None,
+                checks: None,
+                resident: None,
+            })
+            .collect();
+        plan_splits(&files, 1000, RecordFormat::Lines)
+    }
+
+    #[test]
+    fn small_splits_share_tasks_and_large_ones_stay_alone() {
+        let tasks = combine(sized(&[100, 200, 3000, 300, 450, 10]), 1000);
+        let lens: Vec<Vec<u64>> = tasks
+            .iter()
+            .map(|t| t.parts.iter().map(Split::len).collect())
+            .collect();
+        // 3000 bytes are three splits of 1000 (alone); runs of small ones
+        // pack up to 1000 bytes a task, in order.
+        assert_eq!(
+            lens,
+            [
+                vec![100, 200],
+                vec![1000],
+                vec![1000],
+                vec![1000],
+                vec![300, 450, 10]
+            ]
+        );
+        assert!(tasks.iter().enumerate().all(|(i, t)| t.index == i));
+        let synthetic = combine((0..3).map(Split::synthetic).collect(), 1000);
+        assert_eq!(synthetic.len(), 3, "a synthetic split is a task of its own");
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the file sizes and target, every byte of every file is
+        /// in exactly one part of one task, and no task but a lone split
+        /// exceeds the target.
+        #[test]
+        fn combined_tasks_cover_every_byte_once(
+            lens in proptest::collection::vec(0u64..5000, 0..60),
+            target in 1u64..4000,
+        ) {
+            let files: Vec<InputFile> = lens.iter().enumerate().map(|(i, &len)| InputFile {
+                path: format!("f{i}").into(), len, codec: Codec::None, checks: None, resident: None,
+            }).collect();
+            let tasks = combine(plan_splits(&files, target, RecordFormat::Lines), target);
+            let mut covered: Vec<Vec<(u64, u64)>> = vec![Vec::new(); files.len()];
+            for (i, t) in tasks.iter().enumerate() {
+                prop_assert_eq!(t.index, i);
+                prop_assert!(!t.parts.is_empty());
+                prop_assert!(t.parts.len() == 1 || t.len() <= target);
+                for p in &t.parts {
+                    let f: usize = p.file.path.to_str().unwrap()[1..].parse().unwrap();
+                    covered[f].push((p.start, p.end));
+                }
+            }
+            for (f, mut ranges) in covered.into_iter().enumerate() {
+                ranges.sort();
+                let mut at = 0;
+                for (s, e) in ranges {
+                    prop_assert_eq!(s, at);
+                    prop_assert!(e > s);
+                    at = e;
+                }
+                prop_assert_eq!(at, lens[f]);
+            }
+        }
     }
 }

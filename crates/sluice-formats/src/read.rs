@@ -138,9 +138,14 @@ struct Window {
 }
 
 impl Window {
-    fn new(size: usize, base: u64) -> Self {
+    /// A window of up to `size` bytes to read from file offset `base` to
+    /// about `end`: no larger than those bytes (and one to see the end),
+    /// so a small file does not cost a buffer-sized allocation; it grows
+    /// when a record runs past `end`.
+    fn new(size: usize, base: u64, end: u64) -> Self {
+        let span = usize::try_from(end.saturating_sub(base)).unwrap_or(usize::MAX);
         Window {
-            buf: vec![0; size.max(64)],
+            buf: vec![0; size.min(span.saturating_add(1)).max(64)],
             lo: 0,
             hi: 0,
             base,
@@ -191,7 +196,7 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
-    let mut w = Window::new(opts.buffer_size, first);
+    let mut w = Window::new(opts.buffer_size, first, end);
     let mut consumed = 0u64;
     // `scanned` bytes of the pending line are known to hold no newline.
     let mut scanned = 0usize;
@@ -253,7 +258,7 @@ where
         return resident_line_blocks(r.bytes(), path, opts, f);
     }
     let (mut src, first, end) = open_at(split, RecordFormat::Lines)?;
-    let mut w = Window::new(opts.buffer_size.min(opts.max_record + 1), first);
+    let mut w = Window::new(opts.buffer_size.min(opts.max_record + 1), first, end);
     let mut skip_first = split.start > 0;
     let mut consumed = 0u64;
     loop {
@@ -417,7 +422,7 @@ where
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
     let size = size.max(1);
-    let mut w = Window::new(opts.buffer_size.max(size), first);
+    let mut w = Window::new(opts.buffer_size.max(size), first, end);
     loop {
         while w.hi - w.lo >= size {
             let off = w.offset();

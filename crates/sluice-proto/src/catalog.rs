@@ -76,6 +76,10 @@ pub struct DatasetMeta {
     /// Replicas asked for each block.
     #[serde(default = "one")]
     pub replication: u32,
+    /// The block size files were cut with (`sluice put --block-size`); 0
+    /// when blocks are not cut by size (a job's output, a block a task).
+    #[serde(default)]
+    pub block_size: u64,
 }
 
 fn one() -> u32 {
@@ -217,6 +221,7 @@ impl From<&DatasetMeta> for proto::Dataset {
             created_ms: d.created_ms,
             origin: d.origin.clone(),
             replication: d.replication,
+            block_size: d.block_size,
         }
     }
 }
@@ -243,6 +248,7 @@ impl TryFrom<proto::Dataset> for DatasetMeta {
             created_ms: d.created_ms,
             origin: d.origin,
             replication: d.replication.max(1),
+            block_size: d.block_size,
         })
     }
 }

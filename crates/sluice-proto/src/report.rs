@@ -120,6 +120,9 @@ pub struct ClusterReport {
     pub state: String,
     pub workers: usize,
     pub maps: usize,
+    /// Blocks the maps read (more than `maps` when small ones were packed).
+    #[serde(default)]
+    pub input_blocks: usize,
     pub reducers: u32,
     pub input_bytes: u64,
     /// The largest memory budget a winning task ran with: its worker's

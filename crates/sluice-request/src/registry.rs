@@ -229,6 +229,7 @@ pub fn settings(req: &JobRequest) -> EngineConfig {
     cfg.memory = req.memory.unwrap_or(DEFAULT_MEMORY);
     cfg.max_record = usize::try_from(e.max_record).unwrap_or(usize::MAX);
     cfg.split_size = e.split_size;
+    cfg.combine = e.combine;
     cfg.spill_dir = e.spill_dir.clone();
     cfg.merge_factor = e.merge_factor;
     cfg.overwrite = req.overwrite;

@@ -75,6 +75,9 @@ pub struct EngineSettings {
     pub max_record: u64,
     /// Split size in bytes [default: from the input size and threads].
     pub split_size: Option<u64>,
+    /// Pack small splits (locally) or blocks (on a cluster) several to a
+    /// map task, up to the split size; `false` gives each its own task.
+    pub combine: bool,
     /// Most spill runs merged at once.
     pub merge_factor: usize,
     /// What to do with a malformed record.
@@ -89,6 +92,7 @@ impl Default for EngineSettings {
             threads: None,
             max_record: 64 << 20,
             split_size: None,
+            combine: true,
             merge_factor: 64,
             bad_records: BadRecords::Fail,
             spill_dir: None,

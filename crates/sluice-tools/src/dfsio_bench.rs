@@ -89,6 +89,8 @@ impl DfsioBench {
         };
         let mut req = JobRequest::new("dfsio", &params, &input, &output);
         req.overwrite = true;
+        // TestDFSIO reads each file in a map of its own.
+        req.engine.combine = false;
         req
     }
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use sluice_api::TaskCounter;
 use sluice_engine::tasks::{self, TaskOutput};
-use sluice_formats::input::Split;
+use sluice_formats::input::{MapSplit, Split};
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
@@ -715,15 +715,20 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     let id = a.task.unwrap_or_default();
     let (spec, cfg) = task_job(shared, a)?;
     report.memory_bytes = cfg.memory;
-    // No block: a synthetic map, which makes its own records.
-    let block = a.block.clone().unwrap_or_default();
     let work = shared.layout.work_dir(id.job);
     std::fs::create_dir_all(&work).map_err(|e| ClusterError::io("creating", &work, e))?;
-    let (split, input) = match &a.block {
-        None => (Split::synthetic(id.index as usize), MapInput::Synthetic),
-        Some(b) => map_input(shared, a, b, &work, report)?,
+    let inputs = map_inputs(shared, a, &work, report)?;
+    let index = id.index as usize;
+    let split = if inputs.is_empty() {
+        // No block: a synthetic map, which makes its own records.
+        MapSplit::one(index, Split::synthetic(index))
+    } else {
+        let parts = inputs.iter().map(|i| i.split.clone()).collect();
+        MapSplit { index, parts }
     };
-    report.input_bytes = block.len;
+    report.input_bytes = split.len();
+    report.cache_hit =
+        !inputs.is_empty() && inputs.iter().all(|i| matches!(i.from, MapInput::Cached));
     let res = if a.reducers == 0 {
         let dir = work.join(format!("m{}-a{}", id.index, id.attempt));
         let o = tasks::map_only_task(&spec, &cfg, &split, &dir).map_err(ClusterError::from);
@@ -746,26 +751,35 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
         .map_err(ClusterError::from)
     };
     // Damage met while streaming a local replica is that replica's fault;
-    // one read whole and intact is offered to the cache.
-    match (&res, &input) {
-        (Err(e), MapInput::Local) => {
-            if let Some(d) = damage_of(e) {
-                report.corrupt.push(shared.own_damage(&block.id, &d));
+    // those read whole and intact are offered to the cache.
+    match &res {
+        Err(e) => {
+            if let Some((path, d)) = damage_of(e) {
+                let local = inputs.iter().filter(|i| matches!(i.from, MapInput::Local));
+                for i in local.filter(|i| i.split.file.path == path) {
+                    report.corrupt.push(shared.own_damage(&i.block.id, &d));
+                }
             }
         }
-        (Ok(_), MapInput::Local) => {
-            let _ = lock(&shared.loader).send(Load::Admit(block.clone()));
+        Ok(_) => {
+            for i in inputs.iter().filter(|i| matches!(i.from, MapInput::Local)) {
+                let _ = lock(&shared.loader).send(Load::Admit(i.block.clone()));
+            }
         }
-        _ => {}
     }
-    drop(input);
+    drop(inputs);
     res
 }
 
-/// What a map reads.
+/// One block a map reads, and from where.
+struct BlockInput {
+    block: proto::BlockInfo,
+    split: Split,
+    from: MapInput,
+}
+
+/// Where a map's block is read from.
 enum MapInput {
-    /// Nothing: a synthetic split.
-    Synthetic,
     /// This worker's replica of the block.
     Local,
     /// This worker's replica of the block, from its cache.
@@ -774,24 +788,45 @@ enum MapInput {
     Fetched { _copy: TempFile },
 }
 
-/// The damage a task's error reports about its input, if any.
-fn damage_of(e: &ClusterError) -> Option<String> {
+/// The damage a task's error reports about its input, and the file it
+/// was met in, if any.
+fn damage_of(e: &ClusterError) -> Option<(PathBuf, String)> {
     match e {
         ClusterError::Engine(sluice_engine::EngineError::Format(
-            sluice_formats::FormatError::Damaged { damage, .. },
-        )) => Some(damage.to_string()),
+            sluice_formats::FormatError::Damaged { path, damage },
+        )) => Some((path.clone(), damage.to_string())),
         _ => None,
     }
 }
 
+/// The blocks of a map's input (none for a synthetic map), each opened as
+/// [`map_input`] does.
+fn map_inputs(
+    shared: &Shared,
+    a: &TaskAssignment,
+    work: &Path,
+    report: &mut TaskReport,
+) -> Result<Vec<BlockInput>> {
+    let mut inputs = Vec::with_capacity(a.inputs.len());
+    for (k, source) in a.inputs.iter().enumerate() {
+        let block = source.block.clone().unwrap_or_default();
+        let (split, from) = map_input(shared, a, k, &block, &source.sources, work, report)?;
+        inputs.push(BlockInput { block, split, from });
+    }
+    Ok(inputs)
+}
+
 /// The split of a map over `block`: this worker's replica, read through
 /// its chunk checksums, or, when it has none or it is damaged, a copy
-/// streamed from a worker that holds an intact one (checked against the
-/// catalog's CRC as it arrives, and chunk by chunk again as it is read).
+/// streamed from one of `sources` that holds an intact one (checked
+/// against the catalog's CRC as it arrives, and chunk by chunk again as it
+/// is read). `k` numbers the block among the map's.
 fn map_input(
     shared: &Shared,
     a: &TaskAssignment,
+    k: usize,
     block: &proto::BlockInfo,
+    sources: &[String],
     work: &Path,
     report: &mut TaskReport,
 ) -> Result<(Split, MapInput)> {
@@ -800,7 +835,7 @@ fn map_input(
     let split =
         |path: PathBuf, sums| Split::whole_checked(id.index as usize, path, block.len, Some(sums));
     if block.replicas.contains(&shared.uid) {
-        if let Some(s) = cached_split(shared, block, id.index as usize, report) {
+        if let Some(s) = cached_split(shared, block, id.index as usize) {
             return Ok((s, MapInput::Cached));
         }
         let path = shared.layout.block(&block.id);
@@ -814,11 +849,11 @@ fn map_input(
         }
     }
     let t = Instant::now();
-    let tmp = work.join(format!("m{}-a{}.in", id.index, id.attempt));
-    let sums = fetch_block(shared, block, &a.sources, &tmp, &mut report.corrupt);
+    let tmp = work.join(format!("m{}-a{}-{k}.in", id.index, id.attempt));
+    let sums = fetch_block(shared, block, sources, &tmp, &mut report.corrupt);
     let temp = TempFile(tmp.clone());
     let sums = sums?;
-    report.fetch_seconds = t.elapsed().as_secs_f64();
+    report.fetch_seconds += t.elapsed().as_secs_f64();
     Ok((
         split(tmp, Arc::new(sums)),
         MapInput::Fetched { _copy: temp },
@@ -828,14 +863,8 @@ fn map_input(
 /// The split of a map over this worker's replica of `block` from its
 /// cache, on a hit. On a miss the map reads the replica from disk, and the
 /// block is offered to the cache after ([`Load::Admit`]).
-fn cached_split(
-    shared: &Shared,
-    block: &proto::BlockInfo,
-    index: usize,
-    report: &mut TaskReport,
-) -> Option<Split> {
+fn cached_split(shared: &Shared, block: &proto::BlockInfo, index: usize) -> Option<Split> {
     let bytes = shared.cache.lookup(&block.id)?;
-    report.cache_hit = true;
     let path = shared.layout.block(&block.id);
     let bytes = sluice_formats::input::Resident(bytes);
     Some(Split::resident(index, path, bytes))

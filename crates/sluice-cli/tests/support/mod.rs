@@ -294,3 +294,13 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// Whether the worker process `pid` runs a task now.
+pub fn running_a_task(pid: u32) -> bool {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    threads.filter_map(Result::ok).any(|t| {
+        std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("task-"))
+    })
+}
