@@ -7,6 +7,7 @@
 
 pub mod combine;
 pub mod policy;
+pub mod queues;
 pub mod report;
 pub mod sched;
 pub mod service;

@@ -1,7 +1,7 @@
 //! Jobs, tasks and attempts: the scheduler's state machine.
 //!
-//! A job has one map task per input block and one reduce task per
-//! partition. A task is *pending* when it has neither a finished attempt
+//! A job has one map task per input block (or per group of small blocks)
+//! and one reduce task per partition. A task is *pending* when it has neither a finished attempt
 //! nor a running one. Rules:
 //!
 //! - Locality levels ([`Locality`]): a map runs best where its block is
@@ -15,8 +15,11 @@
 //!   may use widen with its count ([`Delay`]): node-local until it has
 //!   missed [`Delay::node`] offers, rack-local until [`Delay::rack`], and so
 //!   on; launching a node-local (or better) map resets the count. A map
-//!   whose block has no live holder, or that failed on a damaged replica,
-//!   goes anywhere at once.
+//!   that failed on a damaged replica goes anywhere at once; one whose
+//!   blocks no live worker holds fails its job.
+//! - Queues ([`crate::queues`]): a decision takes its candidates from the
+//!   job's queues by level, not from a scan of its tasks, so its cost does
+//!   not grow with the job.
 //! - Reduces start once [`Settings::slowstart`] of the maps are done, maps
 //!   still pending or not (Hadoop's slow-start: 0.05 starts them early, 0.8
 //!   late); workers have separate map and reduce slots, so reducers waiting
@@ -43,6 +46,7 @@ use sluice_request::JobRequest;
 
 pub use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 
+use crate::queues::Queues;
 use crate::store::RecordState;
 use sluice_proto::catalog::BlockMeta;
 use sluice_proto::proto;
@@ -122,6 +126,8 @@ pub struct Topology {
     places: HashMap<String, Place>,
     /// Block id to the live workers caching it.
     cached: HashMap<String, Vec<String>>,
+    /// Live worker uid to the blocks it caches.
+    cached_by: HashMap<String, Vec<String>>,
 }
 
 /// A worker's place in the network.
@@ -137,6 +143,7 @@ impl Topology {
         Topology {
             places: places.into_iter().collect(),
             cached: HashMap::new(),
+            cached_by: HashMap::new(),
         }
     }
 
@@ -146,6 +153,7 @@ impl Topology {
         caches: impl IntoIterator<Item = (&'a str, &'a [String])>,
     ) -> Self {
         for (uid, blocks) in caches {
+            self.cached_by.insert(uid.to_owned(), blocks.to_vec());
             for b in blocks {
                 self.cached
                     .entry(b.clone())
@@ -161,6 +169,36 @@ impl Topology {
         self.cached
             .get(block)
             .is_some_and(|u| u.iter().any(|x| x == uid))
+    }
+
+    /// The blocks live worker `uid` caches.
+    pub fn cached_by(&self, uid: &str) -> impl Iterator<Item = &str> {
+        self.cached_by
+            .get(uid)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+    }
+
+    /// The blocks some live worker caches.
+    pub fn cached_blocks(&self) -> impl Iterator<Item = &str> {
+        self.cached.keys().map(String::as_str)
+    }
+
+    /// The live workers other than `w` in its rack ([`Locality::Rack`]),
+    /// or in its data center outside its rack ([`Locality::Datacenter`]).
+    pub fn near<'t>(&'t self, w: &'t Asker<'_>, level: Locality) -> impl Iterator<Item = &'t str> {
+        self.places
+            .iter()
+            .filter(move |(u, p)| {
+                *u != w.uid
+                    && match level {
+                        Locality::Rack => *p == w.place,
+                        Locality::Datacenter => p.datacenter == w.place.datacenter && *p != w.place,
+                        _ => false,
+                    }
+            })
+            .map(|(u, _)| u.as_str())
     }
 
     /// Whether some live worker caches block `block`.
@@ -493,6 +531,8 @@ pub struct Job {
     pub missed_offers: u32,
     /// Its pool (fair scheduling).
     pub pool: String,
+    /// Its tasks by state and locality, kept as attempts start and end.
+    pub queues: Queues,
 }
 
 impl Job {
@@ -520,6 +560,7 @@ impl Job {
             request: Arc::new(request),
             map_only: reducers == 0,
             reducers,
+            queues: Queues::new(&inputs, reducers as usize),
             maps: inputs.iter().map(|_| Task::new(now)).collect(),
             reduces: (0..reducers).map(|_| Task::new(now)).collect(),
             inputs,
@@ -551,7 +592,7 @@ impl Job {
     }
 
     pub fn done(&self, kind: TaskKind) -> usize {
-        self.tasks(kind).iter().filter(|t| t.done.is_some()).count()
+        self.tasks(kind).len() - self.queues.open_count(kind)
     }
 
     /// Every task has a winner.
@@ -562,10 +603,12 @@ impl Job {
     /// Its tasks of `kind` with a running attempt: the slots it holds
     /// (a task with a backup attempt counts once).
     pub fn running(&self, kind: TaskKind) -> usize {
-        self.tasks(kind)
-            .iter()
-            .filter(|t| t.running().next().is_some())
-            .count()
+        self.queues.running(kind)
+    }
+
+    /// Its tasks of `kind` waiting for a slot.
+    pub fn pending(&self, kind: TaskKind) -> usize {
+        self.queues.open_count(kind) - self.queues.running(kind)
     }
 
     /// Whether it has not ended (running or committing).
@@ -616,11 +659,12 @@ impl Job {
             level: Locality::Any,
             speculative,
         };
-        if let Some(i) = self
-            .reduces
-            .iter()
-            .position(|t| t.pending() && t.may_run_on(w))
-        {
+        let usable = |i: &usize| {
+            self.queues.look();
+            let t = &self.reduces[*i];
+            t.pending() && t.may_run_on(w)
+        };
+        if let Some(i) = self.queues.open(REDUCE).find(usable) {
             return Some(reduce(i, false));
         }
         self.straggler(REDUCE, w, s, now).map(|i| reduce(i, true))
@@ -659,39 +703,97 @@ impl Job {
 
     /// Whether a pending map's block is cached on a live worker.
     fn pending_cached(&self, topo: &Topology) -> bool {
-        self.maps
-            .iter()
-            .zip(&self.inputs)
-            .any(|(t, input)| t.pending() && cached_anywhere(input, topo))
+        topo.cached_blocks().any(|b| {
+            self.queues.reading(b).iter().any(|&i| {
+                self.queues.look();
+                self.maps[i].pending()
+            })
+        })
     }
 
-    /// The pending map `w` may run that is closest to its input there;
-    /// among equals, one whose block no other worker caches (leaving the
-    /// cached ones to the workers that cache them).
+    /// The pending map `w` may run that is closest to its input there,
+    /// the lowest index among equals; among equals too, one whose blocks
+    /// no other worker caches (leaving the cached ones to the workers that
+    /// cache them), looking at up to [`PREFER_SCAN`] of them. Candidates
+    /// come from the job's queues, level by level: maps reading blocks `w`
+    /// caches, maps `w` holds (and those reading nothing), maps held in
+    /// its rack, in its data center, then any open map.
     fn best_pending(&self, w: &Asker<'_>, topo: &Topology) -> Option<(Locality, usize)> {
-        self.maps
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| t.pending() && t.may_run_on(w))
-            .map(|(i, _)| {
-                let level = self.level(i, w, topo);
-                let elsewhere = level != Locality::Cache && cached_anywhere(&self.inputs[i], topo);
-                (level, elsewhere, i)
-            })
-            .min()
-            .map(|(level, _, i)| (level, i))
+        let q = &self.queues;
+        let cached = topo
+            .cached_by(w.uid)
+            .flat_map(|b| q.reading(b).iter().copied())
+            .filter(|&i| self.fits(i, w, topo, Locality::Cache))
+            .min();
+        if let Some(i) = cached {
+            return Some((Locality::Cache, i));
+        }
+        let node = [
+            self.first(q.held_by(w.uid), w, topo, Locality::Node),
+            self.first(q.anywhere(), w, topo, Locality::Node),
+        ];
+        if let Some(i) = node.into_iter().flatten().min() {
+            return Some((Locality::Node, i.1));
+        }
+        for level in [Locality::Rack, Locality::Datacenter] {
+            let near = topo
+                .near(w, level)
+                .filter_map(|u| self.first(q.held_by(u), w, topo, level))
+                .min();
+            if let Some((_, i)) = near {
+                return Some((level, i));
+            }
+        }
+        let any = self.first(q.open(MAP), w, topo, Locality::Any)?;
+        Some((self.level(any.1, w, topo), any.1))
+    }
+
+    /// The best of `candidates` (map indices, ascending) at `level` for
+    /// `w`: `(cached elsewhere, index)` of the first one pending, allowed
+    /// on `w` and at that level (at [`Locality::Any`]: at any), preferring
+    /// within [`PREFER_SCAN`] of them one whose blocks no worker caches.
+    fn first(
+        &self,
+        candidates: impl Iterator<Item = usize>,
+        w: &Asker<'_>,
+        topo: &Topology,
+        level: Locality,
+    ) -> Option<(bool, usize)> {
+        let mut found: Option<usize> = None;
+        let mut seen = 0;
+        for i in candidates {
+            if !self.fits(i, w, topo, level) {
+                continue;
+            }
+            if !cached_anywhere(&self.inputs[i], topo) {
+                return Some((false, i));
+            }
+            found = found.or(Some(i));
+            seen += 1;
+            if seen >= PREFER_SCAN {
+                break;
+            }
+        }
+        found.map(|i| (true, i))
+    }
+
+    /// Whether map `i` is pending, may run on `w`, and is at `level` there
+    /// (any level for [`Locality::Any`]). Counts a candidate looked at.
+    fn fits(&self, i: usize, w: &Asker<'_>, topo: &Topology, level: Locality) -> bool {
+        self.queues.look();
+        let t = &self.maps[i];
+        t.pending()
+            && t.may_run_on(w)
+            && (level == Locality::Any || self.level(i, w, topo) == level)
     }
 
     /// A pending map `w` may run that waits for no locality: it failed on
-    /// a damaged replica, or no live worker holds its block.
+    /// a damaged replica. (A map whose blocks no live worker holds fails
+    /// its job at once: [`crate::state`]'s unreadable-input check.)
     fn unplaceable(&self, w: &Asker<'_>, topo: &Topology) -> Option<usize> {
-        self.maps.iter().enumerate().position(|(i, t)| {
-            let orphan = self.inputs[i]
-                .blocks()
-                .iter()
-                .any(|b| !b.replicas.iter().any(|u| topo.place(u).is_some()));
-            t.pending() && t.may_run_on(w) && (t.any_worker || orphan)
-        })
+        self.queues
+            .any_worker()
+            .find(|&i| self.fits(i, w, topo, Locality::Any))
     }
 
     /// How close to its input map `i` would run on `w`: the cache level
@@ -742,18 +844,12 @@ impl Job {
         if !s.speculative {
             return None;
         }
-        let tasks = self.tasks(kind);
-        let mut done: Vec<f64> = tasks
-            .iter()
-            .filter_map(|t| t.winner().map(|a| a.seconds(now)))
-            .collect();
-        if done.is_empty() {
-            return None;
-        }
-        done.sort_by(f64::total_cmp);
-        let median = done[done.len() / 2];
+        let median = self.queues.median(kind)? as f64 / 1e6;
         let limit = (median * s.spec_slowdown).max(s.spec_min.as_secs_f64());
-        tasks.iter().position(|t| {
+        let tasks = self.tasks(kind);
+        self.queues.running_tasks(kind).find(|&i| {
+            self.queues.look();
+            let t = &tasks[i];
             let mut running = t.running();
             match (running.next(), running.next()) {
                 (Some(a), None) => {
@@ -789,6 +885,7 @@ impl Job {
             speculative,
             report: None,
         });
+        self.queues.started(kind, index);
         id
     }
 
@@ -827,13 +924,18 @@ impl Job {
         };
         a.ended = Some(now);
         a.report = Some(report);
-        let t = &mut self.tasks_mut(kind)[index];
+        self.queues.stopped(kind, index);
+        let t = match kind {
+            MAP => &mut self.maps[index],
+            REDUCE => &mut self.reduces[index],
+        };
         if ok {
             t.attempts[id as usize].state = AttemptState::Succeeded;
             if t.done.is_some() {
                 return (Vec::new(), true);
             }
             t.done = Some(id as usize);
+            let took = micros(&t.attempts[id as usize]);
             let mut kills = Vec::new();
             for a in &mut t.attempts {
                 if a.state == AttemptState::Running {
@@ -842,12 +944,20 @@ impl Job {
                     kills.push((a.worker, a.id));
                 }
             }
+            for _ in &kills {
+                self.queues.stopped(kind, index);
+            }
+            self.queues.done(kind, index);
+            self.queues.winner(kind, took, true);
             return (kills, false);
         }
         t.attempts[id as usize].state = AttemptState::Failed;
         t.last_error = err;
         if blame_replica {
             t.any_worker = true;
+            if kind == MAP {
+                self.queues.anywhere_now(index);
+            }
         } else {
             t.failures += 1;
         }
@@ -885,6 +995,9 @@ impl Job {
         t.failures += 1;
         t.last_error = format!("map output unreadable: {reason}");
         t.reset(now);
+        let took = micros(&t.attempts[id as usize]);
+        self.queues.reopen(MAP, index);
+        self.queues.winner(MAP, took, false);
         if t.failures >= s.max_attempts {
             let msg = format!(
                 "task {} failed {} times; last error: {}",
@@ -902,20 +1015,24 @@ impl Job {
     pub fn worker_lost(&mut self, worker: WorkerId, now: Instant) {
         let reduces_left = self.done(REDUCE) < self.reduces.len();
         let map_only = self.map_only;
+        let queues = &mut self.queues;
         for (kind, tasks) in [(MAP, &mut self.maps), (REDUCE, &mut self.reduces)] {
-            for t in tasks.iter_mut() {
+            for (i, t) in tasks.iter_mut().enumerate() {
                 for a in t.attempts.iter_mut().filter(|a| a.worker == worker) {
                     if a.state == AttemptState::Running {
                         a.state = AttemptState::Lost;
                         a.ended = Some(now);
                         t.pending_since = now;
+                        queues.stopped(kind, i);
                     }
                 }
                 let needed = kind == REDUCE || map_only || reduces_left;
                 if t.winner().is_some_and(|a| a.worker == worker) && needed {
-                    let i = t.done.expect("has a winner");
-                    t.attempts[i].state = AttemptState::Lost;
+                    let w = t.done.expect("has a winner");
+                    t.attempts[w].state = AttemptState::Lost;
                     t.reset(now);
+                    queues.reopen(kind, i);
+                    queues.winner(kind, micros(&t.attempts[w]), false);
                 }
             }
         }
@@ -950,6 +1067,7 @@ impl Job {
         a.state = AttemptState::Killed;
         a.ended = Some(now);
         let worker = a.worker;
+        self.queues.stopped(kind, index);
         let t = &mut self.tasks_mut(kind)[index];
         if t.pending() {
             t.pending_since = now;
@@ -957,17 +1075,28 @@ impl Job {
         Some(worker)
     }
 
+    /// Its running attempts: (worker, kind, task, attempt).
     pub fn running_attempts(&self) -> Vec<(WorkerId, TaskKind, usize, u32)> {
         let mut out = Vec::new();
         for kind in [MAP, REDUCE] {
-            for (i, t) in self.tasks(kind).iter().enumerate() {
-                for a in t.running() {
+            for i in self.queues.running_tasks(kind) {
+                for a in self.tasks(kind)[i].running() {
                     out.push((a.worker, kind, i, a.id));
                 }
             }
         }
         out
     }
+}
+
+/// Candidates a decision looks at, at one locality level, for one whose
+/// blocks no other worker caches before taking the first.
+pub const PREFER_SCAN: usize = 16;
+
+/// Microseconds an ended attempt ran.
+fn micros(a: &Attempt) -> u64 {
+    let end = a.ended.unwrap_or(a.started);
+    u64::try_from(end.duration_since(a.started).as_micros()).unwrap_or(u64::MAX)
 }
 
 /// How close `w` is to the nearest live replica of `b`.
@@ -1192,15 +1321,9 @@ mod tests {
     }
 
     #[test]
-    fn maps_without_a_live_holder_or_a_block_do_not_wait() {
-        // "z" is not live: its block goes anywhere at once.
-        check(
-            &ONE_RACK,
-            &[&["a"], &["z"]],
-            Delay::default(),
-            &[("b", Some((1, Any)))],
-        );
-        // A synthetic map is at home on any worker.
+    fn maps_without_a_block_do_not_wait() {
+        // A synthetic map is at home on any worker. (A map whose blocks no
+        // live worker holds is not scheduled: it fails its job.)
         check(
             &ONE_RACK,
             &[&[], &[]],

@@ -987,7 +987,8 @@ impl State {
                 .values()
                 .filter(|j| j.is_running() && excess.contains_key(&j.pool))
                 .flat_map(|j| {
-                    j.tasks(kind).iter().enumerate().flat_map(move |(i, t)| {
+                    j.queues.running_tasks(kind).flat_map(move |i| {
+                        let t = &j.tasks(kind)[i];
                         t.running().map(move |a| (a.started, j.id, i, a.id))
                     })
                 })
@@ -1525,7 +1526,7 @@ impl State {
             .filter(|j| j.is_running())
             .map(|j| {
                 let running = j.running(kind);
-                let pending = j.tasks(kind).iter().filter(|t| t.pending()).count();
+                let pending = j.pending(kind);
                 JobView {
                     id: j.id,
                     pool: j.pool.clone(),
@@ -1585,7 +1586,7 @@ impl State {
         self.jobs
             .values()
             .filter(|j| j.is_running())
-            .flat_map(|j| j.tasks(kind))
+            .flat_map(|j| j.queues.running_tasks(kind).map(|i| &j.tasks(kind)[i]))
             .flat_map(|t| t.running())
             .filter(|a| a.worker == worker)
             .count()

@@ -901,3 +901,45 @@ fn locality_levels_are_ordered() {
     use Locality::*;
     assert!(Cache < Node && Node < Rack && Rack < Datacenter && Datacenter < Any);
 }
+
+/// A job of `n` maps, a block each on one of four workers of two slots,
+/// run to the end by heartbeats that report their attempts done: the
+/// most candidates one heartbeat's decisions looked at, and the job's
+/// state.
+fn candidates_per_beat(n: usize) -> (u64, String) {
+    const HOLDERS: [&[&str]; 4] = [&["a"], &["b"], &["c"], &["d"]];
+    let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+    let workers = ["a", "b", "c", "d"];
+    for w in workers {
+        sim.register(w, "dc1", "r1", 2);
+    }
+    let holders: Vec<&[&str]> = (0..n).map(|i| HOLDERS[i % 4]).collect();
+    sim.data("in", &holders, 100);
+    sim.submit("in", "p", 2);
+    let id = *sim.st.jobs.keys().next().unwrap();
+    let mut worst = 0;
+    while sim.st.jobs[&id].is_running() {
+        for w in workers {
+            let before = sim.st.jobs[&id].queues.examined();
+            sim.report(w, true, false);
+            worst = worst.max(sim.st.jobs[&id].queues.examined() - before);
+        }
+    }
+    (worst, sim.st.jobs[&id].state.name().to_owned())
+}
+
+#[test]
+fn a_decision_looks_at_as_few_tasks_with_100000_as_with_1000() {
+    let (small, state) = candidates_per_beat(1_000);
+    assert_eq!(state, "succeeded");
+    let (large, state) = candidates_per_beat(100_000);
+    assert_eq!(state, "succeeded");
+    // A beat makes up to four decisions (two map and two reduce slots);
+    // each looks at the worker's next maps and the few running tasks.
+    eprintln!("candidates per beat: {small} at 1,000 tasks, {large} at 100,000");
+    assert!(large <= 40, "{large} candidates in one heartbeat");
+    assert!(
+        large <= small + 4,
+        "{large} at 100,000 tasks, {small} at 1,000"
+    );
+}

@@ -1,0 +1,302 @@
+//! A job's task queues: what makes a scheduling decision cost the same
+//! with ten tasks or a hundred thousand.
+//!
+//! A decision needs the best pending map for one worker at each locality
+//! level, the job's running and pending counts (for the policy), and the
+//! phase's median task time (for speculation). Scanning every task for
+//! each would make a heartbeat's cost grow with the job. Instead a job
+//! keeps, and updates as attempts start and end:
+//!
+//! - the tasks of each kind not done (`open`), in index order;
+//! - open maps by the workers that hold all their blocks (`by_holder`),
+//!   and maps that read nothing and are at home anywhere (`anywhere`); a
+//!   rack- or data-center-local map of a worker is an open map of another
+//!   worker in its rack or data center, found through that worker's queue;
+//! - maps by each block they read (`by_block`), for the cache level;
+//! - maps that may run anywhere at once (`any_worker`, after a damaged
+//!   replica);
+//! - running attempts per task (`running`), and the winners' times in an
+//!   order-statistics pair of multisets (`Median`).
+//!
+//! Queues may hold entries that no longer qualify (a task now running, a
+//! replica since found damaged): a decision checks each candidate and
+//! skips those, so the candidates it looks at are bounded by the tasks
+//! running now and the few that failed on the asking worker, not by the
+//! job's size. [`Queues::examined`] counts them, for tests.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use sluice_proto::ids::TaskKind;
+
+use crate::sched::MapInput;
+
+/// A job's task queues (see the module doc).
+#[derive(Debug, Default)]
+pub struct Queues {
+    open: [BTreeSet<usize>; 2],
+    by_holder: HashMap<String, BTreeSet<usize>>,
+    anywhere: BTreeSet<usize>,
+    by_block: HashMap<String, Vec<usize>>,
+    /// Each map's holders, as indexed (to take it out when done); `None`
+    /// for a map that reads nothing.
+    holders: Vec<Option<Vec<String>>>,
+    any_worker: BTreeSet<usize>,
+    running: [BTreeMap<usize, u32>; 2],
+    winners: [Median; 2],
+    /// Candidates looked at by decisions so far.
+    examined: std::cell::Cell<u64>,
+}
+
+fn slot(kind: TaskKind) -> usize {
+    match kind {
+        TaskKind::Map => 0,
+        TaskKind::Reduce => 1,
+    }
+}
+
+impl Queues {
+    /// Queues of a job over `inputs` with `reduces` reduce tasks, every
+    /// task open.
+    pub fn new(inputs: &[MapInput], reduces: usize) -> Self {
+        let mut q = Queues {
+            open: [(0..inputs.len()).collect(), (0..reduces).collect()],
+            ..Queues::default()
+        };
+        for (i, input) in inputs.iter().enumerate() {
+            for b in input.blocks() {
+                q.by_block.entry(b.id.to_string()).or_default().push(i);
+            }
+            q.holders.push(common_holders(input));
+        }
+        for i in 0..inputs.len() {
+            q.index_map(i);
+        }
+        q
+    }
+
+    fn index_map(&mut self, i: usize) {
+        match &self.holders[i] {
+            None => {
+                self.anywhere.insert(i);
+            }
+            Some(holders) => {
+                for u in holders {
+                    self.by_holder.entry(u.clone()).or_default().insert(i);
+                }
+            }
+        }
+    }
+
+    /// Task `i` of `kind` is done: out of the queues.
+    pub fn done(&mut self, kind: TaskKind, i: usize) {
+        self.open[slot(kind)].remove(&i);
+        if kind == TaskKind::Map {
+            self.anywhere.remove(&i);
+            self.any_worker.remove(&i);
+            for u in self.holders[i].iter().flatten() {
+                if let Some(q) = self.by_holder.get_mut(u) {
+                    q.remove(&i);
+                }
+            }
+        }
+    }
+
+    /// Task `i` of `kind` must run again (its output was lost).
+    pub fn reopen(&mut self, kind: TaskKind, i: usize) {
+        if self.open[slot(kind)].insert(i) && kind == TaskKind::Map {
+            self.index_map(i);
+        }
+    }
+
+    /// Map `i` may run on any worker at once.
+    pub fn anywhere_now(&mut self, i: usize) {
+        if self.open[0].contains(&i) {
+            self.any_worker.insert(i);
+        }
+    }
+
+    /// An attempt of task `i` of `kind` started.
+    pub fn started(&mut self, kind: TaskKind, i: usize) {
+        *self.running[slot(kind)].entry(i).or_default() += 1;
+    }
+
+    /// An attempt of task `i` of `kind` stopped running.
+    pub fn stopped(&mut self, kind: TaskKind, i: usize) {
+        let running = &mut self.running[slot(kind)];
+        if let Some(n) = running.get_mut(&i) {
+            *n -= 1;
+            if *n == 0 {
+                running.remove(&i);
+            }
+        }
+    }
+
+    /// A winner of `kind` ran `micros`; `false` takes one back.
+    pub fn winner(&mut self, kind: TaskKind, micros: u64, add: bool) {
+        let m = &mut self.winners[slot(kind)];
+        if add {
+            m.insert(micros);
+        } else {
+            m.remove(micros);
+        }
+    }
+
+    /// The median time of the winners of `kind`, in microseconds.
+    pub fn median(&self, kind: TaskKind) -> Option<u64> {
+        self.winners[slot(kind)].median()
+    }
+
+    /// Tasks of `kind` with a running attempt.
+    pub fn running(&self, kind: TaskKind) -> usize {
+        self.running[slot(kind)].len()
+    }
+
+    /// Tasks of `kind` with a running attempt, in index order.
+    pub fn running_tasks(&self, kind: TaskKind) -> impl Iterator<Item = usize> + '_ {
+        self.running[slot(kind)].keys().copied()
+    }
+
+    /// Tasks of `kind` not done.
+    pub fn open_count(&self, kind: TaskKind) -> usize {
+        self.open[slot(kind)].len()
+    }
+
+    /// Tasks of `kind` not done, in index order.
+    pub fn open(&self, kind: TaskKind) -> impl Iterator<Item = usize> + '_ {
+        self.open[slot(kind)].iter().copied()
+    }
+
+    /// Open maps whose blocks worker `uid` holds, in index order.
+    pub fn held_by(&self, uid: &str) -> impl Iterator<Item = usize> + '_ {
+        self.by_holder.get(uid).into_iter().flatten().copied()
+    }
+
+    /// Open maps that read nothing, in index order.
+    pub fn anywhere(&self) -> impl Iterator<Item = usize> + '_ {
+        self.anywhere.iter().copied()
+    }
+
+    /// Maps that read block `id`.
+    pub fn reading(&self, id: &str) -> &[usize] {
+        self.by_block.get(id).map_or(&[], Vec::as_slice)
+    }
+
+    /// Counts a candidate looked at.
+    pub fn look(&self) {
+        self.examined.set(self.examined.get() + 1);
+    }
+
+    /// Candidates looked at by decisions so far.
+    pub fn examined(&self) -> u64 {
+        self.examined.get()
+    }
+
+    /// Open maps that may run anywhere at once.
+    pub fn any_worker(&self) -> impl Iterator<Item = usize> + '_ {
+        self.any_worker.iter().copied()
+    }
+}
+
+/// The workers holding a replica of every block of `input`; `None` when
+/// it reads no block.
+fn common_holders(input: &MapInput) -> Option<Vec<String>> {
+    let mut blocks = input.blocks().iter();
+    let mut holders = blocks.next()?.replicas.clone();
+    for b in blocks {
+        holders.retain(|u| b.replicas.contains(u));
+    }
+    Some(holders)
+}
+
+/// A multiset of times with its median: the lower half and the upper half
+/// of the values, each a counted set, kept within one of each other in
+/// size. Insert, remove and median cost O(log n).
+#[derive(Debug, Default)]
+struct Median {
+    low: BTreeMap<u64, u32>,
+    high: BTreeMap<u64, u32>,
+    low_len: usize,
+    high_len: usize,
+}
+
+impl Median {
+    fn insert(&mut self, v: u64) {
+        match self.low.last_key_value() {
+            Some((&top, _)) if v > top => add(&mut self.high, &mut self.high_len, v),
+            _ => add(&mut self.low, &mut self.low_len, v),
+        }
+        self.balance();
+    }
+
+    fn remove(&mut self, v: u64) {
+        if take(&mut self.low, &mut self.low_len, v) || take(&mut self.high, &mut self.high_len, v)
+        {
+            self.balance();
+        }
+    }
+
+    /// The upper median (the value at index n / 2 in order).
+    fn median(&self) -> Option<u64> {
+        if self.low_len > self.high_len {
+            self.low.last_key_value().map(|(&v, _)| v)
+        } else {
+            self.high.first_key_value().map(|(&v, _)| v)
+        }
+    }
+
+    fn balance(&mut self) {
+        while self.low_len > self.high_len + 1 {
+            let v = *self.low.last_key_value().expect("low is not empty").0;
+            take(&mut self.low, &mut self.low_len, v);
+            add(&mut self.high, &mut self.high_len, v);
+        }
+        while self.high_len > self.low_len {
+            let v = *self.high.first_key_value().expect("high is not empty").0;
+            take(&mut self.high, &mut self.high_len, v);
+            add(&mut self.low, &mut self.low_len, v);
+        }
+    }
+}
+
+fn add(set: &mut BTreeMap<u64, u32>, len: &mut usize, v: u64) {
+    *set.entry(v).or_default() += 1;
+    *len += 1;
+}
+
+fn take(set: &mut BTreeMap<u64, u32>, len: &mut usize, v: u64) -> bool {
+    let Some(n) = set.get_mut(&v) else {
+        return false;
+    };
+    *n -= 1;
+    if *n == 0 {
+        set.remove(&v);
+    }
+    *len -= 1;
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_follows_inserts_and_removals() {
+        let mut m = Median::default();
+        assert_eq!(m.median(), None);
+        let mut all = Vec::new();
+        for v in [5u64, 1, 9, 3, 3, 7, 2, 8, 8, 0] {
+            m.insert(v);
+            all.push(v);
+            all.sort_unstable();
+            assert_eq!(m.median(), Some(all[all.len() / 2]), "{all:?}");
+        }
+        for v in [3u64, 8, 0, 9, 5] {
+            m.remove(v);
+            let at = all.iter().position(|&x| x == v).unwrap();
+            all.remove(at);
+            assert_eq!(m.median(), Some(all[all.len() / 2]), "{all:?}");
+        }
+        m.remove(42);
+        assert_eq!(m.median(), Some(all[all.len() / 2]));
+    }
+}
