@@ -427,9 +427,7 @@ impl Drop for Shown {
 /// replicas are (as `hdfs fsck -files -blocks -locations`).
 pub fn ls_blocks(name: &str, conn: &Conn) -> anyhow::Result<()> {
     let c = connect(conn)?;
-    let Some(d) = c.list()?.into_iter().find(|d| d.name.as_str() == name) else {
-        bail!("no data set {name}");
-    };
+    let d = c.dataset(name)?;
     for (i, b) in d.blocks().enumerate() {
         let damaged: Vec<&str> = b.corrupt.iter().map(|c| c.uid.as_str()).collect();
         println!(
@@ -449,29 +447,26 @@ pub fn ls_blocks(name: &str, conn: &Conn) -> anyhow::Result<()> {
 
 pub fn ls(conn: &Conn) -> anyhow::Result<()> {
     let c = connect(conn)?;
-    for d in c.list()? {
-        let blocks: Vec<_> = d.blocks().collect();
-        let min_repl = blocks.iter().map(|b| b.replicas.len()).min().unwrap_or(0);
-        let want = d.replication.max(1) as usize;
-        let under: Vec<_> = blocks.iter().filter(|b| b.replicas.len() < want).collect();
-        let health = if under.is_empty() {
+    for s in c.list()? {
+        let want = s.replication.max(1) as usize;
+        let health = if s.under_replicated == 0 {
             String::new()
         } else {
             format!(
                 "  {} blocks with fewer than {want} intact replicas",
-                under.len()
+                s.under_replicated
             )
         };
         println!(
             "{:<24} {:>14} bytes {:>4} files {:>5} blocks  replicas>={}{health}  {}",
-            d.name,
-            d.len(),
-            d.files.len(),
-            blocks.len(),
-            min_repl,
-            d.origin
+            s.name, s.bytes, s.files, s.blocks, s.min_replicas, s.origin
         );
-        for b in under {
+        if s.under_replicated == 0 {
+            continue;
+        }
+        // Only a data set with under-replicated blocks is read whole.
+        let d = c.dataset(&s.name)?;
+        for b in d.blocks().filter(|b| b.replicas.len() < want) {
             let damaged: Vec<String> = b
                 .corrupt
                 .iter()

@@ -350,6 +350,9 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
     let r = match cli.command {
         Command::Gen { kind } => gen::run(kind),
         Command::Run(args) => run::run(&args).map(|_| ()),
+        Command::Bench {
+            kind: bench::BenchKind::Coordinator(b),
+        } => coordinator_bench(&b),
         Command::Bench { kind } => bench::run(kind),
         Command::Demo(args) => demo::run(&args),
         Command::Index(args) => index::index(&args).map(|r| {
@@ -425,4 +428,37 @@ fn describe(e: &anyhow::Error) -> String {
         }
     }
     msg
+}
+
+/// `sluice bench coordinator`: the catalog's change cost and heartbeat
+/// handling as the metadata grows ([`sluice_coordinator::bench`]).
+fn coordinator_bench(b: &bench::CoordinatorBench) -> anyhow::Result<()> {
+    use sluice_coordinator::bench as cb;
+    let _ = std::fs::remove_dir_all(&b.work);
+    std::fs::create_dir_all(&b.work)?;
+    let c = cb::catalog(&b.work, b.blocks, b.changes)?;
+    let _ = std::fs::remove_dir_all(&b.work);
+    println!(
+        "catalog of {} blocks ({} as a checkpoint): a change through the edit log {:.3} ms \
+         (median of {}), a whole rewrite {:.1} ms: {:.0}x",
+        c.blocks,
+        units::human(c.checkpoint_bytes),
+        c.logged.as_secs_f64() * 1e3,
+        b.changes,
+        c.rewritten.as_secs_f64() * 1e3,
+        c.rewritten.as_secs_f64() / c.logged.as_secs_f64().max(1e-9)
+    );
+    for tasks in [(b.tasks / 100).max(1), b.tasks] {
+        let h = cb::heartbeats(tasks);
+        println!(
+            "job of {:>7} maps: {} heartbeats, median {:.1} us, worst {:.1} us, \
+             at most {} candidates looked at in one",
+            h.tasks,
+            h.beats,
+            h.median.as_secs_f64() * 1e6,
+            h.worst.as_secs_f64() * 1e6,
+            h.most_candidates
+        );
+    }
+    Ok(())
 }

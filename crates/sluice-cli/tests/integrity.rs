@@ -337,22 +337,26 @@ fn stored_files(data_dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Block ids the coordinator's catalog holds, with their replicas.
+/// Block ids the coordinator's catalog holds, with their replicas, as
+/// `sluice ls` and `sluice ls NAME` list them.
 fn catalog_blocks(c: &Cluster) -> Vec<(String, Vec<String>)> {
-    let path = c.dir.join("coordinator/catalog.json");
-    let cat: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let ls = ok(c.cmd(&["ls"]).output().unwrap());
+    let names: Vec<String> = String::from_utf8_lossy(&ls.stdout)
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect();
     let mut out = Vec::new();
-    for d in cat["datasets"].as_object().unwrap().values() {
-        for f in d["files"].as_array().unwrap() {
-            for b in f["blocks"].as_array().unwrap() {
-                let replicas = b["replicas"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|u| u.as_str().unwrap().to_owned())
-                    .collect();
-                out.push((b["id"].as_str().unwrap().to_owned(), replicas));
-            }
+    for name in names {
+        let blocks = ok(c.cmd(&["ls", &name]).output().unwrap());
+        for line in String::from_utf8_lossy(&blocks.stdout).lines() {
+            // `   0 ID   LEN bytes  replicas A,B[  damaged on C]`
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let replicas = match words.get(5) {
+                Some(&list) if list != "damaged" => list.split(',').map(str::to_owned).collect(),
+                _ => Vec::new(),
+            };
+            out.push((words[1].to_owned(), replicas));
         }
     }
     out

@@ -5,7 +5,7 @@
 //! leaves no data set and no block behind.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
@@ -176,4 +176,96 @@ fn a_file_that_cannot_be_read_fails_the_put_and_leaves_nothing() {
         std::thread::sleep(Duration::from_millis(50));
         (left == 0).then_some(())
     });
+}
+
+/// The data sets `sluice ls` lists.
+fn names(c: &Cluster) -> Vec<String> {
+    let Ok(out) = c.cmd(&["ls"]).output() else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_catalog_is_whole_after_the_coordinator_is_killed_during_puts() {
+    let d = tempfile::tempdir().unwrap();
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 100");
+    // Sources of many small puts: five files each.
+    let sources: Vec<PathBuf> = (0..40)
+        .map(|i| {
+            let dir = d.path().join(format!("src{i:02}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            for j in 0..5 {
+                let text = format!("put {i} file {j}\n").repeat(50 + j);
+                std::fs::write(dir.join(format!("f{j}.log")), text).unwrap();
+            }
+            dir
+        })
+        .collect();
+    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let argv = argv_of(pid);
+    // Puts one after another until one fails (the coordinator is gone);
+    // returns the names acknowledged.
+    let putter = {
+        let (dir, sources) = (c.dir.clone(), sources.clone());
+        std::thread::spawn(move || {
+            let mut done = Vec::new();
+            for (i, src) in sources.iter().enumerate() {
+                let name = format!("p{i:02}");
+                let out = common::sluice()
+                    .args(["put", "--dataset", &name, "--cluster"])
+                    .arg(&dir)
+                    .arg(src)
+                    .output()
+                    .unwrap();
+                if !out.status.success() {
+                    break;
+                }
+                done.push(name);
+            }
+            done
+        })
+    };
+    // Killed while puts are landing: some acknowledged, one perhaps half
+    // written.
+    poll(|| (names(&c).len() >= 5).then_some(()));
+    signal(pid, "KILL");
+    let acknowledged = putter.join().unwrap();
+    assert!(acknowledged.len() >= 5 && acknowledged.len() < sources.len());
+    let _again = Killed(
+        Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    poll(|| {
+        let s = c.cmd(&["cluster", "status"]).output().ok()?;
+        (String::from_utf8_lossy(&s.stdout).matches("alive").count() == 2).then_some(())
+    });
+    // Every acknowledged put is there, whole; any other data set (the put
+    // cut short) is whole too or absent.
+    let listed = names(&c);
+    for name in &acknowledged {
+        assert!(listed.contains(name), "{name} lost: {listed:?}");
+    }
+    for (i, src) in sources.iter().enumerate() {
+        let name = format!("p{i:02}");
+        if !listed.contains(&name) {
+            continue;
+        }
+        let got = d.path().join(format!("got-{name}"));
+        get(&c, &name, &got);
+        assert_eq!(tree(&got), tree(src), "{name}");
+    }
+    // And the catalog takes changes again.
+    ok(c.cmd(&["put", "--dataset", "after"])
+        .arg(&sources[0])
+        .output()
+        .unwrap());
 }

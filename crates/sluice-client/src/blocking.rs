@@ -76,9 +76,14 @@ impl BlockingClient {
         self.rt.block_on(self.client.put(path, name, opts))
     }
 
-    /// Every data set.
-    pub fn list(&self) -> Result<Vec<DatasetMeta>> {
+    /// Every data set, summed up, in name order.
+    pub fn list(&self) -> Result<Vec<sluice_proto::proto::DatasetSummary>> {
         self.rt.block_on(self.client.list())
+    }
+
+    /// Data set `name`, with its blocks.
+    pub fn dataset(&self, name: &str) -> Result<DatasetMeta> {
+        self.rt.block_on(self.client.dataset(name))
     }
 
     /// Removes data set `name` and its blocks.

@@ -341,9 +341,21 @@ impl Client {
     }
 
     /// Every data set.
-    pub async fn list(&self) -> Result<Vec<DatasetMeta>> {
-        let l = self.rpc.clone().list_datasets(Empty {}).await?.into_inner();
-        l.datasets.into_iter().map(DatasetMeta::try_from).collect()
+    /// Every data set, summed up, in name order: asked for a page at a
+    /// time.
+    pub async fn list(&self) -> Result<Vec<proto::DatasetSummary>> {
+        let mut all: Vec<proto::DatasetSummary> = Vec::new();
+        loop {
+            let req = proto::ListDatasetsRequest {
+                after: all.last().map(|d| d.name.clone()).unwrap_or_default(),
+                limit: 0,
+            };
+            let page = self.rpc.clone().list_datasets(req).await?.into_inner();
+            all.extend(page.datasets);
+            if !page.more {
+                return Ok(all);
+            }
+        }
     }
 
     /// One data set.

@@ -5,7 +5,9 @@
 //! and clients call ([`service`]), and the report of each finished job
 //! ([`report`]).
 
+pub mod bench;
 pub mod combine;
+pub mod editlog;
 pub mod policy;
 pub mod queues;
 pub mod report;

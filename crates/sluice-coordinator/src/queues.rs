@@ -161,6 +161,11 @@ impl Queues {
         self.open[slot(kind)].len()
     }
 
+    /// Whether task `i` of `kind` is not done.
+    pub fn is_open(&self, kind: TaskKind, i: usize) -> bool {
+        self.open[slot(kind)].contains(&i)
+    }
+
     /// Tasks of `kind` not done, in index order.
     pub fn open(&self, kind: TaskKind) -> impl Iterator<Item = usize> + '_ {
         self.open[slot(kind)].iter().copied()

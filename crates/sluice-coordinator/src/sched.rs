@@ -38,7 +38,7 @@
 //!   worker do not count; the worker's finished map outputs are recomputed
 //!   while reducers may still need them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -120,14 +120,14 @@ impl Default for Delay {
     }
 }
 
-/// Where the live workers are, and which blocks each caches.
+/// Where the live workers are, and which blocks each caches (borrowed
+/// from the workers' own sets, so building it costs the number of
+/// workers, not of cached blocks).
 #[derive(Debug, Clone, Default)]
-pub struct Topology {
+pub struct Topology<'c> {
     places: HashMap<String, Place>,
-    /// Block id to the live workers caching it.
-    cached: HashMap<String, Vec<String>>,
-    /// Live worker uid to the blocks it caches.
-    cached_by: HashMap<String, Vec<String>>,
+    /// Each live worker's cached blocks, as a set and as reported.
+    caches: HashMap<&'c str, (&'c HashSet<String>, &'c [String])>,
 }
 
 /// A worker's place in the network.
@@ -137,28 +137,23 @@ pub struct Place {
     pub rack: String,
 }
 
-impl Topology {
+impl<'c> Topology<'c> {
     /// The live workers, by uid.
     pub fn new(places: impl IntoIterator<Item = (String, Place)>) -> Self {
         Topology {
             places: places.into_iter().collect(),
-            cached: HashMap::new(),
-            cached_by: HashMap::new(),
+            caches: HashMap::new(),
         }
     }
 
-    /// With the blocks each live worker caches, by uid.
-    pub fn with_caches<'a>(
+    /// With the blocks each live worker caches: `(uid, set, list)`.
+    pub fn with_caches(
         mut self,
-        caches: impl IntoIterator<Item = (&'a str, &'a [String])>,
+        caches: impl IntoIterator<Item = (&'c str, &'c HashSet<String>, &'c [String])>,
     ) -> Self {
-        for (uid, blocks) in caches {
-            self.cached_by.insert(uid.to_owned(), blocks.to_vec());
-            for b in blocks {
-                self.cached
-                    .entry(b.clone())
-                    .or_default()
-                    .push(uid.to_owned());
+        for (uid, set, list) in caches {
+            if !list.is_empty() {
+                self.caches.insert(uid, (set, list));
             }
         }
         self
@@ -166,23 +161,26 @@ impl Topology {
 
     /// Whether worker `uid` caches block `block`.
     pub fn caches(&self, block: &str, uid: &str) -> bool {
-        self.cached
-            .get(block)
-            .is_some_and(|u| u.iter().any(|x| x == uid))
+        self.caches
+            .get(uid)
+            .is_some_and(|(set, _)| set.contains(block))
     }
 
     /// The blocks live worker `uid` caches.
-    pub fn cached_by(&self, uid: &str) -> impl Iterator<Item = &str> {
-        self.cached_by
-            .get(uid)
-            .into_iter()
-            .flatten()
-            .map(String::as_str)
+    pub fn cached_by(&self, uid: &str) -> &[String] {
+        self.caches.get(uid).map_or(&[], |(_, list)| list)
     }
 
-    /// The blocks some live worker caches.
+    /// The blocks live workers cache (a block cached twice comes twice).
     pub fn cached_blocks(&self) -> impl Iterator<Item = &str> {
-        self.cached.keys().map(String::as_str)
+        self.caches
+            .values()
+            .flat_map(|(_, list)| list.iter().map(String::as_str))
+    }
+
+    /// How many blocks [`Topology::cached_blocks`] gives.
+    pub fn cached_count(&self) -> usize {
+        self.caches.values().map(|(_, list)| list.len()).sum()
     }
 
     /// The live workers other than `w` in its rack ([`Locality::Rack`]),
@@ -203,7 +201,7 @@ impl Topology {
 
     /// Whether some live worker caches block `block`.
     pub fn cached_anywhere(&self, block: &str) -> bool {
-        self.cached.contains_key(block)
+        self.caches.values().any(|(set, _)| set.contains(block))
     }
 
     /// Where live worker `uid` is; `None` when it is not live.
@@ -701,14 +699,45 @@ impl Job {
         None
     }
 
-    /// Whether a pending map's block is cached on a live worker.
+    /// Whether a pending map's block is cached on a live worker: through
+    /// the open maps or the cached blocks, whichever are fewer.
     fn pending_cached(&self, topo: &Topology) -> bool {
+        let q = &self.queues;
+        if q.open_count(MAP) <= topo.cached_count() {
+            return q.open(MAP).any(|i| {
+                q.look();
+                self.maps[i].pending() && cached_anywhere(&self.inputs[i], topo)
+            });
+        }
         topo.cached_blocks().any(|b| {
-            self.queues.reading(b).iter().any(|&i| {
-                self.queues.look();
+            q.reading(b).iter().any(|&i| {
+                q.look();
                 self.maps[i].pending()
             })
         })
+    }
+
+    /// The lowest open map `w` may run cache-local: found through the open
+    /// maps or the blocks `w` caches, whichever are fewer.
+    fn cache_local(&self, w: &Asker<'_>, topo: &Topology) -> Option<usize> {
+        let q = &self.queues;
+        let mine = topo.cached_by(w.uid);
+        if mine.is_empty() {
+            return None;
+        }
+        if q.open_count(MAP) <= mine.len() {
+            return q
+                .open(MAP)
+                .find(|&i| self.fits(i, w, topo, Locality::Cache));
+        }
+        let candidates: BTreeSet<usize> = mine
+            .iter()
+            .flat_map(|b| q.reading(b).iter().copied())
+            .filter(|&i| q.is_open(MAP, i))
+            .collect();
+        candidates
+            .into_iter()
+            .find(|&i| self.fits(i, w, topo, Locality::Cache))
     }
 
     /// The pending map `w` may run that is closest to its input there,
@@ -720,12 +749,7 @@ impl Job {
     /// its rack, in its data center, then any open map.
     fn best_pending(&self, w: &Asker<'_>, topo: &Topology) -> Option<(Locality, usize)> {
         let q = &self.queues;
-        let cached = topo
-            .cached_by(w.uid)
-            .flat_map(|b| q.reading(b).iter().copied())
-            .filter(|&i| self.fits(i, w, topo, Locality::Cache))
-            .min();
-        if let Some(i) = cached {
+        if let Some(i) = self.cache_local(w, topo) {
             return Some((Locality::Cache, i));
         }
         let node = [
@@ -1182,7 +1206,7 @@ mod tests {
     }
 
     /// Live workers `(uid, datacenter, rack)`; ids are positions + 1.
-    fn topology(workers: &[(&str, &str, &str)]) -> Topology {
+    fn topology(workers: &[(&str, &str, &str)]) -> Topology<'static> {
         Topology::new(
             workers
                 .iter()

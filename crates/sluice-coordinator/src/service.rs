@@ -14,6 +14,7 @@
 //! dropping their running tasks (fencing), and jobs that were running when
 //! the previous coordinator died are recorded as failed with the reason.
 
+use crate::editlog::CatalogLog;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -86,6 +87,8 @@ impl Scheduler {
 struct Core {
     state: State,
     store: StateDir,
+    /// The catalog's edit log.
+    log: CatalogLog,
 }
 
 impl Core {
@@ -97,9 +100,10 @@ impl Core {
         let mut step = self.state.handle(ev, at);
         let mut wake = step.wake;
         while let Some(write) = step.catalog.take() {
+            let catalog = &self.state.catalog;
             let result = self
-                .store
-                .save_catalog(&self.state.catalog)
+                .log
+                .append(&write.edit(catalog), catalog)
                 .map_err(|e| e.to_string());
             let next = self.state.handle(Event::CatalogSaved { write, result }, at);
             wake |= next.wake;
@@ -153,7 +157,7 @@ pub async fn start(
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), ClusterError> {
     let store = StateDir::open(&cfg.state_dir)?;
     let epoch = store.next_epoch()?;
-    let catalog = store.load_catalog()?;
+    let (log, catalog) = CatalogLog::open(store.clone())?;
     let mut records = store.load_jobs()?;
     for r in records
         .values_mut()
@@ -176,7 +180,7 @@ pub async fn start(
     let cfg = Arc::new(cfg);
     let state = State::new(cfg.clone(), epoch, catalog, records, policy, At::now());
     let svc = Service {
-        core: Arc::new(Mutex::new(Core { state, store })),
+        core: Arc::new(Mutex::new(Core { state, store, log })),
         notify: Arc::new(Notify::new()),
         cfg,
     };
@@ -375,16 +379,25 @@ impl Coordinator for Service {
         self.done(Event::Corrupt(req.into_inner().replicas))
     }
 
-    async fn list_datasets(&self, _: Request<Empty>) -> Reply<proto::DatasetList> {
+    async fn list_datasets(
+        &self,
+        req: Request<proto::ListDatasetsRequest>,
+    ) -> Reply<proto::DatasetList> {
+        let r = req.into_inner();
+        let limit = match r.limit {
+            0 => LIST_PAGE,
+            n => (n as usize).min(LIST_PAGE),
+        };
         let core = self.lock();
+        let from = (
+            std::ops::Bound::Excluded(r.after.as_str()),
+            std::ops::Bound::Unbounded,
+        );
+        let mut page = core.state.catalog.datasets.range::<str, _>(from);
+        let datasets = page.by_ref().take(limit).map(|(_, d)| summary(d)).collect();
         Ok(Response::new(proto::DatasetList {
-            datasets: core
-                .state
-                .catalog
-                .datasets
-                .values()
-                .map(Into::into)
-                .collect(),
+            datasets,
+            more: page.next().is_some(),
         }))
     }
 
@@ -524,4 +537,31 @@ impl Coordinator for Service {
                 .collect(),
         }))
     }
+}
+
+/// Most data sets one `ListDatasets` page holds.
+pub const LIST_PAGE: usize = 1000;
+
+/// A data set summed up for a listing.
+fn summary(d: &DatasetMeta) -> proto::DatasetSummary {
+    let want = d.replication.max(1) as usize;
+    let mut s = proto::DatasetSummary {
+        name: d.name.to_string(),
+        files: d.files.len() as u64,
+        replication: d.replication,
+        origin: d.origin.clone(),
+        created_ms: d.created_ms,
+        min_replicas: u32::MAX,
+        ..Default::default()
+    };
+    for b in d.blocks() {
+        s.bytes += b.len;
+        s.blocks += 1;
+        s.min_replicas = s.min_replicas.min(b.replicas.len() as u32);
+        s.under_replicated += u64::from(b.replicas.len() < want);
+    }
+    if s.blocks == 0 {
+        s.min_replicas = 0;
+    }
+    s
 }

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use tonic::Status;
 
 use crate::combine;
+use crate::editlog::CatalogEdit;
 use crate::policy::{JobView, Policy, PoolConfig};
 use crate::sched::{
     task_name, Asker, Job, JobId, JobState, MapInput, Place, TaskKind, Topology, WorkerId, MAP,
@@ -187,9 +188,22 @@ pub struct CatalogWrite {
     then: Vec<Then>,
     /// The cache directives as they were before, to put back on failure.
     directives: Option<Vec<sluice_proto::catalog::CacheDirective>>,
+    /// Data sets changed in place (damaged replicas marked), beside those
+    /// in `undo`.
+    touched: Vec<DatasetName>,
     /// A client waits on it: a failed write is its error (otherwise it is
     /// logged).
     client: bool,
+}
+
+impl CatalogWrite {
+    /// The change to log: every data set it touched as `c` holds it now,
+    /// the directives if they changed, the counters.
+    pub fn edit(&self, c: &Catalog) -> CatalogEdit {
+        let names = self.undo.iter().map(|(n, _)| n.clone());
+        let names = names.chain(self.touched.iter().cloned());
+        CatalogEdit::of(c, names, self.directives.is_some())
+    }
 }
 
 /// What a catalog write makes happen once it is on disk.
@@ -216,6 +230,8 @@ pub(crate) struct WorkerState {
     kept_blocks: Vec<String>,
     /// What its block cache holds, as it last reported.
     pub(crate) cache: proto::CacheReport,
+    /// The same blocks as a set, for lookups.
+    cached: HashSet<String>,
     /// The pinned blocks it was last told of (`None`: not told yet).
     pins_sent: Option<Vec<String>>,
 }
@@ -230,6 +246,7 @@ impl WorkerState {
             finished_jobs: Vec::new(),
             kept_blocks: Vec::new(),
             cache: proto::CacheReport::default(),
+            cached: HashSet::new(),
             pins_sent: None,
         }
     }
@@ -255,7 +272,8 @@ pub struct State {
     /// since when: deleted after the orphan grace period.
     unknown: HashMap<(String, String), Instant>,
     /// Damaged replicas were marked and the catalog is not saved yet.
-    catalog_dirty: bool,
+    /// Data sets whose replicas were marked damaged this step, to write.
+    marked: Vec<DatasetName>,
     /// The catalog write this step asks for.
     write: Option<CatalogWrite>,
     /// The job records changed this step.
@@ -291,7 +309,7 @@ impl State {
             last_alive: at.now,
             planned: HashMap::new(),
             unknown: HashMap::new(),
-            catalog_dirty: false,
+            marked: Vec::new(),
             write: None,
             jobs_dirty: false,
             policy,
@@ -478,6 +496,7 @@ impl State {
             Some(w) if w.info.alive && r.epoch == epoch => {
                 w.last_seen = self.at.now;
                 if let Some(c) = r.cache {
+                    w.cached = c.blocks.iter().cloned().collect();
                     w.cache = c;
                 }
             }
@@ -1128,11 +1147,16 @@ impl State {
         };
         let mut marked = false;
         for d in self.catalog.datasets.values_mut() {
+            let mut here = false;
             for f in &mut d.files {
                 for b in f.blocks.iter_mut().filter(|b| b.id == c.block) {
-                    marked |= b.mark_corrupt(&uid, &c.detail);
+                    here |= b.mark_corrupt(&uid, &c.detail);
                 }
             }
+            if here {
+                self.marked.push(d.name.clone());
+            }
+            marked |= here;
         }
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
             let side = job.side.iter_mut().flat_map(|(_, b)| b.iter_mut());
@@ -1154,7 +1178,6 @@ impl State {
             c.block,
             c.detail
         );
-        self.catalog_dirty = true;
         // Deleted only while an intact replica remains: the last copy stays
         // on disk (never read) in case the evidence was the reader's fault.
         let intact_left = self
@@ -1176,10 +1199,11 @@ impl State {
     /// jobs left without an intact replica. Steps without marks do
     /// neither.
     fn note_marks(&mut self) {
-        if !std::mem::take(&mut self.catalog_dirty) {
+        let marked = std::mem::take(&mut self.marked);
+        if marked.is_empty() {
             return;
         }
-        self.write();
+        self.write().touched.extend(marked);
         self.fail_unreadable_inputs();
     }
 
@@ -1482,8 +1506,11 @@ impl State {
                 .map(|w| (w.info.uid.clone(), place_of(&w.info))),
         )
         .with_caches(
-            self.alive()
-                .map(|w| (w.info.uid.as_str(), w.cache.blocks.as_slice())),
+            // The workers field only: jobs are changed while it is held.
+            self.workers
+                .values()
+                .filter(|w| w.info.alive)
+                .map(|w| (w.info.uid.as_str(), &w.cached, w.cache.blocks.as_slice())),
         );
         let asker = Asker {
             id: worker,

@@ -1,7 +1,8 @@
 //! Block placement and the coordinator's state directory.
 //!
-//! The catalog is kept in `STATE_DIR/catalog.json`, rewritten atomically
-//! (write, fsync, rename) on every change, so it survives a coordinator
+//! The catalog is kept in `STATE_DIR/catalog.json`, a checkpoint written
+//! atomically (write, fsync, rename), and `STATE_DIR/catalog.log`, the
+//! changes since ([`crate::editlog`]), so it survives a coordinator
 //! restart; `STATE_DIR/epoch` counts coordinator starts and
 //! `STATE_DIR/jobs.json` records every job's final state.
 
@@ -127,7 +128,7 @@ impl PlacementPolicy for RackAware {
 // ------------------------------------------------------------ state dir
 
 /// What the coordinator keeps on disk.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct StateDir {
     dir: PathBuf,
 }
@@ -175,6 +176,11 @@ impl StateDir {
         })
     }
 
+    /// The path of file `name` in it.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
     /// Increments and returns the epoch.
     pub fn next_epoch(&self) -> Result<u64> {
         let path = self.dir.join("epoch");
@@ -186,12 +192,13 @@ impl StateDir {
         Ok(old + 1)
     }
 
-    /// The saved catalog, or an empty one.
+    /// The catalog's last checkpoint, or an empty one (the catalog is
+    /// that with the edits of [`crate::editlog`] replayed).
     pub fn load_catalog(&self) -> Result<Catalog> {
         load_json(&self.dir.join("catalog.json"))
     }
 
-    /// Saves the catalog atomically.
+    /// Saves the catalog atomically as the checkpoint.
     pub fn save_catalog(&self, c: &Catalog) -> Result<()> {
         save_json(&self.dir.join("catalog.json"), c)
     }

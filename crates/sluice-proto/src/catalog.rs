@@ -104,7 +104,7 @@ impl DatasetMeta {
 }
 
 /// Every data set, and the cache directives.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Catalog {
     pub datasets: BTreeMap<DatasetName, DatasetMeta>,
     /// Next block number handed out by [`Catalog::new_block_id`].

@@ -25,6 +25,10 @@ pub enum BenchKind {
     /// TestDFSIO: N files of a size written, or read back and checked,
     /// through the local disk or a cluster's block store.
     Dfsio(crate::dfsio_bench::DfsioBench),
+    /// The coordinator's costs as metadata grows, in process: a catalog
+    /// change with a large catalog (edit log against a whole rewrite), and
+    /// heartbeats of a job of many maps.
+    Coordinator(CoordinatorBench),
     /// Mutable vs allocating decoders, text and binary (seed 000's experiment).
     Decoders {
         /// Rankings rows.
@@ -37,6 +41,22 @@ pub enum BenchKind {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct CoordinatorBench {
+    /// Blocks in the catalog.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub blocks: u64,
+    /// Catalog changes timed.
+    #[arg(long, default_value_t = 200)]
+    pub changes: usize,
+    /// Maps of the job whose heartbeats are timed (and a hundredth of it).
+    #[arg(long, default_value_t = 100_000)]
+    pub tasks: usize,
+    /// Working directory for the state directory.
+    #[arg(long, default_value = "bench-results/coordinator")]
+    pub work: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -136,6 +156,9 @@ pub fn run(kind: BenchKind) -> anyhow::Result<()> {
         BenchKind::Pavlo(b) => b,
         BenchKind::Ohb(b) => return crate::ohb_bench::run(&b),
         BenchKind::Dfsio(b) => return crate::dfsio_bench::run(&b),
+        BenchKind::Coordinator(_) => {
+            anyhow::bail!("the coordinator benchmark runs from the sluice binary")
+        }
         BenchKind::Decoders {
             rankings,
             uservisits,
