@@ -59,6 +59,9 @@ pub struct PutProgress {
     pub total_bytes: AtomicU64,
 }
 
+/// Block placements asked for in one call.
+pub const PLAN_BATCH: u64 = 10_000;
+
 /// Files a put sends at once.
 pub const PUT_STREAMS: usize = 32;
 
@@ -251,15 +254,23 @@ impl Client {
             .ok_or_else(|| ClusterError::Remote("the coordinator planned no block".into()))
     }
 
-    /// Placements for `n` new blocks.
+    /// Placements for `n` new blocks, asked for [`PLAN_BATCH`] at a time
+    /// (a reply stays well under the control plane's message limit).
     async fn plan(&self, n: u64, replication: u32) -> Result<Vec<proto::Placement>> {
-        let req = proto::PlanBlocksRequest {
-            blocks: u32::try_from(n).unwrap_or(u32::MAX),
-            replication,
-            writer_host: String::new(),
-            exclude: Vec::new(),
-        };
-        Ok(self.rpc.clone().plan_blocks(req).await?.into_inner().blocks)
+        let mut all = Vec::new();
+        let mut left = n;
+        while left > 0 {
+            let batch = left.min(PLAN_BATCH);
+            let req = proto::PlanBlocksRequest {
+                blocks: batch as u32,
+                replication,
+                writer_host: String::new(),
+                exclude: Vec::new(),
+            };
+            all.extend(self.rpc.clone().plan_blocks(req).await?.into_inner().blocks);
+            left -= batch;
+        }
+        Ok(all)
     }
 
     /// A worker for one replica, none of `exclude` (uids).

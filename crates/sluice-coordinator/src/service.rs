@@ -186,7 +186,9 @@ pub async fn start(
     };
     svc.spawn_ticks();
     let verify = sluice_proto::signed::VerifyLayer::new(svc.cfg.secret.clone());
-    let server = CoordinatorServer::new(svc);
+    let server = CoordinatorServer::new(svc)
+        .max_decoding_message_size(sluice_proto::signed::MAX_CONTROL_BODY)
+        .max_encoding_message_size(sluice_proto::signed::MAX_CONTROL_BODY);
     // The builder's tcp_nodelay covers only sockets it accepts itself; set
     // it on ours, or small replies wait out the peer's delayed ACK (40 ms).
     let incoming = tokio_stream::StreamExt::map(

@@ -43,8 +43,9 @@ use crate::ClusterError;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Largest control-plane request body accepted (a worker's block list);
-/// tonic decodes no larger message by default anyway.
+/// Largest control-plane message, either way (a worker's block list, a
+/// data set of 100,000 small files); clients and the server decode up to
+/// it.
 pub const MAX_CONTROL_BODY: usize = 16 << 20;
 /// How long the server waits for a request's whole body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -323,10 +324,10 @@ pub async fn connect(addr: &str, secret: &Secret, patience: Duration) -> Result<
             .tcp_nodelay(true);
         match ep.connect().await {
             Ok(ch) => {
-                return Ok(CoordinatorClient::new(crate::signed::Signed::new(
-                    ch,
-                    secret.clone(),
-                )))
+                let signed = crate::signed::Signed::new(ch, secret.clone());
+                return Ok(CoordinatorClient::new(signed)
+                    .max_decoding_message_size(MAX_CONTROL_BODY)
+                    .max_encoding_message_size(MAX_CONTROL_BODY));
             }
             Err(e) if Instant::now() >= deadline => {
                 return Err(ClusterError::Rpc(format!(
