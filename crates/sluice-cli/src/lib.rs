@@ -19,6 +19,7 @@ mod cluster;
 mod demo;
 mod request;
 mod run;
+mod streaming;
 mod summary;
 
 use sluice_tools::{
@@ -54,6 +55,13 @@ enum Command {
     },
     /// Generate a small text data set, count its words, and show the result.
     Demo(demo::DemoArgs),
+    /// Hadoop Streaming: any commands as mapper, combiner and reducer
+    /// (`-input -output -mapper [-combiner] [-reducer CMD|NONE] [-file F]
+    /// [-numReduceTasks N] [-D k=v] [--cluster DIR]`, Hadoop's spellings).
+    Streaming {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Check TeraSort output: records in key order across parts, and the
     /// same records as the input (count and checksum).
     Teravalidate(teravalidate::ValidateArgs),
@@ -355,6 +363,7 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
         } => coordinator_bench(&b),
         Command::Bench { kind } => bench::run(kind),
         Command::Demo(args) => demo::run(&args),
+        Command::Streaming { args } => streaming::run(&args),
         Command::Index(args) => index::index(&args).map(|r| {
             if !args.quiet {
                 summary::print_summary(&r.into());

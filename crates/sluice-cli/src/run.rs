@@ -30,7 +30,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Vec<JobReport>> {
 }
 
 /// Writes one report, or the array of a chain's reports.
-fn write_report(path: &Path, reports: &[JobReport]) -> anyhow::Result<()> {
+pub(crate) fn write_report(path: &Path, reports: &[JobReport]) -> anyhow::Result<()> {
     let json = match reports {
         [one] => one.to_json(),
         many => serde_json::to_string_pretty(many)?,

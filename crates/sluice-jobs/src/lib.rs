@@ -20,6 +20,7 @@ pub mod ohb;
 pub mod pagerank;
 pub mod pavlo;
 mod sort;
+pub mod streaming;
 pub mod tera;
 mod wordcount;
 

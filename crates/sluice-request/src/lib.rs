@@ -27,7 +27,7 @@ mod iterative;
 mod registry;
 mod request;
 
-pub use benchjobs::{DfsioMode, DfsioParams};
+pub use benchjobs::{DfsioMode, DfsioParams, StreamingParams};
 pub use builtin::{
     AggParams, GenParams, GrepParams, GroupingName, JoinForm, JoinParams, JoinStage, KeyOrderName,
     OhbParams, PagedInput, SelectionParams, SortParams, UdfParams, WordcountParams,

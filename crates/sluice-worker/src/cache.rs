@@ -149,15 +149,40 @@ const REPORT_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// A worker's block cache.
 pub struct BlockCache {
     capacity: u64,
+    /// Most blocks held at once: each is a memory mapping of its own, and a
+    /// process may have only `vm.max_map_count` of them (65,530 by default)
+    /// for everything, its threads' stacks and large allocations too; many
+    /// small blocks would exhaust it long before the bytes run out.
+    max_blocks: usize,
     policy: Policy,
     inner: Mutex<Inner>,
 }
 
+/// The share of the process's memory mappings the cache may take.
+const MAPPINGS_SHARE: usize = 4;
+
+/// Most blocks a cache holds: a quarter of `vm.max_map_count` (65,530
+/// when it cannot be read).
+pub fn max_blocks() -> usize {
+    let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(65_530);
+    limit / MAPPINGS_SHARE
+}
+
 impl BlockCache {
-    /// A cache of `capacity` bytes (0: no cache).
+    /// A cache of `capacity` bytes (0: no cache), of at most
+    /// [`max_blocks`] blocks.
     pub fn new(capacity: u64, policy: Policy) -> Self {
+        Self::with_max_blocks(capacity, max_blocks(), policy)
+    }
+
+    /// A cache of `capacity` bytes and at most `max_blocks` blocks.
+    pub fn with_max_blocks(capacity: u64, max_blocks: usize, policy: Policy) -> Self {
         BlockCache {
             capacity,
+            max_blocks: max_blocks.max(1),
             policy,
             inner: Mutex::new(Inner {
                 changed: true,
@@ -239,7 +264,10 @@ impl BlockCache {
             return false;
         }
         let evicting = matches!(self.policy, Policy::Lru | Policy::TinyLfu) || pinned;
-        if c.used + len > self.capacity && evicting {
+        let full = |c: &Inner| {
+            c.used + len > self.capacity || c.entries.len() + c.loading.len() >= self.max_blocks
+        };
+        if full(c) && evicting {
             let mut victims: Vec<(u64, String)> = c
                 .entries
                 .iter()
@@ -252,7 +280,7 @@ impl BlockCache {
                 return false;
             }
             for (_, b) in victims {
-                if c.used + len <= self.capacity {
+                if !full(c) {
                     break;
                 }
                 if let Some(e) = c.entries.remove(&b) {
@@ -261,7 +289,7 @@ impl BlockCache {
                 }
             }
         }
-        if c.used + len > self.capacity {
+        if full(c) {
             return false;
         }
         c.used += len;
@@ -495,6 +523,21 @@ mod tests {
         assert!((*a).as_ref().iter().all(|&x| x == 7));
         let r = c.report(true).unwrap();
         assert_eq!((r.hits, r.misses, r.used, r.evicted), (1, 4, 200, 0));
+    }
+
+    #[test]
+    fn the_cache_holds_no_more_blocks_than_its_mapping_budget() {
+        let first = BlockCache::with_max_blocks(1 << 20, 2, Policy::FirstCome);
+        let lru = BlockCache::with_max_blocks(1 << 20, 2, Policy::Lru);
+        for b in ["a", "b", "c"] {
+            first.read(b, 10, fill(1)).unwrap();
+            lru.read(b, 10, fill(1)).unwrap();
+        }
+        // Bytes to spare, but two blocks at most: first-come refuses the
+        // third, LRU evicts for it.
+        assert_eq!(cached(&first), ["a", "b"]);
+        assert_eq!(cached(&lru), ["b", "c"]);
+        assert!(max_blocks() >= 1);
     }
 
     #[test]

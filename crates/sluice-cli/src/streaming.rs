@@ -1,0 +1,158 @@
+//! `sluice streaming`: Hadoop Streaming's command line, on the local engine
+//! or a cluster.
+//!
+//! Hadoop's spellings are accepted as they are (`-input`, `-output`,
+//! `-mapper`, `-combiner`, `-reducer`, `-file`, `-files`,
+//! `-numReduceTasks`, `-D key=value`), and with two dashes; `--cluster DIR`
+//! (or `--coordinator ADDR`) runs the job on a cluster, whose data sets
+//! `-input` and `-output` then name. Parsed by hand: clap has no
+//! single-dash long options.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use sluice_request::{JobRequest, StreamingParams};
+use sluice_tools::conn::Conn;
+
+use crate::summary::print_summary;
+
+/// The job a streaming command line asks for, and where to run it.
+#[derive(Debug, Default)]
+struct Parsed {
+    inputs: Vec<String>,
+    output: Option<String>,
+    params: StreamingParams,
+    reducers: Option<u32>,
+    properties: Vec<(String, String)>,
+    cluster: Option<PathBuf>,
+    coordinator: Option<String>,
+    overwrite: bool,
+    report: Option<PathBuf>,
+}
+
+/// Runs `sluice streaming ARGS`.
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let p = parse(args)?;
+    let req = request(&p)?;
+    let reports = if p.cluster.is_some() || p.coordinator.is_some() {
+        let conn = Conn::new(p.coordinator.clone(), p.cluster.clone(), None);
+        sluice_tools::conn::submit_request(&conn, &req, 1)?
+    } else {
+        sluice_tools::local::run_request(&req)?
+    };
+    if let Some(path) = &p.report {
+        crate::run::write_report(path, &reports)?;
+    }
+    reports.iter().for_each(print_summary);
+    Ok(())
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Parsed> {
+    let mut p = Parsed::default();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let name = flag.trim_start_matches('-');
+        if name == "overwrite" {
+            p.overwrite = true;
+            continue;
+        }
+        let mut value = || {
+            it.next()
+                .cloned()
+                .with_context(|| format!("{flag} needs a value"))
+        };
+        match name {
+            "input" => p.inputs.push(value()?),
+            "output" => p.output = Some(value()?),
+            "mapper" => p.params.mapper = value()?,
+            "reducer" => p.params.reducer = Some(value()?),
+            "combiner" => p.params.combiner = Some(value()?),
+            "file" => ship(&mut p.params, &value()?)?,
+            "files" => {
+                for f in value()?.split(',').filter(|f| !f.is_empty()) {
+                    ship(&mut p.params, f)?;
+                }
+            }
+            "numReduceTasks" | "reducers" => {
+                let n = value()?;
+                p.reducers = Some(n.parse().with_context(|| format!("{flag} {n}"))?);
+            }
+            "D" => {
+                let kv = value()?;
+                let (k, v) = kv
+                    .split_once('=')
+                    .with_context(|| format!("-D {kv}: expected key=value"))?;
+                p.properties.push((k.to_owned(), v.to_owned()));
+            }
+            "cluster" => p.cluster = Some(value()?.into()),
+            "coordinator" => p.coordinator = Some(value()?),
+            "report" => p.report = Some(value()?.into()),
+            _ => bail!(
+                "unknown option {flag}; sluice streaming takes -input, -output, -mapper, \
+                 -combiner, -reducer, -file, -files, -numReduceTasks, -D key=value, \
+                 --overwrite, --report FILE, --cluster DIR, --coordinator ADDR"
+            ),
+        }
+    }
+    Ok(p)
+}
+
+/// Adds a local file to those shipped with the job.
+fn ship(params: &mut StreamingParams, path: &str) -> anyhow::Result<()> {
+    let bytes = std::fs::read(path).with_context(|| format!("-file {path}"))?;
+    let name = std::path::Path::new(path)
+        .file_name()
+        .with_context(|| format!("-file {path}: not a file name"))?
+        .to_string_lossy()
+        .into_owned();
+    params.files.push((name, bytes));
+    Ok(())
+}
+
+fn request(p: &Parsed) -> anyhow::Result<JobRequest> {
+    if p.inputs.is_empty() {
+        bail!("sluice streaming needs -input");
+    }
+    let Some(output) = &p.output else {
+        bail!("sluice streaming needs -output");
+    };
+    if p.params.mapper.is_empty() {
+        bail!("sluice streaming needs -mapper");
+    }
+    let mut params = p.params.clone();
+    if p.reducers == Some(0) {
+        params.reducer = None;
+    }
+    let mut req = JobRequest::new("streaming", &params, &p.inputs.join(","), output);
+    req.reducers = p.reducers.filter(|&n| n > 0);
+    req.overwrite = p.overwrite;
+    for (k, v) in &p.properties {
+        req.properties.insert(k.clone(), v.clone());
+    }
+    Ok(req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn hadoop_spellings_parse() {
+        let p = parse(&args(
+            "-input a -input b --output o -mapper cat -reducer NONE -numReduceTasks 3 \
+             -D stream.num.map.output.key.fields=2 --cluster cl",
+        ))
+        .unwrap();
+        assert_eq!(p.inputs, ["a", "b"]);
+        assert_eq!(p.reducers, Some(3));
+        assert_eq!(p.properties[0].1, "2");
+        let req = request(&p).unwrap();
+        assert_eq!(req.input, "a,b");
+        assert!(parse(&args("-bogus x")).is_err());
+        assert!(request(&parse(&args("-input a -output o")).unwrap()).is_err());
+    }
+}

@@ -1,0 +1,180 @@
+//! Hadoop Streaming as a user runs it: Python mapper and reducer shipped
+//! with -file give the built-in word count's answer locally and on a
+//! cluster; a map-only job passes any bytes through; -D properties reach
+//! the environment and stderr counters the report; a failing command, one
+//! that stops reading and a missing one fail the job clearly and leave no
+//! output.
+
+use std::path::{Path, PathBuf};
+
+mod common;
+mod support;
+
+use common::{ok, sluice};
+use support::*;
+
+const MAP: &str = r#"import sys
+for line in sys.stdin:
+    for w in line.split():
+        print(f"{w}\t1")
+"#;
+
+const REDUCE: &str = r#"import sys
+cur, n = None, 0
+for line in sys.stdin:
+    k, v = line.rstrip("\n").split("\t", 1)
+    if k != cur:
+        if cur is not None:
+            print(f"{cur}\t{n}")
+        cur, n = k, 0
+    n += int(v)
+if cur is not None:
+    print(f"{cur}\t{n}")
+"#;
+
+/// The scripts, written under `dir`.
+fn scripts(dir: &Path) -> (PathBuf, PathBuf) {
+    let (m, r) = (dir.join("map.py"), dir.join("reduce.py"));
+    std::fs::write(&m, MAP).unwrap();
+    std::fs::write(&r, REDUCE).unwrap();
+    (m, r)
+}
+
+/// Every line of the part files under `dir`, sorted.
+fn sorted_lines(dir: &Path) -> Vec<String> {
+    let text = String::from_utf8(concat_parts(dir)).unwrap();
+    let mut v: Vec<String> = text.lines().map(str::to_owned).collect();
+    v.sort();
+    v
+}
+
+fn streaming(args: &[&str]) -> std::process::Command {
+    let mut c = sluice();
+    c.arg("streaming").args(args);
+    c
+}
+
+#[test]
+fn python_word_count_matches_the_built_in_one_locally_and_on_a_cluster() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "1MB");
+    let (m, r) = scripts(d.path());
+    let want = sorted_lines(&local(d.path(), &data, &["wordcount"]));
+    let out = d.path().join("out");
+    let (m, r, data_s) = (
+        m.to_str().unwrap(),
+        r.to_str().unwrap(),
+        data.to_str().unwrap(),
+    );
+    let job = [
+        "-mapper",
+        "python3 map.py",
+        "-reducer",
+        "python3 reduce.py",
+        "-file",
+        m,
+        "-file",
+        r,
+        "-numReduceTasks",
+        "2",
+    ];
+    ok(
+        streaming(&["-input", data_s, "-output", out.to_str().unwrap()])
+            .args(job)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(sorted_lines(&out), want);
+    assert_eq!(part_files(&out).len(), 2);
+
+    let c = Cluster::up(d.path(), 2, "");
+    put(&c, &data, "words", "256KB", "1");
+    ok(
+        streaming(&["-input", "words", "-output", "counts", "--cluster"])
+            .arg(&c.dir)
+            .args(job)
+            .output()
+            .unwrap(),
+    );
+    let got = d.path().join("got");
+    get(&c, "counts", &got);
+    assert_eq!(sorted_lines(&got), want);
+}
+
+#[test]
+fn a_map_only_job_passes_any_bytes_and_sees_its_properties_and_counters() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("in.bin");
+    // Bytes that are not UTF-8, tabs, every byte but a line's end.
+    let lines: Vec<u8> = (0..200u8)
+        .filter(|&i| i != b'\n' && i != b'\r')
+        .flat_map(|i| [i.wrapping_mul(7) | 0x80, b'\t', i, b'\n'])
+        .collect();
+    std::fs::write(&input, &lines).unwrap();
+    let out = d.path().join("out");
+    let report = d.path().join("r.json");
+    ok(streaming(&[
+        "-input",
+        input.to_str().unwrap(),
+        "-output",
+        out.to_str().unwrap(),
+        "-mapper",
+        "cat",
+        "-reducer",
+        "NONE",
+    ])
+    .output()
+    .unwrap());
+    assert_eq!(
+        concat_parts(&out),
+        lines,
+        "map-only: the bytes as they came"
+    );
+
+    let env = d.path().join("env");
+    ok(sluice()
+        .args(["streaming", "-D", "my.prop=hello", "-input"])
+        .arg(&input)
+        .arg("-output")
+        .arg(&env)
+        .args([
+            "-mapper",
+            "wc -l | { read n; echo \"reporter:counter:app,lines,$n\" >&2; echo \"$my_prop\t$mapreduce_task_ismap\"; }",
+            "-numReduceTasks",
+            "0",
+            "--report",
+        ])
+        .arg(&report)
+        .output()
+        .unwrap());
+    let got = String::from_utf8(concat_parts(&env)).unwrap();
+    assert!(got.lines().all(|l| l == "hello\ttrue"), "{got}");
+    let r = read_report(&report);
+    assert_eq!(r["user_counters"]["app.lines"].as_u64(), Some(198), "{r}");
+}
+
+#[test]
+fn failing_stopping_and_missing_commands_fail_the_job_and_leave_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("in.txt");
+    std::fs::write(&input, "a b\n".repeat(100_000)).unwrap();
+    let cases = [
+        ("cat >/dev/null; echo boom >&2; exit 3", "exit status: 3"),
+        ("head -1", "exited before reading all its input"),
+        ("no-such-command-here", "not found"),
+    ];
+    for (i, (cmd, says)) in cases.iter().enumerate() {
+        let out = d.path().join(format!("out{i}"));
+        let err = fails(
+            streaming(&["-input", input.to_str().unwrap(), "-output"])
+                .arg(&out)
+                .args(["-mapper", cmd, "-reducer", "cat"])
+                .output()
+                .unwrap(),
+        );
+        assert!(err.contains(says) && err.contains(cmd), "{cmd}: {err}");
+        assert!(!out.exists(), "{cmd}: no output");
+    }
+    let bad = fails(streaming(&["-input", "x", "-bogus", "y"]).output().unwrap());
+    assert!(bad.contains("unknown option -bogus"), "{bad}");
+}

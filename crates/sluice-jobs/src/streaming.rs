@@ -1,0 +1,461 @@
+//! Hadoop Streaming: mappers, combiners and reducers that are any program
+//! reading lines on standard input and writing lines on standard output.
+//!
+//! The contract is Hadoop's (`hadoop-streaming`'s `PipeMapRed`):
+//!
+//! - A task starts its command once (`sh -c CMD`) in a working directory
+//!   of its own holding the shipped files (`-file`), with the job's `-D`
+//!   properties in its environment, dots turned into underscores, and
+//!   `mapreduce_task_id`, `mapreduce_task_partition` and
+//!   `mapreduce_task_ismap`.
+//! - A mapper gets each input line on standard input. A reducer (or
+//!   combiner) gets `key<TAB>value` lines sorted by key, the values of one
+//!   key on consecutive lines; it finds the groups itself.
+//! - Each output line is split into key and value at the first tab
+//!   (`stream.map.output.field.separator` and
+//!   `stream.num.map.output.key.fields` choose another separator and the
+//!   number of fields in the key); a line without one is a key with an
+//!   empty value.
+//! - Standard error lines `reporter:counter:GROUP,NAME,N` add to a counter
+//!   and `reporter:status:...` set the status; the last others are kept
+//!   for the error message.
+//! - A command that exits non-zero fails the attempt, naming the command,
+//!   its exit status and the last lines of its standard error. One that
+//!   exits (zero) before reading all its input fails it too, as Hadoop's
+//!   broken pipe does.
+//!
+//! Records go to the process and come back through threads of their own
+//! and bounded queues, in batches; the task's thread hands input over and
+//! takes output back in turns, so neither side waits on the other forever
+//! (a process that writes much before it reads more never blocks it).
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use sluice_api::{Error, JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, Values};
+
+/// A streaming job.
+#[derive(Debug, Clone, Default)]
+pub struct Streaming {
+    /// The map command.
+    pub mapper: String,
+    /// The reduce command; `None`: a map-only job.
+    pub reducer: Option<String>,
+    /// The combine command, if any.
+    pub combiner: Option<String>,
+    /// Environment variables every command gets (`-D` properties with
+    /// dots turned into underscores).
+    pub env: Vec<(String, String)>,
+    /// Files copied into every task's working directory: name and bytes.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Where a map output line's key ends (`stream.map.output.field.separator`).
+    pub separator: u8,
+    /// Fields of the line in the key (`stream.num.map.output.key.fields`).
+    pub key_fields: usize,
+}
+
+/// Where a task puts the key and value of each line its process writes.
+type Emit<'e> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'e;
+
+/// Bytes of input handed to the process at a time.
+const BATCH: usize = 64 << 10;
+/// Batches queued each way.
+const QUEUED: usize = 16;
+/// Standard error lines kept for an error message.
+const STDERR_TAIL: usize = 20;
+
+/// The job: mappers (and combiners, reducers) that run the commands.
+pub fn streaming(s: Streaming) -> JobSpec {
+    let s = Arc::new(s);
+    let m = s.clone();
+    let mut spec = JobSpec::new("streaming", move || StreamMapper {
+        s: m.clone(),
+        pipe: None,
+    });
+    if let Some(cmd) = s.reducer.clone() {
+        let r = s.clone();
+        spec = spec.reducer(move || StreamReducer::new(&r, &cmd, false));
+    }
+    if let Some(cmd) = s.combiner.clone() {
+        let c = s.clone();
+        spec = spec.combiner(move || StreamReducer::new(&c, &cmd, true));
+    }
+    spec
+}
+
+/// A running command, with its feeding and reading threads.
+struct Pipe {
+    command: String,
+    child: Child,
+    input: Option<SyncSender<Vec<u8>>>,
+    output: Receiver<Vec<u8>>,
+    writer: Option<JoinHandle<std::io::Result<()>>>,
+    reader: Option<JoinHandle<()>>,
+    errors: Option<JoinHandle<()>>,
+    stderr: Arc<Mutex<Stderr>>,
+    pending: Vec<u8>,
+    /// The leftover of the last output batch (a line not yet ended).
+    partial: Vec<u8>,
+    _dir: WorkDir,
+    separator: u8,
+    key_fields: usize,
+}
+
+/// What the process said on standard error.
+#[derive(Default)]
+struct Stderr {
+    counters: Vec<(String, String, u64)>,
+    tail: VecDeque<String>,
+}
+
+impl Pipe {
+    fn start(
+        s: &Streaming,
+        command: &str,
+        task: &str,
+        partition: usize,
+        map: bool,
+    ) -> Result<Pipe> {
+        let dir = WorkDir::new(&s.files)?;
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(&dir.0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .envs(s.env.iter().map(|(k, v)| (k, v)))
+            .env("mapreduce_task_id", task)
+            .env("mapreduce_task_partition", partition.to_string())
+            .env("mapreduce_task_ismap", map.to_string());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Error::user(format!("cannot start `{command}`: {e}")))?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = child.stdout.take().expect("piped");
+        let stderr_pipe = child.stderr.take().expect("piped");
+        let (input, to_write) = sync_channel::<Vec<u8>>(QUEUED);
+        let (read, output) = sync_channel::<Vec<u8>>(QUEUED);
+        let stderr = Arc::new(Mutex::new(Stderr::default()));
+        let writer = std::thread::spawn(move || feed(stdin, to_write));
+        let reader = std::thread::spawn(move || drain(stdout, read));
+        let tail = stderr.clone();
+        let errors = std::thread::spawn(move || watch(stderr_pipe, &tail));
+        Ok(Pipe {
+            command: command.to_owned(),
+            child,
+            input: Some(input),
+            output,
+            writer: Some(writer),
+            reader: Some(reader),
+            errors: Some(errors),
+            stderr,
+            pending: Vec::with_capacity(BATCH),
+            partial: Vec::new(),
+            _dir: dir,
+            separator: s.separator,
+            key_fields: s.key_fields.max(1),
+        })
+    }
+
+    /// Queues `parts` and a newline for the process, handing over a batch
+    /// when one is full; output that came back meanwhile goes to `emit`.
+    fn write(&mut self, parts: &[&[u8]], emit: &mut Emit<'_>) -> Result<()> {
+        for p in parts {
+            self.pending.extend_from_slice(p);
+        }
+        self.pending.push(b'\n');
+        if self.pending.len() >= BATCH {
+            let batch = std::mem::replace(&mut self.pending, Vec::with_capacity(BATCH));
+            self.hand_over(batch, emit)?;
+        }
+        Ok(())
+    }
+
+    /// Gives a batch to the feeding thread, taking output back while its
+    /// queue is full.
+    fn hand_over(&mut self, mut batch: Vec<u8>, emit: &mut Emit<'_>) -> Result<()> {
+        let Some(input) = self.input.clone() else {
+            return Ok(());
+        };
+        loop {
+            match input.try_send(batch) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Full(b)) => batch = b,
+                // The feeder stopped (the process closed its input): the
+                // end says why.
+                Err(TrySendError::Disconnected(_)) => return Ok(()),
+            }
+            match self.output.recv_timeout(Duration::from_millis(5)) {
+                Ok(out) => self.lines(out, emit)?,
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => std::thread::yield_now(),
+            }
+        }
+    }
+
+    /// Emits the whole lines of an output batch.
+    fn lines(&mut self, out: Vec<u8>, emit: &mut Emit<'_>) -> Result<()> {
+        let mut data = std::mem::take(&mut self.partial);
+        data.extend_from_slice(&out);
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', &data) {
+            self.line(&data[start..end], emit)?;
+            start = end + 1;
+        }
+        self.partial = data[start..].to_vec();
+        Ok(())
+    }
+
+    /// One output line as key and value.
+    fn line(&self, line: &[u8], emit: &mut Emit<'_>) -> Result<()> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let mut at = None;
+        let mut seen = 0;
+        for i in memchr::memchr_iter(self.separator, line) {
+            seen += 1;
+            if seen == self.key_fields {
+                at = Some(i);
+                break;
+            }
+        }
+        match at {
+            Some(i) => emit(&line[..i], &line[i + 1..]),
+            None => emit(line, b""),
+        }
+    }
+
+    /// Closes the process's input, takes the rest of its output and waits
+    /// for it; a non-zero exit, or an exit before all input was read,
+    /// fails the task. Returns the counters it reported.
+    fn finish(&mut self, emit: &mut Emit<'_>) -> Result<Vec<(String, String, u64)>> {
+        let last = std::mem::take(&mut self.pending);
+        if !last.is_empty() {
+            self.hand_over(last, emit)?;
+        }
+        self.input = None;
+        while let Ok(out) = self.output.recv() {
+            self.lines(out, emit)?;
+        }
+        if !self.partial.is_empty() {
+            let rest = std::mem::take(&mut self.partial);
+            self.line(&rest, emit)?;
+        }
+        let fed = self.writer.take().map(|w| w.join());
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        let status = self
+            .child
+            .wait()
+            .map_err(|e| Error::user(format!("waiting for `{}`: {e}", self.command)))?;
+        if let Some(e) = self.errors.take() {
+            let _ = e.join();
+        }
+        let said = std::mem::take(&mut *self.stderr.lock().unwrap_or_else(|p| p.into_inner()));
+        let tail: Vec<String> = said.tail.into_iter().collect();
+        if !status.success() {
+            return Err(Error::user(format!(
+                "`{}` failed ({status}); its last standard error lines:\n{}",
+                self.command,
+                tail.join("\n")
+            )));
+        }
+        if let Some(Ok(Err(e))) = fed {
+            return Err(Error::user(format!(
+                "`{}` exited before reading all its input ({e}), as Hadoop Streaming's \
+                 broken pipe; its last standard error lines:\n{}",
+                self.command,
+                tail.join("\n")
+            )));
+        }
+        Ok(said.counters)
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        // A task that failed elsewhere: stop the process.
+        self.input = None;
+        if self.writer.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn feed(mut stdin: ChildStdin, batches: Receiver<Vec<u8>>) -> std::io::Result<()> {
+    for b in batches {
+        stdin.write_all(&b)?;
+    }
+    stdin.flush()
+}
+
+fn drain(stdout: impl Read, out: SyncSender<Vec<u8>>) {
+    let mut r = stdout;
+    loop {
+        let mut buf = vec![0; BATCH];
+        match r.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                buf.truncate(n);
+                if out.send(buf).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn watch(stderr: impl Read, said: &Mutex<Stderr>) {
+    for line in BufReader::new(stderr).lines() {
+        let Ok(line) = line else { return };
+        let mut s = said.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = line.strip_prefix("reporter:counter:") {
+            let f: Vec<&str> = c.splitn(3, ',').collect();
+            if let [g, n, v] = f[..] {
+                if let Ok(v) = v.trim().parse::<u64>() {
+                    s.counters.push((g.to_owned(), n.to_owned(), v));
+                    continue;
+                }
+            }
+        }
+        if line.starts_with("reporter:status:") {
+            continue;
+        }
+        if s.tail.len() == STDERR_TAIL {
+            s.tail.pop_front();
+        }
+        s.tail.push_back(line);
+    }
+}
+
+/// A task's working directory, with the shipped files; removed when
+/// dropped.
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn new(files: &[(String, Vec<u8>)]) -> Result<WorkDir> {
+        let base = std::env::temp_dir().join(format!(
+            "sluice-stream-{}-{}",
+            std::process::id(),
+            NEXT_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let io = |e: std::io::Error, p: &Path| Error::user(format!("{}: {e}", p.display()));
+        std::fs::create_dir_all(&base).map_err(|e| io(e, &base))?;
+        let dir = WorkDir(base);
+        for (name, bytes) in files {
+            let p = dir.0.join(name);
+            std::fs::write(&p, bytes).map_err(|e| io(e, &p))?;
+            set_executable(&p);
+        }
+        Ok(dir)
+    }
+}
+
+static NEXT_DIR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Shipped files keep Hadoop's habit of being runnable (`-file map.py`,
+/// `-mapper map.py`).
+fn set_executable(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755));
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct StreamMapper {
+    s: Arc<Streaming>,
+    pipe: Option<Pipe>,
+}
+
+impl Mapper for StreamMapper {
+    fn setup(&mut self, ctx: &mut MapContext<'_>) -> Result<()> {
+        let task = format!("task_sluice_m_{:06}", ctx.task());
+        self.pipe = Some(Pipe::start(
+            &self.s,
+            &self.s.mapper,
+            &task,
+            ctx.task(),
+            true,
+        )?);
+        Ok(())
+    }
+
+    fn map(&mut self, _offset: u64, record: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
+        let pipe = self.pipe.as_mut().expect("set up");
+        pipe.write(&[record], &mut |k, v| ctx.emit(k, v))
+    }
+
+    fn cleanup(&mut self, ctx: &mut MapContext<'_>) -> Result<()> {
+        let Some(mut pipe) = self.pipe.take() else {
+            return Ok(());
+        };
+        let counters = pipe.finish(&mut |k, v| ctx.emit(k, v))?;
+        for (g, n, v) in counters {
+            ctx.counters().incr(&g, &n, v);
+        }
+        Ok(())
+    }
+}
+
+struct StreamReducer {
+    s: Arc<Streaming>,
+    command: String,
+    combine: bool,
+    pipe: Option<Pipe>,
+}
+
+impl StreamReducer {
+    fn new(s: &Arc<Streaming>, command: &str, combine: bool) -> Self {
+        StreamReducer {
+            s: s.clone(),
+            command: command.to_owned(),
+            combine,
+            pipe: None,
+        }
+    }
+}
+
+impl Reducer for StreamReducer {
+    fn setup(&mut self, _ctx: &mut ReduceContext<'_>) -> Result<()> {
+        let kind = if self.combine { "c" } else { "r" };
+        let task = format!("task_sluice_{kind}_{:06}", 0);
+        self.pipe = Some(Pipe::start(&self.s, &self.command, &task, 0, false)?);
+        Ok(())
+    }
+
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn Values,
+        ctx: &mut ReduceContext<'_>,
+    ) -> Result<()> {
+        let pipe = self.pipe.as_mut().expect("set up");
+        while let Some(v) = values.next_value() {
+            pipe.write(&[key, b"\t", v], &mut |k, v| ctx.write(k, v))?;
+        }
+        Ok(())
+    }
+
+    fn cleanup(&mut self, ctx: &mut ReduceContext<'_>) -> Result<()> {
+        let Some(mut pipe) = self.pipe.take() else {
+            return Ok(());
+        };
+        let counters = pipe.finish(&mut |k, v| ctx.write(k, v))?;
+        for (g, n, v) in counters {
+            ctx.counters().incr(&g, &n, v);
+        }
+        Ok(())
+    }
+}
