@@ -86,6 +86,17 @@ fn python_word_count_matches_the_built_in_one_locally_and_on_a_cluster() {
     );
     assert_eq!(sorted_lines(&out), want);
     assert_eq!(part_files(&out).len(), 2);
+    // The reducer as combiner too: run per spilled partition, its output
+    // stays in that partition.
+    let combined = d.path().join("combined");
+    ok(
+        streaming(&["-input", data_s, "-output", combined.to_str().unwrap()])
+            .args(job)
+            .args(["-combiner", "python3 reduce.py"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(sorted_lines(&combined), want);
 
     let c = Cluster::up(d.path(), 2, "");
     put(&c, &data, "words", "256KB", "1");

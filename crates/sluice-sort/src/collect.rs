@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use sluice_api::{
-    Counters, Error as ApiError, KeyOrder, Partitioner, ReduceContext, Reducer, Sink, TaskCounter,
-    Values,
+    Counters, Error as ApiError, KeyOrder, Partitioner, ReduceContext, Sink, TaskCounter, Values,
 };
 use sluice_formats::spill::SpillWriter;
 use sluice_formats::FormatError;
@@ -136,30 +135,43 @@ impl SortCollector {
         Ok(())
     }
 
+    /// Writes the sorted entries through the combiner: a fresh instance
+    /// for each partition (setup, every group, cleanup), as Hadoop runs its
+    /// combiner per spilled partition, so that a combiner whose output lags
+    /// its input (a Streaming process) writes each record into its own
+    /// partition.
     fn write_combined(
         &self,
         w: &mut SpillWriter,
-        c: &mut dyn Reducer,
+        factory: &sluice_api::ReducerFactory,
         counters: &mut Counters,
     ) -> Result<()> {
         let mut i = 0;
         let mut sink = SpillSink::new(w);
         while i < self.entries.len() {
-            let j = self.group_end(i);
-            let e = self.entries[i];
-            sink.part = e.part;
-            let mut values = EntryValues {
-                collector: self,
-                entries: &self.entries[i..j],
-            };
-            counters.add(TaskCounter::CombineInputRecords, (j - i) as u64);
-            let r = c.reduce(
-                self.key(&e),
-                &mut values,
-                &mut ReduceContext::new(&mut sink, counters),
-            );
+            let part = self.entries[i].part;
+            sink.part = part;
+            let mut c = factory();
+            let r = c.setup(&mut ReduceContext::new(&mut sink, counters));
             sink.check(r)?;
-            i = j;
+            while i < self.entries.len() && self.entries[i].part == part {
+                let j = self.group_end(i);
+                let e = self.entries[i];
+                let mut values = EntryValues {
+                    collector: self,
+                    entries: &self.entries[i..j],
+                };
+                counters.add(TaskCounter::CombineInputRecords, (j - i) as u64);
+                let r = c.reduce(
+                    self.key(&e),
+                    &mut values,
+                    &mut ReduceContext::new(&mut sink, counters),
+                );
+                sink.check(r)?;
+                i = j;
+            }
+            let r = c.cleanup(&mut ReduceContext::new(&mut sink, counters));
+            sink.check(r)?;
         }
         counters.add(TaskCounter::CombineOutputRecords, sink.records);
         Ok(())
@@ -203,16 +215,7 @@ impl Collector for SortCollector {
     fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()> {
         self.sort();
         match self.combiner.clone() {
-            Some(factory) => {
-                let mut c = factory();
-                let mut sink = SpillSink::new(w);
-                let r = c.setup(&mut ReduceContext::new(&mut sink, counters));
-                sink.check(r)?;
-                self.write_combined(w, c.as_mut(), counters)?;
-                let mut sink = SpillSink::new(w);
-                let r = c.cleanup(&mut ReduceContext::new(&mut sink, counters));
-                sink.check(r)?;
-            }
+            Some(factory) => self.write_combined(w, &factory, counters)?,
             None => self.write_plain(w)?,
         }
         self.arena.clear();
