@@ -10,7 +10,8 @@ Usage: .venv/bin/python bench/streaming.py [--size 50MB] [--runs 3]
   2 reducers, the local engine on 2 threads; and again with the reducer as
   combiner too.
 - PySpark (local[2]): the same Python splitting and summing as RDD
-  functions (flatMap, reduceByKey: it combines map-side).
+  functions (flatMap, reduceByKey: it combines map-side); and the same
+  map script through RDD.pipe, summed by reduceByKey.
 - Hadoop MapReduce 3 (LocalJobRunner, 2 map and 2 reduce slots): its
   WordCount example in Java with its combiner (`bench/hadoop`; the
   hadoop-streaming jar is not on the registry this project uses).
@@ -113,6 +114,17 @@ def main():
 
         assert spark_count() == want, "PySpark's answer differs"
         rows.append(("PySpark RDD", statistics.median(timed(spark_count) for _ in range(a.runs))))
+
+        def spark_pipe():
+            # The same map script through RDD.pipe (a process per partition,
+            # lines through pipes, as Streaming), then Spark's own sum.
+            rdd = spark.sparkContext.textFile(files).pipe(f"python3 {w / 'map.py'}")
+            pairs = rdd.map(lambda line: line.split("\t")).map(lambda kv: (kv[0], int(kv[1])))
+            return dict(pairs.reduceByKey(lambda x, y: x + y).collect())
+
+        assert spark_pipe() == want, "PySpark's piped answer differs"
+        rows.append(("PySpark RDD.pipe(map.py) + reduceByKey",
+                     statistics.median(timed(spark_pipe) for _ in range(a.runs))))
         spark.stop()
 
         if not a.no_hadoop:
