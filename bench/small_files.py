@@ -20,36 +20,16 @@ Every answer is checked: each word count equals the one-file count of the
 local engine. Sluice is built in release mode first.
 """
 import argparse
-import collections
-import os
 import pathlib
 import shutil
 import statistics
 import subprocess
 import tempfile
-import time
+
+from benchlib import counts, sh, timed
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 S = str(ROOT / "target/release/sluice")
-
-
-def sh(*args):
-    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True)
-
-
-def timed(f):
-    t = time.perf_counter()
-    f()
-    return time.perf_counter() - t
-
-
-def counts(d):
-    out = {}
-    for p in sorted(pathlib.Path(d).glob("part-*")):
-        for line in open(p):
-            k, v = line.rstrip("\n").split("\t")
-            out[k] = int(v)
-    return out
 
 
 def make_files(w, n):

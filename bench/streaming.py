@@ -20,13 +20,12 @@ JVM start of Hadoop included for Hadoop, excluded for Spark). Every answer
 is checked against Sluice's built-in word count.
 """
 import argparse
-import os
 import pathlib
 import shutil
 import statistics
-import subprocess
 import tempfile
-import time
+
+from benchlib import counts, sh, timed
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 S = str(ROOT / "target/release/sluice")
@@ -49,25 +48,6 @@ for line in sys.stdin:
 if cur is not None:
     print(f"{cur}\\t{n}")
 """
-
-
-def sh(*args, **kw):
-    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True, **kw)
-
-
-def timed(f):
-    t = time.perf_counter()
-    f()
-    return time.perf_counter() - t
-
-
-def counts(d):
-    out = {}
-    for p in sorted(pathlib.Path(d).glob("part-*")):
-        for line in open(p):
-            k, v = line.rstrip("\n").split("\t")
-            out[k] = int(v)
-    return out
 
 
 def main():

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 mod common;
@@ -116,18 +116,7 @@ fn directives_pin_blocks_survive_a_restart_and_go_with_their_data_set() {
     let (pid, argv) = coordinator_argv(&c);
     signal(pid, "KILL");
     std::thread::sleep(Duration::from_millis(300));
-    let _again = Killed(
-        Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    poll(|| {
-        let s = c.cmd(&["cluster", "status"]).output().ok()?;
-        (String::from_utf8_lossy(&s.stdout).matches("alive").count() == 2).then_some(())
-    });
+    let _again = restart_coordinator(&c, &argv, 2);
     assert_eq!(cache_ls(&c).1.len(), 2, "{:?}", cache_ls(&c).1);
     until_pinned(&c, "after the restart", |p| {
         p.len() == blocks && p.get(&first_block) == Some(&2)

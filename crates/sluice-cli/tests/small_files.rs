@@ -5,7 +5,7 @@
 //! leaves no data set and no block behind.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 mod common;
@@ -243,18 +243,7 @@ fn the_catalog_is_whole_after_the_coordinator_is_killed_during_puts() {
     signal(pid, "KILL");
     let acknowledged = putter.join().unwrap();
     assert!(acknowledged.len() >= 5 && acknowledged.len() < sources.len());
-    let _again = Killed(
-        Command::new(&argv[0])
-            .args(&argv[1..])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    poll(|| {
-        let s = c.cmd(&["cluster", "status"]).output().ok()?;
-        (String::from_utf8_lossy(&s.stdout).matches("alive").count() == 2).then_some(())
-    });
+    let _again = restart_coordinator(&c, &argv, 2);
     // Every acknowledged put is there, whole; any other data set (the put
     // cut short) is whole too or absent.
     let listed = names(&c);

@@ -304,3 +304,22 @@ pub fn running_a_task(pid: u32) -> bool {
         std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("task-"))
     })
 }
+
+/// Starts the coordinator again from its command line `argv` (same
+/// address and state directory) and waits until `workers` are alive in
+/// it; it is stopped when the returned value is dropped.
+pub fn restart_coordinator(c: &Cluster, argv: &[String], workers: usize) -> Killed {
+    let again = Killed(
+        Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    poll(|| {
+        let s = c.cmd(&["cluster", "status"]).output().ok()?;
+        (String::from_utf8_lossy(&s.stdout).matches("alive").count() == workers).then_some(())
+    });
+    again
+}
