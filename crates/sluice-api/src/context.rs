@@ -1,3 +1,5 @@
+use std::path::Path;
+
 use crate::{Counters, Result};
 
 /// Where emitted records go: the map output collector, a combiner's output,
@@ -31,6 +33,7 @@ pub struct MapContext<'a> {
     sink: &'a mut dyn Sink,
     counters: &'a mut Counters,
     task: usize,
+    input: Option<(&'a Path, u64, u64)>,
 }
 
 impl<'a> MapContext<'a> {
@@ -40,7 +43,25 @@ impl<'a> MapContext<'a> {
             sink,
             counters,
             task: 0,
+            input: None,
         }
+    }
+
+    /// The same context reading `length` bytes of file `path` from byte
+    /// `start`.
+    pub fn with_input(mut self, path: &'a Path, start: u64, length: u64) -> Self {
+        self.input = Some((path, start, length));
+        self
+    }
+
+    /// The file, first byte and length of the split being read: in `map`,
+    /// the record's; in `setup` and `cleanup`, the task's when it reads one
+    /// split (Hadoop's `mapreduce.map.input.file`, `.start`, `.length`;
+    /// `None` for a task of several packed splits, as Hadoop leaves them
+    /// unset for a combined split, or of synthetic input). On a cluster the
+    /// file is the block's on the worker.
+    pub fn input(&self) -> Option<(&Path, u64, u64)> {
+        self.input
     }
 
     /// The same context for the map task of split `task`.
@@ -86,12 +107,28 @@ impl<'a> MapContext<'a> {
 pub struct ReduceContext<'a> {
     sink: &'a mut dyn Sink,
     counters: &'a mut Counters,
+    partition: u32,
 }
 
 impl<'a> ReduceContext<'a> {
     /// A context writing to `sink` and counting into `counters`.
     pub fn new(sink: &'a mut dyn Sink, counters: &'a mut Counters) -> Self {
-        ReduceContext { sink, counters }
+        ReduceContext {
+            sink,
+            counters,
+            partition: 0,
+        }
+    }
+
+    /// The same context for partition `p`.
+    pub fn for_partition(mut self, p: u32) -> Self {
+        self.partition = p;
+        self
+    }
+
+    /// The partition being reduced (or combined): the reduce task's index.
+    pub fn partition(&self) -> u32 {
+        self.partition
     }
 
     /// Writes one output record (`key<TAB>value` in text output).

@@ -160,6 +160,33 @@ fn a_map_only_job_passes_any_bytes_and_sees_its_properties_and_counters() {
         .unwrap());
     let got = String::from_utf8(concat_parts(&env)).unwrap();
     assert!(got.lines().all(|l| l == "hello\ttrue"), "{got}");
+
+    // The split a task reads, and a reducer's partition, as Hadoop names
+    // them in the environment.
+    let named = d.path().join("named");
+    ok(streaming(&["-input", input.to_str().unwrap(), "-output"])
+        .arg(&named)
+        .args([
+            "-mapper",
+            "cat >/dev/null; echo \"$mapreduce_map_input_file\t$mapreduce_map_input_start:$mapreduce_map_input_length\"",
+            "-reducer",
+            "cat; echo \"partition\t$mapreduce_task_partition\"",
+            "-numReduceTasks",
+            "3",
+        ])
+        .output()
+        .unwrap());
+    let len = std::fs::metadata(&input).unwrap().len();
+    let want_split = format!("{}\t0:{len}", input.display());
+    for p in 0..3 {
+        let part = std::fs::read_to_string(named.join(format!("part-r-{p:05}"))).unwrap();
+        assert!(
+            part.contains(&format!("partition\t{p}\n")),
+            "part {p}: {part}"
+        );
+    }
+    let all = String::from_utf8(concat_parts(&named)).unwrap();
+    assert!(all.contains(&want_split), "{all}");
     let r = read_report(&report);
     assert_eq!(r["user_counters"]["app.lines"].as_u64(), Some(198), "{r}");
 }

@@ -122,7 +122,16 @@ impl MapPhase<'_> {
         let mut mapper = (self.job.mapper)();
         let mut bad = BadRecords::new(self, split);
         let task = split.index;
-        let r = mapper.setup(&mut MapContext::new(sink, counters).for_task(task));
+        // A task of one split tells its mapper which, from setup on.
+        let one = match &split.parts[..] {
+            [p] if !p.is_synthetic() => Some(p),
+            _ => None,
+        };
+        let mut ctx = MapContext::new(sink, counters).for_task(task);
+        if let Some(p) = one {
+            ctx = ctx.with_input(&p.file.path, p.start, p.len());
+        }
+        let r = mapper.setup(&mut ctx);
         r.map_err(|e| user_error(sink, e, "map setup", None))?;
         for part in &split.parts {
             let read = self.read_part(part, task, &mut *mapper, sink, queue, counters, &mut bad);
@@ -131,7 +140,11 @@ impl MapPhase<'_> {
             counters.add(TaskCounter::MapInputBytes, consumed);
             Progress::add(&self.progress.input_done, part.len());
         }
-        let r = mapper.cleanup(&mut MapContext::new(sink, counters).for_task(task));
+        let mut ctx = MapContext::new(sink, counters).for_task(task);
+        if let Some(p) = one {
+            ctx = ctx.with_input(&p.file.path, p.start, p.len());
+        }
+        let r = mapper.cleanup(&mut ctx);
         r.map_err(|e| user_error(sink, e, "map cleanup", None))?;
         bad.finish()
     }
@@ -166,7 +179,11 @@ impl MapPhase<'_> {
                 match mapper.map_lines(
                     off,
                     block,
-                    &mut MapContext::new(sink, counters).for_task(task),
+                    &mut MapContext::new(sink, counters).for_task(task).with_input(
+                        path,
+                        split.start,
+                        split.len(),
+                    ),
                 ) {
                     Ok(()) => Ok(()),
                     Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
@@ -181,7 +198,11 @@ impl MapPhase<'_> {
                 match mapper.map(
                     off,
                     rec,
-                    &mut MapContext::new(sink, counters).for_task(task),
+                    &mut MapContext::new(sink, counters).for_task(task).with_input(
+                        path,
+                        split.start,
+                        split.len(),
+                    ),
                 ) {
                     Ok(()) => Ok(()),
                     Err(ApiError::BadRecord(msg)) => bad.handle(path, off, rec, msg, counters),

@@ -93,7 +93,7 @@ impl ReducePhase<'_> {
                 Some(mut c) => {
                     let mut sink = SpillSink::new(&mut w);
                     sink.part = p;
-                    let stats = reduce_groups(&mut m, c.as_mut(), &mut sink, counters)
+                    let stats = reduce_groups(&mut m, c.as_mut(), &mut sink, counters, p)
                         .map_err(|e| sort_error(e, "combine"))?;
                     counters.add(TaskCounter::CombineInputRecords, stats.records);
                     counters.add(TaskCounter::CombineOutputRecords, sink.records);
@@ -138,7 +138,7 @@ impl ReducePhase<'_> {
             let mut o = ReduceOutput::default();
             while let Some(p) = queue.take() {
                 let name = format!("part-r-{p:05}");
-                self.reduce_partition(p as u32, &name, runs, &mut o)?;
+                self.reduce_partition(p as u32, p as u32, &name, runs, &mut o)?;
                 Progress::add(&self.progress.partitions_done, 1);
             }
             Ok(o)
@@ -151,10 +151,12 @@ impl ReducePhase<'_> {
         Ok(())
     }
 
-    /// Reduces partition `p` of `runs` into the output file `name`.
+    /// Reduces partition `p` of `runs` into the output file `name`, as
+    /// the job's partition `partition`.
     pub fn reduce_partition(
         &self,
         p: u32,
+        partition: u32,
         name: &str,
         runs: &[SpillFile],
         out: &mut ReduceOutput,
@@ -165,7 +167,7 @@ impl ReducePhase<'_> {
         let mut m = Merger::new(readers, self.job.key_order)?;
         let mut reducer = (self.job.reducer.as_ref().expect("reduce job has a reducer"))();
         let c = &mut out.counters;
-        let stats = reduce_groups(&mut m, reducer.as_mut(), &mut sink, c)
+        let stats = reduce_groups(&mut m, reducer.as_mut(), &mut sink, c, partition)
             .map_err(|e| sort_error(e, "reduce"))?;
         let (records, bytes) = sink.finish()?;
         self.committer.commit_task(name, 0)?;

@@ -177,7 +177,8 @@ pub fn reduce_task(
     } else {
         open_runs(&inputs)?
     };
-    phase.reduce_partition(0, &format!("part-r-{partition:05}"), &runs, &mut out)?;
+    let name = format!("part-r-{partition:05}");
+    phase.reduce_partition(0, partition, &name, &runs, &mut out)?;
     drop(runs);
     committer.commit_job()?;
     Ok(TaskOutput {

@@ -121,6 +121,7 @@ impl Pipe {
         task: &str,
         partition: usize,
         map: bool,
+        input: Option<(&Path, u64, u64)>,
     ) -> Result<Pipe> {
         let dir = WorkDir::new(&s.files)?;
         let mut cmd = Command::new("sh");
@@ -134,6 +135,11 @@ impl Pipe {
             .env("mapreduce_task_id", task)
             .env("mapreduce_task_partition", partition.to_string())
             .env("mapreduce_task_ismap", map.to_string());
+        if let Some((file, start, length)) = input {
+            cmd.env("mapreduce_map_input_file", file)
+                .env("mapreduce_map_input_start", start.to_string())
+                .env("mapreduce_map_input_length", length.to_string());
+        }
         let mut child = cmd
             .spawn()
             .map_err(|e| Error::user(format!("cannot start `{command}`: {e}")))?;
@@ -382,13 +388,15 @@ struct StreamMapper {
 impl Mapper for StreamMapper {
     fn setup(&mut self, ctx: &mut MapContext<'_>) -> Result<()> {
         let task = format!("task_sluice_m_{:06}", ctx.task());
-        self.pipe = Some(Pipe::start(
+        let pipe = Pipe::start(
             &self.s,
             &self.s.mapper,
             &task,
             ctx.task(),
             true,
-        )?);
+            ctx.input(),
+        )?;
+        self.pipe = Some(pipe);
         Ok(())
     }
 
@@ -428,10 +436,11 @@ impl StreamReducer {
 }
 
 impl Reducer for StreamReducer {
-    fn setup(&mut self, _ctx: &mut ReduceContext<'_>) -> Result<()> {
+    fn setup(&mut self, ctx: &mut ReduceContext<'_>) -> Result<()> {
         let kind = if self.combine { "c" } else { "r" };
-        let task = format!("task_sluice_{kind}_{:06}", 0);
-        self.pipe = Some(Pipe::start(&self.s, &self.command, &task, 0, false)?);
+        let p = ctx.partition() as usize;
+        let task = format!("task_sluice_{kind}_{p:06}");
+        self.pipe = Some(Pipe::start(&self.s, &self.command, &task, p, false, None)?);
         Ok(())
     }
 

@@ -152,7 +152,7 @@ impl SortCollector {
             let part = self.entries[i].part;
             sink.part = part;
             let mut c = factory();
-            let r = c.setup(&mut ReduceContext::new(&mut sink, counters));
+            let r = c.setup(&mut ReduceContext::new(&mut sink, counters).for_partition(part));
             sink.check(r)?;
             while i < self.entries.len() && self.entries[i].part == part {
                 let j = self.group_end(i);
@@ -165,12 +165,12 @@ impl SortCollector {
                 let r = c.reduce(
                     self.key(&e),
                     &mut values,
-                    &mut ReduceContext::new(&mut sink, counters),
+                    &mut ReduceContext::new(&mut sink, counters).for_partition(part),
                 );
                 sink.check(r)?;
                 i = j;
             }
-            let r = c.cleanup(&mut ReduceContext::new(&mut sink, counters));
+            let r = c.cleanup(&mut ReduceContext::new(&mut sink, counters).for_partition(part));
             sink.check(r)?;
         }
         counters.add(TaskCounter::CombineOutputRecords, sink.records);

@@ -215,9 +215,10 @@ pub fn reduce_groups<S: ErrorSink>(
     reducer: &mut dyn Reducer,
     sink: &mut S,
     counters: &mut Counters,
+    partition: u32,
 ) -> Result<GroupStats> {
     let mut stats = GroupStats::default();
-    let r = reducer.setup(&mut ReduceContext::new(sink, counters));
+    let r = reducer.setup(&mut ReduceContext::new(sink, counters).for_partition(partition));
     sink.check(r)?;
     let mut key = Vec::new();
     while let Some((k, _)) = merger.current() {
@@ -233,13 +234,17 @@ pub fn reduce_groups<S: ErrorSink>(
             records: 0,
             err: None,
         };
-        let r = reducer.reduce(&key, &mut values, &mut ReduceContext::new(sink, counters));
+        let r = reducer.reduce(
+            &key,
+            &mut values,
+            &mut ReduceContext::new(sink, counters).for_partition(partition),
+        );
         let finished = values.finish();
         sink.check(r)?;
         stats.records += finished?;
         stats.groups += 1;
     }
-    let r = reducer.cleanup(&mut ReduceContext::new(sink, counters));
+    let r = reducer.cleanup(&mut ReduceContext::new(sink, counters).for_partition(partition));
     sink.check(r)?;
     Ok(stats)
 }
