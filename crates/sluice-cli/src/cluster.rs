@@ -422,31 +422,58 @@ impl Drop for Shown {
     }
 }
 
-/// `sluice ls`.
+/// A listing's lines on standard output. A reader that went away
+/// (`sluice ls NAME | head`) ends the listing quietly, as `ls` does,
+/// instead of a panic on the broken pipe.
+struct Listing(std::io::StdoutLock<'static>);
+
+impl Listing {
+    fn new() -> Self {
+        Listing(std::io::stdout().lock())
+    }
+
+    /// Writes one line; `false` once the reader is gone.
+    fn line(&mut self, text: std::fmt::Arguments<'_>) -> anyhow::Result<bool> {
+        use std::io::Write;
+        match writeln!(self.0, "{text}") {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
 /// `sluice ls NAME`: each block of a data set, in order, with where its
 /// replicas are (as `hdfs fsck -files -blocks -locations`).
 pub fn ls_blocks(name: &str, conn: &Conn) -> anyhow::Result<()> {
     let c = connect(conn)?;
     let d = c.dataset(name)?;
+    let mut out = Listing::new();
     for (i, b) in d.blocks().enumerate() {
         let damaged: Vec<&str> = b.corrupt.iter().map(|c| c.uid.as_str()).collect();
-        println!(
-            "{i:>6} {:<20} {:>12} bytes  replicas {}{}",
+        let damaged = if damaged.is_empty() {
+            String::new()
+        } else {
+            format!("  damaged on {}", damaged.join(","))
+        };
+        let more = out.line(format_args!(
+            "{i:>6} {:<20} {:>12} bytes  replicas {}{damaged}",
             b.id,
             b.len,
             b.replicas.join(","),
-            if damaged.is_empty() {
-                String::new()
-            } else {
-                format!("  damaged on {}", damaged.join(","))
-            }
-        );
+        ))?;
+        if !more {
+            break;
+        }
     }
     Ok(())
 }
 
+/// `sluice ls`: every data set, summed up, and the blocks of those with
+/// fewer intact replicas than they ask for.
 pub fn ls(conn: &Conn) -> anyhow::Result<()> {
     let c = connect(conn)?;
+    let mut out = Listing::new();
     for s in c.list()? {
         let want = s.replication.max(1) as usize;
         let health = if s.under_replicated == 0 {
@@ -457,10 +484,13 @@ pub fn ls(conn: &Conn) -> anyhow::Result<()> {
                 s.under_replicated
             )
         };
-        println!(
+        let more = out.line(format_args!(
             "{:<24} {:>14} bytes {:>4} files {:>5} blocks  replicas>={}{health}  {}",
             s.name, s.bytes, s.files, s.blocks, s.min_replicas, s.origin
-        );
+        ))?;
+        if !more {
+            return Ok(());
+        }
         if s.under_replicated == 0 {
             continue;
         }
@@ -472,17 +502,20 @@ pub fn ls(conn: &Conn) -> anyhow::Result<()> {
                 .iter()
                 .map(|c| format!("worker {}: {}", c.uid, c.detail))
                 .collect();
-            println!(
-                "  block {}: {} of {want} replicas intact{}{}",
+            let why = if damaged.is_empty() {
+                ""
+            } else {
+                "; damaged: "
+            };
+            let more = out.line(format_args!(
+                "  block {}: {} of {want} replicas intact{why}{}",
                 b.id,
                 b.replicas.len(),
-                if damaged.is_empty() {
-                    ""
-                } else {
-                    "; damaged: "
-                },
                 damaged.join("; ")
-            );
+            ))?;
+            if !more {
+                return Ok(());
+            }
         }
     }
     Ok(())
