@@ -124,10 +124,7 @@ impl CatalogLog {
             }
             Err(e) => return Err(ClusterError::io("reading", &path, e)),
         };
-        let file = OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .map_err(|e| ClusterError::io("opening", &path, e))?;
+        let file = open_for_writing(&path)?;
         // Whatever follows the whole records (a torn write) goes.
         file.set_len(len)
             .and_then(|()| file.sync_all())
@@ -174,10 +171,7 @@ impl CatalogLog {
         self.store.save_catalog(catalog)?;
         self.checkpoint = std::fs::metadata(self.store.path("catalog.json")).map_or(0, |m| m.len());
         start_log(&self.path)?;
-        self.file = OpenOptions::new()
-            .write(true)
-            .open(&self.path)
-            .map_err(|e| ClusterError::io("opening", &self.path, e))?;
+        self.file = open_for_writing(&self.path)?;
         self.len = HEADER;
         Ok(())
     }
@@ -191,6 +185,13 @@ impl CatalogLog {
     pub fn is_empty(&self) -> bool {
         self.len == HEADER
     }
+}
+
+fn open_for_writing(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| ClusterError::io("opening", path, e))
 }
 
 /// A new, empty log at `path`, in place atomically.

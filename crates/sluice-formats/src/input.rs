@@ -420,27 +420,16 @@ pub fn pack<T>(
 /// map-only job's part files still follow its input.
 pub fn combine(splits: Vec<Split>, target: u64) -> Vec<MapSplit> {
     let mut tasks: Vec<Vec<Split>> = Vec::new();
-    let mut open = false;
-    let mut bytes = 0u64;
+    let mut run: Vec<Split> = Vec::new();
     for s in splits {
-        let n = s.len();
-        if s.is_synthetic() || !packable(n, target) {
-            tasks.push(vec![s]);
-            open = false;
+        if !s.is_synthetic() && packable(s.len(), target) {
+            run.push(s);
             continue;
         }
-        match tasks.last_mut() {
-            Some(t) if open && bytes.saturating_add(n) <= target => {
-                t.push(s);
-                bytes += n;
-            }
-            _ => {
-                tasks.push(vec![s]);
-                open = true;
-                bytes = n;
-            }
-        }
+        tasks.extend(pack(std::mem::take(&mut run), target, Split::len));
+        tasks.push(vec![s]);
     }
+    tasks.extend(pack(run, target, Split::len));
     tasks
         .into_iter()
         .enumerate()
