@@ -18,6 +18,13 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
   .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy
 export SLUICE_PYTHON="$PWD/.venv/bin/python"
 cargo test --workspace
+# The Python package: built into the venv with maturin as `pip install .`
+# does, then its pytest suite.
+.venv/bin/python -c "import maturin, pytest" 2>/dev/null ||
+  .venv/bin/pip install --quiet --disable-pip-version-check maturin pytest
+PATH="$PWD/.venv/bin:$PATH" .venv/bin/pip install --quiet --disable-pip-version-check \
+  --no-build-isolation .
+(cd python/tests && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 # A smoke test of the peer harness: Sluice and DuckDB on tiny data, every
 # answer compared (the heavy peers are for bench/compare runs by hand).
 smoke="$(mktemp -d)"

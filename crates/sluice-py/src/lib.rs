@@ -1,0 +1,161 @@
+//! `sluice._sluice`, the native module of the `sluice` Python package:
+//! jobs of Python functions on the local engine, Sluice's built-in jobs
+//! locally and on a cluster, data generation, and the codec of Python
+//! keys and values. The package's Python code (`python/sluice`) is the
+//! interface users see; this module is its engine room.
+// pyo3's `#[pymodule]` and `#[pyfunction]` expand to the C-API glue of a
+// CPython extension, which is unsafe code by nature; nothing in this
+// crate's own source is `unsafe`.
+#![allow(unsafe_code)]
+
+mod codec;
+mod job;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use sluice_driver::{JobReport, Target};
+use sluice_request::{JobRequest, Registry};
+use sluice_tools::conn::Conn;
+
+use crate::codec::Codec;
+use crate::job::PyJob;
+
+create_exception!(
+    _sluice,
+    JobFailed,
+    PyRuntimeError,
+    "A Sluice job failed; the message says where and why."
+);
+
+/// The reports of a driver run as one JSON array.
+fn reports_json(reports: &[JobReport]) -> String {
+    let items: Vec<String> = reports.iter().map(JobReport::to_json).collect();
+    format!("[{}]", items.join(",\n"))
+}
+
+fn request(json: &str) -> PyResult<JobRequest> {
+    serde_json::from_str(json).map_err(|e| PyValueError::new_err(format!("bad job request: {e}")))
+}
+
+/// The cluster of a coordinator address or `cluster up` directory.
+fn cluster_target(
+    coordinator: Option<String>,
+    cluster: Option<PathBuf>,
+    secret_file: Option<PathBuf>,
+) -> PyResult<sluice_driver::ClusterTarget> {
+    let conn = Conn::new(coordinator, cluster, secret_file);
+    sluice_tools::conn::target(&conn, 1, true).map_err(|e| JobFailed::new_err(format!("{e:#}")))
+}
+
+/// Runs the request `request_json` (a `JobRequest` of job kind `python`)
+/// with `runtime`, a `sluice._runtime.Runtime`, on the local engine; the
+/// reports as a JSON array.
+#[pyfunction]
+fn run_python(py: Python<'_>, runtime: &Bound<'_, PyAny>, request_json: &str) -> PyResult<String> {
+    let req = request(request_json)?;
+    let job = Arc::new(PyJob::new(runtime)?);
+    let mut jobs = Registry::new();
+    let for_kind = job.clone();
+    jobs.register_fn(&req.job, "a job of Python functions", move |r| {
+        Ok(for_kind.spec(&r.job, r.reducers.unwrap_or(1)))
+    });
+    let target = sluice_tools::local::target(None, true);
+    let result = py.detach(|| sluice_driver::run(&jobs, &req, Target::Local(&target)));
+    match result {
+        Ok(reports) => Ok(reports_json(&reports)),
+        Err(e) => {
+            let err = JobFailed::new_err(e.to_string());
+            if let Some(cause) = job.take_error() {
+                err.set_cause(py, Some(cause));
+            }
+            Err(err)
+        }
+    }
+}
+
+/// Runs the built-in job of `request_json` on the local engine, or on a
+/// cluster when a coordinator or cluster directory is given; the reports
+/// as a JSON array.
+#[pyfunction]
+#[pyo3(signature = (request_json, coordinator=None, cluster=None, secret_file=None, replication=1))]
+fn run_builtin(
+    py: Python<'_>,
+    request_json: &str,
+    coordinator: Option<String>,
+    cluster: Option<PathBuf>,
+    secret_file: Option<PathBuf>,
+    replication: u32,
+) -> PyResult<String> {
+    let req = request(request_json)?;
+    let jobs = Registry::builtin();
+    let result = if coordinator.is_some() || cluster.is_some() {
+        let mut target = cluster_target(coordinator, cluster, secret_file)?;
+        target.replication = replication.max(1);
+        py.detach(|| sluice_driver::run(&jobs, &req, Target::Cluster(&target)))
+    } else {
+        let target = sluice_tools::local::target(None, true);
+        py.detach(|| sluice_driver::run(&jobs, &req, Target::Local(&target)))
+    };
+    result
+        .map(|r| reports_json(&r))
+        .map_err(|e| JobFailed::new_err(e.to_string()))
+}
+
+/// Names and descriptions of the built-in jobs.
+#[pyfunction]
+fn builtin_jobs() -> Vec<(String, String)> {
+    Registry::builtin()
+        .kinds()
+        .map(|(n, d)| (n.to_owned(), d.to_owned()))
+        .collect()
+}
+
+/// Writes `size` bytes of Zipf-distributed words into directory `output`.
+#[pyfunction]
+#[pyo3(signature = (output, size, seed=1, vocabulary=100_000, exponent=1.0, overwrite=false))]
+fn gen_text(
+    py: Python<'_>,
+    output: PathBuf,
+    size: u64,
+    seed: u64,
+    vocabulary: usize,
+    exponent: f64,
+    overwrite: bool,
+) -> PyResult<()> {
+    py.detach(|| {
+        sluice_tools::datagen::text(size, seed, output, vocabulary, exponent, None, overwrite)
+    })
+    .map_err(|e| JobFailed::new_err(format!("{e:#}")))
+}
+
+/// The bytes Sluice encodes a Python key or value as.
+#[pyfunction]
+fn encode<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let mut out = Vec::new();
+    Codec::new(obj.py())?.encode(obj, &mut out)?;
+    Ok(PyBytes::new(obj.py(), &out))
+}
+
+/// The Python object encoded as `data`.
+#[pyfunction]
+fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    Codec::new(py)?.decode(py, data)
+}
+
+#[pymodule]
+fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_python, m)?)?;
+    m.add_function(wrap_pyfunction!(run_builtin, m)?)?;
+    m.add_function(wrap_pyfunction!(builtin_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(gen_text, m)?)?;
+    m.add_function(wrap_pyfunction!(encode, m)?)?;
+    m.add_function(wrap_pyfunction!(decode, m)?)?;
+    m.add("JobFailed", m.py().get_type::<JobFailed>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

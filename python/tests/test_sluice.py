@@ -1,0 +1,293 @@
+"""The sluice Python package, end to end on the local engine: each job's
+output is checked against an answer computed here in plain Python."""
+
+import collections
+import os
+import pathlib
+
+import pytest
+
+import sluice
+
+WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "kiwi", "lime", "mango"]
+
+
+def write_lines(path, lines):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def text(tmp_path):
+    """Three files of words, enough lines to make several splits."""
+    d = tmp_path / "in"
+    for f in range(3):
+        lines = [" ".join(WORDS[(i * 7 + j * f + j) % len(WORDS)] for j in range(i % 9)) for i in range(3000)]
+        write_lines(d / ("f%d.txt" % f), lines)
+    return d
+
+
+def counter_of(d):
+    c = collections.Counter()
+    for p in sorted(pathlib.Path(d).iterdir()):
+        for line in p.read_text(encoding="utf-8").splitlines():
+            c.update(line.split())
+    return c
+
+
+def wc_mapper(line):
+    for w in line.split():
+        yield w, 1
+
+
+def wc_reducer(word, counts):
+    yield word, sum(counts)
+
+
+def test_word_count_of_functions_matches_counter(text, tmp_path):
+    out = tmp_path / "out"
+    job = sluice.Job(mapper=wc_mapper, combiner=wc_reducer, reducer=wc_reducer)
+    report = job.run(text, out, reducers=3, threads=2, split_size=20_000)
+    want = counter_of(text)
+    got = list(sluice.read_output(out))
+    assert dict(got) == dict(want)
+    assert len(got) == len(want)
+    assert report["output_records"] == len(want)
+    assert report["reducers"] == 3
+    assert report["maps"] > 3
+    assert sorted(p.name for p in out.glob("part-*")) == ["part-r-0000%d" % i for i in range(3)]
+    # Within a partition keys come sorted.
+    for part in out.glob("part-*"):
+        keys = [k for k, _ in sluice.read_output(part)]
+        assert keys == sorted(keys)
+    assert report["counters"]["COMBINE_INPUT_RECORDS"] == sum(want.values())
+
+
+class LineStats(sluice.Job):
+    """A class job with per-task state: each map task counts its lines and
+    words and gives the totals in mapper_final; the reducer adds them."""
+
+    def mapper_init(self):
+        self.lines = 0
+        self.words = 0
+
+    def mapper(self, line):
+        self.lines += 1
+        self.words += len(line.split())
+
+    def mapper_final(self):
+        yield "lines", self.lines
+        yield "words", self.words
+
+    def reducer_init(self):
+        self.groups = 0
+
+    def reducer(self, key, values):
+        self.groups += 1
+        yield key, sum(values)
+
+    def reducer_final(self):
+        yield "groups seen by a reducer", self.groups
+
+
+def test_class_job_keeps_state_per_task(text, tmp_path):
+    out = tmp_path / "out"
+    report = LineStats().run(text, out, reducers=1, threads=2, split_size=20_000)
+    got = dict(sluice.read_output(out))
+    c = counter_of(text)
+    assert got["lines"] == 9000
+    assert got["words"] == sum(c.values())
+    assert got["groups seen by a reducer"] == 2
+    assert report["maps"] > 3
+
+
+def test_map_only_job_writes_raw_text_and_keys_alone(tmp_path):
+    src = write_lines(tmp_path / "in.txt", ["a 1", "b 2", "skip", "c 3"])
+
+    def mapper(line):
+        parts = line.split()
+        if len(parts) == 2:
+            yield parts[0].upper(), int(parts[1]) * 10
+        else:
+            yield "alone:" + line, None
+
+    out = tmp_path / "out"
+    report = sluice.Job(mapper=mapper, output_format="raw").run(src, out)
+    assert report["reducers"] == 0
+    lines = sorted(
+        line for p in out.glob("part-*") for line in p.read_text().splitlines()
+    )
+    assert lines == ["A\t10", "B\t20", "C\t30", "alone:skip"]
+    got = sorted(sluice.read_output(out, format="raw"))
+    assert got == [("A", "10"), ("B", "20"), ("C", "30"), ("alone:skip", None)]
+
+
+def test_partitioner_places_keys_and_ints_sort_as_numbers(tmp_path):
+    nums = [-(10**12), -300, -2, -1, 0, 1, 2, 7, 255, 256, 10**15]
+    src = write_lines(tmp_path / "in.txt", [str(n) for n in nums * 3])
+
+    def mapper(line):
+        n = int(line)
+        yield n, 1
+
+    out = tmp_path / "out"
+    job = sluice.Job(
+        mapper=mapper,
+        reducer=lambda k, vs: [(k, len(vs))],
+        partitioner=lambda k, n: 0 if k < 0 else 1,
+    )
+    job.run(src, out, reducers=2)
+    neg = list(sluice.read_output(out / "part-r-00000"))
+    pos = list(sluice.read_output(out / "part-r-00001"))
+    assert neg == [(n, 3) for n in nums if n < 0]
+    assert pos == [(n, 3) for n in nums if n >= 0]
+
+
+def test_keys_and_values_of_many_types_survive_the_shuffle(tmp_path):
+    src = write_lines(tmp_path / "in.txt", ["x"])
+    pairs = [
+        (("b", 2), 1.5),
+        (("b", 10), [1, "two", None]),
+        (("a", -1), {"k": [1, 2]}),
+        (("a", -1), b"by\x00tes".decode("latin-1")),
+        ((), True),
+        (("tab\there", "new\nline"), "ünïcödé"),
+    ]
+
+    def mapper(line):
+        return pairs
+
+    def reducer(key, values):
+        yield key, sorted(values, key=repr)
+
+    out = tmp_path / "out"
+    sluice.Job(mapper=mapper, reducer=reducer).run(src, out, reducers=1)
+    got = list(sluice.read_output(out))
+    want = collections.defaultdict(list)
+    for k, v in pairs:
+        want[k].append(v)
+    # JSON gives tuples back as lists; keys come in tuple order.
+    expect = [(list(k), sorted(v, key=repr)) for k, v in sorted(want.items())]
+    assert [(k, v) for k, v in got] == [
+        (k, [list(x) if isinstance(x, tuple) else x for x in v]) for k, v in expect
+    ]
+
+
+def test_codec_orders_as_python_within_a_type():
+    groups = [
+        [-(2**63), -(10**9), -1, 0, 1, 2, 255, 256, 2**63 - 1],
+        [float("-inf"), -1e300, -2.5, -0.0, 1e-300, 2.5, 1e300, float("inf")],
+        ["", "a", "a\x00", "a\x00b", "ab", "b", "é", "\U0001f600"],
+        [(), ("a",), ("a", ""), ("a", "\x00"), ("a", "b"), ("b",)],
+        [(1, 2), (1, 10), (2, -5), (10, 0)],
+        [b"", b"\x00", b"\x00\x00", b"\x01", b"\xff"],
+    ]
+    for g in groups:
+        enc = [sluice.encode(x) for x in g]
+        assert sorted(enc) == enc, g
+        assert [sluice.decode(e) for e in enc] == g
+    # Anything else is pickled and comes back equal.
+    for obj in [{"a": [1, 2]}, {1, 2}, 2**80, [1, (2, {"x": None})]]:
+        assert sluice.decode(sluice.encode(obj)) == obj
+    with pytest.raises(ValueError, match="not a Sluice-encoded"):
+        sluice.decode(b"\x06abc\x00junk"[:1] + b"\xfe")
+
+
+def test_an_exception_fails_the_job_with_its_traceback_and_line(tmp_path):
+    src = write_lines(tmp_path / "in.txt", ["1", "2", "oops", "4"])
+
+    def mapper(line):
+        yield int(line), 1
+
+    out = tmp_path / "out"
+    with pytest.raises(sluice.JobFailed) as info:
+        sluice.Job(mapper=mapper, reducer=wc_reducer).run(src, out)
+    msg = str(info.value)
+    assert "ValueError" in msg and "invalid literal for int()" in msg
+    assert "while mapping the line 'oops'" in msg
+    assert "in mapper" in msg  # the user's frame in the traceback
+    assert isinstance(info.value.__cause__, ValueError)
+    assert not out.exists(), "a failed job commits no output"
+
+
+def test_a_reducer_exception_names_its_key(tmp_path):
+    src = write_lines(tmp_path / "in.txt", ["a b c"])
+
+    def reducer(key, values):
+        if key == "b":
+            raise KeyError("no b here")
+        yield key, len(values)
+
+    with pytest.raises(sluice.JobFailed, match="in the reducer of the key 'b'"):
+        sluice.Job(mapper=wc_mapper, reducer=reducer).run(src, tmp_path / "out")
+
+
+def test_a_mapper_giving_no_pairs_is_a_clear_error(tmp_path):
+    src = write_lines(tmp_path / "in.txt", ["a b"])
+    with pytest.raises(sluice.JobFailed, match=r"must give \(key, value\) pairs, not 'a'"):
+        sluice.Job(mapper=lambda line: line.split()).run(src, tmp_path / "out")
+
+
+def test_lines_that_are_not_utf8(tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"good line\nbad \xff\xfe line\n")
+    with pytest.raises(sluice.JobFailed, match="the line at byte 10 is not UTF-8"):
+        sluice.Job(mapper=wc_mapper, reducer=wc_reducer).run(src, tmp_path / "out")
+    job = sluice.Job(mapper=wc_mapper, reducer=wc_reducer, encoding_errors="replace")
+    job.run(src, tmp_path / "out2")
+    got = dict(sluice.read_output(tmp_path / "out2"))
+    assert got == {"good": 1, "line": 2, "bad": 1, "\ufffd\ufffd": 1}
+
+
+def test_an_existing_output_is_left_alone(tmp_path):
+    src = write_lines(tmp_path / "in.txt", ["a"])
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep").write_text("mine")
+    with pytest.raises(sluice.JobFailed, match="exists"):
+        sluice.Job(mapper=wc_mapper).run(src, out)
+    assert (out / "keep").read_text() == "mine"
+
+
+def test_bad_jobs_are_refused_before_running(tmp_path):
+    with pytest.raises(TypeError, match="needs a mapper"):
+        sluice.Job(reducer=wc_reducer)
+    with pytest.raises(TypeError, match="combiner needs a reducer"):
+        sluice.Job(mapper=wc_mapper, combiner=wc_reducer)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        sluice.Job(mapper=wc_mapper, mapperinit=print)
+    with pytest.raises(ValueError, match="output_format"):
+        sluice.Job(mapper=wc_mapper, output_format="xml").run(tmp_path, tmp_path / "o")
+
+
+def test_builtin_word_count_and_its_report(text, tmp_path):
+    out = tmp_path / "out"
+    report = sluice.run("wordcount", text, out, reducers=2, threads=2)
+    assert report["job"] == "wordcount"
+    assert report["target"] == "local"
+    assert report["input_bytes"] == sum(p.stat().st_size for p in text.iterdir())
+    got = {k: int(v) for k, v in sluice.read_output(out, format="raw")}
+    assert got == dict(counter_of(text))
+    assert "wordcount" in sluice.builtin_jobs()
+
+
+def test_builtin_job_errors(tmp_path):
+    with pytest.raises(sluice.JobFailed, match="wordcount"):
+        sluice.run("no-such-job", tmp_path, tmp_path / "o")
+    with pytest.raises(sluice.JobFailed):
+        sluice.run("wordcount", tmp_path / "missing", tmp_path / "o")
+    assert not (tmp_path / "o").exists()
+
+
+def test_gen_text_then_grep_with_params(tmp_path):
+    d = tmp_path / "gen"
+    sluice.gen_text(d, 300_000, seed=7)
+    size = sum(p.stat().st_size for p in d.iterdir())
+    assert 290_000 <= size <= 310_000
+    report = sluice.run("grep", d, tmp_path / "out", pattern="^the ")
+    want = sum(
+        1 for p in d.iterdir() for line in p.read_text().splitlines() if line.startswith("the ")
+    )
+    assert report["output_records"] >= 1 or want == 0
+    assert sum(int(v) for _, v in sluice.read_output(tmp_path / "out", format="raw")) == want
