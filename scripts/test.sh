@@ -24,7 +24,7 @@ cargo test --workspace
   .venv/bin/pip install --quiet --disable-pip-version-check maturin pytest
 PATH="$PWD/.venv/bin:$PATH" .venv/bin/pip install --quiet --disable-pip-version-check \
   --no-build-isolation .
-(cd python/tests && ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
+(cd python/tests && SLUICE_BIN="$PWD/../../target/debug/sluice" ../../.venv/bin/python -m pytest -q -p no:cacheprovider)
 # A smoke test of the peer harness: Sluice and DuckDB on tiny data, every
 # answer compared (the heavy peers are for bench/compare runs by hand).
 smoke="$(mktemp -d)"

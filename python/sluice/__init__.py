@@ -44,6 +44,8 @@ one thread at a time while the rest of the job runs beside it.
 
 import json
 import os
+import shlex
+import sys
 
 from . import _sluice
 from ._runtime import Runtime
@@ -129,6 +131,10 @@ class Job:
         split_size=None,
         overwrite=False,
         properties=None,
+        cluster=None,
+        coordinator=None,
+        secret_file=None,
+        replication=1,
     ):
         """Runs the job on the local engine over ``input`` (files,
         directories or globs, comma-separated or a list) into the
@@ -136,13 +142,50 @@ class Job:
 
         Raises :class:`JobFailed` when the job fails; an exception your
         code raised is its ``__cause__``, and its message has the
-        traceback and the record being processed."""
+        traceback and the record being processed.
+
+        With ``cluster=`` (a ``sluice cluster up`` directory) or
+        ``coordinator=`` (an address, with ``secret_file=`` or
+        ``$SLUICE_SECRET``) the job is submitted to that cluster instead:
+        ``input`` and ``output`` are data set names, and the job runs as a
+        Streaming job whose tasks are ``python -m sluice._task`` processes
+        of this interpreter (``sys.executable``), which every worker must
+        have with this package installed. The job object is pickled with
+        cloudpickle (functions of your own modules by value); a failed
+        task's traceback is in the error. A partitioner runs locally
+        only."""
+        if cluster is not None or coordinator is not None:
+            return self._submit(
+                input, output, reducers, memory, overwrite, properties,
+                dict(cluster=cluster, coordinator=coordinator, secret_file=secret_file,
+                     replication=replication),
+            )
         req = _request(
             self.name, None, input, output, reducers, threads, memory, split_size, overwrite,
             properties,
         )
         reports = json.loads(_sluice.run_python(Runtime(self), json.dumps(req)))
         return reports[-1]
+
+    def _submit(self, input, output, reducers, memory, overwrite, properties, where):
+        if self._user("partitioner") is not None:
+            raise ValueError(
+                "a Python partitioner runs on the local engine only: on a cluster the keys "
+                "are placed by the hash partitioner"
+            )
+        Runtime(self)  # checks the options here rather than on a worker
+        command = shlex.quote(sys.executable) + " -m sluice._task %s job.pkl"
+        params = {
+            "mapper": command % "map",
+            "reducer": command % "reduce" if self._user("reducer") is not None else None,
+            "combiner": command % "combine" if self._user("combiner") is not None else None,
+            "files": [["job.pkl", list(_pickle_job(self))]],
+        }
+        req = _request(
+            "streaming", params, input, output, reducers, None, memory, None, overwrite,
+            properties,
+        )
+        return _run_request(req, **where)
 
 
 def _request(job, params, input, output, reducers, threads, memory, split_size, overwrite,
@@ -199,6 +242,15 @@ def run(
         job, params or None, input, output, reducers, threads, memory, split_size, overwrite,
         properties,
     )
+    return _run_request(
+        req, cluster=cluster, coordinator=coordinator, secret_file=secret_file,
+        replication=replication,
+    )
+
+
+def _run_request(req, cluster, coordinator, secret_file, replication):
+    """Runs a built-in job's request; the last report, with every stage's
+    under ``"stages"`` when there were several."""
     reports = json.loads(
         _sluice.run_builtin(
             json.dumps(req),
@@ -212,6 +264,44 @@ def run(
     if len(reports) > 1:
         report = dict(report, stages=reports)
     return report
+
+
+def _pickle_job(job):
+    """The job pickled for the workers. Functions and classes of the
+    user's own modules (not the standard library's or an installed
+    package's) are pickled by value: a worker's task runs in a directory
+    of its own, where those modules cannot be imported."""
+    try:
+        import cloudpickle
+    except ImportError:  # pragma: no cover - a dependency of the package
+        raise ImportError("submitting a Python job to a cluster needs cloudpickle") from None
+    names = {type(job).__module__}
+    names.update(
+        getattr(f, "__module__", None) for f in vars(job).values() if callable(f)
+    )
+    registered = []
+    for name in names:
+        module = sys.modules.get(name or "")
+        if module is None or name == "__main__" or not _is_users(module):
+            continue
+        cloudpickle.register_pickle_by_value(module)
+        registered.append(module)
+    try:
+        return cloudpickle.dumps(job, protocol=4)
+    finally:
+        for module in registered:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+def _is_users(module):
+    """Whether ``module`` is the user's code rather than the standard
+    library, an installed package or this one."""
+    path = getattr(module, "__file__", None)
+    if not path or module.__name__.split(".")[0] in ("sluice", "cloudpickle"):
+        return False
+    if module.__name__.split(".")[0] in getattr(sys, "stdlib_module_names", ()):
+        return False
+    return not any(part in ("site-packages", "dist-packages") for part in path.split(os.sep))
 
 
 def builtin_jobs():
@@ -248,4 +338,7 @@ def read_output(path, format="json"):
             for line in f:
                 line = line[:-1] if line.endswith("\n") else line
                 key, tab, value = line.partition("\t")
-                yield load(key), (load(value) if tab else None)
+                # A key written alone: no tab, or (from a Streaming task) an
+                # empty value, which is not JSON.
+                alone = not tab or (not value and format == "json")
+                yield load(key), (None if alone else load(value))

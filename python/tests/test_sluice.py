@@ -291,3 +291,76 @@ def test_gen_text_then_grep_with_params(tmp_path):
     )
     assert report["output_records"] >= 1 or want == 0
     assert sum(int(v) for _, v in sluice.read_output(tmp_path / "out", format="raw")) == want
+
+
+# A cluster: `sluice cluster up` from the binary named by $SLUICE_BIN (the
+# test script sets it; without it these tests are skipped).
+SLUICE_BIN = os.environ.get("SLUICE_BIN")
+needs_cluster = pytest.mark.skipif(not SLUICE_BIN, reason="SLUICE_BIN names no sluice binary")
+
+
+@pytest.fixture
+def cluster(tmp_path, text):
+    import subprocess
+
+    def sluice_cli(*args):
+        subprocess.run([SLUICE_BIN, *map(str, args)], check=True, capture_output=True)
+
+    d = tmp_path / "cl"
+    sluice_cli("cluster", "up", "--workers", "2", "--dir", d)
+    try:
+        sluice_cli("put", text, "--dataset", "text", "--cluster", d)
+        yield d, sluice_cli
+    finally:
+        subprocess.run([SLUICE_BIN, "cluster", "down", "--dir", str(d)], capture_output=True)
+
+
+class ClusterWordCount(sluice.Job):
+    def mapper(self, line):
+        for w in line.split():
+            yield w, 1
+
+    def combiner(self, word, counts):
+        yield word, sum(counts)
+
+    def reducer(self, word, counts):
+        yield word, sum(counts)
+
+    def reducer_final(self):
+        yield ("a tuple", 1), None
+
+
+@needs_cluster
+def test_a_python_job_on_a_cluster(cluster, text, tmp_path):
+    d, sluice_cli = cluster
+    report = ClusterWordCount().run("text", "counts", cluster=d, reducers=2)
+    assert report["target"] == "cluster"
+    sluice_cli("get", "counts", tmp_path / "got", "--cluster", d)
+    got = list(sluice.read_output(tmp_path / "got"))
+    finals = [kv for kv in got if kv[0] == ["a tuple", 1]]
+    assert finals == [(["a tuple", 1], None)] * 2  # one per reducer
+    assert dict(kv for kv in got if kv[0] != ["a tuple", 1]) == dict(counter_of(text))
+
+    # A map-only job of closures, and a failing one.
+    suffix = "!"
+    sluice.Job(mapper=lambda line: [(line + suffix, len(line))], output_format="raw").run(
+        "text", "shout", coordinator=None, cluster=d
+    )
+    sluice_cli("get", "shout", tmp_path / "shout", "--cluster", d)
+    lines = sorted(v for _, v in sluice.read_output(tmp_path / "shout", format="raw"))
+    want = sorted(
+        str(len(line))
+        for p in text.iterdir()
+        for line in p.read_text().splitlines()
+    )
+    assert lines == want
+
+    def broken(line):
+        raise RuntimeError("broken mapper")
+
+    with pytest.raises(sluice.JobFailed, match="broken mapper"):
+        sluice.Job(mapper=broken).run("text", "never", cluster=d)
+    with pytest.raises(ValueError, match="local engine only"):
+        sluice.Job(mapper=wc_mapper, reducer=wc_reducer, partitioner=lambda k, n: 0).run(
+            "text", "never", cluster=d
+        )
