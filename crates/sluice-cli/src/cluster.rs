@@ -12,7 +12,8 @@ use sluice_client::{PutOptions, PutProgress};
 use sluice_coordinator::store::RackAware;
 use sluice_coordinator::{CoordinatorConfig, Scheduler};
 use sluice_driver::JobReport;
-use sluice_tools::conn::{connect, secret, target};
+use sluice_proto::auth::Secret;
+use sluice_tools::conn::{connect, resolve, secret, target};
 use sluice_worker::WorkerConfig;
 
 pub use sluice_tools::conn::Conn;
@@ -84,6 +85,25 @@ pub struct CoordinatorArgs {
     /// once it has been reported this long (ms).
     #[arg(long, default_value_t = 600_000)]
     orphan_grace_ms: u64,
+    /// Serve the web pages and Prometheus `/metrics` here (e.g.
+    /// 127.0.0.1:8080; port 0: any free port). Every request needs the
+    /// web token `sluice web` prints.
+    #[arg(long)]
+    http: Option<SocketAddr>,
+    /// Write the web pages' bound address to this file once serving.
+    #[arg(long)]
+    http_addr_file: Option<PathBuf>,
+    /// Finished jobs whose reports the job history keeps
+    /// (STATE_DIR/history), newest first.
+    #[arg(long, default_value_t = 1000)]
+    history: usize,
+}
+
+/// Writes `addr` to `f` whole (written beside it, renamed into place).
+fn write_addr(f: &std::path::Path, addr: &str) -> std::io::Result<()> {
+    let tmp = f.with_extension("tmp");
+    std::fs::write(&tmp, addr)?;
+    std::fs::rename(&tmp, f)
 }
 
 /// A coordinator's scheduling policy.
@@ -264,15 +284,18 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         },
         preemption_timeout: (a.preemption_timeout_ms > 0)
             .then(|| Duration::from_millis(a.preemption_timeout_ms)),
+        http: a.http,
+        history: a.history,
     };
     runtime()?.block_on(async {
-        let (addr, server) = sluice_coordinator::start(cfg).await?;
-        if let Some(f) = &a.addr_file {
-            let tmp = f.with_extension("tmp");
-            std::fs::write(&tmp, addr.to_string())?;
-            std::fs::rename(&tmp, f)?;
+        let started = sluice_coordinator::start(cfg).await?;
+        if let (Some(f), Some(http)) = (&a.http_addr_file, started.http) {
+            write_addr(f, &http.to_string())?;
         }
-        server.await?;
+        if let Some(f) = &a.addr_file {
+            write_addr(f, &started.addr.to_string())?;
+        }
+        started.server.await?;
         anyhow::Ok(())
     })
 }
@@ -329,6 +352,10 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
                 f.workers.len(),
                 dir.display()
             );
+            if let Some(http) = &f.http {
+                let secret = Secret::load(&dir.join("secret"))?;
+                println!("web pages: {}", web_url(http, &secret));
+            }
             Ok(())
         }
         ClusterCmd::Down { dir } => {
@@ -557,6 +584,72 @@ pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
             println!("{:<12} {:<10} {}", "", "", s.error);
         }
     }
+    Ok(())
+}
+
+/// The address of the web pages with the token that opens them.
+fn web_url(http: &str, secret: &Secret) -> String {
+    format!("http://{http}/?token={}", secret.web_token())
+}
+
+/// `sluice web`: where the cluster's web pages are, with their token.
+pub fn web(http: Option<&str>, conn: &Conn) -> anyhow::Result<()> {
+    let http = match http {
+        Some(h) => h.to_owned(),
+        None => embedded::load(&conn.cluster)?.http.ok_or_else(|| {
+            anyhow::anyhow!(
+                "the cluster in {} serves no web pages (its coordinator runs without --http)",
+                conn.cluster.display()
+            )
+        })?,
+    };
+    println!("{}", web_url(&http, &resolve(conn)?.1));
+    Ok(())
+}
+
+/// `sluice jobs --json`: every job the coordinator remembers, as JSON
+/// lines, each with its report when one is kept.
+pub fn jobs_json(conn: &Conn) -> anyhow::Result<()> {
+    let c = connect(conn)?;
+    for (s, what) in c.jobs()? {
+        let report = if s.state == "running" {
+            serde_json::Value::Null
+        } else {
+            let full = c.wait(s.job, Duration::ZERO)?;
+            serde_json::from_str(&full.report_json).unwrap_or(serde_json::Value::Null)
+        };
+        let line = serde_json::json!({
+            "job": s.job,
+            "state": s.state,
+            "pool": s.pool,
+            "description": what,
+            "error": s.error,
+            "maps": s.maps,
+            "maps_done": s.maps_done,
+            "reduces": s.reduces,
+            "reduces_done": s.reduces_done,
+            "report": report,
+        });
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// `sluice history JOB`: the report the coordinator keeps of a job that
+/// ended (the job history survives the coordinator's restarts).
+pub fn history(job: u64, conn: &Conn) -> anyhow::Result<()> {
+    let s = connect(conn)?.wait(job, Duration::ZERO)?;
+    anyhow::ensure!(
+        s.state != "running",
+        "job {job} is still running (its report is written when it ends)"
+    );
+    anyhow::ensure!(
+        !s.report_json.is_empty(),
+        "job {job} {} but its report is no longer kept (the history keeps the newest \
+         --history reports)",
+        s.state
+    );
+    println!("{}", s.report_json);
     Ok(())
 }
 

@@ -93,7 +93,29 @@ enum Command {
         conn: cluster::Conn,
     },
     /// List the cluster's jobs: running, succeeded, failed and killed (with why).
-    Jobs(cluster::Conn),
+    Jobs {
+        /// One JSON object a line, each with the job's report when kept.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
+    /// Print the report of a job that ended, from the coordinator's job
+    /// history (kept across its restarts).
+    History {
+        /// The job's id (as `sluice jobs` lists it).
+        job: u64,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
+    /// Print the address of the cluster's web pages with their token.
+    Web {
+        /// The web pages' address [default: the one in CLUSTER/cluster.json].
+        #[arg(long)]
+        http: Option<String>,
+        #[command(flatten)]
+        conn: cluster::Conn,
+    },
     /// Show the scheduler's pools and their use (`sluice pools reload`:
     /// read the coordinator's pools file again first).
     Pools {
@@ -382,7 +404,10 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
             name: Some(name),
             conn,
         } => cluster::ls_blocks(&name, &conn),
-        Command::Jobs(conn) => cluster::jobs(&conn),
+        Command::Jobs { json: false, conn } => cluster::jobs(&conn),
+        Command::Jobs { json: true, conn } => cluster::jobs_json(&conn),
+        Command::History { job, conn } => cluster::history(job, &conn),
+        Command::Web { http, conn } => cluster::web(http.as_deref(), &conn),
         Command::Pools {
             action,
             reload,

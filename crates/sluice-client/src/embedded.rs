@@ -22,6 +22,9 @@ type Result<T> = std::result::Result<T, ClusterError>;
 pub struct ClusterFile {
     pub coordinator: String,
     pub coordinator_pid: u32,
+    /// Where the coordinator serves its web pages and `/metrics`.
+    #[serde(default)]
+    pub http: Option<String>,
     pub workers: Vec<WorkerEntry>,
 }
 
@@ -71,7 +74,7 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
         .canonicalize()
         .map_err(|e| ClusterError::io("resolving", dir, e))?;
     let secret_file = write_secret(&dir)?;
-    let (addr, coordinator_pid) = start_coordinator(&dir, &secret_file, opts)?;
+    let (addr, http, coordinator_pid) = start_coordinator(&dir, &secret_file, opts)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let n = opts.workers;
     let slots = opts.slots.unwrap_or((cores / n.max(1)).max(1));
@@ -102,6 +105,7 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
     let f = ClusterFile {
         coordinator: addr,
         coordinator_pid,
+        http,
         workers,
     };
     let path = dir.join("cluster.json");
@@ -127,16 +131,28 @@ fn write_secret(dir: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Starts the coordinator on a port chosen now, not at bind time, so that
-/// one restarted with the same command line comes back where workers look;
-/// returns its address and pid.
-fn start_coordinator(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result<(String, u32)> {
-    let addr_file = dir.join("coordinator.addr");
-    let _ = std::fs::remove_file(&addr_file);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+/// A free port on the loopback interface, chosen now.
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| ClusterError::net("choosing a port on", "127.0.0.1", e))?
-        .port();
+        .port())
+}
+
+/// Starts the coordinator on ports chosen now, not at bind time, so that
+/// one restarted with the same command line comes back where workers look;
+/// returns its address, its web pages' address (served on loopback unless
+/// the coordinator flags say `--http` themselves) and its pid.
+fn start_coordinator(
+    dir: &Path,
+    secret_file: &Path,
+    opts: &UpOptions,
+) -> Result<(String, Option<String>, u32)> {
+    let addr_file = dir.join("coordinator.addr");
+    let http_file = dir.join("http.addr");
+    let _ = std::fs::remove_file(&addr_file);
+    let _ = std::fs::remove_file(&http_file);
+    let port = free_port()?;
     let mut args = vec![
         "coordinator".into(),
         "--listen".into(),
@@ -148,6 +164,14 @@ fn start_coordinator(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result
         "--addr-file".into(),
         path_arg(&addr_file),
     ];
+    if !opts.coordinator_flags.iter().any(|f| f.starts_with("--http")) {
+        args.extend([
+            "--http".into(),
+            format!("127.0.0.1:{}", free_port()?),
+            "--http-addr-file".into(),
+            path_arg(&http_file),
+        ]);
+    }
     args.extend(opts.coordinator_flags.iter().cloned());
     let pid = spawn(&opts.exe, dir, "coordinator.log", &args)?;
     let addr = wait_for(Duration::from_secs(20), || {
@@ -156,7 +180,9 @@ fn start_coordinator(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result
     .ok_or_else(|| {
         ClusterError::Config("the coordinator did not start; see coordinator.log".into())
     })?;
-    Ok((addr, pid))
+    // The web address is written before the coordinator's own.
+    let http = std::fs::read_to_string(&http_file).ok();
+    Ok((addr, http, pid))
 }
 
 /// Waits until the workers spawned as `pids` have registered.

@@ -102,6 +102,8 @@ pub fn heartbeats(tasks: usize) -> BeatCost {
         orphan_grace: Duration::from_secs(3600),
         scheduler: Scheduler::Fifo,
         preemption_timeout: None,
+        http: None,
+        history: 100,
     };
     let mut st = State::new(
         Arc::new(cfg),

@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod combine;
 pub mod editlog;
+mod metrics;
 pub mod policy;
 pub mod queues;
 pub mod report;
@@ -15,8 +16,9 @@ pub mod sched;
 pub mod service;
 pub mod state;
 pub mod store;
+mod web;
 
-pub use service::{start, CoordinatorConfig, Scheduler};
+pub use service::{start, CoordinatorConfig, Scheduler, Started};
 
 /// Scheduler settings from their command-line values (the rest default).
 pub fn sched_settings(

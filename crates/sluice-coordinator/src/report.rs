@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use sluice_proto::report::{
-    Attempts, ClusterReport, SlotPoint, Straggler, WorkerPhases, SLOT_POINTS,
+    AttemptSpan, Attempts, ClusterReport, SlotPoint, Straggler, WorkerPhases, SLOT_POINTS,
+    TIMELINE_ATTEMPTS,
 };
 
 use crate::sched::{
@@ -108,6 +109,7 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
         find_stragglers(&mut r.stragglers, job, kind, &mut secs, now);
     }
     r.slots.over_time = slots_over_time(job, end, now);
+    (r.timeline, r.timeline_dropped) = timeline(job, now);
     let read = r.cache.bytes_from_cache + r.cache.bytes_from_disk;
     if read > 0 {
         r.cache.hit_ratio = r.cache.bytes_from_cache as f64 / read as f64;
@@ -160,6 +162,42 @@ fn slots_over_time(job: &Job, end: Instant, now: Instant) -> Vec<SlotPoint> {
         }
     }
     points
+}
+
+/// Every attempt of the job as a span from its start to its end (or
+/// `now`), at most [`TIMELINE_ATTEMPTS`]; and how many were left out.
+fn timeline(job: &Job, now: Instant) -> (Vec<AttemptSpan>, u64) {
+    let mut spans = Vec::new();
+    let mut dropped = 0;
+    for kind in [MAP, REDUCE] {
+        for (i, t) in job.tasks(kind).iter().enumerate() {
+            for a in &t.attempts {
+                if spans.len() == TIMELINE_ATTEMPTS {
+                    dropped += 1;
+                    continue;
+                }
+                let start_s = a
+                    .started
+                    .saturating_duration_since(job.started)
+                    .as_secs_f64();
+                spans.push(AttemptSpan {
+                    task: task_name(kind, i),
+                    attempt: a.id,
+                    worker: a.uid.clone(),
+                    start_s,
+                    end_s: start_s + a.seconds(now),
+                    outcome: a.state.name().into(),
+                    speculative: a.speculative,
+                    level: if kind == MAP {
+                        a.level.name().into()
+                    } else {
+                        String::new()
+                    },
+                });
+            }
+        }
+    }
+    (spans, dropped)
 }
 
 fn count_attempt(n: &mut Attempts, a: &Attempt, now: Instant) {

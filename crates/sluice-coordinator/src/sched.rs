@@ -285,6 +285,19 @@ pub enum AttemptState {
     Lost,
 }
 
+impl AttemptState {
+    /// Its name, as reports spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AttemptState::Running => "running",
+            AttemptState::Succeeded => "succeeded",
+            AttemptState::Failed => "failed",
+            AttemptState::Killed => "killed",
+            AttemptState::Lost => "lost",
+        }
+    }
+}
+
 /// One run of a task on one worker.
 #[derive(Debug, Clone)]
 pub struct Attempt {

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
+use crate::metrics::Metrics;
 use crate::policy::{Fair, Fifo, Policy, Pools};
 use crate::sched::{JobId, Settings, WorkerId};
 use crate::state::{Answer, At, Event, State, Submission};
@@ -53,6 +54,10 @@ pub struct CoordinatorConfig {
     /// Fair preemption: a pool short of its minimum share this long takes
     /// slots back from pools over their share (`None`: never).
     pub preemption_timeout: Option<Duration>,
+    /// Where the web pages and `/metrics` are served (`None`: not at all).
+    pub http: Option<SocketAddr>,
+    /// Finished jobs whose reports are kept in `STATE_DIR/history`.
+    pub history: usize,
 }
 
 /// The scheduling policy a coordinator runs.
@@ -84,9 +89,11 @@ impl Scheduler {
 
 /// The state and where it is written, behind one lock: an event and the
 /// writes its step asks for happen together.
-struct Core {
-    state: State,
+pub(crate) struct Core {
+    pub(crate) state: State,
     store: StateDir,
+    /// Reports the history keeps.
+    history: usize,
     /// The catalog's edit log.
     log: CatalogLog,
 }
@@ -108,9 +115,17 @@ impl Core {
             let next = self.state.handle(Event::CatalogSaved { write, result }, at);
             wake |= next.wake;
             step.save_jobs |= next.save_jobs;
+            step.history.extend(next.history);
             step.catalog = next.catalog;
             if let Err(e) = next.answer {
                 step.answer = Err(e);
+            }
+        }
+        for (id, json) in &step.history {
+            // The job's outcome is in the records; its report is a record
+            // of what happened, so a failed write is logged, not fatal.
+            if let Err(e) = self.store.save_history(*id, json, self.history) {
+                tracing::error!("writing job {id}'s report to the history: {e}");
             }
         }
         if step.save_jobs {
@@ -142,6 +157,7 @@ pub struct Service {
     core: Arc<Mutex<Core>>,
     notify: Arc<Notify>,
     cfg: Arc<CoordinatorConfig>,
+    metrics: Arc<Metrics>,
 }
 
 type Reply<T> = Result<Response<T>, Status>;
@@ -151,10 +167,19 @@ fn invalid(e: impl std::fmt::Display) -> Status {
     Status::invalid_argument(e.to_string())
 }
 
-/// Starts the coordinator; returns its bound address and the server task.
-pub async fn start(
-    cfg: CoordinatorConfig,
-) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), ClusterError> {
+/// A started coordinator.
+#[derive(Debug)]
+pub struct Started {
+    /// Where its gRPC service listens.
+    pub addr: SocketAddr,
+    /// Where its web pages and `/metrics` are served, if they are.
+    pub http: Option<SocketAddr>,
+    /// The server task.
+    pub server: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the coordinator (and its web pages when configured).
+pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
     let store = StateDir::open(&cfg.state_dir)?;
     let epoch = store.next_epoch()?;
     let (log, catalog) = CatalogLog::open(store.clone())?;
@@ -178,13 +203,29 @@ pub async fn start(
         .local_addr()
         .map_err(|e| ClusterError::net("listening on", &cfg.listen.to_string(), e))?;
     let cfg = Arc::new(cfg);
-    let state = State::new(cfg.clone(), epoch, catalog, records, policy, At::now());
+    let history = store.load_history(cfg.history)?;
+    let state = State::new(cfg.clone(), epoch, catalog, records, policy, At::now())
+        .with_history(history);
     let svc = Service {
-        core: Arc::new(Mutex::new(Core { state, store, log })),
+        core: Arc::new(Mutex::new(Core {
+            state,
+            store,
+            log,
+            history: cfg.history,
+        })),
         notify: Arc::new(Notify::new()),
         cfg,
+        metrics: Arc::new(Metrics::new()),
     };
     svc.spawn_ticks();
+    let http = match svc.cfg.http {
+        Some(at) => Some(
+            crate::web::serve(at, svc.core.clone(), svc.cfg.secret.clone(), svc.metrics.clone())
+                .await
+                .map_err(|e| ClusterError::net("serving web pages on", &at.to_string(), e))?,
+        ),
+        None => None,
+    };
     let verify = sluice_proto::signed::VerifyLayer::new(svc.cfg.secret.clone());
     let server = CoordinatorServer::new(svc)
         .max_decoding_message_size(sluice_proto::signed::MAX_CONTROL_BODY)
@@ -207,7 +248,14 @@ pub async fn start(
         }
     });
     tracing::info!("coordinator epoch {epoch} listening on {addr}");
-    Ok((addr, handle))
+    if let Some(h) = http {
+        tracing::info!("web pages and /metrics on http://{h}/");
+    }
+    Ok(Started {
+        addr,
+        http,
+        server: handle,
+    })
 }
 
 impl Service {
@@ -295,7 +343,10 @@ impl Coordinator for Service {
         let notified = self.notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        match self.dispatch(Event::Heartbeat(r))? {
+        let t0 = Instant::now();
+        let answer = self.dispatch(Event::Heartbeat(r));
+        self.metrics.heartbeat(t0.elapsed().as_secs_f64());
+        match answer? {
             Answer::Heartbeat(Some(reply)) => return Ok(Response::new(reply)),
             Answer::Heartbeat(None) => {}
             a => return Err(unexpected(a)),
@@ -545,7 +596,7 @@ impl Coordinator for Service {
 pub const LIST_PAGE: usize = 1000;
 
 /// A data set summed up for a listing.
-fn summary(d: &DatasetMeta) -> proto::DatasetSummary {
+pub(crate) fn summary(d: &DatasetMeta) -> proto::DatasetSummary {
     let want = d.replication.max(1) as usize;
     let mut s = proto::DatasetSummary {
         name: d.name.to_string(),

@@ -174,6 +174,8 @@ pub struct Step {
     pub catalog: Option<CatalogWrite>,
     /// Write the job records.
     pub save_jobs: bool,
+    /// Reports of jobs that ended, to add to the job history.
+    pub history: Vec<(JobId, String)>,
     /// Waiting callers should look again.
     pub wake: bool,
 }
@@ -283,6 +285,47 @@ pub struct State {
     /// Since when each pool has been short of its minimum share, by slot
     /// kind (fair preemption).
     starved_since: HashMap<(String, TaskKind), Instant>,
+    /// Reports of jobs that ended under an earlier coordinator (the job
+    /// history, loaded at start; jobs of this one keep theirs).
+    history: BTreeMap<JobId, String>,
+    /// Reports of jobs that ended this step, to write to the history.
+    ended: Vec<(JobId, String)>,
+    /// Shuffle fetch failures reported since the coordinator started.
+    pub(crate) fetch_failures: u64,
+    /// The reports of the jobs that ended since the coordinator started,
+    /// summed (what `/metrics` counts).
+    pub(crate) totals: Totals,
+}
+
+/// Sums over the reports of ended jobs.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Totals {
+    pub attempts: sluice_proto::report::Attempts,
+    pub shuffle_bytes: u64,
+    pub input_bytes: u64,
+    pub output_bytes: u64,
+    pub maps_by_level: BTreeMap<String, u64>,
+    pub maps_from_cache: u64,
+}
+
+impl Totals {
+    fn add(&mut self, r: &sluice_proto::report::ClusterReport) {
+        let (a, b) = (&mut self.attempts, &r.attempts);
+        a.launched += b.launched;
+        a.failed += b.failed;
+        a.killed += b.killed;
+        a.lost += b.lost;
+        a.speculative += b.speculative;
+        a.damaged_replicas += b.damaged_replicas;
+        a.wasted_s += b.wasted_s;
+        self.shuffle_bytes += r.shuffle_bytes;
+        self.input_bytes += r.input_bytes;
+        self.output_bytes += r.output_bytes;
+        for (level, n) in &r.maps_by_level {
+            *self.maps_by_level.entry(level.clone()).or_default() += u64::from(*n);
+        }
+        self.maps_from_cache += u64::from(r.cache.maps_from_cache);
+    }
 }
 
 impl State {
@@ -314,6 +357,26 @@ impl State {
             jobs_dirty: false,
             policy,
             starved_since: HashMap::new(),
+            history: BTreeMap::new(),
+            ended: Vec::new(),
+            fetch_failures: 0,
+            totals: Totals::default(),
+        }
+    }
+
+    /// The reports of jobs that ended before this coordinator started.
+    pub fn with_history(mut self, history: BTreeMap<JobId, String>) -> Self {
+        self.history = history;
+        self
+    }
+
+    /// A job's report: its final one once it ended (from this
+    /// coordinator or the history), none while it runs.
+    pub(crate) fn report_json(&self, id: JobId) -> Option<&str> {
+        match self.jobs.get(&id) {
+            Some(j) if !j.report_json.is_empty() => Some(&j.report_json),
+            Some(_) => None,
+            None => self.history.get(&id).map(String::as_str),
         }
     }
 
@@ -368,6 +431,7 @@ impl State {
             answer,
             catalog: self.write.take(),
             save_jobs: std::mem::take(&mut self.jobs_dirty),
+            history: std::mem::take(&mut self.ended),
             wake,
         }
     }
@@ -697,6 +761,7 @@ impl State {
     }
 
     fn fetch_failed(&mut self, r: &proto::FetchFailedRequest) {
+        self.fetch_failures += 1;
         let cfg = self.cfg.clone();
         let now = self.at.now;
         if let Some(job) = self.jobs.get_mut(&JobId(r.job)) {
@@ -1369,7 +1434,9 @@ impl State {
         let workers = self.alive().count();
         let job = self.jobs.get_mut(&id).expect("job exists");
         let report = crate::report::of(job, workers);
+        self.totals.add(&report);
         job.report_json = serde_json::to_string_pretty(&report).expect("serializable");
+        self.ended.push((id, job.report_json.clone()));
         let succeeded = job.state == JobState::Succeeded;
         let mut kills = Vec::new();
         for (worker, kind, index, attempt) in job.running_attempts() {
@@ -1565,7 +1632,7 @@ impl State {
     }
 
     /// Slots of one kind on the live workers.
-    fn total_slots(&self) -> usize {
+    pub(crate) fn total_slots(&self) -> usize {
         self.alive().map(|w| w.info.slots as usize).sum()
     }
 
@@ -1685,6 +1752,7 @@ impl State {
             job: id.0,
             state: r.state.name().into(),
             error: r.error.clone(),
+            report_json: self.history.get(&id).cloned().unwrap_or_default(),
             ..Default::default()
         })
     }

@@ -86,6 +86,8 @@ fn config(s: Settings, preemption: Option<Duration>) -> CoordinatorConfig {
         orphan_grace: Duration::from_secs(3600),
         scheduler: Scheduler::Fifo,
         preemption_timeout: preemption,
+        http: None,
+        history: 100,
     }
 }
 

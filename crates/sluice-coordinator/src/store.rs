@@ -214,6 +214,66 @@ impl StateDir {
     }
 }
 
+/// Finished jobs' reports: `STATE_DIR/history/JOB.json`, one file each,
+/// written once when the job ends; the newest `keep` are kept.
+impl StateDir {
+    fn history_dir(&self) -> PathBuf {
+        self.dir.join("history")
+    }
+
+    /// Writes a finished job's report and removes the oldest reports past
+    /// `keep`.
+    pub fn save_history(&self, id: sluice_proto::ids::JobId, json: &str, keep: usize) -> Result<()> {
+        let dir = self.history_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
+        write_atomic(&dir.join(format!("{id}.json")), json.as_bytes())?;
+        let ids = self.history_ids()?;
+        for old in ids.iter().take(ids.len().saturating_sub(keep)) {
+            let path = dir.join(format!("{old}.json"));
+            std::fs::remove_file(&path).map_err(|e| ClusterError::io("removing", &path, e))?;
+        }
+        Ok(())
+    }
+
+    /// The ids of the kept reports, oldest first (ids grow with time).
+    fn history_ids(&self) -> Result<Vec<u64>> {
+        let dir = self.history_dir();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(ClusterError::io("listing", &dir, e)),
+        };
+        let mut ids: Vec<u64> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".json")?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// The newest `keep` finished jobs' reports, by job id. A report that
+    /// does not parse as JSON (a damaged file) is left out with a warning:
+    /// history is a record, not state the coordinator needs.
+    pub fn load_history(
+        &self,
+        keep: usize,
+    ) -> Result<BTreeMap<sluice_proto::ids::JobId, String>> {
+        let ids = self.history_ids()?;
+        let mut out = BTreeMap::new();
+        for id in ids.iter().skip(ids.len().saturating_sub(keep)) {
+            let path = self.history_dir().join(format!("{id}.json"));
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| ClusterError::io("reading", &path, e))?;
+            if serde_json::from_str::<serde_json::Value>(&text).is_err() {
+                tracing::warn!("{} is damaged; left out of the job history", path.display());
+                continue;
+            }
+            out.insert(sluice_proto::ids::JobId(*id), text);
+        }
+        Ok(out)
+    }
+}
+
 fn load_json<T: Default + for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
     match std::fs::read(path) {
         Ok(b) => serde_json::from_slice(&b).map_err(|e| damaged_state(path, &e.to_string())),
@@ -283,6 +343,23 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
     use sluice_proto::catalog::{BlockMeta, DatasetMeta, FileMeta};
+
+    #[test]
+    fn history_keeps_the_newest_reports_and_skips_damaged_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let s = StateDir::open(d.path()).unwrap();
+        for id in 1..=5u64 {
+            s.save_history(sluice_proto::ids::JobId(id), &format!("{{\"job_id\":{id}}}"), 3)
+                .unwrap();
+        }
+        let h = s.load_history(10).unwrap();
+        let ids: Vec<u64> = h.keys().map(|k| k.0).collect();
+        assert_eq!(ids, [3, 4, 5]);
+        std::fs::write(d.path().join("history/4.json"), "{ torn").unwrap();
+        let h = s.load_history(2).unwrap();
+        let ids: Vec<u64> = h.keys().map(|k| k.0).collect();
+        assert_eq!(ids, [5], "the damaged report is left out, the newest two asked");
+    }
 
     fn node(uid: &str, rack: &str) -> Node {
         Node {

@@ -66,6 +66,13 @@ impl Secret {
         mac_with(&self.0, parts)
     }
 
+    /// The token that opens the coordinator's web pages and metrics: a MAC
+    /// of a fixed label, so whoever holds the secret can compute it and
+    /// the secret itself never travels in a URL or a cookie.
+    pub fn web_token(&self) -> String {
+        hex(&self.mac(&[b"sluice web pages"])[..16])
+    }
+
     /// The token that signs shuffle fetches of `job`.
     pub fn job_token(&self, job: u64) -> [u8; 32] {
         self.mac(&[b"job:", &job.to_le_bytes()])

@@ -95,6 +95,33 @@ pub struct SlotPoint {
     pub reduces: f64,
 }
 
+/// One attempt of a task, for the job's timeline.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AttemptSpan {
+    /// The task, `m00003` or `r00000`.
+    pub task: String,
+    /// Its attempt number within the task.
+    pub attempt: u32,
+    /// The worker it ran on (its uid).
+    pub worker: String,
+    /// Seconds from the job's submission to its start.
+    pub start_s: f64,
+    /// Seconds from the job's submission to its end (to now while it
+    /// runs).
+    pub end_s: f64,
+    /// `running`, `succeeded`, `failed`, `killed` or `lost`.
+    pub outcome: String,
+    /// A backup attempt launched by speculation.
+    pub speculative: bool,
+    /// The locality level it was launched at (maps; empty for reduces).
+    pub level: String,
+}
+
+/// The most attempts [`ClusterReport::timeline`] holds; a job with more
+/// keeps the first ones launched and counts the rest in
+/// [`ClusterReport::timeline_dropped`].
+pub const TIMELINE_ATTEMPTS: usize = 20_000;
+
 /// Phase spans, seconds from submission.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Phases {
@@ -158,4 +185,11 @@ pub struct ClusterReport {
     pub receive_skew: f64,
     pub counters: BTreeMap<String, u64>,
     pub user_counters: BTreeMap<String, u64>,
+    /// Every attempt, maps then reduces, each task's in launch order (at
+    /// most [`TIMELINE_ATTEMPTS`]).
+    #[serde(default)]
+    pub timeline: Vec<AttemptSpan>,
+    /// Attempts left out of [`ClusterReport::timeline`].
+    #[serde(default)]
+    pub timeline_dropped: u64,
 }
