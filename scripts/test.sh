@@ -17,6 +17,11 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 .venv/bin/python -c "import duckdb, numpy" 2>/dev/null ||
   .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy
 export SLUICE_PYTHON="$PWD/.venv/bin/python"
+# Headless Chromium loads the coordinator's web pages in the web tests:
+# Debian's package.
+if ! command -v chromium >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 cargo test --workspace
 # The Python package: built into the venv with maturin as `pip install .`
 # does, then its pytest suite.

@@ -611,6 +611,7 @@ pub fn web(http: Option<&str>, conn: &Conn) -> anyhow::Result<()> {
 /// lines, each with its report when one is kept.
 pub fn jobs_json(conn: &Conn) -> anyhow::Result<()> {
     let c = connect(conn)?;
+    let mut out = Listing::new();
     for (s, what) in c.jobs()? {
         let report = if s.state == "running" {
             serde_json::Value::Null
@@ -630,7 +631,9 @@ pub fn jobs_json(conn: &Conn) -> anyhow::Result<()> {
             "reduces_done": s.reduces_done,
             "report": report,
         });
-        println!("{line}");
+        if !out.line(format_args!("{line}"))? {
+            break;
+        }
     }
     Ok(())
 }
@@ -649,7 +652,7 @@ pub fn history(job: u64, conn: &Conn) -> anyhow::Result<()> {
          --history reports)",
         s.state
     );
-    println!("{}", s.report_json);
+    Listing::new().line(format_args!("{}", s.report_json))?;
     Ok(())
 }
 

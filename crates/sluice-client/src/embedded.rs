@@ -164,7 +164,11 @@ fn start_coordinator(
         "--addr-file".into(),
         path_arg(&addr_file),
     ];
-    if !opts.coordinator_flags.iter().any(|f| f.starts_with("--http")) {
+    if !opts
+        .coordinator_flags
+        .iter()
+        .any(|f| f.starts_with("--http"))
+    {
         args.extend([
             "--http".into(),
             format!("127.0.0.1:{}", free_port()?),

@@ -142,8 +142,16 @@ fn describe() {
         Unit::Bytes,
         "Bytes the reducers of ended jobs fetched."
     );
-    describe_counter!("sluice_input_bytes_total", Unit::Bytes, "Input bytes of ended jobs.");
-    describe_counter!("sluice_output_bytes_total", Unit::Bytes, "Output bytes of ended jobs.");
+    describe_counter!(
+        "sluice_input_bytes_total",
+        Unit::Bytes,
+        "Input bytes of ended jobs."
+    );
+    describe_counter!(
+        "sluice_output_bytes_total",
+        Unit::Bytes,
+        "Output bytes of ended jobs."
+    );
     describe_counter!(
         "sluice_fetch_failures_total",
         "Shuffle fetches reducers reported failed."
@@ -156,7 +164,11 @@ fn describe() {
         "sluice_cache_misses_total",
         "Map reads of the live workers that their caches did not hold."
     );
-    describe_gauge!("sluice_cache_used_bytes", Unit::Bytes, "Bytes the live workers cache.");
+    describe_gauge!(
+        "sluice_cache_used_bytes",
+        Unit::Bytes,
+        "Bytes the live workers cache."
+    );
     describe_gauge!(
         "sluice_cache_capacity_bytes",
         Unit::Bytes,
@@ -217,10 +229,19 @@ mod tests {
         s.totals.shuffle_bytes = 12345;
         s.totals.maps_by_level.insert("node".into(), 7);
         let text = m.render(&s);
-        assert!(text.contains("sluice_jobs{state=\"succeeded\"} 3"), "{text}");
+        assert!(
+            text.contains("sluice_jobs{state=\"succeeded\"} 3"),
+            "{text}"
+        );
         assert!(text.contains("sluice_shuffle_bytes_total 12345"), "{text}");
-        assert!(text.contains("sluice_maps_total{level=\"node\"} 7"), "{text}");
+        assert!(
+            text.contains("sluice_maps_total{level=\"node\"} 7"),
+            "{text}"
+        );
         assert!(text.contains("sluice_heartbeat_seconds_count 1"), "{text}");
-        assert!(text.contains("# TYPE sluice_attempts_total counter"), "{text}");
+        assert!(
+            text.contains("# TYPE sluice_attempts_total counter"),
+            "{text}"
+        );
     }
 }

@@ -204,8 +204,8 @@ pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
         .map_err(|e| ClusterError::net("listening on", &cfg.listen.to_string(), e))?;
     let cfg = Arc::new(cfg);
     let history = store.load_history(cfg.history)?;
-    let state = State::new(cfg.clone(), epoch, catalog, records, policy, At::now())
-        .with_history(history);
+    let state =
+        State::new(cfg.clone(), epoch, catalog, records, policy, At::now()).with_history(history);
     let svc = Service {
         core: Arc::new(Mutex::new(Core {
             state,
@@ -220,9 +220,14 @@ pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
     svc.spawn_ticks();
     let http = match svc.cfg.http {
         Some(at) => Some(
-            crate::web::serve(at, svc.core.clone(), svc.cfg.secret.clone(), svc.metrics.clone())
-                .await
-                .map_err(|e| ClusterError::net("serving web pages on", &at.to_string(), e))?,
+            crate::web::serve(
+                at,
+                svc.core.clone(),
+                svc.cfg.secret.clone(),
+                svc.metrics.clone(),
+            )
+            .await
+            .map_err(|e| ClusterError::net("serving web pages on", &at.to_string(), e))?,
         ),
         None => None,
     };

@@ -223,7 +223,12 @@ impl StateDir {
 
     /// Writes a finished job's report and removes the oldest reports past
     /// `keep`.
-    pub fn save_history(&self, id: sluice_proto::ids::JobId, json: &str, keep: usize) -> Result<()> {
+    pub fn save_history(
+        &self,
+        id: sluice_proto::ids::JobId,
+        json: &str,
+        keep: usize,
+    ) -> Result<()> {
         let dir = self.history_dir();
         std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
         write_atomic(&dir.join(format!("{id}.json")), json.as_bytes())?;
@@ -254,10 +259,7 @@ impl StateDir {
     /// The newest `keep` finished jobs' reports, by job id. A report that
     /// does not parse as JSON (a damaged file) is left out with a warning:
     /// history is a record, not state the coordinator needs.
-    pub fn load_history(
-        &self,
-        keep: usize,
-    ) -> Result<BTreeMap<sluice_proto::ids::JobId, String>> {
+    pub fn load_history(&self, keep: usize) -> Result<BTreeMap<sluice_proto::ids::JobId, String>> {
         let ids = self.history_ids()?;
         let mut out = BTreeMap::new();
         for id in ids.iter().skip(ids.len().saturating_sub(keep)) {
@@ -349,8 +351,12 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let s = StateDir::open(d.path()).unwrap();
         for id in 1..=5u64 {
-            s.save_history(sluice_proto::ids::JobId(id), &format!("{{\"job_id\":{id}}}"), 3)
-                .unwrap();
+            s.save_history(
+                sluice_proto::ids::JobId(id),
+                &format!("{{\"job_id\":{id}}}"),
+                3,
+            )
+            .unwrap();
         }
         let h = s.load_history(10).unwrap();
         let ids: Vec<u64> = h.keys().map(|k| k.0).collect();
@@ -358,7 +364,11 @@ mod tests {
         std::fs::write(d.path().join("history/4.json"), "{ torn").unwrap();
         let h = s.load_history(2).unwrap();
         let ids: Vec<u64> = h.keys().map(|k| k.0).collect();
-        assert_eq!(ids, [5], "the damaged report is left out, the newest two asked");
+        assert_eq!(
+            ids,
+            [5],
+            "the damaged report is left out, the newest two asked"
+        );
     }
 
     fn node(uid: &str, rack: &str) -> Node {

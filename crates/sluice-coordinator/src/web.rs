@@ -114,7 +114,10 @@ async fn auth(AxState(web): AxState<Web>, req: Request, next: Next) -> Response 
     }
     let mut resp = next.run(req).await;
     if from_query.is_some() {
-        let c = format!("sluice_token={}; Path=/; HttpOnly; SameSite=Strict", web.token);
+        let c = format!(
+            "sluice_token={}; Path=/; HttpOnly; SameSite=Strict",
+            web.token
+        );
         if let Ok(v) = header::HeaderValue::from_str(&c) {
             resp.headers_mut().insert(header::SET_COOKIE, v);
         }
@@ -145,7 +148,11 @@ fn cookie(h: &HeaderMap) -> Option<String> {
 fn not_found(what: String) -> Response {
     (
         StatusCode::NOT_FOUND,
-        Html(layout("Not found", &format!("<p>{}</p>", esc(&what)), false)),
+        Html(layout(
+            "Not found",
+            &format!("<p>{}</p>", esc(&what)),
+            false,
+        )),
     )
         .into_response()
 }
@@ -173,7 +180,12 @@ fn job_rows(st: &State) -> (Vec<JobRow>, bool) {
         live |= s.state == "running";
         let req = r.request.as_ref();
         let seconds = match st.jobs.get(id) {
-            Some(j) => Some(j.finished.unwrap_or_else(std::time::Instant::now).duration_since(j.started).as_secs_f64()),
+            Some(j) => Some(
+                j.finished
+                    .unwrap_or_else(std::time::Instant::now)
+                    .duration_since(j.started)
+                    .as_secs_f64(),
+            ),
             None => report_of(st, *id).map(|r| r.phases.total_s),
         };
         rows.push(JobRow {
@@ -309,10 +321,18 @@ fn job_summary(r: &ClusterReport) -> String {
         .collect();
     let rows = vec![
         vec!["map phase".into(), format!("#{:.2} s", r.phases.map_s)],
-        vec!["reduce phase".into(), format!("#{:.2} s", r.phases.reduce_s)],
+        vec![
+            "reduce phase".into(),
+            format!("#{:.2} s", r.phases.reduce_s),
+        ],
         vec![
             "input".into(),
-            format!("{} in {} maps ({} blocks)", bytes(r.input_bytes), r.maps, r.input_blocks),
+            format!(
+                "{} in {} maps ({} blocks)",
+                bytes(r.input_bytes),
+                r.maps,
+                r.input_blocks
+            ),
         ],
         vec![
             "output".into(),
@@ -336,10 +356,13 @@ fn job_summary(r: &ClusterReport) -> String {
             ),
         ],
         vec!["receive skew".into(), format!("#{:.2}", r.receive_skew)],
-        vec!["slots held (mean)".into(), format!(
-            "{:.2} map, {:.2} reduce",
-            r.slots.mean_map_slots, r.slots.mean_reduce_slots
-        )],
+        vec![
+            "slots held (mean)".into(),
+            format!(
+                "{:.2} map, {:.2} reduce",
+                r.slots.mean_map_slots, r.slots.mean_reduce_slots
+            ),
+        ],
     ];
     table("summary", &["", ""], &rows)
 }
@@ -384,13 +407,26 @@ fn job_tables(r: &ClusterReport) -> String {
         "<h2>Workers</h2>{}<h2>Stragglers</h2>{}<h2>Counters</h2>{}",
         table(
             "per-worker",
-            &["worker", "maps", "map time", "from cache", "reduces", "reduce time", "input", "shuffle received"],
+            &[
+                "worker",
+                "maps",
+                "map time",
+                "from cache",
+                "reduces",
+                "reduce time",
+                "input",
+                "shuffle received"
+            ],
             &workers
         ),
         if stragglers.is_empty() {
             "<p class=\"muted\">none (no winning task over 1.5x its phase's median)</p>".into()
         } else {
-            table("stragglers", &["task", "worker", "time", "phase median"], &stragglers)
+            table(
+                "stragglers",
+                &["task", "worker", "time", "phase median"],
+                &stragglers,
+            )
         },
         table("counters", &["counter", "value"], &counters)
     )
@@ -431,7 +467,18 @@ async fn workers_page(AxState(web): AxState<Web>) -> Html<String> {
         .collect();
     body.push_str(&table(
         "workers",
-        &["id", "uid", "data address", "place", "state", "slots", "memory", "cache", "cached blocks", "cache hits / misses"],
+        &[
+            "id",
+            "uid",
+            "data address",
+            "place",
+            "state",
+            "slots",
+            "memory",
+            "cache",
+            "cached blocks",
+            "cache hits / misses",
+        ],
         &rows,
     ));
     for w in workers.iter().filter(|w| w.alive) {
@@ -457,22 +504,37 @@ async fn worker_charts(web: &Web, w: &sluice_proto::proto::WorkerInfo) -> String
         return "<p class=\"muted\">no samples yet</p>".into();
     };
     let ago = |t: u64| last.saturating_sub(t) as f64 / 1e3;
-    let cpu: Vec<(f64, f64)> = r.iter().map(|x| (ago(x.t_ms), x.host_cpu * 100.0)).collect();
-    let proc_: Vec<(f64, f64)> = r.iter().map(|x| (ago(x.t_ms), x.proc_cores * 100.0)).collect();
+    let cpu: Vec<(f64, f64)> = r
+        .iter()
+        .map(|x| (ago(x.t_ms), x.host_cpu * 100.0))
+        .collect();
+    let proc_: Vec<(f64, f64)> = r
+        .iter()
+        .map(|x| (ago(x.t_ms), x.proc_cores * 100.0))
+        .collect();
     let mb = |v: f64| v / 1e6;
-    let rx: Vec<(f64, f64)> = r.iter().map(|x| (ago(x.t_ms), mb(x.rx_bps + x.lo_bps))).collect();
+    let rx: Vec<(f64, f64)> = r
+        .iter()
+        .map(|x| (ago(x.t_ms), mb(x.rx_bps + x.lo_bps)))
+        .collect();
     let tx: Vec<(f64, f64)> = r.iter().map(|x| (ago(x.t_ms), mb(x.tx_bps))).collect();
     format!(
         "{}{}",
         page::chart(
             &format!("cpu-{}", url_seg(&w.uid)),
             "CPU % ({})",
-            &[("host %", "#4e79a7", cpu), ("worker % of a core", "#e15759", proc_)]
+            &[
+                ("host %", "#4e79a7", cpu),
+                ("worker % of a core", "#e15759", proc_)
+            ]
         ),
         page::chart(
             &format!("net-{}", url_seg(&w.uid)),
             "network MB/s ({})",
-            &[("received (with lo)", "#59a14f", rx), ("sent", "#f28e2b", tx)]
+            &[
+                ("received (with lo)", "#59a14f", rx),
+                ("sent", "#f28e2b", tx)
+            ]
         )
     )
 }
@@ -491,7 +553,11 @@ async fn datasets_page(AxState(web): AxState<Web>) -> Html<String> {
             .map(|d| {
                 let s = crate::service::summary(d);
                 vec![
-                    format!("<a href=\"/datasets/{}\">{}</a>", url_seg(&s.name), esc(&s.name)),
+                    format!(
+                        "<a href=\"/datasets/{}\">{}</a>",
+                        url_seg(&s.name),
+                        esc(&s.name)
+                    ),
                     format!("#{}", bytes(s.bytes)),
                     format!("#{}", s.files),
                     format!("#{}", s.blocks),
@@ -513,7 +579,16 @@ async fn datasets_page(AxState(web): AxState<Web>) -> Html<String> {
         },
         table(
             "datasets",
-            &["name", "bytes", "files", "blocks", "replication", "fewest replicas", "under-replicated", "origin"],
+            &[
+                "name",
+                "bytes",
+                "files",
+                "blocks",
+                "replication",
+                "fewest replicas",
+                "under-replicated",
+                "origin"
+            ],
             &rows
         )
     );
@@ -545,7 +620,11 @@ async fn dataset_page(AxState(web): AxState<Web>, Path(name): Path<String>) -> R
         }
         rows
     };
-    let body = table("blocks", &["file", "block", "id", "bytes", "replicas (worker uids)"], &rows);
+    let body = table(
+        "blocks",
+        &["file", "block", "id", "bytes", "replicas (worker uids)"],
+        &rows,
+    );
     Html(layout(&format!("Data set {name}"), &body, false)).into_response()
 }
 
@@ -565,7 +644,11 @@ async fn cache_page(AxState(web): AxState<Web>) -> Html<String> {
                 } else {
                     "every block".into()
                 },
-                esc(if d.worker.is_empty() { "one holder" } else { &d.worker }),
+                esc(if d.worker.is_empty() {
+                    "one holder"
+                } else {
+                    &d.worker
+                }),
                 esc(&d.pool),
             ]
         })
@@ -574,7 +657,10 @@ async fn cache_page(AxState(web): AxState<Web>) -> Html<String> {
         .workers
         .iter()
         .map(|w| {
-            let (i, c) = (w.worker.clone().unwrap_or_default(), w.cache.clone().unwrap_or_default());
+            let (i, c) = (
+                w.worker.clone().unwrap_or_default(),
+                w.cache.clone().unwrap_or_default(),
+            );
             let reads = c.hits + c.misses;
             let ratio = if reads > 0 {
                 format!("#{:.1}%", c.hits as f64 * 100.0 / reads as f64)
@@ -597,10 +683,25 @@ async fn cache_page(AxState(web): AxState<Web>) -> Html<String> {
         .collect();
     let body = format!(
         "<h2>Directives</h2>{}<h2>Workers' caches</h2>{}",
-        table("directives", &["id", "data set", "block", "worker", "pool"], &directives),
+        table(
+            "directives",
+            &["id", "data set", "block", "worker", "pool"],
+            &directives
+        ),
         table(
             "caches",
-            &["worker", "policy", "used", "capacity", "blocks", "pinned", "hits", "misses", "hit ratio", "evicted"],
+            &[
+                "worker",
+                "policy",
+                "used",
+                "capacity",
+                "blocks",
+                "pinned",
+                "hits",
+                "misses",
+                "hit ratio",
+                "evicted"
+            ],
             &workers
         )
     );
@@ -630,7 +731,16 @@ async fn pools_page(AxState(web): AxState<Web>) -> Html<String> {
         esc(&p.scheduler),
         table(
             "pools",
-            &["pool", "weight", "min share", "max share", "mode", "jobs", "map slots held", "reduce slots held"],
+            &[
+                "pool",
+                "weight",
+                "min share",
+                "max share",
+                "mode",
+                "jobs",
+                "map slots held",
+                "reduce slots held"
+            ],
             &rows
         )
     );
@@ -640,7 +750,10 @@ async fn pools_page(AxState(web): AxState<Web>) -> Html<String> {
 async fn metrics_text(AxState(web): AxState<Web>) -> Response {
     let snapshot = Snapshot::of(&web.state().state);
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         web.metrics.render(&snapshot),
     )
         .into_response()

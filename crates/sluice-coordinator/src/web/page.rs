@@ -65,11 +65,15 @@ pub fn layout(title: &str, body: &str, live: bool) -> String {
 /// A table of `head` columns and `rows` of already escaped cells; a cell
 /// starting with `#` is a number (right-aligned, the `#` dropped).
 pub fn table(id: &str, head: &[&str], rows: &[Vec<String>]) -> String {
-    let mut s = format!("<table id=\"{id}\"><thead><tr>");
-    for h in head {
-        let _ = write!(s, "<th>{}</th>", esc(h));
+    let mut s = format!("<table id=\"{id}\">");
+    if head.iter().any(|h| !h.is_empty()) {
+        s.push_str("<thead><tr>");
+        for h in head {
+            let _ = write!(s, "<th>{}</th>", esc(h));
+        }
+        s.push_str("</tr></thead>");
     }
-    s.push_str("</tr></thead><tbody>");
+    s.push_str("<tbody>");
     for r in rows {
         s.push_str("<tr>");
         for c in r {
@@ -134,10 +138,9 @@ pub fn lanes(spans: &[AttemptSpan]) -> BTreeMap<&str, Vec<Vec<usize>>> {
     for i in order {
         let s = &spans[i];
         let lanes = out.entry(s.worker.as_str()).or_default();
-        let free = lanes.iter_mut().find(|l| {
-            l.last()
-                .is_none_or(|&j| spans[j].end_s <= s.start_s + 1e-9)
-        });
+        let free = lanes
+            .iter_mut()
+            .find(|l| l.last().is_none_or(|&j| spans[j].end_s <= s.start_s + 1e-9));
         match free {
             Some(l) => l.push(i),
             None => lanes.push(vec![i]),
@@ -176,7 +179,13 @@ pub fn timeline(spans: &[AttemptSpan], total_s: f64) -> String {
                 esc(short(worker))
             );
             for &i in lane {
-                bar(&mut s, &spans[i], LABEL + spans[i].start_s * scale, y, scale);
+                bar(
+                    &mut s,
+                    &spans[i],
+                    LABEL + spans[i].start_s * scale,
+                    y,
+                    scale,
+                );
             }
             y += ROW;
         }
@@ -252,9 +261,13 @@ fn ticks(end: f64) -> Vec<f64> {
         .collect()
 }
 
-/// A line chart of `series` (name, colour, points of (seconds ago, value))
-/// over `ylabel`, as SVG: what a worker's CPU and network did.
-pub fn chart(id: &str, ylabel: &str, series: &[(&str, &str, Vec<(f64, f64)>)]) -> String {
+/// One line of a chart: its name, its colour, its points as (seconds
+/// ago, value).
+pub type Series<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
+
+/// A line chart of `series` over `ylabel`, as SVG: what a worker's CPU
+/// and network did.
+pub fn chart(id: &str, ylabel: &str, series: &[Series<'_>]) -> String {
     const W: f64 = 420.0;
     const H: f64 = 110.0;
     let max = series
@@ -268,9 +281,11 @@ pub fn chart(id: &str, ylabel: &str, series: &[(&str, &str, Vec<(f64, f64)>)]) -
         .fold(0.0, f64::max)
         .max(1.0);
     let mut s = format!(
-        "<svg id=\"{id}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{}\">\
-         <rect x=\"0\" y=\"0\" width=\"{W}\" height=\"{H}\" fill=\"#fafafa\" stroke=\"#ddd\"/>",
-        H + 16.0
+        "<svg id=\"{id}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{}\" \
+         viewBox=\"0 -16 {W} {}\"><rect x=\"0\" y=\"0\" width=\"{W}\" height=\"{H}\" \
+         fill=\"#fafafa\" stroke=\"#ddd\"/>",
+        H + 32.0,
+        H + 32.0
     );
     for (i, (name, colour, points)) in series.iter().enumerate() {
         let path: Vec<String> = points
@@ -289,7 +304,7 @@ pub fn chart(id: &str, ylabel: &str, series: &[(&str, &str, Vec<(f64, f64)>)]) -
     }
     let _ = write!(
         s,
-        "<text x=\"4\" y=\"12\">max {} · last {:.0} s</text></svg>",
+        "<text x=\"4\" y=\"-4\">max {} · last {:.0} s</text></svg>",
         esc(&ylabel.replace("{}", &format!("{max:.2}"))),
         span
     );
@@ -329,7 +344,10 @@ mod tests {
 
     #[test]
     fn text_is_escaped() {
-        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
         assert_eq!(url_seg("a b/c"), "a%20b%2Fc");
     }
 

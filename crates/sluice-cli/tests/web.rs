@@ -1,0 +1,342 @@
+//! The coordinator's web pages, metrics and job history as a user meets
+//! them on a live `sluice cluster up` cluster after a real job: each page
+//! served, loaded in headless Chromium and read from its DOM (the job
+//! listed, one timeline bar per attempt in the job's report), screenshots
+//! saved; a `/metrics` scrape parsed as Prometheus text with counters equal
+//! to the reports'; requests without the token refused with nothing of the
+//! cluster shown; the history kept, bounded, across a coordinator restart.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+mod support;
+
+use support::*;
+
+/// A reply: status, headers, body.
+struct Reply {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+/// `GET path` on `addr` with an extra header line, over a plain socket.
+fn get(addr: &str, path: &str, header: Option<&str>) -> Reply {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let extra = header.map_or_else(String::new, |h| format!("{h}\r\n"));
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{extra}\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    Reply {
+        status: head.split_whitespace().nth(1).unwrap().parse().unwrap(),
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// The web pages' address and token, as `sluice web` prints them.
+fn web(c: &Cluster) -> (String, String) {
+    let out = ok(c.cmd(&["web"]).output().unwrap());
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let rest = url.strip_prefix("http://").unwrap();
+    let (addr, token) = rest.split_once("/?token=").unwrap();
+    (addr.to_owned(), token.to_owned())
+}
+
+/// Runs word count over `input` into `output`; returns the job's id.
+fn wordcount(c: &Cluster, input: &str, output: &str) -> u64 {
+    ok(c.submit(&[
+        "wordcount",
+        "--input",
+        input,
+        "--output",
+        output,
+        "--reducers",
+        "2",
+    ])
+    .output()
+    .unwrap());
+    let out = ok(c.cmd(&["jobs", "--json"]).output().unwrap());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let last = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap());
+    last.filter(|j| {
+        j["description"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("-> {output}"))
+    })
+    .map(|j| j["job"].as_u64().unwrap())
+    .next_back()
+    .unwrap()
+}
+
+fn history(c: &Cluster, job: u64) -> serde_json::Value {
+    let out = ok(c.cmd(&["history", &job.to_string()]).output().unwrap());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The Chromium to drive: `$SLUICE_CHROMIUM`, else `chromium` on the
+/// path (scripts/test.sh installs Debian's).
+fn chromium() -> String {
+    std::env::var("SLUICE_CHROMIUM").unwrap_or_else(|_| "chromium".into())
+}
+
+fn headless(out_dir: &Path) -> Command {
+    let mut cmd = Command::new(chromium());
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--window-size=1280,1000",
+    ])
+    .arg(format!(
+        "--user-data-dir={}",
+        out_dir.join("profile").display()
+    ));
+    cmd
+}
+
+/// The page's DOM after Chromium loaded it.
+fn dom(out_dir: &Path, url: &str) -> String {
+    let out = headless(out_dir)
+        .arg("--dump-dom")
+        .arg(url)
+        .output()
+        .unwrap_or_else(|e| panic!("running {} (scripts/test.sh installs it): {e}", chromium()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn screenshot(out_dir: &Path, url: &str, name: &str) -> PathBuf {
+    let file = out_dir.join(format!("{name}.png"));
+    let out = headless(out_dir)
+        .arg(format!("--screenshot={}", file.display()))
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(&file).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 5000,
+        "{name}: no real screenshot"
+    );
+    file
+}
+
+/// Where screenshots are kept for a person to look at.
+fn screenshot_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-screenshots");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn pages_show_a_real_job_and_metrics_equal_its_report() {
+    let d = tempfile::tempdir().unwrap();
+    let c = Cluster::up(d.path(), 2, "");
+    let data = gen(d.path(), "4MB");
+    put(&c, &data, "txt", "1MB", "1");
+    let job = wordcount(&c, "txt", "wc");
+    let report = history(&c, job);
+    let (addr, token) = web(&c);
+
+    // Nothing without the token, or with a wrong one.
+    for (path, header) in [
+        ("/", None),
+        ("/metrics", None),
+        (&format!("/jobs/{job}") as &str, None),
+        ("/", Some("Authorization: Bearer 0000")),
+        ("/datasets", Some("Cookie: sluice_token=nope")),
+    ] {
+        let r = get(&addr, path, header);
+        assert_eq!(r.status, 401, "{path} {header:?}");
+        assert!(
+            !r.body.contains("wordcount") && !r.body.contains("txt"),
+            "{}",
+            r.body
+        );
+    }
+    let r = get(&addr, &format!("/?token={token}"), None);
+    assert_eq!(r.status, 200);
+    assert!(
+        r.head.to_lowercase().contains("set-cookie: sluice_token="),
+        "{}",
+        r.head
+    );
+    let cookie = format!("Cookie: sluice_token={token}");
+    for path in [
+        "/".to_owned(),
+        format!("/jobs/{job}"),
+        "/workers".into(),
+        "/datasets".into(),
+        "/datasets/txt".into(),
+        "/cache".into(),
+        "/pools".into(),
+    ] {
+        let r = get(&addr, &path, Some(&cookie));
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        assert!(r.body.contains("</html>"), "{path}");
+    }
+    assert_eq!(get(&addr, "/jobs/12345", Some(&cookie)).status, 404);
+
+    // The metrics parse as Prometheus text and count what the report does.
+    let bearer = format!("Authorization: Bearer {token}");
+    let text = get(&addr, "/metrics", Some(&bearer)).body;
+    let lines = text.lines().map(|l| Ok(l.to_owned()));
+    let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
+    let value = |name: &str, label: Option<(&str, &str)>| -> f64 {
+        let s = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+            .unwrap_or_else(|| panic!("{name} {label:?} missing:\n{text}"));
+        match s.value {
+            prometheus_parse::Value::Counter(v)
+            | prometheus_parse::Value::Gauge(v)
+            | prometheus_parse::Value::Untyped(v) => v,
+            _ => panic!("{name} is not a number"),
+        }
+    };
+    let n = |v: &serde_json::Value| v.as_u64().unwrap() as f64;
+    let a = &report["attempts"];
+    assert_eq!(
+        value("sluice_attempts_total", Some(("outcome", "launched"))),
+        n(&a["launched"])
+    );
+    assert_eq!(
+        value("sluice_attempts_total", Some(("outcome", "failed"))),
+        n(&a["failed"])
+    );
+    assert_eq!(
+        value("sluice_shuffle_bytes_total", None),
+        n(&report["shuffle_bytes"])
+    );
+    assert_eq!(
+        value("sluice_input_bytes_total", None),
+        n(&report["input_bytes"])
+    );
+    for (level, maps) in report["maps_by_level"].as_object().unwrap() {
+        assert_eq!(
+            value("sluice_maps_total", Some(("level", level))),
+            n(maps),
+            "{level}"
+        );
+    }
+    assert_eq!(value("sluice_jobs", Some(("state", "succeeded"))), 1.0);
+    assert_eq!(value("sluice_workers", Some(("state", "alive"))), 2.0);
+    assert_eq!(value("sluice_datasets", None), 2.0, "txt and wc");
+    assert!(text.contains("sluice_heartbeat_seconds_count"), "{text}");
+
+    // Chromium: the job in the list, one bar per attempt of the report.
+    let shots = screenshot_dir();
+    let url = |path: &str| format!("http://{addr}{path}?token={token}");
+    let jobs = dom(d.path(), &url("/"));
+    assert!(
+        jobs.contains(&format!(">{job}</a>")) && jobs.contains("wordcount"),
+        "{jobs}"
+    );
+    let page = dom(d.path(), &url(&format!("/jobs/{job}")));
+    let timeline = report["timeline"].as_array().unwrap();
+    assert_eq!(timeline.len() as u64, a["launched"].as_u64().unwrap());
+    assert_eq!(
+        page.matches("class=\"attempt\"").count(),
+        timeline.len(),
+        "{page}"
+    );
+    for span in timeline {
+        let task = span["task"].as_str().unwrap();
+        assert!(
+            page.contains(&format!("data-task=\"{task}\"")),
+            "{task} drawn"
+        );
+    }
+    let workers = dom(d.path(), &url("/workers"));
+    assert!(
+        workers.contains("id=\"cpu-") && workers.contains("<polyline"),
+        "{workers}"
+    );
+    let datasets = dom(d.path(), &url("/datasets"));
+    assert!(
+        datasets.contains(">txt</a>") && datasets.contains(">wc</a>"),
+        "{datasets}"
+    );
+    for (name, path) in [
+        ("jobs", "/".to_owned()),
+        ("job", format!("/jobs/{job}")),
+        ("workers", "/workers".into()),
+        ("datasets", "/datasets".into()),
+    ] {
+        let f = screenshot(d.path(), &url(&path), name);
+        std::fs::copy(&f, shots.join(format!("{name}.png"))).unwrap();
+    }
+}
+
+#[test]
+fn history_is_kept_bounded_across_a_coordinator_restart() {
+    let d = tempfile::tempdir().unwrap();
+    let c = Cluster::up(d.path(), 1, "--history 2");
+    let data = gen(d.path(), "1MB");
+    put(&c, &data, "txt", "1MB", "1");
+    let jobs: Vec<u64> = (0..3)
+        .map(|i| wordcount(&c, "txt", &format!("wc{i}")))
+        .collect();
+    let before: BTreeMap<u64, serde_json::Value> =
+        jobs.iter().map(|j| (*j, history(&c, *j))).collect();
+
+    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let argv = argv_of(pid);
+    signal(pid, "KILL");
+    let _again = restart_coordinator(&c, &argv, 1);
+
+    let err = fails(c.cmd(&["history", &jobs[0].to_string()]).output().unwrap());
+    assert!(err.contains("no longer kept"), "{err}");
+    for j in &jobs[1..] {
+        let after = history(&c, *j);
+        assert_eq!(
+            after, before[j],
+            "job {j}'s report is the one written when it ended"
+        );
+    }
+    let out = ok(c.cmd(&["jobs", "--json"]).output().unwrap());
+    let listed: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(listed.len(), 3, "every job is still in the records");
+    assert!(listed.iter().all(|j| j["state"] == "succeeded"));
+    let with_report = listed
+        .iter()
+        .filter(|j| j["report"]["job_id"].is_u64())
+        .count();
+    assert_eq!(with_report, 2);
+
+    // The restarted coordinator serves the kept report on the same page.
+    let (addr, token) = web(&c);
+    let r = get(&addr, &format!("/jobs/{}?token={token}", jobs[2]), None);
+    assert_eq!(r.status, 200);
+    let launched = before[&jobs[2]]["attempts"]["launched"].as_u64().unwrap() as usize;
+    assert_eq!(r.body.matches("class=\"attempt\"").count(), launched);
+}
