@@ -163,6 +163,10 @@ pub struct WorkerArgs {
     /// than the block it would evict).
     #[arg(long, default_value = "first", value_parser = sluice_worker::cache::Policy::parse)]
     cache_policy: sluice_worker::cache::Policy,
+    /// Serve Prometheus `/metrics` here (port 0: any free port; the
+    /// coordinator's workers page links it). Requests need the web token.
+    #[arg(long)]
+    http: Option<SocketAddr>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -323,6 +327,7 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
         block_report: Duration::from_millis(a.block_report_ms.max(10)),
         cache_size: a.cache_size.unwrap_or(memory / 4),
         cache_policy: a.cache_policy,
+        http: a.http,
     };
     runtime()?.block_on(sluice_worker::run(cfg))?;
     Ok(())

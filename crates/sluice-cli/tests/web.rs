@@ -249,6 +249,35 @@ fn pages_show_a_real_job_and_metrics_equal_its_report() {
     assert_eq!(value("sluice_datasets", None), 2.0, "txt and wc");
     assert!(text.contains("sluice_heartbeat_seconds_count"), "{text}");
 
+    // Each worker's own /metrics, linked from the workers page: its tasks
+    // add up to the job's attempts, its input to the job's.
+    let page = get(&addr, "/workers", Some(&cookie)).body;
+    let links: Vec<&str> = page
+        .split("<a href=\"http://")
+        .skip(1)
+        .map(|s| s.split_once("/metrics").unwrap().0)
+        .collect();
+    assert_eq!(links.len(), 2, "{page}");
+    let (mut tasks, mut input) = (0.0, 0.0);
+    for w in &links {
+        assert_eq!(get(w, "/metrics", None).status, 401);
+        let text = get(w, "/metrics", Some(&bearer)).body;
+        let scrape =
+            prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+        for s in &scrape.samples {
+            let prometheus_parse::Value::Counter(v) = s.value else {
+                continue;
+            };
+            match s.metric.as_str() {
+                "sluice_worker_tasks_total" => tasks += v,
+                "sluice_worker_input_bytes_total" => input += v,
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(tasks, n(&a["launched"]));
+    assert_eq!(input, n(&report["input_bytes"]));
+
     // Chromium: the job in the list, one bar per attempt of the report.
     let shots = screenshot_dir();
     let url = |path: &str| format!("http://{addr}{path}?token={token}");

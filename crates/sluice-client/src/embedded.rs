@@ -97,6 +97,9 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
             let each = host_memory() / 2 / u64::from(n.max(1));
             args.extend(["--memory".into(), each.to_string()]);
         }
+        if !opts.worker_flags.iter().any(|f| f.starts_with("--http")) {
+            args.extend(["--http".into(), "127.0.0.1:0".into()]);
+        }
         args.extend(opts.worker_flags.iter().cloned());
         let log = format!("worker-{i}.log");
         pids.push((spawn(&opts.exe, &dir, &log, &args)?, data));

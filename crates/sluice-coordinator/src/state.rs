@@ -533,6 +533,7 @@ impl State {
             alive: true,
             pid: r.pid,
             memory: r.memory,
+            http_addr: r.http_addr,
         };
         self.workers.insert(id, WorkerState::new(info, self.at.now));
         self.block_report(id, &r.blocks);

@@ -22,12 +22,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::extract::{Path, Request, State as AxState};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use sluice_proto::auth::{constant_eq, Secret};
+use sluice_proto::auth::{Secret, WebCredentials};
 use sluice_proto::ids::DatasetName;
 use sluice_proto::report::ClusterReport;
 use sluice_proto::sample::{rates, Sample};
@@ -98,22 +98,26 @@ pub(crate) async fn serve(
 /// Lets a request through only with the web token; one that brought it
 /// in its query gets the cookie.
 async fn auth(AxState(web): AxState<Web>, req: Request, next: Next) -> Response {
-    let from_query = query_token(req.uri().query().unwrap_or(""));
-    let given = from_query
-        .clone()
-        .or_else(|| bearer(req.headers()))
-        .or_else(|| cookie(req.headers()));
-    let ok = given.is_some_and(|t| constant_eq(t.as_bytes(), web.token.as_bytes()));
-    if !ok {
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer realm=\"sluice\"")],
-            "401: this page needs the cluster's web token (`sluice web` prints the address with it)\n",
-        )
-            .into_response();
+    let cookies: Vec<&str> = req
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let given = WebCredentials {
+        query: req.uri().query(),
+        authorization: req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+        cookies: &cookies,
+    };
+    if !given.allowed(&web.secret) {
+        return unauthorized();
     }
+    let set_cookie = given.query_token().is_some();
     let mut resp = next.run(req).await;
-    if from_query.is_some() {
+    if set_cookie {
         let c = format!(
             "sluice_token={}; Path=/; HttpOnly; SameSite=Strict",
             web.token
@@ -125,24 +129,14 @@ async fn auth(AxState(web): AxState<Web>, req: Request, next: Next) -> Response 
     resp
 }
 
-fn query_token(q: &str) -> Option<String> {
-    q.split('&')
-        .find_map(|kv| kv.strip_prefix("token="))
-        .map(str::to_owned)
-}
-
-fn bearer(h: &HeaderMap) -> Option<String> {
-    let v = h.get(header::AUTHORIZATION)?.to_str().ok()?;
-    v.strip_prefix("Bearer ").map(|t| t.trim().to_owned())
-}
-
-fn cookie(h: &HeaderMap) -> Option<String> {
-    h.get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|kv| kv.trim().strip_prefix("sluice_token="))
-        .map(str::to_owned)
+/// The answer to a request without the token: nothing of the cluster.
+pub(crate) fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer realm=\"sluice\"")],
+        "401: this page needs the cluster's web token (`sluice web` prints the address with it)\n",
+    )
+        .into_response()
 }
 
 fn not_found(what: String) -> Response {
@@ -462,6 +456,11 @@ async fn workers_page(AxState(web): AxState<Web>) -> Html<String> {
                 format!("#{} of {}", bytes(c.used), bytes(c.capacity)),
                 format!("#{}", c.blocks.len()),
                 format!("#{} / {}", c.hits, c.misses),
+                if w.http_addr.is_empty() {
+                    String::new()
+                } else {
+                    format!("<a href=\"http://{0}/metrics\">{0}</a>", esc(&w.http_addr))
+                },
             ]
         })
         .collect();
@@ -478,6 +477,7 @@ async fn workers_page(AxState(web): AxState<Web>) -> Html<String> {
             "cache",
             "cached blocks",
             "cache hits / misses",
+            "metrics",
         ],
         &rows,
     ));

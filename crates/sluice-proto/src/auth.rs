@@ -79,6 +79,44 @@ impl Secret {
     }
 }
 
+/// Where an HTTP request may carry the web token: its query's `token=`,
+/// an `Authorization: Bearer` header, or a `sluice_token` cookie.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WebCredentials<'a> {
+    pub query: Option<&'a str>,
+    pub authorization: Option<&'a str>,
+    /// Every `Cookie` header's value.
+    pub cookies: &'a [&'a str],
+}
+
+impl WebCredentials<'_> {
+    /// The token the request's query carries (it then gets the cookie).
+    pub fn query_token(&self) -> Option<&str> {
+        self.query?
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("token="))
+    }
+
+    /// Whether any of them is `secret`'s web token (compared without an
+    /// early exit).
+    pub fn allowed(&self, secret: &Secret) -> bool {
+        let want = secret.web_token();
+        let bearer = self
+            .authorization
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let cookie = self
+            .cookies
+            .iter()
+            .flat_map(|v| v.split(';'))
+            .find_map(|kv| kv.trim().strip_prefix("sluice_token="));
+        [self.query_token(), bearer, cookie]
+            .into_iter()
+            .flatten()
+            .any(|t| constant_eq(t.as_bytes(), want.as_bytes()))
+    }
+}
+
 /// HMAC-SHA256 of `parts` under `key`.
 pub fn mac_with(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     let mut m = <HmacSha256 as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
@@ -111,6 +149,41 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_web_token_is_taken_from_query_bearer_or_cookie() {
+        let s = Secret::new(&[7; 32]).unwrap();
+        let t = s.web_token();
+        let q = format!("a=1&token={t}");
+        let b = format!("Bearer {t}");
+        let c = [format!("x=1; sluice_token={t}")];
+        let c: Vec<&str> = c.iter().map(String::as_str).collect();
+        for ok in [
+            WebCredentials {
+                query: Some(&q),
+                ..Default::default()
+            },
+            WebCredentials {
+                authorization: Some(&b),
+                ..Default::default()
+            },
+            WebCredentials {
+                cookies: &c,
+                ..Default::default()
+            },
+        ] {
+            assert!(ok.allowed(&s));
+        }
+        let wrong = WebCredentials {
+            query: Some("token=00"),
+            authorization: Some("Basic x"),
+            cookies: &[],
+        };
+        assert!(!wrong.allowed(&s));
+        assert!(!WebCredentials::default().allowed(&s));
+        assert_eq!(Secret::new(&[8; 32]).unwrap().web_token().len(), t.len());
+        assert_ne!(Secret::new(&[8; 32]).unwrap().web_token(), t);
+    }
 
     #[test]
     fn short_secrets_are_refused() {

@@ -364,11 +364,18 @@ impl BlockCache {
         }
         (c.changed, c.counted) = (false, false);
         c.last_report = Some(std::time::Instant::now());
+        drop(c);
+        Some(self.stats())
+    }
+
+    /// What it holds now, as a report says it (changes no report state).
+    pub fn stats(&self) -> proto::CacheReport {
+        let c = self.lock();
         let mut blocks: Vec<String> = c.entries.keys().cloned().collect();
         blocks.sort();
         let mut pinned: Vec<String> = c.pins.iter().cloned().collect();
         pinned.sort();
-        Some(proto::CacheReport {
+        proto::CacheReport {
             blocks,
             used: c
                 .entries
@@ -381,7 +388,7 @@ impl BlockCache {
             misses: c.misses,
             evicted: c.evicted,
             pinned,
-        })
+        }
     }
 
     /// Marks the cache changed, so the next heartbeat reports it (a

@@ -14,6 +14,7 @@
 //! discards every running task's result.
 
 pub mod cache;
+pub mod metrics;
 
 use std::collections::{HashMap, HashSet};
 use std::net::{SocketAddr, TcpListener};
@@ -64,6 +65,8 @@ pub struct WorkerConfig {
     /// Bytes of blocks held in locked memory (0: no cache).
     pub cache_size: u64,
     pub cache_policy: cache::Policy,
+    /// Where to serve `/metrics` (`None`: nowhere).
+    pub http: Option<SocketAddr>,
 }
 
 /// How the block scanner verifies stored blocks, as an HDFS DataNode's
@@ -91,6 +94,9 @@ type Built = std::result::Result<(sluice_api::JobSpec, sluice_engine::EngineConf
 
 struct Shared {
     cfg: WorkerConfig,
+    metrics: Arc<metrics::WorkerMetrics>,
+    /// Where `/metrics` is served (empty: nowhere).
+    http_addr: String,
     uid: String,
     data_addr: String,
     /// Damaged replicas found outside a task's report (the scanner, side
@@ -109,10 +115,10 @@ struct Shared {
     /// Jobs the coordinator said have ended: a killed task of one that
     /// finishes late removes the job's files again.
     ended: Mutex<HashSet<u64>>,
-    running: Mutex<HashSet<AttemptKey>>,
+    running: Arc<Mutex<HashSet<AttemptKey>>>,
     unsent: Mutex<Vec<TaskReport>>,
     reregister: Notify,
-    cache: cache::BlockCache,
+    cache: Arc<cache::BlockCache>,
     /// Blocks for the cache's loading thread.
     loader: Mutex<std::sync::mpsc::Sender<Load>>,
 }
@@ -164,7 +170,23 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     data::serve(listener, layout.clone(), cfg.secret.clone(), Some(sampler));
     let rpc = connect(&cfg.coordinator, &cfg.secret, Duration::from_secs(60)).await?;
     let (loader, to_load) = std::sync::mpsc::channel();
+    let cache = Arc::new(cache::BlockCache::new(cfg.cache_size, cfg.cache_policy));
+    let running = Arc::new(Mutex::new(HashSet::new()));
+    let worker_metrics = Arc::new(metrics::WorkerMetrics::default());
+    let http_addr = match cfg.http {
+        Some(at) => {
+            let (c, r) = (cache.clone(), running.clone());
+            let now: metrics::Now = Arc::new(move || (c.stats(), lock(&r).len()));
+            metrics::serve(at, worker_metrics.clone(), cfg.secret.clone(), now)
+                .await
+                .map_err(|e| ClusterError::net("serving /metrics on", &at.to_string(), e))?
+                .to_string()
+        }
+        None => String::new(),
+    };
     let shared = Arc::new(Shared {
+        metrics: worker_metrics,
+        http_addr,
         uid: uid.clone(),
         data_addr: data_addr.clone(),
         corrupt: Mutex::new(Vec::new()),
@@ -176,10 +198,10 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         session: Mutex::new((0, 0)),
         cancelled: Mutex::new(HashSet::new()),
         ended: Mutex::new(HashSet::new()),
-        running: Mutex::new(HashSet::new()),
+        running,
         unsent: Mutex::new(Vec::new()),
         reregister: Notify::new(),
-        cache: cache::BlockCache::new(cfg.cache_size, cfg.cache_policy),
+        cache,
         loader: Mutex::new(loader),
         cfg,
     });
@@ -225,6 +247,7 @@ async fn register(shared: &Shared, uid: &str, data_addr: &str) -> Result<()> {
         pid: std::process::id(),
         blocks: Vec::new(),
         memory: shared.cfg.memory,
+        http_addr: shared.http_addr.clone(),
     };
     let mut tries = 0;
     loop {
@@ -337,7 +360,12 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
         blocks: listed.unwrap_or_default(),
         cache,
     };
-    match shared.rpc.clone().heartbeat(req).await {
+    let t0 = Instant::now();
+    let answer = shared.rpc.clone().heartbeat(req).await;
+    shared
+        .metrics
+        .heartbeat(t0.elapsed().as_secs_f64(), answer.is_ok());
+    match answer {
         Ok(r) => {
             if block_report {
                 *lock(&shared.last_block_report) = Some(Instant::now());
@@ -395,7 +423,13 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
             let mut report = run_task(&shared, &t);
             lock(&shared.running).remove(&key(&id));
-            if lock(&shared.cancelled).remove(&key(&id)) {
+            let cancelled = lock(&shared.cancelled).remove(&key(&id));
+            let kind = match TaskKind::from_wire(id.kind) {
+                Some(TaskKind::Reduce) => "reduce",
+                _ => "map",
+            };
+            shared.metrics.task(kind, &report, cancelled);
+            if cancelled {
                 discard(&shared, &report);
                 if lock(&shared.ended).contains(&id.job) {
                     // Its map output or scratch files may have appeared
