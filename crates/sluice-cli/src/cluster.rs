@@ -97,6 +97,15 @@ pub struct CoordinatorArgs {
     /// (STATE_DIR/history), newest first.
     #[arg(long, default_value_t = 1000)]
     history: usize,
+    /// The workers' hardware profile for the model's account of each job
+    /// (`sluice probe --save`'s file) [default: this host's saved profile,
+    /// else stated defaults].
+    #[arg(long)]
+    hardware: Option<PathBuf>,
+    /// Re-replication: copies of blocks short of replicas (a worker lost,
+    /// a replica damaged) each worker sends at once; 0 turns it off.
+    #[arg(long, default_value_t = 2)]
+    replication_streams: usize,
 }
 
 /// Writes `addr` to `f` whole (written beside it, renamed into place).
@@ -147,6 +156,10 @@ pub struct WorkerArgs {
     /// Block scanner read rate (bytes/s); 0 turns the scanner off.
     #[arg(long, default_value = "16MiB/s", value_parser = units::parse_rate)]
     scan_rate: u64,
+    /// Most bytes a second one re-replication copy this worker sends may
+    /// take (0: no limit).
+    #[arg(long, default_value = "64MiB/s", value_parser = units::parse_rate)]
+    replication_rate: u64,
     /// Seconds between the starts of two scans of every stored block.
     #[arg(long, default_value_t = 21_600.0)]
     scan_period_s: f64,
@@ -290,6 +303,8 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
             .then(|| Duration::from_millis(a.preemption_timeout_ms)),
         http: a.http,
         history: a.history,
+        hardware: sluice_tools::model::load_hardware(a.hardware.as_deref()),
+        replication_streams: a.replication_streams,
     };
     runtime()?.block_on(async {
         let started = sluice_coordinator::start(cfg).await?;
@@ -328,6 +343,7 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
         cache_size: a.cache_size.unwrap_or(memory / 4),
         cache_policy: a.cache_policy,
         http: a.http,
+        replication_rate: a.replication_rate,
     };
     runtime()?.block_on(sluice_worker::run(cfg))?;
     Ok(())
@@ -528,7 +544,17 @@ pub fn ls(conn: &Conn) -> anyhow::Result<()> {
         }
         // Only a data set with under-replicated blocks is read whole.
         let d = c.dataset(&s.name)?;
-        for b in d.blocks().filter(|b| b.replicas.len() < want) {
+        let live: Vec<String> = c
+            .info()?
+            .workers
+            .into_iter()
+            .filter(|w| w.alive)
+            .map(|w| w.uid)
+            .collect();
+        let intact = |b: &&sluice_proto::catalog::BlockMeta| {
+            b.replicas.iter().filter(|u| live.contains(u)).count()
+        };
+        for b in d.blocks().filter(|b| intact(b) < want) {
             let damaged: Vec<String> = b
                 .corrupt
                 .iter()
@@ -540,9 +566,9 @@ pub fn ls(conn: &Conn) -> anyhow::Result<()> {
                 "; damaged: "
             };
             let more = out.line(format_args!(
-                "  block {}: {} of {want} replicas intact{why}{}",
+                "  block {}: {} of {want} replicas intact on live workers{why}{}",
                 b.id,
-                b.replicas.len(),
+                intact(&b),
                 damaged.join("; ")
             ))?;
             if !more {

@@ -127,7 +127,12 @@ fn damaged_line(ls: &str, id: &str) -> Option<String> {
 fn a_damaged_replica_never_changes_an_answer() {
     let d = tempfile::tempdir().unwrap();
     let data = fixed_width(d.path(), 3_000_000);
-    let c = Cluster::up_with(d.path(), 3, "--heartbeat-ms 100", "--scan-rate 0");
+    let c = Cluster::up_with(
+        d.path(),
+        3,
+        "--heartbeat-ms 100 --replication-streams 0",
+        "--scan-rate 0",
+    );
     put(&c, &data, "words", "256KB", "2");
     let w0 = c.data_dirs()[0].clone();
     let harmed = harm_all(&w0);
@@ -176,7 +181,7 @@ fn the_block_scanner_and_block_reports_find_damage_before_a_job_does() {
     let c = Cluster::up_with(
         d.path(),
         3,
-        "--heartbeat-ms 100",
+        "--heartbeat-ms 100 --replication-streams 0",
         "--scan-rate 1GB/s --scan-period-s 0.3 --block-report-ms 300",
     );
     put(&c, &data, "words", "256KB", "2");
@@ -208,7 +213,12 @@ fn the_block_scanner_and_block_reports_find_damage_before_a_job_does() {
 fn a_block_with_no_intact_replica_fails_the_job_naming_every_copy() {
     let d = tempfile::tempdir().unwrap();
     let data = fixed_width(d.path(), 1_500_000);
-    let c = Cluster::up_with(d.path(), 3, "--heartbeat-ms 100", "--scan-rate 0");
+    let c = Cluster::up_with(
+        d.path(),
+        3,
+        "--heartbeat-ms 100 --replication-streams 0",
+        "--scan-rate 0",
+    );
     // Both replicas of one block damaged.
     put(&c, &data, "words", "256KB", "2");
     let dirs = c.data_dirs();
@@ -287,7 +297,12 @@ impl Rng {
 fn no_single_flipped_byte_of_any_stored_file_changes_an_answer() {
     let d = tempfile::tempdir().unwrap();
     let data = fixed_width(d.path(), 600_000);
-    let c = Cluster::up_with(d.path(), 3, "--heartbeat-ms 100", "--scan-rate 0");
+    let c = Cluster::up_with(
+        d.path(),
+        3,
+        "--heartbeat-ms 100 --replication-streams 0",
+        "--scan-rate 0",
+    );
     let local_out = local(d.path(), &data, WC);
     let mut rng = Rng(0x5eed_cafe_f00d_1234);
     let dirs = c.data_dirs();
@@ -482,7 +497,12 @@ fn a_full_disk_fails_writes_cleanly_and_leaves_no_orphans() {
     let Some(_fs) = Tmpfs::mount(&d.path().join("cluster/worker-1"), "16m") else {
         return;
     };
-    let c = Cluster::up_with(d.path(), 3, "--heartbeat-ms 100", "--scan-rate 0");
+    let c = Cluster::up_with(
+        d.path(),
+        3,
+        "--heartbeat-ms 100 --replication-streams 0",
+        "--scan-rate 0",
+    );
     let full = c.data_dirs()[1].clone();
     fill(&full, 300_000);
     // The put lands whole on the workers with room.

@@ -289,6 +289,14 @@ fn pages_show_a_real_job_and_metrics_equal_its_report() {
     let page = dom(d.path(), &url(&format!("/jobs/{job}")));
     let timeline = report["timeline"].as_array().unwrap();
     assert_eq!(timeline.len() as u64, a["launched"].as_u64().unwrap());
+    let model = &report["model"];
+    assert!(model["ideal_seconds"].as_f64().unwrap() > 0.0, "{model}");
+    let eff = model["efficiency"].as_f64().unwrap();
+    assert!(eff > 0.0 && eff.is_finite(), "{model}");
+    assert!(
+        page.contains("efficiency"),
+        "the model's account is on the job's page"
+    );
     assert_eq!(
         page.matches("class=\"attempt\"").count(),
         timeline.len(),

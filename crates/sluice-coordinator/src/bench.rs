@@ -104,6 +104,8 @@ pub fn heartbeats(tasks: usize) -> BeatCost {
         preemption_timeout: None,
         http: None,
         history: 100,
+        hardware: sluice_model::Hardware::defaults("a benchmark"),
+        replication_streams: 2,
     };
     let mut st = State::new(
         Arc::new(cfg),

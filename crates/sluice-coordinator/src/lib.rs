@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod combine;
 pub mod editlog;
+pub mod heal;
 mod metrics;
 pub mod policy;
 pub mod queues;

@@ -164,6 +164,37 @@ fn slots_over_time(job: &Job, end: Instant, now: Instant) -> Vec<SlotPoint> {
     points
 }
 
+/// The model's account of an ended job: its nodes are the workers that ran
+/// its winning tasks, phase 1 lasts from submission to the last winning
+/// map's end and phase 2 the rest; stragglers and receive skew are inside
+/// those phases (they are not measured apart on a cluster yet), so the
+/// efficiency is the ideal over the whole measured time.
+pub fn account(r: &ClusterReport, hw: &sluice_model::Hardware) -> sluice_model::Account {
+    let nodes = r.per_worker.len().max(1) as f64;
+    let maps_end = r
+        .timeline
+        .iter()
+        .filter(|s| s.task.starts_with('m') && s.outcome == "succeeded")
+        .map(|s| s.end_s)
+        .fold(0.0, f64::max);
+    let map_only = r.reducers == 0;
+    let phase1 = if map_only { r.phases.total_s } else { maps_end };
+    let slots = r.slots.mean_map_slots.max(1.0) / nodes;
+    let m = sluice_model::Measured {
+        nodes,
+        input: r.input_bytes as f64,
+        map_output: r.shuffle_bytes as f64,
+        output: r.output_bytes as f64,
+        map_only,
+        sort_memory: r.task_memory_bytes as f64 * slots.max(1.0),
+        phase1,
+        phase2: (r.phases.total_s - phase1).max(0.0),
+        stragglers: 0.0,
+        receive_skew: 0.0,
+    };
+    sluice_model::account(&m, hw)
+}
+
 /// Every attempt of the job as a span from its start to its end (or
 /// `now`), at most [`TIMELINE_ATTEMPTS`]; and how many were left out.
 fn timeline(job: &Job, now: Instant) -> (Vec<AttemptSpan>, u64) {

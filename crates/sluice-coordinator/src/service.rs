@@ -15,6 +15,7 @@
 //! the previous coordinator died are recorded as failed with the reason.
 
 use crate::editlog::CatalogLog;
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -58,6 +59,12 @@ pub struct CoordinatorConfig {
     pub http: Option<SocketAddr>,
     /// Finished jobs whose reports are kept in `STATE_DIR/history`.
     pub history: usize,
+    /// Each worker's disk and network rates, for the model's account of a
+    /// job (a probe's profile, or stated defaults).
+    pub hardware: sluice_model::Hardware,
+    /// Re-replication copies one worker sends at once (0: no
+    /// re-replication).
+    pub replication_streams: usize,
 }
 
 /// The scheduling policy a coordinator runs.
@@ -447,12 +454,17 @@ impl Coordinator for Service {
             n => (n as usize).min(LIST_PAGE),
         };
         let core = self.lock();
+        let live = core.state.live_uids();
         let from = (
             std::ops::Bound::Excluded(r.after.as_str()),
             std::ops::Bound::Unbounded,
         );
         let mut page = core.state.catalog.datasets.range::<str, _>(from);
-        let datasets = page.by_ref().take(limit).map(|(_, d)| summary(d)).collect();
+        let datasets = page
+            .by_ref()
+            .take(limit)
+            .map(|(_, d)| summary(d, &live))
+            .collect();
         Ok(Response::new(proto::DatasetList {
             datasets,
             more: page.next().is_some(),
@@ -600,8 +612,9 @@ impl Coordinator for Service {
 /// Most data sets one `ListDatasets` page holds.
 pub const LIST_PAGE: usize = 1000;
 
-/// A data set summed up for a listing.
-pub(crate) fn summary(d: &DatasetMeta) -> proto::DatasetSummary {
+/// A data set summed up for a listing: its replicas counted are the
+/// intact ones on the `live` workers (a lost worker's do not count).
+pub(crate) fn summary(d: &DatasetMeta, live: &HashSet<String>) -> proto::DatasetSummary {
     let want = d.replication.max(1) as usize;
     let mut s = proto::DatasetSummary {
         name: d.name.to_string(),
@@ -613,10 +626,11 @@ pub(crate) fn summary(d: &DatasetMeta) -> proto::DatasetSummary {
         ..Default::default()
     };
     for b in d.blocks() {
+        let n = b.replicas.iter().filter(|u| live.contains(*u)).count();
         s.bytes += b.len;
         s.blocks += 1;
-        s.min_replicas = s.min_replicas.min(b.replicas.len() as u32);
-        s.under_replicated += u64::from(b.replicas.len() < want);
+        s.min_replicas = s.min_replicas.min(n as u32);
+        s.under_replicated += u64::from(n < want);
     }
     if s.blocks == 0 {
         s.min_replicas = 0;

@@ -295,6 +295,8 @@ pub struct State {
     /// The reports of the jobs that ended since the coordinator started,
     /// summed (what `/metrics` counts).
     pub(crate) totals: Totals,
+    /// Re-replication of blocks short of replicas.
+    pub(crate) heal: crate::heal::Healing,
 }
 
 /// Sums over the reports of ended jobs.
@@ -361,6 +363,7 @@ impl State {
             ended: Vec::new(),
             fetch_failures: 0,
             totals: Totals::default(),
+            heal: crate::heal::Healing::default(),
         }
     }
 
@@ -536,6 +539,7 @@ impl State {
             http_addr: r.http_addr,
         };
         self.workers.insert(id, WorkerState::new(info, self.at.now));
+        self.heal.changed();
         self.block_report(id, &r.blocks);
         Ok(proto::RegisterReply {
             running_jobs: self
@@ -577,6 +581,9 @@ impl State {
         if r.block_report {
             self.block_report(worker, &r.blocks);
         }
+        for c in &r.replicated {
+            self.replicated(c);
+        }
         self.note_marks();
         self.settle_jobs();
         let reply = self.offer(worker);
@@ -596,6 +603,7 @@ impl State {
             t.output_copies = self.output_copies(job, worker, &*cfg.placement);
         }
         let pins = self.pins_for(worker);
+        let replicate = self.copies_for(worker);
         let w = self.workers.get_mut(&worker).expect("checked above");
         let ids: Vec<String> = pins.iter().map(|b| b.id.clone()).collect();
         let pins = (w.pins_sent.as_ref() != Some(&ids)).then(|| {
@@ -610,6 +618,66 @@ impl State {
             finished_jobs: std::mem::take(&mut w.finished_jobs),
             kept_blocks: std::mem::take(&mut w.kept_blocks),
             pins,
+            replicate,
+        }
+    }
+
+    /// The uids of the live workers.
+    pub(crate) fn live_uids(&self) -> HashSet<String> {
+        self.alive().map(|w| w.info.uid.clone()).collect()
+    }
+
+    /// Live workers by uid, as re-replication sees them.
+    fn live_by_uid(&self) -> BTreeMap<String, crate::heal::Live> {
+        self.alive()
+            .map(|w| {
+                let info = w.info.clone();
+                (info.uid.clone(), crate::heal::Live { info })
+            })
+            .collect()
+    }
+
+    /// The re-replication copies `worker` sends now.
+    fn copies_for(&mut self, worker: WorkerId) -> Vec<proto::ReplicateCommand> {
+        let streams = self.cfg.replication_streams;
+        let Some(uid) = self.workers.get(&worker).map(|w| w.info.uid.clone()) else {
+            return Vec::new();
+        };
+        if streams == 0 || self.heal.backlog() == 0 {
+            return Vec::new();
+        }
+        let live = self.live_by_uid();
+        let now = self.at.now;
+        let copies = self.heal.assign(&uid, &self.catalog, &live, streams, now);
+        for c in &copies {
+            // The new replica shows in the target's block report before
+            // the copy is reported: known, not an orphan.
+            let id = c.block.as_ref().map_or_else(String::new, |b| b.id.clone());
+            self.planned.insert(id, now);
+        }
+        copies
+    }
+
+    /// A holder's word on a re-replication copy: a copy made is a replica
+    /// in the catalog.
+    fn replicated(&mut self, r: &proto::ReplicateResult) {
+        let Some((dataset, target)) = self.heal.done(r) else {
+            return;
+        };
+        let Some(mut meta) = self.catalog.datasets.get(&dataset).cloned() else {
+            return;
+        };
+        let block = meta
+            .files
+            .iter_mut()
+            .flat_map(|f| f.blocks.iter_mut())
+            .find(|b| b.id == r.block);
+        let Some(b) = block else {
+            return;
+        };
+        if !b.replicas.contains(&target) {
+            b.replicas.push(target);
+            self.put_dataset(meta);
         }
     }
 
@@ -1019,6 +1087,10 @@ impl State {
             self.lose_worker(id);
         }
         let mut changed = !lost.is_empty();
+        if cfg.replication_streams > 0 {
+            let live = self.live_by_uid();
+            self.heal.tick(&self.catalog, &live, now);
+        }
         if self.alive().next().is_some() {
             self.last_alive = now;
         } else if now.duration_since(self.last_alive) > cfg.worker_timeout {
@@ -1122,6 +1194,7 @@ impl State {
         tracing::warn!("worker {} ({}) lost", w.info.uid, w.info.data_addr);
         w.info.alive = false;
         let uid = w.info.uid.clone();
+        self.heal.changed();
         // Its unknown blocks are judged again when it reports anew.
         self.unknown.retain(|(u, _), _| *u != uid);
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
@@ -1203,6 +1276,7 @@ impl State {
     /// its worker. Returns whether a replica was marked (a report about a
     /// replica already marked, or never held, changes nothing).
     fn mark_corrupt(&mut self, c: &proto::CorruptReplica) -> bool {
+        self.heal.changed();
         let uid = if c.worker.is_empty() {
             match self.alive().find(|w| w.info.data_addr == c.addr) {
                 Some(w) => w.info.uid.clone(),
@@ -1434,7 +1508,8 @@ impl State {
     fn end_job(&mut self, id: JobId) {
         let workers = self.alive().count();
         let job = self.jobs.get_mut(&id).expect("job exists");
-        let report = crate::report::of(job, workers);
+        let mut report = crate::report::of(job, workers);
+        report.model = Some(crate::report::account(&report, &self.cfg.hardware));
         self.totals.add(&report);
         job.report_json = serde_json::to_string_pretty(&report).expect("serializable");
         self.ended.push((id, job.report_json.clone()));
@@ -1848,6 +1923,7 @@ fn is_empty(r: &proto::HeartbeatReply) -> bool {
         && r.finished_jobs.is_empty()
         && r.kept_blocks.is_empty()
         && r.pins.is_none()
+        && r.replicate.is_empty()
 }
 
 /// The output blocks a job's commit put in the catalog (none unless it

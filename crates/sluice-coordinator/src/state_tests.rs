@@ -88,6 +88,8 @@ fn config(s: Settings, preemption: Option<Duration>) -> CoordinatorConfig {
         preemption_timeout: preemption,
         http: None,
         history: 100,
+        hardware: sluice_model::Hardware::defaults("a test"),
+        replication_streams: 2,
     }
 }
 

@@ -313,7 +313,7 @@ fn job_summary(r: &ClusterReport) -> String {
         .iter()
         .map(|(l, n)| format!("{} {n}", esc(l)))
         .collect();
-    let rows = vec![
+    let rows: Vec<Vec<String>> = vec![
         vec!["map phase".into(), format!("#{:.2} s", r.phases.map_s)],
         vec![
             "reduce phase".into(),
@@ -358,6 +358,26 @@ fn job_summary(r: &ClusterReport) -> String {
             ),
         ],
     ];
+    let mut rows = rows;
+    if let Some(m) = &r.model {
+        rows.push(vec![
+            "model (seed 004)".into(),
+            format!(
+                "ideal {:.3} s ({:?}; phase 1 {:.3} s by {:?}, phase 2 {:.3} s by {:?}) on {} nodes; \
+                 efficiency {:.1}% (ideal / actual), {:.1}x slower than ideal",
+                m.ideal_seconds,
+                m.variant,
+                m.phase1.ideal_s,
+                m.phase1.bottleneck,
+                m.phase2.ideal_s,
+                m.phase2.bottleneck,
+                m.nodes,
+                m.efficiency * 100.0,
+                m.slowdown
+            ),
+        ]);
+        rows.push(vec!["hardware".into(), esc(&m.hardware.source)]);
+    }
     table("summary", &["", ""], &rows)
 }
 
@@ -545,13 +565,14 @@ async fn datasets_page(AxState(web): AxState<Web>) -> Html<String> {
     let (rows, total) = {
         let core = web.state();
         let st = &core.state;
+        let live = st.live_uids();
         let rows: Vec<Vec<String>> = st
             .catalog
             .datasets
             .values()
             .take(DATASETS_LISTED)
             .map(|d| {
-                let s = crate::service::summary(d);
+                let s = crate::service::summary(d, &live);
                 vec![
                     format!(
                         "<a href=\"/datasets/{}\">{}</a>",

@@ -1,7 +1,7 @@
 //! Accounting a measured job against the model: ideal time, efficiency and
 //! the paper's per-phase breakdown.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{grep_ideal, ideal, ideal_equivalent_nodes, Ideal, Params, Resource, Variant};
 
@@ -14,7 +14,7 @@ pub const DEFAULT_DISK_WRITE: f64 = 400e6;
 pub const DEFAULT_NETWORK: f64 = 110e6;
 
 /// The rates the model uses, and where each came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hardware {
     /// `D_r`, bytes/s.
     pub disk_read: f64,
@@ -69,7 +69,7 @@ pub struct Measured {
 }
 
 /// One phase: measured against ideal.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PhaseAccount {
     /// Measured seconds.
     pub actual_s: f64,
@@ -80,7 +80,7 @@ pub struct PhaseAccount {
 }
 
 /// The model's view of a measured job.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Account {
     /// The rates used.
     pub hardware: Hardware,

@@ -30,11 +30,11 @@ pub use account::{
     account, Account, Hardware, Measured, PhaseAccount, DEFAULT_DISK_READ, DEFAULT_DISK_WRITE,
     DEFAULT_NETWORK,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The hardware and job parameters of the model. Sizes in bytes, rates in
 /// bytes per second.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Params {
     /// Nodes `n`.
     pub nodes: f64,
@@ -78,7 +78,7 @@ impl Params {
 }
 
 /// One of the four variants of the paper's Table 3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Variant {
     /// Map output sorted in memory, no backup write.
@@ -127,7 +127,7 @@ impl Variant {
 }
 
 /// The resource that bounds a phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Resource {
     /// Disk reads and writes.
@@ -137,7 +137,7 @@ pub enum Resource {
 }
 
 /// The ideal time of one phase.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PhaseIdeal {
     /// Seconds the phase's disk work needs.
     pub disk_seconds: f64,
@@ -166,7 +166,7 @@ impl PhaseIdeal {
 }
 
 /// The model's answer for a job.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Ideal {
     /// Ideal seconds of the whole job.
     pub seconds: f64,

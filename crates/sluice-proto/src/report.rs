@@ -192,4 +192,8 @@ pub struct ClusterReport {
     /// Attempts left out of [`ClusterReport::timeline`].
     #[serde(default)]
     pub timeline_dropped: u64,
+    /// The model's account of the job (seed 004): its ideal time on the
+    /// coordinator's hardware figures and its efficiency.
+    #[serde(default)]
+    pub model: Option<sluice_model::Account>,
 }

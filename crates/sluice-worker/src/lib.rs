@@ -67,6 +67,8 @@ pub struct WorkerConfig {
     pub cache_policy: cache::Policy,
     /// Where to serve `/metrics` (`None`: nowhere).
     pub http: Option<SocketAddr>,
+    /// Bytes per second one re-replication copy sends (0: no limit).
+    pub replication_rate: u64,
 }
 
 /// How the block scanner verifies stored blocks, as an HDFS DataNode's
@@ -102,6 +104,8 @@ struct Shared {
     /// Damaged replicas found outside a task's report (the scanner, side
     /// inputs), sent on the next heartbeat.
     corrupt: Mutex<Vec<proto::CorruptReplica>>,
+    /// Outcomes of re-replication copies, sent on the next heartbeat.
+    replicated: Mutex<Vec<proto::ReplicateResult>>,
     /// When the last block report was sent.
     last_block_report: Mutex<Option<Instant>>,
     /// Jobs built here, by id: built once (side inputs copied once) by the
@@ -190,6 +194,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         uid: uid.clone(),
         data_addr: data_addr.clone(),
         corrupt: Mutex::new(Vec::new()),
+        replicated: Mutex::new(Vec::new()),
         last_block_report: Mutex::new(None),
         jobs: Mutex::new(HashMap::new()),
         layout,
@@ -339,6 +344,7 @@ async fn heartbeats(shared: &Arc<Shared>) {
 async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
     let (worker_id, epoch) = *lock(&shared.session);
     let corrupt = std::mem::take(&mut *lock(&shared.corrupt));
+    let replicated = std::mem::take(&mut *lock(&shared.replicated));
     let due =
         lock(&shared.last_block_report).is_none_or(|t| t.elapsed() >= shared.cfg.block_report);
     // No report from a listing that failed (it would make blocks look
@@ -359,6 +365,7 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
         block_report,
         blocks: listed.unwrap_or_default(),
         cache,
+        replicated: replicated.clone(),
     };
     let t0 = Instant::now();
     let answer = shared.rpc.clone().heartbeat(req).await;
@@ -376,6 +383,7 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
             tracing::warn!("heartbeat failed: {}", e.message());
             lock(&shared.unsent).extend(reports);
             lock(&shared.corrupt).extend(corrupt);
+            lock(&shared.replicated).extend(replicated);
             if cache_sent {
                 shared.cache.unreported();
             }
@@ -399,6 +407,9 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
     }
     if let Some(pins) = r.pins {
         pin_blocks(shared, pins.blocks);
+    }
+    for c in r.replicate {
+        spawn_copy(shared, c);
     }
     for j in &r.finished_jobs {
         let running: Vec<_> = lock(&shared.running)
@@ -993,6 +1004,94 @@ fn fetch_block(
     }
     let _ = std::fs::remove_file(to);
     Err(last)
+}
+
+/// Sends a copy of a block this worker holds to another worker
+/// (re-replication), on a thread of its own: the replica is verified
+/// against its checksums first (damage is reported as such, and the copy
+/// fails), then streamed at most at `--replication-rate`; the target
+/// checks the length and CRC as for any write. The outcome goes with the
+/// next heartbeat.
+fn spawn_copy(shared: &Arc<Shared>, c: proto::ReplicateCommand) {
+    let (Some(b), Some(target)) = (c.block, c.target) else {
+        return;
+    };
+    let shared = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("replicate".into())
+        .spawn(move || {
+            let outcome = copy_block(&shared, &b, &target.data_addr);
+            if let Err(e) = &outcome {
+                tracing::warn!("copying block {} to {}: {e}", b.id, target.data_addr);
+            }
+            lock(&shared.replicated).push(proto::ReplicateResult {
+                block: b.id.clone(),
+                target: target.uid.clone(),
+                ok: outcome.is_ok(),
+                error: outcome.err().map_or_else(String::new, |e| e.to_string()),
+            });
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start a copy thread: {e}");
+    }
+}
+
+fn copy_block(shared: &Shared, b: &proto::BlockInfo, to: &str) -> Result<()> {
+    data::check_id(&b.id)?;
+    match sluice_proto::block::verify(&shared.layout, &b.id, Some((b.len, b.crc))) {
+        Ok(()) => {}
+        Err(Unusable::Damaged(d)) => {
+            let c = shared.own_damage(&b.id, &format!("{d} (sending a copy)"));
+            lock(&shared.corrupt).push(c);
+            return Err(ClusterError::Damaged {
+                block: b.id.clone(),
+                holder: shared.data_addr.clone(),
+                damage: d.to_string(),
+            });
+        }
+        Err(Unusable::Io(e)) => {
+            return Err(ClusterError::io("reading", &shared.layout.block(&b.id), e))
+        }
+    }
+    let path = shared.layout.block(&b.id);
+    let file = std::fs::File::open(&path).map_err(|e| ClusterError::io("reading", &path, e))?;
+    let mut paced = Paced::new(file, shared.cfg.replication_rate);
+    data::write_block(to, &shared.cfg.secret, &b.id, &mut paced, b.len, b.crc)
+}
+
+/// A reader that delivers at most `rate` bytes a second (0: no limit),
+/// sleeping as it goes, so re-replication leaves the disk and network to
+/// jobs.
+struct Paced<R> {
+    inner: R,
+    rate: u64,
+    start: Instant,
+    read: u64,
+}
+
+impl<R> Paced<R> {
+    fn new(inner: R, rate: u64) -> Self {
+        Paced {
+            inner,
+            rate,
+            start: Instant::now(),
+            read: 0,
+        }
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Paced<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.rate > 0 {
+            let due = Duration::from_secs_f64(self.read as f64 / self.rate as f64);
+            if let Some(wait) = due.checked_sub(self.start.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
 }
 
 /// Moves a task's output file into the block store as its output block,
