@@ -168,8 +168,13 @@ fn slots_over_time(job: &Job, end: Instant, now: Instant) -> Vec<SlotPoint> {
 /// its winning tasks, phase 1 lasts from submission to the last winning
 /// map's end and phase 2 the rest; stragglers and receive skew are inside
 /// those phases (they are not measured apart on a cluster yet), so the
-/// efficiency is the ideal over the whole measured time.
-pub fn account(r: &ClusterReport, hw: &sluice_model::Hardware) -> sluice_model::Account {
+/// efficiency is the ideal over the whole measured time. None for a job
+/// that read nothing (a generator's synthetic maps: the model has no
+/// ideal for it) or took no time.
+pub fn account(r: &ClusterReport, hw: &sluice_model::Hardware) -> Option<sluice_model::Account> {
+    if r.input_bytes == 0 || r.phases.total_s <= 0.0 {
+        return None;
+    }
     let nodes = r.per_worker.len().max(1) as f64;
     let maps_end = r
         .timeline
@@ -192,7 +197,9 @@ pub fn account(r: &ClusterReport, hw: &sluice_model::Hardware) -> sluice_model::
         stragglers: 0.0,
         receive_skew: 0.0,
     };
-    sluice_model::account(&m, hw)
+    let a = sluice_model::account(&m, hw);
+    // JSON has no NaN or infinity: a report must read back.
+    (a.ideal_seconds.is_finite() && a.efficiency.is_finite() && a.slowdown.is_finite()).then_some(a)
 }
 
 /// Every attempt of the job as a span from its start to its end (or

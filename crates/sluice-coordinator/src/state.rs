@@ -1509,7 +1509,7 @@ impl State {
         let workers = self.alive().count();
         let job = self.jobs.get_mut(&id).expect("job exists");
         let mut report = crate::report::of(job, workers);
-        report.model = Some(crate::report::account(&report, &self.cfg.hardware));
+        report.model = crate::report::account(&report, &self.cfg.hardware);
         self.totals.add(&report);
         job.report_json = serde_json::to_string_pretty(&report).expect("serializable");
         self.ended.push((id, job.report_json.clone()));

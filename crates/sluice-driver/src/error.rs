@@ -32,6 +32,9 @@ pub enum DriverError {
     /// A kind's plan is inconsistent.
     #[error("bad plan: {0}")]
     Plan(String),
+    /// An object store failed or refused an input or output.
+    #[error(transparent)]
+    Storage(#[from] sluice_storage::StorageError),
     /// A local file operation failed.
     #[error("{what}: {source}")]
     Io {

@@ -37,6 +37,40 @@ impl LocalTarget {
     pub(crate) fn run(
         &self,
         jobs: &Registry,
+        req: JobRequest,
+        plan: Plan,
+    ) -> Result<JobReport, DriverError> {
+        if !sluice_storage::is_remote(&req.output) {
+            return self.run_here(jobs, req, plan);
+        }
+        // An object store has no rename: the job commits to a local
+        // directory, whose files are then committed to the store.
+        let url = req.output.clone();
+        sluice_storage::check_output(&url, req.overwrite)?;
+        let staging = tempfile::Builder::new()
+            .prefix(".sluice-staging-")
+            .tempdir()
+            .map_err(DriverError::io("creating a staging directory"))?;
+        let local = staging.path().join("out");
+        let overwrite = req.overwrite;
+        let mut report = self.run_here(
+            jobs,
+            JobRequest {
+                output: local.display().to_string(),
+                overwrite: false,
+                ..req
+            },
+            plan,
+        )?;
+        sluice_storage::commit(&local, &url, overwrite)?;
+        report.output = url;
+        Ok(report)
+    }
+
+    /// Runs one job of a plan whose output is a local directory.
+    fn run_here(
+        &self,
+        jobs: &Registry,
         mut req: JobRequest,
         plan: Plan,
     ) -> Result<JobReport, DriverError> {
@@ -76,7 +110,11 @@ pub fn plan(input: &str, cfg: &EngineConfig) -> Result<Vec<Split>, DriverError> 
     if let Some(n) = input::synthetic_count(input)? {
         return Ok((0..n).map(Split::synthetic).collect());
     }
-    let files = input::resolve(input)?;
+    let files = if sluice_storage::is_remote(input) {
+        sluice_storage::resolve(input)?
+    } else {
+        input::resolve(input)?
+    };
     let total = input::total_len(&files);
     Ok(input::plan_splits(
         &files,
@@ -113,7 +151,13 @@ fn side_files(kind: &dyn JobKind, req: &JobRequest) -> Result<Vec<Vec<PathBuf>>,
 
 /// Names of `n` temporary outputs in a hidden directory beside `output`.
 pub(crate) fn temp_outputs(output: &str, n: usize) -> Result<Vec<String>, DriverError> {
-    let out = Path::new(output);
+    // An object store output's stages stay on this host.
+    let local = std::env::temp_dir().join("sluice-out");
+    let out = if sluice_storage::is_remote(output) {
+        local.as_path()
+    } else {
+        Path::new(output)
+    };
     let name = out
         .file_name()
         .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());

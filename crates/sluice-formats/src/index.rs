@@ -166,6 +166,7 @@ impl RangeIndex {
                 codec: Codec::None,
                 checks: None,
                 resident: None,
+                remote: None,
             }));
         }
         let meets = |c: &&Chunk| {

@@ -34,7 +34,39 @@ pub struct InputFile {
     /// The file's bytes, already in memory and verified (a block in a
     /// worker's cache): readers read them in place instead of the file.
     pub resident: Option<Resident>,
+    /// Where the bytes are when they are not a local file (an object in
+    /// an object store): readers read through it; `path` only names it.
+    pub remote: Option<Remote>,
 }
+
+/// A file's bytes somewhere other than the local file system, such as an
+/// object in an object store.
+pub trait RemoteSource: Send + Sync {
+    /// A reader of the bytes from `offset` on. `hint_end` is about where
+    /// the caller will stop (it may read a little past it, to finish a
+    /// record), so the source can size its requests.
+    fn open_at(&self, offset: u64, hint_end: u64)
+        -> std::io::Result<Box<dyn std::io::Read + Send>>;
+}
+
+/// A remote file's source, shared by its splits.
+#[derive(Clone)]
+pub struct Remote(pub Arc<dyn RemoteSource>);
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Remote")
+    }
+}
+
+/// Two are equal when they are the same source.
+impl PartialEq for Remote {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Remote {}
 
 /// Bytes a split reads in place instead of its file: a cached block,
 /// verified against its checksums when it was loaded, so readers hand out
@@ -121,6 +153,7 @@ impl Split {
                 codec: Codec::None,
                 checks: None,
                 resident: None,
+                remote: None,
             }),
             start: 0,
             end: 0,
@@ -166,6 +199,7 @@ impl Split {
                 codec: Codec::None,
                 checks,
                 resident,
+                remote: None,
             }),
             start: 0,
             end: len,
@@ -299,6 +333,7 @@ fn input_file(path: &Path) -> Result<InputFile> {
         codec,
         checks: None,
         resident: None,
+        remote: None,
     })
 }
 
@@ -489,6 +524,7 @@ mod tests {
             codec: Codec::None,
             checks: None,
             resident: None,
+            remote: None,
         };
         let s = plan_splits(std::slice::from_ref(&f), 300, RecordFormat::Lines);
         let bounds: Vec<_> = s.iter().map(|s| (s.start, s.end)).collect();
@@ -513,6 +549,7 @@ mod tests {
                 codec: Codec::None,
                 checks: None,
                 resident: None,
+                remote: None,
             })
             .collect();
         plan_splits(&files, 1000, RecordFormat::Lines)
@@ -558,7 +595,7 @@ mod props {
             target in 1u64..4000,
         ) {
             let files: Vec<InputFile> = lens.iter().enumerate().map(|(i, &len)| InputFile {
-                path: format!("f{i}").into(), len, codec: Codec::None, checks: None, resident: None,
+                path: format!("f{i}").into(), len, codec: Codec::None, checks: None, resident: None, remote: None,
             }).collect();
             let tasks = combine(plan_splits(&files, target, RecordFormat::Lines), target);
             let mut covered: Vec<Vec<(u64, u64)>> = vec![Vec::new(); files.len()];

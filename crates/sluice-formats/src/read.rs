@@ -68,7 +68,9 @@ where
 /// A byte source with errors that name the file.
 enum Source {
     Plain(File),
-    Gzip(Box<MultiGzDecoder<File>>),
+    Gzip(Box<MultiGzDecoder<Box<dyn Read + Send>>>),
+    /// A remote file's bytes (an object in a store).
+    Remote(Box<dyn Read + Send>),
     /// A stored block read through its chunk checksums.
     Checked(Box<CheckedReader>),
 }
@@ -79,6 +81,7 @@ impl Source {
             let r = match self {
                 Source::Checked(c) => return c.read_into(buf),
                 Source::Plain(f) => f.read(buf),
+                Source::Remote(r) => r.read(buf),
                 Source::Gzip(g) => g.read(buf),
             };
             match r {
@@ -86,7 +89,7 @@ impl Source {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     return Err(match self {
-                        Source::Plain(_) | Source::Checked(_) => {
+                        Source::Plain(_) | Source::Checked(_) | Source::Remote(_) => {
                             FormatError::io("reading", path, e)
                         }
                         Source::Gzip(_) => FormatError::Gzip {
@@ -111,18 +114,28 @@ fn open_at(split: &Split, format: RecordFormat) -> Result<(Source, u64, u64)> {
         let r = CheckedReader::open(path, sums.clone())?;
         return Ok((Source::Checked(Box::new(r)), 0, split.end));
     }
-    let mut file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
-    if split.file.codec == Codec::Gzip {
-        return Ok((
-            Source::Gzip(Box::new(MultiGzDecoder::new(file))),
-            0,
-            u64::MAX,
-        ));
-    }
     let first = match format {
         RecordFormat::Lines => split.start.saturating_sub(1),
         RecordFormat::Fixed(_) | RecordFormat::Paged(_) => split.start,
     };
+    if let Some(remote) = &split.file.remote {
+        let gzip = split.file.codec == Codec::Gzip;
+        let from = if gzip { 0 } else { first };
+        let r = remote
+            .0
+            .open_at(from, split.end)
+            .map_err(|e| FormatError::io("opening", path, e))?;
+        return Ok(if gzip {
+            (Source::Gzip(Box::new(MultiGzDecoder::new(r))), 0, u64::MAX)
+        } else {
+            (Source::Remote(r), first, split.end)
+        });
+    }
+    let mut file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
+    if split.file.codec == Codec::Gzip {
+        let r: Box<dyn Read + Send> = Box::new(file);
+        return Ok((Source::Gzip(Box::new(MultiGzDecoder::new(r))), 0, u64::MAX));
+    }
     file.seek(SeekFrom::Start(first))
         .map_err(|e| FormatError::io("seeking", path, e))?;
     Ok((Source::Plain(file), first, split.end))

@@ -1,0 +1,296 @@
+//! Jobs reading and writing S3 paths against a real S3 server (moto's,
+//! installed by scripts/test.sh in the project's venv): word count from
+//! `s3://` input (many ranged splits, and a gzip object) equals the local
+//! answer; the output is committed with a manifest, refused when it exists
+//! unless `--overwrite`, which replaces it whole; a committer killed
+//! before its manifest leaves nothing readable, and the next job to the
+//! same path cleans up after it.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+mod common;
+mod support;
+
+use support::*;
+
+/// The venv's Python (scripts/test.sh sets it).
+fn python() -> PathBuf {
+    PathBuf::from(std::env::var("SLUICE_PYTHON").unwrap_or_else(|_| ".venv/bin/python".into()))
+}
+
+/// A moto S3 server on a free loopback port, stopped when dropped.
+struct Moto {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn moto() -> Moto {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = python().parent().unwrap().join("moto_server");
+    let child = Command::new(&server)
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "starting {} (scripts/test.sh installs it): {e}",
+                server.display()
+            )
+        });
+    let url = format!("http://127.0.0.1:{port}");
+    poll(|| std::net::TcpStream::connect(("127.0.0.1", port)).ok());
+    Moto { child, url }
+}
+
+impl Moto {
+    /// `sluice` with the server's endpoint and credentials.
+    fn sluice(&self) -> Command {
+        let mut c = sluice();
+        c.env("AWS_ENDPOINT_URL", &self.url)
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1");
+        c
+    }
+
+    /// Runs a Python snippet with an S3 client `s` on the server; returns
+    /// what it printed.
+    fn py(&self, code: &str) -> String {
+        let prelude = format!(
+            "import boto3, sys\ns = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', \
+             aws_secret_access_key='test', region_name='us-east-1')\n",
+            self.url
+        );
+        let out = ok(Command::new(python())
+            .arg("-c")
+            .arg(prelude + code)
+            .output()
+            .unwrap());
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn upload(&self, file: &Path, key: &str) {
+        self.py(&format!(
+            "s.upload_file({:?}, 'data', {key:?})",
+            file.display().to_string()
+        ));
+    }
+
+    /// Keys under `prefix`, sorted.
+    fn keys(&self, prefix: &str) -> Vec<String> {
+        let out = self.py(&format!(
+            "r = s.list_objects_v2(Bucket='data', Prefix={prefix:?})\n\
+             print('\\n'.join(sorted(o['Key'] for o in r.get('Contents', []))))"
+        ));
+        out.lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn get(&self, key: &str) -> Vec<u8> {
+        let out = ok(Command::new(python())
+            .arg("-c")
+            .arg(format!(
+                "import boto3, sys\ns = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', \
+                 aws_secret_access_key='test', region_name='us-east-1')\n\
+                 sys.stdout.buffer.write(s.get_object(Bucket='data', Key={key:?})['Body'].read())",
+                self.url
+            ))
+            .output()
+            .unwrap());
+        out.stdout
+    }
+
+    /// The committed output at `prefix`: its manifest's files, read in
+    /// order, by their names without the job's suffix.
+    fn output(&self, prefix: &str) -> Vec<(String, Vec<u8>)> {
+        let m: serde_json::Value =
+            serde_json::from_slice(&self.get(&format!("{prefix}/_SUCCESS"))).unwrap();
+        let job = m["job"].as_str().unwrap().to_owned();
+        m["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let key = f["key"].as_str().unwrap();
+                let name = key.strip_suffix(&format!("-{job}")).unwrap().to_owned();
+                (name, self.get(&format!("{prefix}/{key}")))
+            })
+            .collect()
+    }
+}
+
+fn local_parts(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    part_files(dir)
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect()
+}
+
+fn wc(m: &Moto, input: &str, output: &str, extra: &[&str]) -> std::process::Output {
+    m.sluice()
+        .args([
+            "run",
+            "wordcount",
+            "--reducers",
+            "2",
+            "--split-size",
+            "256KB",
+            "-q",
+        ])
+        .args(["--input", input, "--output", output])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn word_count_reads_and_commits_s3_paths() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "3MB");
+    let m = moto();
+    m.py("s.create_bucket(Bucket='data')");
+    m.upload(&part_files(&data)[0], "in/part-00000");
+    let gz = d.path().join("more.gz");
+    ok(Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "head -c 200000 {} | gzip > {}",
+            part_files(&data)[0].display(),
+            gz.display()
+        ))
+        .output()
+        .unwrap());
+    m.upload(&gz, "in/more.gz");
+
+    // The local answer over the same bytes.
+    let local_in = d.path().join("local-in");
+    std::fs::create_dir_all(&local_in).unwrap();
+    std::fs::copy(part_files(&data)[0].clone(), local_in.join("part-00000")).unwrap();
+    std::fs::copy(&gz, local_in.join("more.gz")).unwrap();
+    let want = local(
+        d.path(),
+        &local_in,
+        &["wordcount", "--reducers", "2", "--split-size", "256KB"],
+    );
+
+    ok(wc(&m, "s3://data/in", "s3://data/out", &[]));
+    assert_eq!(m.output("out"), local_parts(&want));
+
+    // Refused when committed, unless --overwrite, which replaces it whole.
+    let err = fails(wc(&m, "s3://data/in/part-00000", "s3://data/out", &[]));
+    assert!(
+        err.contains("already exists") && err.contains("--overwrite"),
+        "{err}"
+    );
+    let before = m.keys("out/");
+    ok(wc(
+        &m,
+        "s3://data/in/part-*",
+        "s3://data/out",
+        &["--overwrite"],
+    ));
+    let after = m.keys("out/");
+    assert_eq!(after.len(), 3, "two parts and the manifest: {after:?}");
+    assert!(
+        after
+            .iter()
+            .all(|k| k.ends_with("_SUCCESS") || !before.contains(k)),
+        "the old parts are gone: {before:?} -> {after:?}"
+    );
+    // A committed output reads back as input: its manifest's objects.
+    ok(m.sluice()
+        .args([
+            "run",
+            "grep",
+            "--pattern",
+            "^a",
+            "--input",
+            "s3://data/out",
+            "-q",
+            "--output",
+        ])
+        .arg(d.path().join("g"))
+        .output()
+        .unwrap());
+
+    // A missing path is a clear error.
+    let err = fails(wc(&m, "s3://data/nothing-here", "s3://data/o2", &[]));
+    assert!(
+        err.contains("does not exist") && err.contains("s3://data/nothing-here"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_committer_killed_before_its_manifest_leaves_nothing_readable() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "1MB");
+    let m = moto();
+    m.py("s.create_bucket(Bucket='data')");
+    m.upload(&part_files(&data)[0], "in/part-00000");
+    // The reference: the same job committed whole.
+    ok(wc(&m, "s3://data/in", "s3://data/out", &[]));
+    let died = m
+        .sluice()
+        .env("SLUICE_FAULT_S3_COMMIT", "before-manifest")
+        .args([
+            "run",
+            "wordcount",
+            "--reducers",
+            "2",
+            "--split-size",
+            "256KB",
+            "-q",
+        ])
+        .args(["--input", "s3://data/in", "--output", "s3://data/half"])
+        .output()
+        .unwrap();
+    assert!(!died.status.success());
+    let left = m.keys("half/");
+    assert!(
+        !left.is_empty() && !left.iter().any(|k| k.ends_with("_SUCCESS")),
+        "{left:?}"
+    );
+    // Nothing there is an answer.
+    let err = fails(
+        m.sluice()
+            .args([
+                "run",
+                "grep",
+                "--pattern",
+                "x",
+                "--input",
+                "s3://data/half",
+                "-q",
+                "--output",
+            ])
+            .arg(d.path().join("g"))
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("never committed"), "{err}");
+    // The next job to the path commits and sweeps the leftovers.
+    ok(wc(&m, "s3://data/in", "s3://data/half", &[]));
+    let now = m.keys("half/");
+    assert!(left.iter().all(|k| !now.contains(k)), "{left:?} / {now:?}");
+    assert_eq!(m.output("half"), m.output("out"));
+}

@@ -1,0 +1,43 @@
+//! Input and output on object stores: `s3://bucket/prefix` paths (AWS S3
+//! or an S3-compatible server) through the `object_store` crate.
+//!
+//! **Reading.** [`resolve`] lists what a path names, as the local input
+//! does for files: one object, every object under a prefix, or the
+//! objects matching a glob; names starting with `_` or `.` are skipped.
+//! A prefix holding a committed Sluice output reads exactly the objects
+//! its `_SUCCESS` manifest lists. Each object becomes an
+//! [`InputFile`](sluice_formats::input::InputFile) whose bytes are read
+//! with ranged GETs as the split's reader asks for them
+//! ([`object::Object`]), so splits follow byte ranges as for local files
+//! and gzip objects are one split.
+//!
+//! **Writing.** An object store has no rename, so a job cannot write into
+//! a temporary directory and rename it into place. [`commit`] uploads a
+//! finished local output's part files under names unique to the job
+//! (`part-r-00000-<job>`; S3 checks each upload's SHA-256), then writes
+//! `_SUCCESS`, a manifest listing them, with a conditional put that fails
+//! if one exists (unless overwriting): the manifest is the commit point.
+//! Before its first part a commit writes a `_PENDING-<job>` marker.
+//! Readers of the output read the manifest's objects only, and refuse a
+//! path with a marker and no manifest, so parts of a job that died before
+//! its manifest, or of an earlier output being replaced, are never part
+//! of an answer; they are removed after the manifest is written (and by
+//! the next commit to the same path if the committer died first).
+//!
+//! Configuration is the usual environment: `AWS_ACCESS_KEY_ID`,
+//! `AWS_SECRET_ACCESS_KEY`, `AWS_REGION` (or `AWS_DEFAULT_REGION`),
+//! `AWS_ENDPOINT_URL` for an S3-compatible server (requests are then
+//! path-style, and plain HTTP is allowed for an `http://` endpoint).
+
+mod commit;
+mod error;
+mod object;
+
+pub use commit::{check_output, commit, manifest, Manifest, ManifestFile, MANIFEST, PENDING};
+pub use error::StorageError;
+pub use object::{resolve, Location};
+
+/// Whether `spec` (comma-separated paths) names object-store paths.
+pub fn is_remote(spec: &str) -> bool {
+    spec.split(',').any(|e| e.trim().starts_with("s3://"))
+}

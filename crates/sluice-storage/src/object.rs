@@ -1,0 +1,354 @@
+//! Object-store paths: parsing, the stores, listing, and reading objects
+//! as input files.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use futures_util::stream::BoxStream;
+use futures_util::StreamExt;
+use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
+use object_store::path::Path as ObjPath;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
+use sluice_formats::input::{Codec, InputFile, Remote, RemoteSource};
+
+use crate::commit::{Manifest, MANIFEST, PENDING};
+use crate::StorageError;
+
+type Result<T> = std::result::Result<T, StorageError>;
+
+/// Bytes a reader asks for past its split's end before the first range
+/// ends (the rest of its last line, usually far less).
+const SLACK: u64 = 1 << 20;
+/// The size of each further range a reader asks for.
+const WINDOW: u64 = 8 << 20;
+
+/// `s3://bucket/key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub bucket: String,
+    /// The key or prefix, without a leading or trailing `/`.
+    pub key: String,
+}
+
+impl Location {
+    /// Parses `s3://bucket/key`.
+    pub fn parse(url: &str) -> Result<Location> {
+        let rest = url
+            .strip_prefix("s3://")
+            .ok_or_else(|| StorageError::BadPath(url.into()))?;
+        let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(StorageError::BadPath(url.into()));
+        }
+        Ok(Location {
+            bucket: bucket.into(),
+            key: key.trim_matches('/').into(),
+        })
+    }
+
+    /// The URL of `key` in the same bucket.
+    pub fn url_of(&self, key: &str) -> String {
+        format!("s3://{}/{key}", self.bucket)
+    }
+
+    /// The key of `name` under this one taken as a directory.
+    pub fn child(&self, name: &str) -> String {
+        if self.key.is_empty() {
+            name.into()
+        } else {
+            format!("{}/{name}", self.key)
+        }
+    }
+}
+
+/// The runtime the stores' requests run on: input readers are called
+/// from the engine's OS threads, which wait on it.
+pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("object-store")
+            .enable_all()
+            .build()
+            .expect("a runtime for object-store requests")
+    })
+}
+
+/// The store of `bucket`, configured from the environment (one per
+/// bucket, kept).
+pub(crate) fn store(bucket: &str) -> Result<Arc<dyn ObjectStore>> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
+    let mut stores = STORES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(s) = stores.get(bucket) {
+        return Ok(s.clone());
+    }
+    let mut b = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .with_conditional_put(S3ConditionalPut::ETagMatch)
+        .with_checksum_algorithm(object_store::aws::Checksum::SHA256);
+    if let Ok(endpoint) = std::env::var("AWS_ENDPOINT_URL") {
+        b = b
+            .with_endpoint(&endpoint)
+            .with_allow_http(endpoint.starts_with("http://"))
+            .with_virtual_hosted_style_request(false);
+    }
+    let s: Arc<dyn ObjectStore> = Arc::new(
+        b.build()
+            .map_err(|e| StorageError::store("configuring the store of", bucket, e))?,
+    );
+    stores.insert(bucket.into(), s.clone());
+    Ok(s)
+}
+
+/// Every object `spec` (comma-separated `s3://` paths: objects, prefixes
+/// or globs) names, as input files read from the store.
+pub fn resolve(spec: &str) -> Result<Vec<InputFile>> {
+    let mut out = Vec::new();
+    for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let before = out.len();
+        resolve_entry(entry, &mut out)?;
+        if out.len() == before {
+            return Err(StorageError::NotFound(entry.into()));
+        }
+    }
+    Ok(out)
+}
+
+fn resolve_entry(entry: &str, out: &mut Vec<InputFile>) -> Result<()> {
+    let loc = Location::parse(entry)?;
+    let store = store(&loc.bucket)?;
+    let rt = runtime();
+    let glob_at = loc.key.find(['*', '?', '[']);
+    if glob_at.is_none() && !loc.key.is_empty() {
+        // One object?
+        let path = ObjPath::from(loc.key.as_str());
+        if let Ok(meta) = rt.block_on(store.head(&path)) {
+            out.push(input_file(&loc, store, &loc.key, meta.size));
+            return Ok(());
+        }
+    }
+    // A prefix: list it (up to the glob's first directory, then filter).
+    let dir = match glob_at {
+        Some(i) => loc.key[..i]
+            .rsplit_once('/')
+            .map_or("", |(d, _)| d)
+            .to_owned(),
+        None => loc.key.clone(),
+    };
+    let pattern = glob_at
+        .map(|_| glob::Pattern::new(&loc.key))
+        .transpose()
+        .map_err(|e| StorageError::BadPath(format!("{entry} ({e})")))?;
+    let listed = list(&store, &dir, entry)?;
+    if let Some(m) = manifest_of(&store, &dir, &listed, entry)? {
+        for f in m.files {
+            let key = if dir.is_empty() {
+                f.key
+            } else {
+                format!("{dir}/{}", f.key)
+            };
+            out.push(input_file(&loc, store.clone(), &key, f.len));
+        }
+        return Ok(());
+    }
+    let dir_of = |k: &str| k.rsplit_once('/').map_or("", |(d, _)| d).to_owned();
+    if listed.iter().any(|(k, _)| {
+        dir_of(k) == dir && k.rsplit('/').next().is_some_and(|n| n.starts_with(PENDING))
+    }) {
+        return Err(StorageError::Uncommitted(entry.into()));
+    }
+    for (key, size) in listed {
+        let name = key.rsplit('/').next().unwrap_or(&key);
+        if name.starts_with('_') || name.starts_with('.') {
+            continue;
+        }
+        if pattern.as_ref().is_some_and(|p| !p.matches(&key)) {
+            continue;
+        }
+        out.push(input_file(&loc, store.clone(), &key, size));
+    }
+    Ok(())
+}
+
+/// Every object under `dir` with its size, sorted by key.
+pub(crate) fn list(
+    store: &Arc<dyn ObjectStore>,
+    dir: &str,
+    shown: &str,
+) -> Result<Vec<(String, u64)>> {
+    let prefix = (!dir.is_empty()).then(|| ObjPath::from(dir));
+    let metas: Vec<_> = runtime().block_on(store.list(prefix.as_ref()).collect::<Vec<_>>());
+    let mut out = Vec::with_capacity(metas.len());
+    for m in metas {
+        let m = m.map_err(|e| StorageError::store("listing", shown, e))?;
+        out.push((m.location.to_string(), m.size));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The manifest of a committed output at `dir`, if `listed` has one.
+fn manifest_of(
+    store: &Arc<dyn ObjectStore>,
+    dir: &str,
+    listed: &[(String, u64)],
+    shown: &str,
+) -> Result<Option<Manifest>> {
+    let key = if dir.is_empty() {
+        MANIFEST.to_owned()
+    } else {
+        format!("{dir}/{MANIFEST}")
+    };
+    if !listed.iter().any(|(k, _)| *k == key) {
+        return Ok(None);
+    }
+    let bytes = get_all(store, &key, shown)?;
+    if bytes.is_empty() {
+        // A Hadoop-style empty marker: the directory's objects are the output.
+        return Ok(None);
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| StorageError::BadManifest {
+            path: format!("{shown}/{MANIFEST}"),
+            why: e.to_string(),
+        })
+}
+
+/// The whole of object `key`.
+pub(crate) fn get_all(store: &Arc<dyn ObjectStore>, key: &str, shown: &str) -> Result<Bytes> {
+    let path = ObjPath::from(key);
+    runtime()
+        .block_on(async { store.get(&path).await?.bytes().await })
+        .map_err(|e| StorageError::store("reading", shown, e))
+}
+
+fn input_file(loc: &Location, store: Arc<dyn ObjectStore>, key: &str, len: u64) -> InputFile {
+    let url = loc.url_of(key);
+    let codec = if key.ends_with(".gz") {
+        Codec::Gzip
+    } else {
+        Codec::None
+    };
+    InputFile {
+        path: url.clone().into(),
+        len,
+        codec,
+        checks: None,
+        resident: None,
+        remote: Some(Remote(Arc::new(Object {
+            store,
+            path: ObjPath::from(key),
+            url,
+            len,
+        }))),
+    }
+}
+
+/// One object read with ranged GETs.
+pub struct Object {
+    store: Arc<dyn ObjectStore>,
+    path: ObjPath,
+    url: String,
+    len: u64,
+}
+
+impl RemoteSource for Object {
+    fn open_at(&self, offset: u64, hint_end: u64) -> std::io::Result<Box<dyn Read + Send>> {
+        Ok(Box::new(Ranges {
+            store: self.store.clone(),
+            path: self.path.clone(),
+            url: self.url.clone(),
+            len: self.len,
+            pos: offset,
+            first_end: hint_end.saturating_add(SLACK).min(self.len),
+            stream: None,
+            chunk: Bytes::new(),
+        }))
+    }
+}
+
+/// A reader over an object from some offset: the first range reaches a
+/// little past where the reader expects to stop, then further ranges of
+/// [`WINDOW`] bytes follow as long as it reads, up to the object's end.
+struct Ranges {
+    store: Arc<dyn ObjectStore>,
+    path: ObjPath,
+    url: String,
+    len: u64,
+    pos: u64,
+    first_end: u64,
+    stream: Option<BoxStream<'static, object_store::Result<Bytes>>>,
+    chunk: Bytes,
+}
+
+impl Ranges {
+    /// Asks for the next range from `pos`.
+    fn open(&mut self) -> std::io::Result<()> {
+        let end = if self.first_end > self.pos {
+            std::mem::take(&mut self.first_end)
+        } else {
+            self.pos.saturating_add(WINDOW).min(self.len)
+        };
+        let opts = GetOptions {
+            range: Some(GetRange::Bounded(self.pos..end)),
+            ..GetOptions::default()
+        };
+        let (store, path) = (self.store.clone(), self.path.clone());
+        let got = runtime().block_on(async move { store.get_opts(&path, opts).await });
+        let got = got.map_err(|e| std::io::Error::other(format!("reading {}: {e}", self.url)))?;
+        self.stream = Some(got.into_stream());
+        Ok(())
+    }
+}
+
+impl Read for Ranges {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if !self.chunk.is_empty() {
+                let n = self.chunk.len().min(buf.len());
+                buf[..n].copy_from_slice(&self.chunk[..n]);
+                self.chunk = self.chunk.slice(n..);
+                self.pos += n as u64;
+                return Ok(n);
+            }
+            if self.pos >= self.len || buf.is_empty() {
+                return Ok(0);
+            }
+            let Some(stream) = self.stream.as_mut() else {
+                self.open()?;
+                continue;
+            };
+            match runtime().block_on(stream.next()) {
+                Some(Ok(b)) => self.chunk = b,
+                Some(Err(e)) => {
+                    return Err(std::io::Error::other(format!("reading {}: {e}", self.url)))
+                }
+                None => self.stream = None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_parse() {
+        let l = Location::parse("s3://b/x/y/").unwrap();
+        assert_eq!((l.bucket.as_str(), l.key.as_str()), ("b", "x/y"));
+        assert_eq!(l.child("part-0"), "x/y/part-0");
+        assert_eq!(Location::parse("s3://b").unwrap().child("p"), "p");
+        assert!(Location::parse("s3:///k").is_err());
+        assert!(Location::parse("/local").is_err());
+        assert!(crate::is_remote("a,s3://b/c"));
+        assert!(!crate::is_remote("data/text"));
+    }
+}
