@@ -9,6 +9,9 @@ Usage: .venv/bin/python bench/streaming.py [--size 50MB] [--runs 3]
   -file (one process per task, lines through pipes, as Hadoop Streaming),
   2 reducers, the local engine on 2 threads; and again with the reducer as
   combiner too.
+- The sluice Python package: the same splitting and summing as Python
+  functions of a `sluice.Job` (in process, lines in batches), 2 reducers,
+  2 threads; and again with the reducer as combiner too.
 - PySpark (local[2]): the same Python splitting and summing as RDD
   functions (flatMap, reduceByKey: it combines map-side); and the same
   map script through RDD.pipe, summed by reduceByKey.
@@ -79,6 +82,26 @@ def main():
             t = statistics.median(timed(lambda: streaming(combine)) for _ in range(a.runs))
             assert counts(w / "out") == want, "Sluice Streaming's answer differs"
             rows.append((f"Sluice Streaming{' + combiner' if combine else ''}", t))
+
+        # The same functions through the sluice Python package, in process:
+        # lines in batches, the GIL released around the engine's work.
+        import sluice
+
+        def py_mapper(line):
+            return [(w, 1) for w in line.split()]
+
+        def py_sum(word, ns):
+            return [(word, sum(ns))]
+
+        for combine in (False, True):
+            job = sluice.Job(mapper=py_mapper, reducer=py_sum, combiner=py_sum if combine else None)
+
+            def package():
+                job.run(data, w / "pyout", reducers=2, threads=2, overwrite=True)
+
+            t = statistics.median(timed(package) for _ in range(a.runs))
+            assert dict(sluice.read_output(w / "pyout")) == want, "the package's answer differs"
+            rows.append((f"sluice Python package{' + combiner' if combine else ''}", t))
 
         from pyspark.sql import SparkSession
         spark = (SparkSession.builder.master("local[2]")

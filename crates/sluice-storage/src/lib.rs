@@ -8,7 +8,7 @@
 //! its `_SUCCESS` manifest lists. Each object becomes an
 //! [`InputFile`](sluice_formats::input::InputFile) whose bytes are read
 //! with ranged GETs as the split's reader asks for them
-//! ([`object::Object`]), so splits follow byte ranges as for local files
+//! ([`Object`]), so splits follow byte ranges as for local files
 //! and gzip objects are one split.
 //!
 //! **Writing.** An object store has no rename, so a job cannot write into
@@ -35,7 +35,7 @@ mod object;
 
 pub use commit::{check_output, commit, manifest, Manifest, ManifestFile, MANIFEST, PENDING};
 pub use error::StorageError;
-pub use object::{resolve, Location};
+pub use object::{resolve, Location, Object};
 
 /// Whether `spec` (comma-separated paths) names object-store paths.
 pub fn is_remote(spec: &str) -> bool {
