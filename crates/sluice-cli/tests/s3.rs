@@ -60,11 +60,16 @@ impl Moto {
     /// `sluice` with the server's endpoint and credentials.
     fn sluice(&self) -> Command {
         let mut c = sluice();
+        self.env(&mut c);
+        c
+    }
+
+    /// The server's endpoint and credentials in `c`'s environment.
+    fn env(&self, c: &mut Command) {
         c.env("AWS_ENDPOINT_URL", &self.url)
             .env("AWS_ACCESS_KEY_ID", "test")
             .env("AWS_SECRET_ACCESS_KEY", "test")
             .env("AWS_REGION", "us-east-1");
-        c
     }
 
     /// Runs a Python snippet with an S3 client `s` on the server; returns
@@ -293,4 +298,53 @@ fn a_committer_killed_before_its_manifest_leaves_nothing_readable() {
     let now = m.keys("half/");
     assert!(left.iter().all(|k| !now.contains(k)), "{left:?} / {now:?}");
     assert_eq!(m.output("half"), m.output("out"));
+}
+
+#[test]
+fn a_cluster_puts_from_and_gets_to_s3() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "2MB");
+    let m = moto();
+    m.py("s.create_bucket(Bucket='data')");
+    m.upload(&part_files(&data)[0], "logs/day1/part-00000");
+    m.upload(&part_files(&data)[0], "logs/day2/part-00000");
+    let c = Cluster::up(d.path(), 2, "");
+    let mut put = c.cmd(&[
+        "put",
+        "s3://data/logs",
+        "--dataset",
+        "logs",
+        "--block-size",
+        "256KB",
+    ]);
+    m.env(&mut put);
+    ok(put.output().unwrap());
+    // The objects' keys below the prefix are the data set's file names.
+    let back = d.path().join("logs-back");
+    get_local(&c, "logs", &back);
+    let orig = std::fs::read(&part_files(&data)[0]).unwrap();
+    for day in ["day1", "day2"] {
+        assert!(
+            std::fs::read(back.join(day).join("part-00000")).unwrap() == orig,
+            "{day}"
+        );
+    }
+    ok(submit_wc(&c, "logs", "counts").output().unwrap());
+    let mut get = c.cmd(&["get", "counts", "s3://data/counts"]);
+    m.env(&mut get);
+    ok(get.output().unwrap());
+    // The same as getting it to local files.
+    let local_out = d.path().join("counts-local");
+    get_local(&c, "counts", &local_out);
+    let want: Vec<(String, Vec<u8>)> = local_parts(&local_out);
+    assert_eq!(m.output("counts"), want);
+    // A committed path is not overwritten.
+    let mut again = c.cmd(&["get", "counts", "s3://data/counts"]);
+    m.env(&mut again);
+    let err = fails(again.output().unwrap());
+    assert!(err.contains("already exists"), "{err}");
+}
+
+fn get_local(c: &Cluster, name: &str, out: &Path) {
+    ok(c.cmd(&["get", name]).arg(out).output().unwrap());
 }

@@ -128,7 +128,11 @@ impl Client {
     /// not round trips to the coordinator.
     pub async fn put(&self, path: &Path, name: &str, opts: &PutOptions) -> Result<DatasetMeta> {
         let name = DatasetName::new(name)?;
-        let files = put_sources(path)?;
+        // Listing may wait on an object store's own runtime: off this one.
+        let owned = path.to_owned();
+        let files = tokio::task::spawn_blocking(move || put_sources(&owned))
+            .await
+            .map_err(|e| ClusterError::Remote(format!("put: {e}")))??;
         if let Some((_, f)) = files
             .iter()
             .find(|(_, f)| f.codec != sluice_formats::input::Codec::None)
@@ -213,7 +217,11 @@ impl Client {
     ) -> Result<FileMeta> {
         let path = file.path.as_path();
         let name = name.to_owned();
-        let mut f = std::fs::File::open(path).map_err(|e| ClusterError::io("opening", path, e))?;
+        let mut f: Box<dyn Read + Send> = match &file.remote {
+            Some(r) => r.0.open_at(0, file.len),
+            None => std::fs::File::open(path).map(|f| Box::new(f) as Box<dyn Read + Send>),
+        }
+        .map_err(|e| ClusterError::io("opening", path, e))?;
         let mut blocks = Vec::new();
         let mut carry = Vec::new();
         let mut left = file.len;
@@ -224,7 +232,17 @@ impl Client {
                 .acquire_many(u32::try_from(want).unwrap_or(u32::MAX))
                 .await
                 .map_err(|e| ClusterError::Remote(format!("put: {e}")))?;
-            let block = next_block(&mut f, &mut carry, opts.block_size, path)?;
+            // Reads block by block off the runtime's threads (an object
+            // store's reader waits on a runtime of its own).
+            let (size, at) = (opts.block_size, path.to_owned());
+            let (back, kept, block) = tokio::task::spawn_blocking(move || {
+                let b = next_block(&mut f, &mut carry, size, &at);
+                (f, carry, b)
+            })
+            .await
+            .map_err(|e| ClusterError::Remote(format!("put: {e}")))?;
+            (f, carry) = (back, kept);
+            let block = block?;
             if block.is_empty() {
                 if let Some(p) = &opts.progress {
                     p.files.fetch_add(1, Ordering::Relaxed);
@@ -600,6 +618,10 @@ fn from_any_replica<T>(
 /// to, named by their file names.
 fn put_sources(path: &Path) -> Result<Vec<(String, sluice_formats::input::InputFile)>> {
     let config = |e: sluice_formats::FormatError| ClusterError::Config(e.to_string());
+    let spec = path.to_string_lossy();
+    if sluice_storage::is_remote(&spec) {
+        return remote_sources(&spec);
+    }
     if path.is_dir() {
         let files = sluice_formats::input::walk(path).map_err(config)?;
         return Ok(files
@@ -616,6 +638,25 @@ fn put_sources(path: &Path) -> Result<Vec<(String, sluice_formats::input::InputF
         .map(|f| {
             let name = f.path.file_name().unwrap_or_default();
             (name.to_string_lossy().into_owned(), f)
+        })
+        .collect())
+}
+
+/// The objects an `s3://` path names, each named by its key below the
+/// path (a prefix), or by its last segment (one object or a glob).
+fn remote_sources(spec: &str) -> Result<Vec<(String, sluice_formats::input::InputFile)>> {
+    let store = |e: sluice_storage::StorageError| ClusterError::Config(e.to_string());
+    let files = sluice_storage::resolve(spec).map_err(store)?;
+    let base = format!("{}/", spec.trim_end_matches('/'));
+    Ok(files
+        .into_iter()
+        .map(|f| {
+            let url = f.path.to_string_lossy().into_owned();
+            let name = match url.strip_prefix(&base) {
+                Some(rel) => rel.to_owned(),
+                None => url.rsplit('/').next().unwrap_or(&url).to_owned(),
+            };
+            (name, f)
         })
         .collect())
 }
