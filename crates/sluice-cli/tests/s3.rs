@@ -75,6 +75,10 @@ impl Moto {
     /// Runs a Python snippet with an S3 client `s` on the server; returns
     /// what it printed.
     fn py(&self, code: &str) -> String {
+        String::from_utf8(self.py_bytes(code)).unwrap()
+    }
+
+    fn py_bytes(&self, code: &str) -> Vec<u8> {
         let prelude = format!(
             "import boto3, sys\ns = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', \
              aws_secret_access_key='test', region_name='us-east-1')\n",
@@ -85,7 +89,7 @@ impl Moto {
             .arg(prelude + code)
             .output()
             .unwrap());
-        String::from_utf8(out.stdout).unwrap()
+        out.stdout
     }
 
     fn upload(&self, file: &Path, key: &str) {
@@ -108,17 +112,9 @@ impl Moto {
     }
 
     fn get(&self, key: &str) -> Vec<u8> {
-        let out = ok(Command::new(python())
-            .arg("-c")
-            .arg(format!(
-                "import boto3, sys\ns = boto3.client('s3', endpoint_url='{}', aws_access_key_id='test', \
-                 aws_secret_access_key='test', region_name='us-east-1')\n\
-                 sys.stdout.buffer.write(s.get_object(Bucket='data', Key={key:?})['Body'].read())",
-                self.url
-            ))
-            .output()
-            .unwrap());
-        out.stdout
+        self.py_bytes(&format!(
+            "sys.stdout.buffer.write(s.get_object(Bucket='data', Key={key:?})['Body'].read())"
+        ))
     }
 
     /// The committed output at `prefix`: its manifest's files, read in
@@ -151,20 +147,23 @@ fn local_parts(dir: &Path) -> Vec<(String, Vec<u8>)> {
 }
 
 fn wc(m: &Moto, input: &str, output: &str, extra: &[&str]) -> std::process::Output {
-    m.sluice()
-        .args([
-            "run",
-            "wordcount",
-            "--reducers",
-            "2",
-            "--split-size",
-            "256KB",
-            "-q",
-        ])
-        .args(["--input", input, "--output", output])
-        .args(extra)
-        .output()
-        .unwrap()
+    wc_cmd(m, input, output).args(extra).output().unwrap()
+}
+
+/// `sluice run wordcount` from `input` to `output` on the server.
+fn wc_cmd(m: &Moto, input: &str, output: &str) -> Command {
+    let mut c = m.sluice();
+    c.args([
+        "run",
+        "wordcount",
+        "--reducers",
+        "2",
+        "--split-size",
+        "256KB",
+        "-q",
+    ])
+    .args(["--input", input, "--output", output]);
+    c
 }
 
 #[test]
@@ -254,19 +253,8 @@ fn a_committer_killed_before_its_manifest_leaves_nothing_readable() {
     m.upload(&part_files(&data)[0], "in/part-00000");
     // The reference: the same job committed whole.
     ok(wc(&m, "s3://data/in", "s3://data/out", &[]));
-    let died = m
-        .sluice()
+    let died = wc_cmd(&m, "s3://data/in", "s3://data/half")
         .env("SLUICE_FAULT_S3_COMMIT", "before-manifest")
-        .args([
-            "run",
-            "wordcount",
-            "--reducers",
-            "2",
-            "--split-size",
-            "256KB",
-            "-q",
-        ])
-        .args(["--input", "s3://data/in", "--output", "s3://data/half"])
         .output()
         .unwrap();
     assert!(!died.status.success());

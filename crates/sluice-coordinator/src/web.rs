@@ -27,7 +27,7 @@ use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use sluice_proto::auth::{Secret, WebCredentials};
+use sluice_proto::auth::{check_web_request, Secret};
 use sluice_proto::ids::DatasetName;
 use sluice_proto::report::ClusterReport;
 use sluice_proto::sample::{rates, Sample};
@@ -98,24 +98,10 @@ pub(crate) async fn serve(
 /// Lets a request through only with the web token; one that brought it
 /// in its query gets the cookie.
 async fn auth(AxState(web): AxState<Web>, req: Request, next: Next) -> Response {
-    let cookies: Vec<&str> = req
-        .headers()
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let given = WebCredentials {
-        query: req.uri().query(),
-        authorization: req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok()),
-        cookies: &cookies,
-    };
-    if !given.allowed(&web.secret) {
+    let (allowed, set_cookie) = check_web_request(&web.secret, req.uri().query(), req.headers());
+    if !allowed {
         return unauthorized();
     }
-    let set_cookie = given.query_token().is_some();
     let mut resp = next.run(req).await;
     if set_cookie {
         let c = format!(

@@ -89,6 +89,30 @@ pub struct WebCredentials<'a> {
     pub cookies: &'a [&'a str],
 }
 
+/// Checks an HTTP request's query and headers for `secret`'s web token:
+/// whether it may pass, and whether the token came in the query (then the
+/// answer sets the cookie, so the page's links work).
+pub fn check_web_request(
+    secret: &Secret,
+    query: Option<&str>,
+    headers: &tonic::codegen::http::HeaderMap,
+) -> (bool, bool) {
+    use tonic::codegen::http::header;
+    let cookies: Vec<&str> = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let given = WebCredentials {
+        query,
+        authorization: headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+        cookies: &cookies,
+    };
+    (given.allowed(secret), given.query_token().is_some())
+}
+
 impl WebCredentials<'_> {
     /// The token the request's query carries (it then gets the cookie).
     pub fn query_token(&self) -> Option<&str> {

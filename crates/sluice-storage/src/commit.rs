@@ -152,6 +152,13 @@ fn upload(store: &Arc<dyn ObjectStore>, file: &Path, key: &str, loc: &Location) 
     let path = ObjPath::from(key);
     let mut w = BufWriter::new(store, path);
     let mut len = 0u64;
+    let failed = |e: std::io::Error| {
+        let source = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(e),
+        };
+        StorageError::store("writing", &shown, source)
+    };
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = std::io::Read::read(&mut f, &mut buf).map_err(|e| local_err(file, e))?;
@@ -159,27 +166,9 @@ fn upload(store: &Arc<dyn ObjectStore>, file: &Path, key: &str, loc: &Location) 
             break;
         }
         len += n as u64;
-        runtime().block_on(w.write_all(&buf[..n])).map_err(|e| {
-            StorageError::store(
-                "writing",
-                &shown,
-                object_store::Error::Generic {
-                    store: "S3",
-                    source: Box::new(e),
-                },
-            )
-        })?;
+        runtime().block_on(w.write_all(&buf[..n])).map_err(failed)?;
     }
-    runtime().block_on(w.shutdown()).map_err(|e| {
-        StorageError::store(
-            "writing",
-            &shown,
-            object_store::Error::Generic {
-                store: "S3",
-                source: Box::new(e),
-            },
-        )
-    })?;
+    runtime().block_on(w.shutdown()).map_err(failed)?;
     Ok(len)
 }
 

@@ -13,7 +13,7 @@ use axum::routing::get;
 use axum::Router;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, Unit};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
-use sluice_proto::auth::{Secret, WebCredentials};
+use sluice_proto::auth::{check_web_request, Secret};
 use sluice_proto::proto::{CacheReport, TaskReport};
 
 /// Round trip of a heartbeat, including the time the coordinator held it.
@@ -167,21 +167,7 @@ pub async fn serve(
 }
 
 async fn scrape(State(web): State<Web>, req: Request) -> Response {
-    let cookies: Vec<&str> = req
-        .headers()
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let given = WebCredentials {
-        query: req.uri().query(),
-        authorization: req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok()),
-        cookies: &cookies,
-    };
-    if !given.allowed(&web.secret) {
+    if !check_web_request(&web.secret, req.uri().query(), req.headers()).0 {
         return (
             StatusCode::UNAUTHORIZED,
             "401: /metrics needs the cluster's web token\n",
