@@ -19,6 +19,7 @@ mod error;
 mod hash;
 mod merge;
 mod order;
+mod table;
 
 pub use collect::{Collector, SortCollector, SpillSink};
 pub use error::SortError;
