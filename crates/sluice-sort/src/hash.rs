@@ -14,6 +14,7 @@ use sluice_formats::spill::SpillWriter;
 
 use crate::collect::Collector;
 use crate::order::{key_cmp, prefix};
+use crate::radix::{self, SpillEntry};
 use crate::table::{Probe, Slot, Table, AHEAD, INLINE_KEY, INLINE_VALUE};
 use crate::{Result, SortError};
 
@@ -47,8 +48,9 @@ pub struct HashCollector {
     /// Index of the oldest queued record, and how many there are.
     head: usize,
     queued: usize,
-    /// The sort buffer of a spill, kept between spills.
+    /// The sort buffers of a spill, kept between spills.
     spill_order: Vec<SpillEntry>,
+    spill_scratch: Vec<SpillEntry>,
     /// The memory budget the engine spills at, if it said: the table and
     /// buffers are kept across spills while they hold under three
     /// quarters of it, so a long map phase does not reallocate them at
@@ -86,6 +88,7 @@ impl HashCollector {
             head: 0,
             queued: 0,
             spill_order: Vec::new(),
+            spill_scratch: Vec::new(),
             budget: None,
         }
     }
@@ -102,11 +105,13 @@ impl HashCollector {
         self.table.clear();
         self.arena.clear();
         self.spill_order.clear();
+        self.spill_scratch.clear();
         let keep = self.budget.is_some_and(|b| self.memory() < b / 4 * 3);
         if !keep {
             self.table = Table::default();
             self.arena = Vec::new();
             self.spill_order = Vec::new();
+            self.spill_scratch = Vec::new();
         }
     }
 
@@ -255,6 +260,14 @@ impl HashCollector {
         Ok(())
     }
 
+    /// Entries the spill's sort buffers hold or will hold, each.
+    fn sort_entries(&self) -> usize {
+        self.table
+            .len()
+            .max(self.spill_order.capacity())
+            .max(self.spill_scratch.capacity())
+    }
+
     /// Sorts the distinct keys for a spill: by partition, prefix, then key.
     fn spill_order(&mut self) -> Vec<SpillEntry> {
         let mut order = std::mem::take(&mut self.spill_order);
@@ -266,23 +279,16 @@ impl HashCollector {
                 slot: i as u32,
             }
         }));
+        let mut scratch = std::mem::take(&mut self.spill_scratch);
+        radix::sort(&mut order, &mut scratch);
+        self.spill_scratch = scratch;
         let (ko, arena, table) = (self.order, &self.arena, &self.table);
         let key = |e: &SpillEntry| Self::key(arena, table.slot(e.slot as usize));
-        order.sort_unstable_by(|a, b| {
-            (a.part, a.prefix)
-                .cmp(&(b.part, b.prefix))
-                .then_with(|| key_cmp(ko, key(a), key(b)))
+        radix::for_ties(&mut order, |run| {
+            run.sort_unstable_by(|a, b| key_cmp(ko, key(a), key(b)))
         });
         order
     }
-}
-
-/// One entry of a spill's sort: partition, key prefix, slot index.
-#[derive(Debug, Clone, Copy)]
-struct SpillEntry {
-    prefix: u64,
-    part: u32,
-    slot: u32,
 }
 
 impl Collector for HashCollector {
@@ -310,7 +316,7 @@ impl Collector for HashCollector {
 
     /// What the collector holds now, plus what it would need before it
     /// could hand its memory back: the sort of its entries at a spill
-    /// (a `SpillEntry` each), and, when its table is full, the table twice
+    /// (two `SpillEntry` buffers), and, when its table is full, the table twice
     /// the size that the next new key would allocate beside the current
     /// one. So a table grows only if the grown table still fits the
     /// budget, and the engine spills instead. (The queue's few small
@@ -320,7 +326,7 @@ impl Collector for HashCollector {
         let growth = if self.table.is_full() { 2 * table } else { 0 };
         table
             + self.arena.capacity()
-            + self.table.len().max(self.spill_order.capacity()) * std::mem::size_of::<SpillEntry>()
+            + 2 * self.sort_entries() * std::mem::size_of::<SpillEntry>()
             + growth
     }
 

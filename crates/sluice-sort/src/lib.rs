@@ -19,6 +19,7 @@ mod error;
 mod hash;
 mod merge;
 mod order;
+mod radix;
 mod table;
 
 pub use collect::{Collector, SortCollector, SpillSink};
