@@ -199,6 +199,15 @@ enum GroupingArg {
     Sort,
 }
 
+/// The UserVisits column the Pavlo aggregations group by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GroupByArg {
+    /// sourceIP, as the benchmark does.
+    SourceIp,
+    /// destURL: as many groups as visited pages.
+    DestUrl,
+}
+
 /// Order of intermediate keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum KeyOrderArg {
@@ -283,6 +292,9 @@ struct RunArgs {
     /// Rankings input for pavlo-join.
     #[arg(long)]
     rankings: Option<String>,
+    /// The UserVisits column pavlo-agg-large and pavlo-agg-small group by.
+    #[arg(long, value_enum, default_value = "source-ip")]
+    group_by: GroupByArg,
     /// Clusters (k) of kmeans.
     #[arg(long)]
     clusters: Option<usize>,

@@ -6,7 +6,9 @@ use sluice_request::{
     PagedInput, SelectionParams, UdfParams, WordcountParams,
 };
 
-use crate::{BadRecordsArg, GroupingArg, InputFormat, KeyOrderArg, PairTypeArg, RunArgs};
+use crate::{
+    BadRecordsArg, GroupByArg, GroupingArg, InputFormat, KeyOrderArg, PairTypeArg, RunArgs,
+};
 
 impl RunArgs {
     /// The request these flags describe.
@@ -122,6 +124,10 @@ impl RunArgs {
                 grouping: self.grouping(),
                 key_order: self.key_order(),
                 paged: self.paged(),
+                group_by: match self.group_by {
+                    GroupByArg::SourceIp => sluice_request::GroupByName::SourceIp,
+                    GroupByArg::DestUrl => sluice_request::GroupByName::DestUrl,
+                },
             }),
             "pavlo-udf" => to_value(UdfParams {
                 key_order: self.key_order(),

@@ -304,6 +304,28 @@ pub struct AggParams {
     pub key_order: Option<KeyOrderName>,
     /// Paged binary input; text when absent.
     pub paged: Option<PagedInput>,
+    /// The column grouped by [default: source-ip, the benchmark's].
+    pub group_by: GroupByName,
+}
+
+/// The UserVisits column a Pavlo aggregation groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupByName {
+    /// `sourceIP`.
+    #[default]
+    SourceIp,
+    /// `destURL`: high cardinality when Rankings is large.
+    DestUrl,
+}
+
+impl From<GroupByName> for pavlo::GroupColumn {
+    fn from(g: GroupByName) -> Self {
+        match g {
+            GroupByName::SourceIp => pavlo::GroupColumn::SourceIp,
+            GroupByName::DestUrl => pavlo::GroupColumn::DestUrl,
+        }
+    }
 }
 
 /// Hash-grouped aggregations whose answer has no order compare 32-bit
@@ -335,7 +357,7 @@ impl JobKind for Aggregation {
         let p: AggParams = req.params()?;
         let (enc, format) = encoding(&req.job, p.paged, ctx)?;
         let hash = p.grouping == GroupingName::Hash;
-        let spec = pavlo::aggregation(self.prefix, hash, enc)
+        let spec = pavlo::aggregation_by(p.group_by.into(), self.prefix, hash, enc)
             .key_order(unordered(p.grouping, p.key_order));
         Ok(Built {
             format,

@@ -29,8 +29,8 @@ mod request;
 
 pub use benchjobs::{DfsioMode, DfsioParams, StreamingParams};
 pub use builtin::{
-    AggParams, GenParams, GrepParams, GroupingName, JoinForm, JoinParams, JoinStage, KeyOrderName,
-    OhbParams, PagedInput, SelectionParams, SortParams, UdfParams, WordcountParams,
+    AggParams, GenParams, GrepParams, GroupByName, GroupingName, JoinForm, JoinParams, JoinStage,
+    KeyOrderName, OhbParams, PagedInput, SelectionParams, SortParams, UdfParams, WordcountParams,
 };
 pub use error::RequestError;
 pub use iterative::{KmeansParams, KmeansStage, PagerankParams, PagerankStage};

@@ -1,46 +1,40 @@
 //! Hash grouping: combine map output at emit time (Phoenix++ style).
+//!
+//! Each record's key is hashed when it is collected and its home slot
+//! prefetched; the record waits in a short queue ([`AHEAD`] records) and
+//! is folded in when it leaves it, by which time the slot is usually in
+//! cache. With millions of distinct keys, a lookup that waited for memory
+//! each time dominated the map phase.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use hashbrown::HashTable;
 use sluice_api::{Aggregator, Counters, KeyOrder, Partitioner, TaskCounter};
 use sluice_formats::spill::SpillWriter;
 
 use crate::collect::Collector;
 use crate::order::{key_cmp, prefix};
+use crate::radix::{self, SpillEntry};
+use crate::table::{Probe, Slot, Table, AHEAD, INLINE_KEY, INLINE_VALUE};
 use crate::{Result, SortError};
 
-/// Keys up to this many bytes live inside their slot.
-const INLINE_KEY: usize = 16;
-/// Accumulators up to this many bytes live inside their slot.
-const INLINE_VALUE: usize = 8;
+/// Records longer than this (key and value) skip the queue: it holds
+/// copies, and its buffers should stay small.
+const QUEUED_BYTES: usize = 256;
 
-/// One distinct key, 32 bytes and 32-aligned so a slot never straddles a
-/// cache line. Short keys and accumulators (word count's are both) live in
-/// the slot itself, so a lookup touches one cache line; a longer key or
-/// accumulator lives in the arena, its offset in the first 4 bytes of
-/// `key` or `val`. The hash is not stored: it is recomputed from the key
-/// when the table grows, which is rare next to lookups.
-#[derive(Debug, Clone, Copy)]
-#[repr(C, align(32))]
-struct Slot {
-    key: [u8; INLINE_KEY],
-    val: [u8; INLINE_VALUE],
-    klen: u32,
-    vlen: u32,
-}
-
-impl Slot {
-    fn off(bytes: &[u8]) -> usize {
-        u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes")) as usize
-    }
+/// A collected record waiting for its slot: its hash, and a copy of its
+/// key followed by its value (the buffer is reused).
+#[derive(Default)]
+struct Pending {
+    hash: u64,
+    klen: usize,
+    bytes: Vec<u8>,
 }
 
 /// A hash table from key to accumulator. Memory grows with distinct keys,
 /// not records; a spill sorts the distinct keys and writes one record each.
 pub struct HashCollector {
-    table: HashTable<Slot>,
+    table: Table,
     arena: Vec<u8>,
     scratch: Vec<u8>,
     hasher: foldhash::fast::FixedState,
@@ -49,8 +43,14 @@ pub struct HashCollector {
     partitions: u32,
     order: KeyOrder,
     folded: u64,
-    /// The sort buffer of a spill, kept between spills.
+    /// Records collected but not yet folded in, a ring of `AHEAD`.
+    queue: Vec<Pending>,
+    /// Index of the oldest queued record, and how many there are.
+    head: usize,
+    queued: usize,
+    /// The sort buffers of a spill, kept between spills.
     spill_order: Vec<SpillEntry>,
+    spill_scratch: Vec<SpillEntry>,
     /// The memory budget the engine spills at, if it said: the table and
     /// buffers are kept across spills while they hold under three
     /// quarters of it, so a long map phase does not reallocate them at
@@ -75,7 +75,7 @@ impl HashCollector {
         order: KeyOrder,
     ) -> Self {
         HashCollector {
-            table: HashTable::new(),
+            table: Table::default(),
             arena: Vec::new(),
             scratch: Vec::new(),
             hasher: foldhash::fast::FixedState::with_seed(0x5eed),
@@ -84,7 +84,11 @@ impl HashCollector {
             partitions: partitions.max(1),
             order,
             folded: 0,
+            queue: (0..AHEAD).map(|_| Pending::default()).collect(),
+            head: 0,
+            queued: 0,
             spill_order: Vec::new(),
+            spill_scratch: Vec::new(),
             budget: None,
         }
     }
@@ -101,16 +105,18 @@ impl HashCollector {
         self.table.clear();
         self.arena.clear();
         self.spill_order.clear();
+        self.spill_scratch.clear();
         let keep = self.budget.is_some_and(|b| self.memory() < b / 4 * 3);
         if !keep {
-            self.table = HashTable::new();
+            self.table = Table::default();
             self.arena = Vec::new();
             self.spill_order = Vec::new();
+            self.spill_scratch = Vec::new();
         }
     }
 
     fn key<'a>(arena: &'a [u8], s: &'a Slot) -> &'a [u8] {
-        let n = s.klen as usize;
+        let n = s.klen();
         if n <= INLINE_KEY {
             &s.key[..n]
         } else {
@@ -167,102 +173,178 @@ impl HashCollector {
         Self::set_value(arena, slot, scratch);
     }
 
-    fn new_slot(&mut self, key: &[u8], value: &[u8]) -> Slot {
-        let mut slot = Slot {
-            key: padded(key),
-            val: [0; INLINE_VALUE],
-            klen: key.len() as u32,
-            vlen: 0,
-        };
+    fn new_slot(&mut self, key: &[u8], hash: u64, value: &[u8]) -> Slot {
+        let mut slot = Slot::new(padded(key), key.len());
         if key.len() > INLINE_KEY {
             slot.key[..4].copy_from_slice(&(self.arena.len() as u32).to_le_bytes());
+            slot.key[8..].copy_from_slice(&hash.to_le_bytes());
             self.arena.extend_from_slice(key);
         }
         Self::set_value(&mut self.arena, &mut slot, value);
         slot
     }
-}
 
-/// One entry of a spill's sort: partition, key prefix, slot.
-type SpillEntry = (u32, u64, Slot);
+    /// The hash of the key in `s`, as [`Collector::collect`] computed it.
+    fn slot_hash(&self, s: &Slot) -> u64 {
+        if s.klen() <= INLINE_KEY {
+            self.hasher.hash_one(&s.key[..s.klen()])
+        } else {
+            s.long_hash()
+        }
+    }
+
+    fn probe(&self, hash: u64, key: &[u8]) -> Probe {
+        let short = padded(key);
+        let arena = &self.arena;
+        self.table.probe(hash, |s| {
+            s.klen() == key.len()
+                && if key.len() <= INLINE_KEY {
+                    s.key == short
+                } else {
+                    s.long_hash() == hash && Self::key(arena, s) == key
+                }
+        })
+    }
+
+    /// Folds one record into its key's slot, making the slot if it is new.
+    fn fold(&mut self, hash: u64, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_room(key.len() + value.len())?;
+        if self.table.is_unallocated() {
+            self.grow();
+        }
+        match self.probe(hash, key) {
+            Probe::Found(i) => Self::fold_into(
+                &mut self.arena,
+                &mut self.scratch,
+                self.agg.as_ref(),
+                self.table.slot_mut(i),
+                value,
+            ),
+            Probe::Vacant(mut i) => {
+                if self.table.is_full() {
+                    self.grow();
+                    i = match self.probe(hash, key) {
+                        Probe::Vacant(i) | Probe::Found(i) => i,
+                    };
+                }
+                let slot = self.new_slot(key, hash, value);
+                self.table.fill(i, slot);
+            }
+        }
+        Ok(())
+    }
+
+    fn grow(&mut self) {
+        let mut table = std::mem::take(&mut self.table);
+        table.grow(|s| self.slot_hash(s));
+        self.table = table;
+    }
+
+    /// Folds in the oldest queued record.
+    fn fold_oldest(&mut self) -> Result<()> {
+        let at = self.head;
+        let p = &mut self.queue[at];
+        let (hash, klen, bytes) = (p.hash, p.klen, std::mem::take(&mut p.bytes));
+        self.head = (at + 1) % AHEAD;
+        self.queued -= 1;
+        let r = self.fold(hash, &bytes[..klen], &bytes[klen..]);
+        self.queue[at].bytes = bytes; // kept for the next record queued there
+        r
+    }
+
+    /// Folds in every queued record.
+    fn drain(&mut self) -> Result<()> {
+        while self.queued > 0 {
+            self.fold_oldest()?;
+        }
+        Ok(())
+    }
+
+    /// Entries the spill's sort buffers hold or will hold, each.
+    fn sort_entries(&self) -> usize {
+        self.table
+            .len()
+            .max(self.spill_order.capacity())
+            .max(self.spill_scratch.capacity())
+    }
+
+    /// Sorts the distinct keys for a spill: by partition, prefix, then key.
+    fn spill_order(&mut self) -> Vec<SpillEntry> {
+        let mut order = std::mem::take(&mut self.spill_order);
+        order.extend(self.table.iter().map(|(i, s)| {
+            let k = Self::key(&self.arena, s);
+            SpillEntry {
+                prefix: prefix(self.order, k),
+                part: self.partitioner.partition(k, self.partitions),
+                slot: i as u32,
+            }
+        }));
+        let mut scratch = std::mem::take(&mut self.spill_scratch);
+        radix::sort(&mut order, &mut scratch);
+        self.spill_scratch = scratch;
+        let (ko, arena, table) = (self.order, &self.arena, &self.table);
+        let key = |e: &SpillEntry| Self::key(arena, table.slot(e.slot as usize));
+        radix::for_ties(&mut order, |run| {
+            run.sort_unstable_by(|a, b| key_cmp(ko, key(a), key(b)))
+        });
+        order
+    }
+}
 
 impl Collector for HashCollector {
     #[inline]
     fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.check_room(key.len() + value.len())?;
         self.folded += 1;
         let hash = self.hasher.hash_one(key);
-        let short = padded(key);
-        let klen = key.len() as u32;
-        let arena = &self.arena;
-        let found = self.table.find_mut(hash, |s| {
-            s.klen == klen
-                && if klen as usize <= INLINE_KEY {
-                    s.key == short
-                } else {
-                    Self::key(arena, s) == key
-                }
-        });
-        if let Some(slot) = found {
-            Self::fold_into(
-                &mut self.arena,
-                &mut self.scratch,
-                self.agg.as_ref(),
-                slot,
-                value,
-            );
-            return Ok(());
+        if key.len() + value.len() > QUEUED_BYTES {
+            self.drain()?;
+            return self.fold(hash, key, value);
         }
-        let slot = self.new_slot(key, value);
-        let (arena, hasher) = (&self.arena, &self.hasher);
-        self.table
-            .insert_unique(hash, slot, |s| hasher.hash_one(Self::key(arena, s)));
+        self.table.prefetch(hash);
+        if self.queued == AHEAD {
+            self.fold_oldest()?;
+        }
+        let p = &mut self.queue[(self.head + self.queued) % AHEAD];
+        p.hash = hash;
+        p.klen = key.len();
+        p.bytes.clear();
+        p.bytes.extend_from_slice(key);
+        p.bytes.extend_from_slice(value);
+        self.queued += 1;
         Ok(())
     }
 
     /// What the collector holds now, plus what it would need before it
     /// could hand its memory back: the sort of its entries at a spill
-    /// (a `SpillEntry` each), and, when its table is full, the table twice
+    /// (two `SpillEntry` buffers), and, when its table is full, the table twice
     /// the size that the next new key would allocate beside the current
     /// one. So a table grows only if the grown table still fits the
-    /// budget, and the engine spills instead.
+    /// budget, and the engine spills instead. (The queue's few small
+    /// buffers are left out.)
     fn memory(&self) -> usize {
         let table = self.table.allocation_size();
-        let full = !self.table.is_empty() && self.table.len() >= self.table.capacity();
-        let growth = if full { 2 * table } else { 0 };
+        let growth = if self.table.is_full() { 2 * table } else { 0 };
         table
             + self.arena.capacity()
-            + self.table.len().max(self.spill_order.capacity()) * std::mem::size_of::<SpillEntry>()
+            + 2 * self.sort_entries() * std::mem::size_of::<SpillEntry>()
             + growth
     }
 
     fn is_empty(&self) -> bool {
-        self.table.is_empty()
+        self.table.len() == 0 && self.queued == 0
     }
 
     fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()> {
-        let mut order = std::mem::take(&mut self.spill_order);
-        order.extend(self.table.iter().map(|s| {
-            let k = Self::key(&self.arena, s);
-            (
-                self.partitioner.partition(k, self.partitions),
-                prefix(self.order, k),
-                *s,
-            )
-        }));
-        let ko = self.order;
-        order.sort_unstable_by(|a, b| {
-            (a.0, a.1).cmp(&(b.0, b.1)).then_with(|| {
-                key_cmp(
-                    ko,
-                    Self::key(&self.arena, &a.2),
-                    Self::key(&self.arena, &b.2),
-                )
-            })
-        });
-        for (part, _, s) in &order {
+        self.drain()?;
+        let order = self.spill_order();
+        for (n, e) in order.iter().enumerate() {
+            // The slots are read in key order, scattered over the table.
+            if let Some(next) = order.get(n + AHEAD) {
+                self.table.prefetch_index(next.slot as usize);
+            }
+            let s = self.table.slot(e.slot as usize);
             w.append(
-                *part,
+                e.part,
                 Self::key(&self.arena, s),
                 Self::value(&self.arena, s),
             )?;
@@ -332,5 +414,38 @@ mod tests {
         assert!(c.is_empty());
         // A spill releases the table, so the next emit does not see a full budget.
         assert_eq!(c.memory(), 0);
+    }
+
+    /// Counts of many distinct keys, short, long and longer than the queue
+    /// takes, through table growth and a spill with the table kept.
+    #[test]
+    fn many_keys_of_every_length_count_right() {
+        let mut c = HashCollector::new(
+            Arc::new(sluice_api::SumU64),
+            Arc::new(HashPartitioner),
+            1,
+            KeyOrder::Bytewise,
+        )
+        .with_budget(64 << 20);
+        let mut want: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        let long = "x".repeat(300);
+        let key = |i: u32| {
+            let pad = ["", "-0123456789abcdef", &long][(i % 3) as usize];
+            format!("{}{pad}", i % 20_000).into_bytes()
+        };
+        for round in 0..2 {
+            for i in 0..50_000u32 {
+                let k = key(i.wrapping_mul(2_654_435_761) % 60_000);
+                c.collect(&k, &sluice_api::SumU64::encode(1)).unwrap();
+                *want.entry(k).or_default() += 1;
+            }
+            let got: BTreeMap<Vec<u8>, u64> = crate::spill_to_vec(&mut c)
+                .into_iter()
+                .map(|(k, v)| (k, sluice_api::SumU64::decode(&v).unwrap()))
+                .collect();
+            assert_eq!(got, want, "round {round}");
+            assert!(c.is_empty());
+            want.clear();
+        }
     }
 }

@@ -19,6 +19,8 @@ mod error;
 mod hash;
 mod merge;
 mod order;
+mod radix;
+mod table;
 
 pub use collect::{Collector, SortCollector, SpillSink};
 pub use error::SortError;

@@ -9,27 +9,44 @@ use super::binary::visit_view;
 use super::{put_f64, visit, Encoding};
 use crate::SumReducer;
 
+/// The UserVisits column an aggregation groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GroupColumn {
+    /// `sourceIP`: the benchmark's aggregation.
+    #[default]
+    SourceIp,
+    /// `destURL`: one group per visited page, as many groups as Rankings
+    /// has rows at most (high-cardinality aggregation).
+    DestUrl,
+}
+
 struct RevenueMapper {
     dec: Decoder,
     prefix: Option<usize>,
+    column: GroupColumn,
     encoding: Encoding,
 }
 
 impl Mapper for RevenueMapper {
     fn map(&mut self, _offset: u64, line: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
-        let (ip, revenue) = match self.encoding {
+        let column = self.column;
+        let pick = |ip, url| match column {
+            GroupColumn::SourceIp => ip,
+            GroupColumn::DestUrl => url,
+        };
+        let (group, revenue) = match self.encoding {
             Encoding::Text => {
                 let v = visit(&mut self.dec, line)?;
-                (v.ip, v.revenue)
+                (pick(v.ip, v.url), v.revenue)
             }
             Encoding::Paged => {
                 let v = visit_view(line).map_err(sluice_api::Error::bad_record)?;
-                (v.ip, v.revenue)
+                (pick(v.ip, v.url), v.revenue)
             }
         };
         let key = match self.prefix {
-            Some(n) => &ip[..n.min(ip.len())],
-            None => ip,
+            Some(n) => &group[..n.min(group.len())],
+            None => group,
         };
         ctx.emit(key, &revenue.to_le_bytes())
     }
@@ -68,6 +85,16 @@ impl Reducer for FloatSum {
 /// `key<TAB>sum`. `hash` combines at emit time; otherwise map output is
 /// sorted and combined on spill (with the fingerprint order when asked).
 pub fn aggregation(prefix: Option<usize>, hash: bool, encoding: Encoding) -> JobSpec {
+    aggregation_by(GroupColumn::SourceIp, prefix, hash, encoding)
+}
+
+/// [`aggregation`] grouped by `column` (its first `prefix` bytes, if given).
+pub fn aggregation_by(
+    column: GroupColumn,
+    prefix: Option<usize>,
+    hash: bool,
+    encoding: Encoding,
+) -> JobSpec {
     let name = if prefix.is_some() {
         "pavlo-agg-small"
     } else {
@@ -76,6 +103,7 @@ pub fn aggregation(prefix: Option<usize>, hash: bool, encoding: Encoding) -> Job
     let job = JobSpec::new(name, move || RevenueMapper {
         dec: Decoder::new(b'|'),
         prefix,
+        column,
         encoding,
     })
     .reducer(FloatSum::default);

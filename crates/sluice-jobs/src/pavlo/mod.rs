@@ -13,7 +13,7 @@ pub mod binary;
 mod join;
 mod scan;
 
-pub use aggregate::{aggregation, udf};
+pub use aggregate::{aggregation, aggregation_by, udf, GroupColumn};
 pub use join::{
     join_aggregate, join_fast, join_fast_by_visits, join_filter, join_top, rank_table, visit_table,
     RankTable, VisitTable, JOIN_FROM, JOIN_TO,
