@@ -3,7 +3,11 @@
 and Hadoop MapReduce, on the same file, answers checked.
 
 Usage: .venv/bin/python bench/streaming.py [--size 50MB] [--runs 3]
-       [--no-hadoop]
+       [--no-hadoop] [--package-only]
+
+--package-only measures the sluice Python package against PySpark alone,
+with the package as installed in the venv (no build, no Streaming, no
+Hadoop).
 
 - Sluice: `sluice streaming` with a Python mapper and reducer shipped with
   -file (one process per task, lines through pipes, as Hadoop Streaming),
@@ -53,20 +57,38 @@ if cur is not None:
 """
 
 
+def parse_size(s):
+    """`50MB` as bytes (decimal units, as Sluice's flags)."""
+    units = {"KB": 10**3, "MB": 10**6, "GB": 10**9}
+    for u, m in units.items():
+        if s.upper().endswith(u):
+            return int(float(s[: -len(u)]) * m)
+    return int(s)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", default="50MB")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-hadoop", action="store_true")
+    ap.add_argument("--package-only", action="store_true")
     a = ap.parse_args()
-    sh("cargo", "build", "--release", "-q", "--manifest-path", ROOT / "Cargo.toml")
+    if a.package_only:
+        a.no_hadoop = True
+    else:
+        sh("cargo", "build", "--release", "-q", "--manifest-path", ROOT / "Cargo.toml")
     w = pathlib.Path(tempfile.mkdtemp(prefix="sluice-streaming-"))
     try:
-        sh(S, "gen", "text", "--size", a.size, "--seed", "3", "--out", w / "text")
         data = w / "text"
         (w / "map.py").write_text(MAP)
         (w / "reduce.py").write_text(REDUCE)
-        sh(S, "run", "wordcount", "--input", data, "--output", w / "want", "-q")
+        if a.package_only:
+            import sluice
+            sluice.gen_text(data, parse_size(a.size), seed=3)
+            sluice.run("wordcount", data, w / "want")
+        else:
+            sh(S, "gen", "text", "--size", a.size, "--seed", "3", "--out", data)
+            sh(S, "run", "wordcount", "--input", data, "--output", w / "want", "-q")
         want = counts(w / "want")
         rows = []
 
@@ -78,7 +100,7 @@ def main():
                 args += ["-combiner", "python3 reduce.py"]
             sh(*args)
 
-        for combine in (False, True):
+        for combine in () if a.package_only else (False, True):
             t = statistics.median(timed(lambda: streaming(combine)) for _ in range(a.runs))
             assert counts(w / "out") == want, "Sluice Streaming's answer differs"
             rows.append((f"Sluice Streaming{' + combiner' if combine else ''}", t))
