@@ -388,6 +388,8 @@ class Spark:
             return df.orderBy("value")
         uv = self.csv(data, "uservisits", Chdb.PAVLO["uservisits"].replace(" String", " STRING")
                       .replace(" Int64", " BIGINT").replace(" Float64", " DOUBLE").replace(" Date", " DATE"))
+        if w == "hc-agg":  # its directory has no Rankings
+            return uv.groupBy("destURL").agg(F.sum("adRevenue"))
         r = self.csv(data, "rankings", "pageURL STRING, pageRank BIGINT, avgDuration BIGINT")
         if w == "pavlo-grep":
             g = self.csv(data, "grep", "key STRING, field STRING")
@@ -396,8 +398,6 @@ class Spark:
             return r.where("pageRank > 10").select("pageURL", "pageRank")
         if w == "pavlo-agg-large":
             return uv.groupBy("sourceIP").agg(F.sum("adRevenue"))
-        if w == "hc-agg":
-            return uv.groupBy("destURL").agg(F.sum("adRevenue"))
         if w == "pavlo-agg-small":
             return uv.groupBy(F.substring("sourceIP", 1, 7)).agg(F.sum("adRevenue"))
         if w == "pavlo-join":

@@ -15,7 +15,9 @@ use sluice_formats::spill::SpillWriter;
 use crate::collect::Collector;
 use crate::order::{key_cmp, prefix};
 use crate::radix::{self, SpillEntry};
-use crate::table::{Probe, Slot, Table, AHEAD, INLINE_KEY, INLINE_VALUE};
+use crate::table::{
+    advise_huge_pages, prefetch, Probe, Slot, Table, AHEAD, INLINE_KEY, INLINE_VALUE,
+};
 use crate::{Result, SortError};
 
 /// Records longer than this (key and value) skip the queue: it holds
@@ -147,7 +149,7 @@ impl HashCollector {
             slot.val[..value.len()].copy_from_slice(value);
         } else {
             slot.val[..4].copy_from_slice(&(arena.len() as u32).to_le_bytes());
-            arena.extend_from_slice(value);
+            Self::push_arena(arena, value);
         }
     }
 
@@ -178,7 +180,7 @@ impl HashCollector {
         if key.len() > INLINE_KEY {
             slot.key[..4].copy_from_slice(&(self.arena.len() as u32).to_le_bytes());
             slot.key[8..].copy_from_slice(&hash.to_le_bytes());
-            self.arena.extend_from_slice(key);
+            Self::push_arena(&mut self.arena, key);
         }
         Self::set_value(&mut self.arena, &mut slot, value);
         slot
@@ -260,6 +262,31 @@ impl HashCollector {
         Ok(())
     }
 
+    /// Prefetches the arena bytes of a slot's long key and value.
+    #[inline]
+    fn prefetch_arena(&self, s: &Slot) {
+        let (klen, vlen) = (s.klen(), s.vlen as usize);
+        if klen > INLINE_KEY {
+            let off = Slot::off(&s.key);
+            prefetch(&self.arena[off]);
+            prefetch(&self.arena[off + klen - 1]);
+        }
+        if vlen > INLINE_VALUE {
+            prefetch(&self.arena[Slot::off(&s.val)]);
+        }
+    }
+
+    /// Appends to the arena; a grown arena is backed by huge pages from
+    /// then on (see [`advise_huge_pages`]): long keys are read in table
+    /// and key order, all over it.
+    fn push_arena(arena: &mut Vec<u8>, bytes: &[u8]) {
+        let cap = arena.capacity();
+        arena.extend_from_slice(bytes);
+        if arena.capacity() != cap {
+            advise_huge_pages(arena);
+        }
+    }
+
     /// Entries the spill's sort buffers hold or will hold, each.
     fn sort_entries(&self) -> usize {
         self.table
@@ -271,14 +298,19 @@ impl HashCollector {
     /// Sorts the distinct keys for a spill: by partition, prefix, then key.
     fn spill_order(&mut self) -> Vec<SpillEntry> {
         let mut order = std::mem::take(&mut self.spill_order);
-        order.extend(self.table.iter().map(|(i, s)| {
-            let k = Self::key(&self.arena, s);
-            SpillEntry {
-                prefix: prefix(self.order, k),
-                part: self.partitioner.partition(k, self.partitions),
-                slot: i as u32,
-            }
+        order.extend(self.table.iter().map(|(i, _)| SpillEntry {
+            slot: i as u32,
+            ..SpillEntry::default()
         }));
+        // Long keys lie in the arena in arrival order, not table order.
+        for n in 0..order.len() {
+            if let Some(ahead) = order.get(n + AHEAD) {
+                self.prefetch_arena(self.table.slot(ahead.slot as usize));
+            }
+            let k = Self::key(&self.arena, self.table.slot(order[n].slot as usize));
+            order[n].prefix = prefix(self.order, k);
+            order[n].part = self.partitioner.partition(k, self.partitions);
+        }
         let mut scratch = std::mem::take(&mut self.spill_scratch);
         radix::sort(&mut order, &mut scratch);
         self.spill_scratch = scratch;
@@ -338,9 +370,14 @@ impl Collector for HashCollector {
         self.drain()?;
         let order = self.spill_order();
         for (n, e) in order.iter().enumerate() {
-            // The slots are read in key order, scattered over the table.
-            if let Some(next) = order.get(n + AHEAD) {
+            // The slots are read in key order, scattered over the table,
+            // and long keys and values over the arena: each slot is
+            // fetched early, and its arena bytes once it has arrived.
+            if let Some(next) = order.get(n + 2 * AHEAD) {
                 self.table.prefetch_index(next.slot as usize);
+            }
+            if let Some(next) = order.get(n + AHEAD) {
+                self.prefetch_arena(self.table.slot(next.slot as usize));
             }
             let s = self.table.slot(e.slot as usize);
             w.append(

@@ -215,7 +215,7 @@ fn new_slots(size: usize) -> Vec<Slot> {
 /// pages, when it is large enough for that to matter.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-fn advise_huge_pages<T>(v: &Vec<T>) {
+pub(crate) fn advise_huge_pages<T>(v: &Vec<T>) {
     const PAGE: usize = 4096;
     let bytes = v.capacity() * std::mem::size_of::<T>();
     if bytes < 8 << 20 {
@@ -232,22 +232,22 @@ fn advise_huge_pages<T>(v: &Vec<T>) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_huge_pages<T>(_v: &Vec<T>) {}
+pub(crate) fn advise_huge_pages<T>(_v: &Vec<T>) {}
 
-/// A prefetch hint for the cache line holding `slot`. Prefetching never
+/// A prefetch hint for the cache line holding `at`. Prefetching never
 /// faults nor changes memory, so it cannot be misused; it is unsafe in
 /// Rust only because it is an intrinsic behind a target feature (SSE,
 /// which every x86-64 CPU has).
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[allow(unsafe_code)]
-fn prefetch(slot: &Slot) {
+pub(crate) fn prefetch<T>(at: &T) {
     use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
     // SAFETY: SSE is part of the x86-64 baseline, and a prefetch of a
     // valid reference reads nothing the program can observe.
-    unsafe { _mm_prefetch::<_MM_HINT_T0>((slot as *const Slot).cast::<i8>()) }
+    unsafe { _mm_prefetch::<_MM_HINT_T0>((at as *const T).cast::<i8>()) }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
-fn prefetch(_slot: &Slot) {}
+pub(crate) fn prefetch<T>(_at: &T) {}
