@@ -9,7 +9,6 @@ use anyhow::bail;
 use clap::{Args, Subcommand};
 use sluice_client::embedded;
 use sluice_client::{PutOptions, PutProgress};
-use sluice_coordinator::store::RackAware;
 use sluice_coordinator::{CoordinatorConfig, Scheduler};
 use sluice_driver::JobReport;
 use sluice_proto::auth::Secret;
@@ -59,9 +58,26 @@ pub struct CoordinatorArgs {
     /// Missed offers before a job takes maps off their blocks' data centers.
     #[arg(long, default_value_t = 80)]
     delay_datacenter: u32,
-    /// Fraction of maps done before reduces start.
-    #[arg(long, default_value_t = 0.8)]
-    slowstart: f64,
+    /// When reduces start: `delayed` (once 0.8 of the maps are done),
+    /// `early` (0.05), or `arts` (seed 003: from the map outputs per
+    /// partition and data center and the links' bandwidths). A job's
+    /// `-D sluice.reduce.scheduler=...` overrides it.
+    #[arg(long, default_value = "delayed", value_parser = parse_reduce_scheduler)]
+    reduce_scheduler: sluice_coordinator::arts::ReduceScheduler,
+    /// Fraction of maps done before reduces start (instead of
+    /// --reduce-scheduler's early or delayed).
+    #[arg(long, conflicts_with = "reduce_scheduler")]
+    slowstart: Option<f64>,
+    /// Maps never leave the data centers holding their blocks (seed 003's
+    /// experiments): a map runs only where a live replica's data center is.
+    #[arg(long)]
+    dc_local_maps: bool,
+    /// Bandwidths between data centers for ARTS: lines `DC1 DC2 RATE`
+    /// (both ways), `DC1->DC2 RATE`, `lan RATE`, `wan RATE` (`sluice probe
+    /// --network --cluster DIR --links FILE` writes one) [default: lan
+    /// 1GB/s, wan 100Mbit/s].
+    #[arg(long)]
+    links: Option<PathBuf>,
     /// Never launch backup attempts of stragglers.
     #[arg(long)]
     no_speculation: bool,
@@ -106,6 +122,16 @@ pub struct CoordinatorArgs {
     /// a replica damaged) each worker sends at once; 0 turns it off.
     #[arg(long, default_value_t = 2)]
     replication_streams: usize,
+    /// Where new blocks' replicas go: `rack-aware` (the first on the
+    /// writer's host, others on other racks) or `wan-aware` (all in the
+    /// writer's data center while it has room).
+    #[arg(long, default_value = "rack-aware")]
+    placement: String,
+}
+
+fn parse_reduce_scheduler(s: &str) -> Result<sluice_coordinator::arts::ReduceScheduler, String> {
+    sluice_coordinator::arts::ReduceScheduler::parse(s)
+        .ok_or_else(|| format!("{s:?}: early, delayed or arts"))
 }
 
 /// Writes `addr` to `f` whole (written beside it, renamed into place).
@@ -139,10 +165,23 @@ pub struct WorkerArgs {
     /// Where blocks, map outputs and scratch files go.
     #[arg(long)]
     data_dir: PathBuf,
+    /// Its data center.
     #[arg(long, default_value = "dc1")]
     datacenter: String,
+    /// Its rack.
     #[arg(long, default_value = "rack1")]
     rack: String,
+    /// Its host's name [default: the data-plane address's host].
+    #[arg(long)]
+    host: Option<String>,
+    /// Its place `/DATACENTER/RACK[/HOST]` (instead of --datacenter,
+    /// --rack and --host).
+    #[arg(long, conflicts_with_all = ["datacenter", "rack", "topology"])]
+    location: Option<String>,
+    /// A topology file: lines `HOST /DATACENTER/RACK` (`#` comments); this
+    /// worker's place is its --host's line.
+    #[arg(long, requires = "host")]
+    topology: Option<PathBuf>,
     /// Concurrent map tasks (and, separately, reduce tasks) [default: cores].
     #[arg(long)]
     slots: Option<u32>,
@@ -186,9 +225,14 @@ pub struct WorkerArgs {
 pub enum ClusterCmd {
     /// Start a coordinator and workers on this host (loopback).
     Up {
-        /// Worker processes.
-        #[arg(long, default_value_t = 2)]
-        workers: u32,
+        /// Worker processes; with several data centers, per data center
+        /// (`3,3`).
+        #[arg(long, default_value = "2", value_delimiter = ',')]
+        workers: Vec<u32>,
+        /// Data centers (`/dcN/rackN/worker-I`); one --workers count is
+        /// split evenly among them.
+        #[arg(long)]
+        datacenters: Option<u32>,
         /// Directory for the cluster's state, data, logs and cluster.json.
         #[arg(long, default_value = "sluice-cluster")]
         dir: PathBuf,
@@ -228,6 +272,10 @@ pub struct PutArgs {
     /// Replace an existing data set.
     #[arg(long)]
     overwrite: bool,
+    /// The data center this put writes from, for the coordinator's
+    /// WAN-aware placement [default: that of the worker on this host].
+    #[arg(long, default_value = "")]
+    datacenter: String,
     #[command(flatten)]
     conn: Conn,
 }
@@ -278,10 +326,22 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
             rack: a.delay_rack,
             datacenter: a.delay_datacenter,
         },
-        a.slowstart,
+        a.slowstart.map_or(
+            a.reduce_scheduler,
+            sluice_coordinator::arts::ReduceScheduler::SlowStart,
+        ),
         !a.no_speculation,
         a.speculative_slowdown,
     );
+    let mut settings = settings;
+    settings.dc_local_maps = a.dc_local_maps;
+    if let Some(f) = &a.links {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| anyhow::anyhow!("reading links file {}: {e}", f.display()))?;
+        settings.links =
+            sluice_coordinator::arts::Links::parse(&text, |r| units::parse_rate(r).ok())
+                .map_err(|e| anyhow::anyhow!("links file {}: {e}", f.display()))?;
+    }
     let cfg = CoordinatorConfig {
         listen: a.listen,
         state_dir: a.state_dir.clone(),
@@ -290,7 +350,9 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         worker_timeout: Duration::from_millis(a.worker_timeout_ms.max(100)),
         settings,
         jobs: crate::jobs(),
-        placement: Box::new(RackAware),
+        placement: sluice_coordinator::store::placement(&a.placement).ok_or_else(|| {
+            anyhow::anyhow!("--placement {:?}: rack-aware or wan-aware", a.placement)
+        })?,
         orphan_grace: Duration::from_millis(a.orphan_grace_ms),
         scheduler: match a.scheduler {
             SchedulerArg::Fifo => {
@@ -324,13 +386,15 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
     init_logs();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let memory = a.memory.unwrap_or_else(|| embedded::host_memory() / 2);
+    let (datacenter, rack, host) = worker_place(a)?;
     let cfg = WorkerConfig {
         coordinator: a.coordinator.clone(),
         listen: a.listen,
         advertise: a.advertise.clone(),
         data_dir: a.data_dir.clone(),
-        datacenter: a.datacenter.clone(),
-        rack: a.rack.clone(),
+        datacenter,
+        rack,
+        host,
         slots: a.slots.unwrap_or(cores).max(1),
         memory,
         secret: secret(a.secret_file.as_deref())?,
@@ -354,6 +418,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
     match cmd {
         ClusterCmd::Up {
             workers,
+            datacenters,
             dir,
             slots,
             coordinator_flags,
@@ -361,7 +426,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
         } => {
             let opts = embedded::UpOptions {
                 exe: std::env::current_exe()?,
-                workers: *workers,
+                workers: per_datacenter(workers, *datacenters)?,
                 slots: *slots,
                 coordinator_flags: words(coordinator_flags),
                 worker_flags: words(worker_flags),
@@ -387,23 +452,105 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
         ClusterCmd::Status(conn) => {
             let info = connect(conn)?.info()?;
             println!("epoch {}", info.epoch);
-            for w in info.workers {
-                println!(
-                    "worker {:>3}  {}  {}  {}/{}  slots {}  memory {} ({} a task)  pid {}  {}",
+            print!("{}", topology_tree(&info.workers));
+            Ok(())
+        }
+    }
+}
+
+/// Workers per data center from `--workers` and `--datacenters`.
+fn per_datacenter(workers: &[u32], datacenters: Option<u32>) -> anyhow::Result<Vec<u32>> {
+    let dcs = datacenters.unwrap_or(workers.len() as u32).max(1);
+    match workers {
+        [n] => Ok((0..dcs).map(|d| n / dcs + u32::from(d < n % dcs)).collect()),
+        _ if workers.len() as u32 == dcs => Ok(workers.to_vec()),
+        _ => bail!(
+            "--workers names {} data centers, --datacenters {dcs}",
+            workers.len()
+        ),
+    }
+}
+
+/// The workers as a tree: data center, rack, then one line per worker.
+pub fn topology_tree(workers: &[sluice_proto::proto::WorkerInfo]) -> String {
+    use std::collections::BTreeMap;
+    use std::fmt::Write;
+    let mut tree: BTreeMap<&str, BTreeMap<&str, Vec<&sluice_proto::proto::WorkerInfo>>> =
+        BTreeMap::new();
+    for w in workers {
+        let dc = tree.entry(&w.datacenter).or_default();
+        dc.entry(&w.rack).or_default().push(w);
+    }
+    let mut out = String::new();
+    for (dc, racks) in &tree {
+        let _ = writeln!(out, "/{dc}");
+        for (rack, ws) in racks {
+            let _ = writeln!(out, "  /{dc}/{rack}");
+            for w in ws {
+                let _ = writeln!(
+                    out,
+                    "    /{dc}/{rack}/{}  worker {}  {}  {}  slots {}  memory {} ({} a task)  free {}  pid {}  {}",
+                    w.host,
                     w.id,
                     w.uid,
                     w.data_addr,
-                    w.datacenter,
-                    w.rack,
                     w.slots,
                     units::human(w.memory),
                     units::human(sluice_proto::task_share(w.memory, w.slots)),
+                    units::human(w.free_bytes),
                     w.pid,
                     if w.alive { "alive" } else { "lost" }
                 );
             }
-            Ok(())
         }
+    }
+    out
+}
+
+/// This worker's `(datacenter, rack, host)` from its flags: --location,
+/// else its --topology file's line for --host, else --datacenter, --rack
+/// and --host.
+fn worker_place(a: &WorkerArgs) -> anyhow::Result<(String, String, String)> {
+    let host = a.host.clone().unwrap_or_default();
+    if let Some(loc) = &a.location {
+        return parse_location(loc, host);
+    }
+    if let Some(file) = &a.topology {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("reading topology file {}: {e}", file.display()))?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            let mut words = line.split_whitespace();
+            let (Some(name), Some(loc)) = (words.next(), words.next()) else {
+                if !line.is_empty() {
+                    bail!(
+                        "{}:{}: expected `HOST /DATACENTER/RACK`",
+                        file.display(),
+                        n + 1
+                    );
+                }
+                continue;
+            };
+            if name == host {
+                return parse_location(loc, host);
+            }
+        }
+        bail!("host {host} is not in topology file {}", file.display());
+    }
+    Ok((a.datacenter.clone(), a.rack.clone(), host))
+}
+
+/// `/DATACENTER/RACK[/HOST]`; `host` stands when it names none.
+fn parse_location(loc: &str, host: String) -> anyhow::Result<(String, String, String)> {
+    let parts: Vec<&str> = loc.strip_prefix('/').unwrap_or("").split('/').collect();
+    match parts.as_slice() {
+        [dc, rack] if !dc.is_empty() && !rack.is_empty() => {
+            Ok(((*dc).to_owned(), (*rack).to_owned(), host))
+        }
+        [dc, rack, h] if !dc.is_empty() && !rack.is_empty() && !h.is_empty() => {
+            Ok(((*dc).to_owned(), (*rack).to_owned(), (*h).to_owned()))
+        }
+        _ => bail!("location {loc:?} is not /DATACENTER/RACK[/HOST]"),
     }
 }
 
@@ -419,6 +566,7 @@ pub fn put(a: &PutArgs) -> anyhow::Result<()> {
         block_size: a.block_size,
         replication: a.replication,
         overwrite: a.overwrite,
+        datacenter: a.datacenter.clone(),
         progress: Some(progress.clone()),
     };
     let shown = show_put(progress);

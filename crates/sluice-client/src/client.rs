@@ -38,6 +38,9 @@ pub struct PutOptions {
     pub block_size: u64,
     pub replication: u32,
     pub overwrite: bool,
+    /// The writer's data center, for WAN-aware placement (empty: that of
+    /// the worker on this host, if any).
+    pub datacenter: String,
     /// Counts files and bytes stored, for a progress display.
     pub progress: Option<std::sync::Arc<PutProgress>>,
 }
@@ -163,7 +166,7 @@ impl Client {
             .map(|(_, f)| f.len.div_ceil(opts.block_size.max(1)).max(1))
             .sum();
         let plan = Plan {
-            ahead: std::sync::Mutex::new(self.plan(total, opts.replication).await?.into()),
+            ahead: std::sync::Mutex::new(self.plan(total, opts).await?.into()),
             planned: std::sync::Mutex::new(Vec::new()),
         };
         lock(&plan.planned).extend(lock(&plan.ahead).iter().map(|p| p.id.clone()));
@@ -250,7 +253,7 @@ impl Client {
                 return Ok(FileMeta { name, blocks });
             }
             left = left.saturating_sub(block.len() as u64);
-            let p = self.next_placement(plan, opts.replication).await?;
+            let p = self.next_placement(plan, opts).await?;
             let len = block.len() as u64;
             blocks.push(self.store_block(block, p).await?);
             drop(held);
@@ -262,11 +265,11 @@ impl Client {
 
     /// The next planned placement, asking for more when the plan ran out
     /// (blocks cut short at line ends).
-    async fn next_placement(&self, plan: &Plan, replication: u32) -> Result<proto::Placement> {
+    async fn next_placement(&self, plan: &Plan, opts: &PutOptions) -> Result<proto::Placement> {
         if let Some(p) = lock(&plan.ahead).pop_front() {
             return Ok(p);
         }
-        let mut more = self.plan(1, replication).await?;
+        let mut more = self.plan(1, opts).await?;
         lock(&plan.planned).extend(more.iter().map(|p| p.id.clone()));
         more.pop()
             .ok_or_else(|| ClusterError::Remote("the coordinator planned no block".into()))
@@ -274,16 +277,18 @@ impl Client {
 
     /// Placements for `n` new blocks, asked for [`PLAN_BATCH`] at a time
     /// (a reply stays well under the control plane's message limit).
-    async fn plan(&self, n: u64, replication: u32) -> Result<Vec<proto::Placement>> {
+    async fn plan(&self, n: u64, opts: &PutOptions) -> Result<Vec<proto::Placement>> {
         let mut all = Vec::new();
         let mut left = n;
         while left > 0 {
             let batch = left.min(PLAN_BATCH);
             let req = proto::PlanBlocksRequest {
                 blocks: batch as u32,
-                replication,
+                replication: opts.replication,
                 writer_host: String::new(),
                 exclude: Vec::new(),
+                writer_datacenter: opts.datacenter.clone(),
+                block_size: with_slop(opts.block_size),
             };
             all.extend(self.rpc.clone().plan_blocks(req).await?.into_inner().blocks);
             left -= batch;
@@ -298,6 +303,7 @@ impl Client {
             replication: 1,
             writer_host: String::new(),
             exclude,
+            ..Default::default()
         };
         let r = self.rpc.clone().plan_blocks(req).await?.into_inner();
         Ok(r.blocks

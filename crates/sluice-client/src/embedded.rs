@@ -43,7 +43,10 @@ pub struct WorkerEntry {
 pub struct UpOptions {
     /// The `sluice` executable to run as coordinator and workers.
     pub exe: PathBuf,
-    pub workers: u32,
+    /// Workers per data center: one entry is one data center, `dc1`, with
+    /// workers of this host's place; more start data centers `dc1`,
+    /// `dc2`, ..., one rack each, worker `i` on host `worker-i`.
+    pub workers: Vec<u32>,
     /// Slots per worker [default: cores / workers, at least 1].
     pub slots: Option<u32>,
     /// Extra coordinator flags.
@@ -76,10 +79,10 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
     let secret_file = write_secret(&dir)?;
     let (addr, http, coordinator_pid) = start_coordinator(&dir, &secret_file, opts)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let n = opts.workers;
+    let n: u32 = opts.workers.iter().sum();
     let slots = opts.slots.unwrap_or((cores / n.max(1)).max(1));
     let mut pids = Vec::new();
-    for i in 0..n {
+    for (i, place) in places(&opts.workers).into_iter().enumerate() {
         let data = dir.join(format!("worker-{i}"));
         let mut args = vec![
             "worker".into(),
@@ -100,6 +103,7 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
         if !opts.worker_flags.iter().any(|f| f.starts_with("--http")) {
             args.extend(["--http".into(), "127.0.0.1:0".into()]);
         }
+        args.extend(place);
         args.extend(opts.worker_flags.iter().cloned());
         let log = format!("worker-{i}.log");
         pids.push((spawn(&opts.exe, &dir, &log, &args)?, data));
@@ -115,6 +119,24 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
     let json = serde_json::to_string_pretty(&f).expect("serializable");
     std::fs::write(&path, json).map_err(|e| ClusterError::io("writing", &path, e))?;
     Ok(f)
+}
+
+/// Each worker's place flags, workers numbered across data centers: none
+/// for a single data center, else `--location /dcD/rackD/worker-I`.
+fn places(per_dc: &[u32]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (d, &n) in per_dc.iter().enumerate() {
+        for _ in 0..n {
+            let i = out.len();
+            out.push(if per_dc.len() > 1 {
+                let dc = d + 1;
+                vec!["--location".into(), format!("/dc{dc}/rack{dc}/worker-{i}")]
+            } else {
+                Vec::new()
+            });
+        }
+    }
+    out
 }
 
 /// Creates `dir/secret` (0600) unless it exists; returns its path.

@@ -5,6 +5,7 @@
 //! and clients call ([`service`]), and the report of each finished job
 //! ([`report`]).
 
+pub mod arts;
 pub mod bench;
 pub mod combine;
 pub mod editlog;
@@ -25,14 +26,19 @@ pub use service::{start, CoordinatorConfig, Scheduler, Started};
 pub fn sched_settings(
     max_attempts: u32,
     delay: sched::Delay,
-    slowstart: f64,
+    reduce: arts::ReduceScheduler,
     speculative: bool,
     spec_slowdown: f64,
 ) -> sched::Settings {
     sched::Settings {
         max_attempts: max_attempts.max(1),
         delay,
-        slowstart: slowstart.clamp(0.0, 1.0),
+        reduce: match reduce {
+            arts::ReduceScheduler::SlowStart(f) => {
+                arts::ReduceScheduler::SlowStart(f.clamp(0.0, 1.0))
+            }
+            r => r,
+        },
         speculative,
         spec_slowdown: spec_slowdown.max(1.0),
         ..sched::Settings::default()

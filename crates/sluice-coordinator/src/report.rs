@@ -310,6 +310,7 @@ mod tests {
             addr: "a:1",
             place: &place,
             live: 1,
+            map_slots: 1,
         };
         let pick = |kind, index| Pick {
             kind,

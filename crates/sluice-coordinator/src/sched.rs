@@ -20,10 +20,15 @@
 //! - Queues ([`crate::queues`]): a decision takes its candidates from the
 //!   job's queues by level, not from a scan of its tasks, so its cost does
 //!   not grow with the job.
-//! - Reduces start once [`Settings::slowstart`] of the maps are done, maps
-//!   still pending or not (Hadoop's slow-start: 0.05 starts them early, 0.8
-//!   late); workers have separate map and reduce slots, so reducers waiting
-//!   for map outputs never hold a map slot.
+//! - Reduces start as [`Settings::reduce`] says ([`crate::arts`]): once a
+//!   fraction of the maps are done, maps still pending or not (Hadoop's
+//!   slow-start: 0.05 starts them early, 0.8 late), or by seed 003's ARTS
+//!   from the map outputs per partition and data center; workers have
+//!   separate map and reduce slots, so reducers waiting for map outputs
+//!   never hold a map slot.
+//! - Data-center-local maps ([`Settings::dc_local_maps`]): a map runs only
+//!   in a data center holding a live replica of its blocks, never across
+//!   the WAN, whatever its missed offers.
 //! - Speculation: when a phase has no pending task, a running task slower
 //!   than [`Settings::spec_slowdown`] times the phase's median (and than
 //!   [`Settings::spec_min`]) gets one backup attempt on another worker.
@@ -38,7 +43,7 @@
 //!   worker do not count; the worker's finished map outputs are recomputed
 //!   while reducers may still need them.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -46,6 +51,7 @@ use sluice_request::JobRequest;
 
 pub use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 
+use crate::arts::{JobProgress, Links, ReduceScheduler};
 use crate::queues::Queues;
 use crate::store::RecordState;
 use sluice_proto::catalog::BlockMeta;
@@ -129,6 +135,10 @@ pub struct Topology<'c> {
     /// Each live worker's cached blocks, as a set and as reported.
     caches: HashMap<&'c str, (&'c HashSet<String>, &'c [String])>,
 }
+
+/// The job property that picks its reduce scheduler (`early`, `delayed`
+/// or `arts`), over the coordinator's `--reduce-scheduler`.
+pub const REDUCE_SCHEDULER_PROPERTY: &str = "sluice.reduce.scheduler";
 
 /// A worker's place in the network.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -238,8 +248,12 @@ pub struct Settings {
     pub max_attempts: u32,
     /// Delay scheduling's thresholds of missed offers.
     pub delay: Delay,
-    /// Fraction of maps done before reduces start.
-    pub slowstart: f64,
+    /// When reduces start.
+    pub reduce: ReduceScheduler,
+    /// Maps never run outside the data centers holding their blocks.
+    pub dc_local_maps: bool,
+    /// Bandwidths between data centers (ARTS's copy time).
+    pub links: Links,
     /// Whether to launch backup attempts of stragglers.
     pub speculative: bool,
     /// A task slower than this times its phase's median is a straggler.
@@ -253,7 +267,9 @@ impl Default for Settings {
         Settings {
             max_attempts: 4,
             delay: Delay::default(),
-            slowstart: 0.8,
+            reduce: ReduceScheduler::SlowStart(0.8),
+            dc_local_maps: false,
+            links: Links::default(),
             speculative: true,
             spec_slowdown: 1.5,
             spec_min: Duration::from_secs(2),
@@ -312,6 +328,8 @@ pub struct Attempt {
     pub level: Locality,
     pub speculative: bool,
     pub report: Option<proto::TaskReport>,
+    /// Its worker's data center.
+    pub datacenter: String,
 }
 
 impl Attempt {
@@ -509,6 +527,8 @@ pub struct Asker<'a> {
     pub place: &'a Place,
     /// Live workers in the cluster.
     pub live: usize,
+    /// Map slots of the live workers.
+    pub map_slots: usize,
 }
 
 /// A job being scheduled.
@@ -544,6 +564,49 @@ pub struct Job {
     pub pool: String,
     /// Its tasks by state and locality, kept as attempts start and end.
     pub queues: Queues,
+    /// When its reduces start, if the job says (`sluice.reduce.scheduler`).
+    pub reduce_scheduler: Option<ReduceScheduler>,
+    /// What its winning maps have produced so far.
+    pub map_outputs: MapOutputs,
+}
+
+/// The winning maps' output so far, kept as maps finish and as their
+/// outputs are lost: what ARTS decides from.
+#[derive(Debug, Clone, Default)]
+pub struct MapOutputs {
+    /// Data center -> bytes per partition.
+    pub by_dc: BTreeMap<String, Vec<u64>>,
+    pub input: u64,
+    pub output: u64,
+    /// Seconds the winners took, summed.
+    pub seconds: f64,
+}
+
+impl MapOutputs {
+    /// Adds (`sign` 1) or takes away (-1) a winner's output.
+    fn count(&mut self, a: &Attempt, sign: i8) {
+        let Some(r) = &a.report else {
+            return;
+        };
+        let add = |x: &mut u64, v: u64| {
+            *x = if sign > 0 {
+                x.saturating_add(v)
+            } else {
+                x.saturating_sub(v)
+            }
+        };
+        let parts = self.by_dc.entry(a.datacenter.clone()).or_default();
+        if parts.len() < r.partition_bytes.len() {
+            parts.resize(r.partition_bytes.len(), 0);
+        }
+        for (p, v) in parts.iter_mut().zip(&r.partition_bytes) {
+            add(p, *v);
+        }
+        add(&mut self.input, r.input_bytes);
+        add(&mut self.output, r.partition_bytes.iter().sum());
+        let s = micros(a) as f64 / 1e6;
+        self.seconds = (self.seconds + f64::from(sign) * s).max(0.0);
+    }
 }
 
 impl Job {
@@ -561,9 +624,14 @@ impl Job {
             .property(crate::policy::POOL_PROPERTY)
             .unwrap_or(crate::policy::DEFAULT_POOL)
             .to_owned();
+        let reduce_scheduler = request
+            .property(REDUCE_SCHEDULER_PROPERTY)
+            .and_then(ReduceScheduler::parse);
         Job {
             id,
             pool,
+            reduce_scheduler,
+            map_outputs: MapOutputs::default(),
             encoded: request.encode().into(),
             input: request.input.clone(),
             output: request.output.clone(),
@@ -656,14 +724,14 @@ impl Job {
         if kind == MAP {
             return self.pick_map(w, s, now, topo);
         }
+        if self.map_only {
+            return None;
+        }
         let maps_done = if self.maps.is_empty() {
             1.0
         } else {
             self.done(MAP) as f64 / self.maps.len() as f64
         };
-        if self.map_only || maps_done < s.slowstart {
-            return None;
-        }
         let reduce = |index, speculative| Pick {
             kind: REDUCE,
             index,
@@ -675,10 +743,40 @@ impl Job {
             let t = &self.reduces[*i];
             t.pending() && t.may_run_on(w)
         };
-        if let Some(i) = self.queues.open(REDUCE).find(usable) {
-            return Some(reduce(i, false));
+        match self.reduce_scheduler.unwrap_or(s.reduce) {
+            ReduceScheduler::SlowStart(f) if maps_done < f => return None,
+            ReduceScheduler::SlowStart(_) => {
+                if let Some(i) = self.queues.open(REDUCE).find(usable) {
+                    return Some(reduce(i, false));
+                }
+            }
+            ReduceScheduler::Arts => {
+                let open: Vec<usize> = self.queues.open(REDUCE).filter(usable).collect();
+                if !open.is_empty() {
+                    let p = self.progress(w);
+                    let (i, _) = crate::arts::decide(&p, &w.place.datacenter, &open, &s.links);
+                    return i.map(|i| reduce(i, false));
+                }
+            }
         }
         self.straggler(REDUCE, w, s, now).map(|i| reduce(i, true))
+    }
+
+    /// What ARTS knows of this job, for a slot of `w`.
+    fn progress(&self, w: &Asker<'_>) -> JobProgress<'_> {
+        let o = &self.map_outputs;
+        JobProgress {
+            total_maps: self.maps.len(),
+            completed_maps: self.done(MAP),
+            running_maps: self.running(MAP),
+            map_seconds: o.seconds,
+            map_slots: w.map_slots,
+            map_input: o.input,
+            map_output: o.output,
+            reduces: self.reduces.len(),
+            running_reduces: self.running(REDUCE),
+            output: &o.by_dc,
+        }
     }
 
     fn pick_map(
@@ -694,10 +792,15 @@ impl Job {
             level,
             speculative,
         };
-        let Some((level, i)) = self.best_pending(w, topo) else {
+        let dc_ok = |level: Locality| !s.dc_local_maps || level < Locality::Any;
+        let best = self
+            .best_pending(w, topo)
+            .filter(|(level, _)| dc_ok(*level));
+        let Some((level, i)) = best else {
             return self
                 .straggler(MAP, w, s, now)
-                .map(|i| map(i, self.level(i, w, topo), true));
+                .map(|i| map(i, self.level(i, w, topo), true))
+                .filter(|p| dc_ok(p.level));
         };
         if level <= self.allowed(s, topo) {
             if level <= Locality::Node {
@@ -706,7 +809,10 @@ impl Job {
             return Some(map(i, level, false));
         }
         if let Some(i) = self.unplaceable(w, topo) {
-            return Some(map(i, self.level(i, w, topo), false));
+            let p = map(i, self.level(i, w, topo), false);
+            if dc_ok(p.level) {
+                return Some(p);
+            }
         }
         self.missed_offers += 1;
         None
@@ -921,6 +1027,7 @@ impl Job {
             level,
             speculative,
             report: None,
+            datacenter: w.place.datacenter.clone(),
         });
         self.queues.started(kind, index);
         id
@@ -973,6 +1080,9 @@ impl Job {
             }
             t.done = Some(id as usize);
             let took = micros(&t.attempts[id as usize]);
+            if kind == MAP {
+                self.map_outputs.count(&t.attempts[id as usize], 1);
+            }
             let mut kills = Vec::new();
             for a in &mut t.attempts {
                 if a.state == AttemptState::Running {
@@ -1031,6 +1141,7 @@ impl Job {
         t.attempts[id as usize].state = AttemptState::Failed;
         t.failures += 1;
         t.last_error = format!("map output unreadable: {reason}");
+        self.map_outputs.count(&t.attempts[id as usize], -1);
         t.reset(now);
         let took = micros(&t.attempts[id as usize]);
         self.queues.reopen(MAP, index);
@@ -1053,6 +1164,7 @@ impl Job {
         let reduces_left = self.done(REDUCE) < self.reduces.len();
         let map_only = self.map_only;
         let queues = &mut self.queues;
+        let outputs = &mut self.map_outputs;
         for (kind, tasks) in [(MAP, &mut self.maps), (REDUCE, &mut self.reduces)] {
             for (i, t) in tasks.iter_mut().enumerate() {
                 for a in t.attempts.iter_mut().filter(|a| a.worker == worker) {
@@ -1066,6 +1178,9 @@ impl Job {
                 let needed = kind == REDUCE || map_only || reduces_left;
                 if t.winner().is_some_and(|a| a.worker == worker) && needed {
                     let w = t.done.expect("has a winner");
+                    if kind == MAP {
+                        outputs.count(&t.attempts[w], -1);
+                    }
                     t.attempts[w].state = AttemptState::Lost;
                     t.reset(now);
                     queues.reopen(kind, i);
@@ -1239,6 +1354,7 @@ mod tests {
             addr: "x",
             place: &p,
             live: topo.len(),
+            map_slots: topo.len(),
         };
         let pick = j.pick(&w, MAP, s, Instant::now(), topo)?;
         j.launch(pick, &w, Instant::now());
@@ -1384,6 +1500,7 @@ mod tests {
             addr: "x",
             place: p,
             live: 2,
+            map_slots: 2,
         }
     }
 
@@ -1559,7 +1676,7 @@ mod tests {
         let a = asker(1, "a", &p);
         let now = Instant::now();
         let early = Settings {
-            slowstart: 0.05,
+            reduce: ReduceScheduler::SlowStart(0.05),
             ..Settings::default()
         };
         let late = Settings::default();

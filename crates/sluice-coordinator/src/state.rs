@@ -35,7 +35,7 @@ use crate::sched::{
     REDUCE,
 };
 use crate::service::CoordinatorConfig;
-use crate::store::{JobRecord, Node, PlacementPolicy, RecordState};
+use crate::store::{JobRecord, Node, PlacementPolicy, RecordState, Writer};
 use sluice_proto::catalog::{BlockMeta, Catalog, DatasetMeta, FileMeta};
 use sluice_proto::ids::{output_block_job, DatasetName};
 use sluice_proto::proto;
@@ -526,8 +526,15 @@ impl State {
         }
         self.next_worker += 1;
         let id = WorkerId(self.next_worker);
+        let host = if r.host.is_empty() {
+            host_of(&r.data_addr)
+        } else {
+            r.host
+        };
         let info = proto::WorkerInfo {
             id: id.0,
+            host,
+            free_bytes: r.free_bytes,
             uid: r.uid,
             data_addr: r.data_addr,
             datacenter: r.datacenter,
@@ -564,6 +571,7 @@ impl State {
         match self.workers.get_mut(&worker) {
             Some(w) if w.info.alive && r.epoch == epoch => {
                 w.last_seen = self.at.now;
+                w.info.free_bytes = r.free_bytes;
                 if let Some(c) = r.cache {
                     w.cached = c.blocks.iter().cloned().collect();
                     w.cache = c;
@@ -929,9 +937,12 @@ impl State {
         let mut blocks = Vec::new();
         let cfg = self.cfg.clone();
         for _ in 0..r.blocks {
-            let uids = cfg
-                .placement
-                .place(&nodes, &r.writer_host, repl, &mut placed);
+            let writer = Writer {
+                host: &r.writer_host,
+                datacenter: &r.writer_datacenter,
+                block_size: r.block_size,
+            };
+            let uids = cfg.placement.place(&nodes, &writer, repl, &mut placed);
             let targets = uids
                 .iter()
                 .filter_map(|u| live.iter().find(|w| &w.uid == u).cloned())
@@ -1661,6 +1672,7 @@ impl State {
             addr: &addr,
             place: &place,
             live: live.len(),
+            map_slots: self.total_slots(),
         };
         let now = self.at.now;
         let mut out = Vec::new();
@@ -1965,9 +1977,10 @@ fn no_intact_replica(b: &BlockMeta, input: &str, workers: &[proto::WorkerInfo]) 
 fn node(w: &proto::WorkerInfo) -> Node {
     Node {
         uid: w.uid.clone(),
-        host: host_of(&w.data_addr),
+        host: w.host.clone(),
         datacenter: w.datacenter.clone(),
         rack: w.rack.clone(),
+        free_bytes: w.free_bytes,
     }
 }
 

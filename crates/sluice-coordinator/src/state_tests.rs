@@ -67,7 +67,7 @@ fn settings() -> Settings {
             rack: 4,
             datacenter: 6,
         },
-        slowstart: 0.25,
+        reduce: crate::arts::ReduceScheduler::SlowStart(0.25),
         spec_min: Duration::ZERO,
         ..Settings::default()
     }

@@ -25,6 +25,45 @@ pub struct Node {
     pub host: String,
     pub datacenter: String,
     pub rack: String,
+    /// Bytes its data directory could still take (0: unknown, taken as
+    /// room).
+    pub free_bytes: u64,
+}
+
+impl Node {
+    /// Whether it has room for one more block of `block_size` bytes after
+    /// the `placed` blocks of this request.
+    fn has_room(&self, block_size: u64, placed: &HashMap<String, usize>) -> bool {
+        let n = *placed.get(&self.uid).unwrap_or(&0) as u64 + 1;
+        self.free_bytes == 0 || self.free_bytes >= n.saturating_mul(block_size)
+    }
+}
+
+/// Who writes a block.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Writer<'a> {
+    /// The writer's host (first replicas go to a worker there).
+    pub host: &'a str,
+    /// The writer's data center (empty: that of the worker on its host,
+    /// if there is exactly one).
+    pub datacenter: &'a str,
+    /// The block's size at most (0: unknown).
+    pub block_size: u64,
+}
+
+impl Writer<'_> {
+    /// Its data center: the stated one, else that of the one worker of
+    /// `live` on its host.
+    fn datacenter<'n>(&'n self, live: &'n [Node]) -> Option<&'n str> {
+        if !self.datacenter.is_empty() {
+            return Some(self.datacenter);
+        }
+        let mut on_host = live.iter().filter(|n| n.host == self.host);
+        match (on_host.next(), on_host.next()) {
+            (Some(n), None) => Some(n.datacenter.as_str()),
+            _ => None,
+        }
+    }
 }
 
 /// Chooses the workers that hold a new block's replicas.
@@ -34,10 +73,13 @@ pub trait PlacementPolicy: Send + Sync {
     fn place(
         &self,
         live: &[Node],
-        writer_host: &str,
+        writer: &Writer,
         replication: usize,
         placed: &mut HashMap<String, usize>,
     ) -> Vec<String>;
+
+    /// Its name, as `--placement` takes it.
+    fn name(&self) -> &'static str;
 
     /// Up to `copies` workers of `live`, other than `holder`, for further
     /// replicas of a block `holder` already has (a task's output). The
@@ -94,13 +136,18 @@ fn more_replicas<'a>(
 pub struct RackAware;
 
 impl PlacementPolicy for RackAware {
+    fn name(&self) -> &'static str {
+        "rack-aware"
+    }
+
     fn place(
         &self,
         live: &[Node],
-        writer_host: &str,
+        writer: &Writer,
         replication: usize,
         placed: &mut HashMap<String, usize>,
     ) -> Vec<String> {
+        let writer_host = writer.host;
         let mut rng = rand::thread_rng();
         let mut order: Vec<&Node> = live.iter().collect();
         order.shuffle(&mut rng);
@@ -122,6 +169,106 @@ impl PlacementPolicy for RackAware {
         }
         more_replicas(&order, &mut chosen, replication, placed);
         chosen.into_iter().map(|n| n.uid.clone()).collect()
+    }
+}
+
+/// WAN-aware placement (seed 003): every replica in the writer's data
+/// center while it has workers with room for the block, so a write never
+/// crosses the WAN. Within it, as [`RackAware`]: the first replica on the
+/// writer's host when a worker is there, further ones off its rack first,
+/// the least loaded first. The fallback, when the writer's data center
+/// has fewer workers with room than replicas asked: the remaining
+/// replicas go to the other data centers' workers with room, the least
+/// loaded first, so the block still gets its replication (a write that
+/// must cross the WAN beats a block with fewer copies); with no room
+/// anywhere, workers of unknown or too little room are taken as last
+/// resort, as the default policy would. A writer whose data center is
+/// unknown is placed by the default policy.
+#[derive(Debug, Default)]
+pub struct WanAware;
+
+impl PlacementPolicy for WanAware {
+    fn name(&self) -> &'static str {
+        "wan-aware"
+    }
+
+    fn place(
+        &self,
+        live: &[Node],
+        writer: &Writer,
+        replication: usize,
+        placed: &mut HashMap<String, usize>,
+    ) -> Vec<String> {
+        let Some(dc) = writer.datacenter(live) else {
+            return RackAware.place(live, writer, replication, placed);
+        };
+        let room = |n: &&Node| n.has_room(writer.block_size, placed);
+        let home: Vec<Node> = live
+            .iter()
+            .filter(|n| n.datacenter == dc)
+            .filter(room)
+            .cloned()
+            .collect();
+        let away: Vec<Node> = live
+            .iter()
+            .filter(|n| n.datacenter != dc)
+            .filter(room)
+            .cloned()
+            .collect();
+        let mut chosen = RackAware.place(&home, writer, replication, placed);
+        if chosen.len() < replication {
+            let more = RackAware.place(&away, writer, replication - chosen.len(), placed);
+            chosen.extend(more);
+        }
+        if chosen.len() < replication.min(live.len()) {
+            let rest: Vec<Node> = live
+                .iter()
+                .filter(|n| !chosen.contains(&n.uid))
+                .cloned()
+                .collect();
+            let more = RackAware.place(&rest, writer, replication - chosen.len(), placed);
+            chosen.extend(more);
+        }
+        chosen
+    }
+
+    /// Copies of a task's output: in the holder's data center while it
+    /// has workers, then elsewhere.
+    fn place_copies(
+        &self,
+        live: &[Node],
+        holder: &str,
+        copies: usize,
+        placed: &mut HashMap<String, usize>,
+    ) -> Vec<String> {
+        let Some(first) = live.iter().find(|n| n.uid == holder) else {
+            return Vec::new();
+        };
+        let home: Vec<Node> = live
+            .iter()
+            .filter(|n| n.datacenter == first.datacenter)
+            .cloned()
+            .collect();
+        let mut chosen = RackAware.place_copies(&home, holder, copies, placed);
+        if chosen.len() < copies {
+            let mut rest: Vec<Node> = live
+                .iter()
+                .filter(|n| n.datacenter != first.datacenter)
+                .cloned()
+                .collect();
+            rest.push(first.clone());
+            chosen.extend(RackAware.place_copies(&rest, holder, copies - chosen.len(), placed));
+        }
+        chosen
+    }
+}
+
+/// The placement policy `--placement` names.
+pub fn placement(name: &str) -> Option<Box<dyn PlacementPolicy>> {
+    match name {
+        "rack-aware" | "default" => Some(Box::new(RackAware)),
+        "wan-aware" => Some(Box::new(WanAware)),
+        _ => None,
     }
 }
 
@@ -377,6 +524,106 @@ mod tests {
             host: "127.0.0.1".into(),
             datacenter: "dc1".into(),
             rack: rack.into(),
+            free_bytes: 0,
+        }
+    }
+
+    fn writer(host: &str) -> Writer<'_> {
+        Writer {
+            host,
+            ..Writer::default()
+        }
+    }
+
+    /// Workers `(uid, datacenter, rack, free bytes)`, each on its own host.
+    fn nodes(spec: &[(&str, &str, &str, u64)]) -> Vec<Node> {
+        spec.iter()
+            .map(|&(uid, dc, rack, free)| Node {
+                uid: uid.into(),
+                host: format!("h-{uid}"),
+                datacenter: dc.into(),
+                rack: rack.into(),
+                free_bytes: free,
+            })
+            .collect()
+    }
+
+    fn dc_of<'a>(live: &'a [Node], uid: &str) -> &'a str {
+        &live.iter().find(|n| n.uid == uid).unwrap().datacenter
+    }
+
+    #[test]
+    fn wan_aware_keeps_every_replica_in_the_writers_data_center() {
+        let live = nodes(&[
+            ("a", "dc1", "r1", 0),
+            ("b", "dc1", "r2", 0),
+            ("c", "dc1", "r2", 0),
+            ("x", "dc2", "r3", 0),
+            ("y", "dc2", "r4", 0),
+        ]);
+        let mut placed = HashMap::new();
+        let w = Writer {
+            host: "h-a",
+            datacenter: "",
+            block_size: 1 << 20,
+        };
+        for _ in 0..20 {
+            let r = WanAware.place(&live, &w, 3, &mut placed);
+            assert_eq!(r.len(), 3);
+            assert!(r.iter().all(|u| dc_of(&live, u) == "dc1"), "{r:?}");
+            assert_eq!(r[0], "a", "the first on the writer's host");
+        }
+        // The default policy crosses data centers for the third replica
+        // as soon as another rack is in the other one.
+        let mut crossed = 0;
+        for _ in 0..20 {
+            let r = RackAware.place(&live, &w, 3, &mut HashMap::new());
+            crossed += usize::from(r.iter().any(|u| dc_of(&live, u) == "dc2"));
+        }
+        assert!(crossed > 0);
+    }
+
+    #[test]
+    fn wan_aware_falls_back_to_other_data_centers_when_its_own_is_full() {
+        let mb = 1 << 20;
+        // dc1's b has no room for a block; a has room for two.
+        let live = nodes(&[
+            ("a", "dc1", "r1", 2 * mb),
+            ("b", "dc1", "r2", mb / 2),
+            ("x", "dc2", "r3", 0),
+            ("y", "dc2", "r4", 100 * mb),
+        ]);
+        let w = Writer {
+            host: "elsewhere",
+            datacenter: "dc1",
+            block_size: mb,
+        };
+        let mut placed = HashMap::new();
+        let first = WanAware.place(&live, &w, 2, &mut placed);
+        assert_eq!(first[0], "a", "the only dc1 worker with room");
+        assert_eq!(dc_of(&live, &first[1]), "dc2", "the fallback: {first:?}");
+        let second = WanAware.place(&live, &w, 1, &mut placed);
+        assert_eq!(second, ["a"], "a still has room for one more");
+        let third = WanAware.place(&live, &w, 1, &mut placed);
+        assert_eq!(dc_of(&live, &third[0]), "dc2", "dc1 is full: {third:?}");
+        // Every worker full: still two replicas, as the default gives.
+        let full = nodes(&[("a", "dc1", "r1", 1), ("x", "dc2", "r3", 1)]);
+        let r = WanAware.place(&full, &w, 2, &mut HashMap::new());
+        assert_eq!(r.len(), 2);
+    }
+
+    #[test]
+    fn wan_aware_copies_stay_with_the_holder_while_they_can() {
+        let live = nodes(&[
+            ("a", "dc1", "r1", 0),
+            ("b", "dc1", "r2", 0),
+            ("x", "dc2", "r3", 0),
+        ]);
+        for _ in 0..10 {
+            let one = WanAware.place_copies(&live, "a", 1, &mut HashMap::new());
+            assert_eq!(one, ["b"]);
+            let two = WanAware.place_copies(&live, "a", 2, &mut HashMap::new());
+            assert_eq!(two, ["b", "x"]);
         }
     }
 
@@ -385,7 +632,7 @@ mod tests {
         let live = [node("a", "r1"), node("b", "r1"), node("c", "r2")];
         let mut placed = HashMap::new();
         for _ in 0..30 {
-            let r = RackAware.place(&live, "127.0.0.1", 2, &mut placed);
+            let r = RackAware.place(&live, &writer("127.0.0.1"), 2, &mut placed);
             assert_eq!(r.len(), 2);
             assert_ne!(r[0], r[1]);
             let racks: Vec<&str> = r

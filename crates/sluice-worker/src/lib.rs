@@ -52,6 +52,9 @@ pub struct WorkerConfig {
     pub data_dir: PathBuf,
     pub datacenter: String,
     pub rack: String,
+    /// The host of its place `/datacenter/rack/host` (empty: its data
+    /// address's host).
+    pub host: String,
     pub slots: u32,
     /// Memory shared by this worker's tasks ([`sluice_proto::task_share`] each).
     pub memory: u64,
@@ -253,6 +256,8 @@ async fn register(shared: &Shared, uid: &str, data_addr: &str) -> Result<()> {
         blocks: Vec::new(),
         memory: shared.cfg.memory,
         http_addr: shared.http_addr.clone(),
+        host: shared.cfg.host.clone(),
+        free_bytes: free_bytes(&shared.cfg.data_dir),
     };
     let mut tries = 0;
     loop {
@@ -366,6 +371,7 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
         blocks: listed.unwrap_or_default(),
         cache,
         replicated: replicated.clone(),
+        free_bytes: free_bytes(&shared.cfg.data_dir),
     };
     let t0 = Instant::now();
     let answer = shared.rpc.clone().heartbeat(req).await;
@@ -787,13 +793,12 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     } else {
         let dir = shared.layout.shuffle_dir(id.job);
         std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
-        tasks::map_task(
-            &spec,
-            &cfg,
-            &split,
-            &shared.layout.map_output(id.job, id.index, id.attempt),
-        )
-        .map_err(ClusterError::from)
+        let out = shared.layout.map_output(id.job, id.index, id.attempt);
+        let o = tasks::map_task(&spec, &cfg, &split, &out).map_err(ClusterError::from);
+        o.and_then(|o| {
+            report.partition_bytes = partition_bytes(&out)?;
+            Ok(o)
+        })
     };
     // Damage met while streaming a local replica is that replica's fault;
     // those read whole and intact are offered to the cache.
@@ -814,6 +819,19 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     }
     drop(inputs);
     res
+}
+
+/// The bytes of each partition of the map output at `path` (its trailer).
+fn partition_bytes(path: &Path) -> Result<Vec<u64>> {
+    let spill = sluice_formats::spill::SpillFile::open(path)
+        .map_err(|e| ClusterError::from(sluice_engine::EngineError::from(e)))?;
+    Ok(spill.segments().iter().map(|s| s.len).collect())
+}
+
+/// Bytes the file system holding `dir` still gives an unprivileged
+/// writer (0 when it cannot be asked).
+fn free_bytes(dir: &Path) -> u64 {
+    rustix::fs::statvfs(dir).map_or(0, |s| s.f_bavail.saturating_mul(s.f_frsize))
 }
 
 /// One block a map reads, and from where.
@@ -897,8 +915,12 @@ fn map_input(
     let tmp = work.join(format!("m{}-a{}-{k}.in", id.index, id.attempt));
     let sums = fetch_block(shared, block, sources, &tmp, &mut report.corrupt);
     let temp = TempFile(tmp.clone());
-    let sums = sums?;
+    let (sums, src) = sums?;
     report.fetch_seconds += t.elapsed().as_secs_f64();
+    report.remote_reads.push(proto::RemoteRead {
+        addr: src,
+        bytes: block.len,
+    });
     Ok((
         split(tmp, Arc::new(sums)),
         MapInput::Fetched { _copy: temp },
@@ -975,7 +997,7 @@ fn fetch_block(
     sources: &[String],
     to: &Path,
     corrupt: &mut Vec<proto::CorruptReplica>,
-) -> Result<sluice_formats::chunked::ChunkSums> {
+) -> Result<(sluice_formats::chunked::ChunkSums, String)> {
     let mut last = ClusterError::Remote(format!("block {} has no live replica", b.id));
     for src in sources {
         let f = std::fs::File::create(to).map_err(|e| ClusterError::io("creating", to, e))?;
@@ -985,7 +1007,7 @@ fn fetch_block(
             Ok(_) => {
                 use std::io::Write;
                 w.flush().map_err(|e| ClusterError::io("writing", to, e))?;
-                return Ok(w.hasher.finish());
+                return Ok((w.hasher.finish(), src.clone()));
             }
             Err(e) => {
                 if let ClusterError::Damaged { damage, .. } = &e {
