@@ -128,6 +128,32 @@ fn sparklines(points: &[sluice_proto::report::SlotPoint]) -> Option<(String, Str
     Some((row(|p| p.maps), row(|p| p.reduces)))
 }
 
+/// Data centers: map output in each, and the bytes that crossed between
+/// them.
+fn print_wan(r: &ClusterReport) {
+    let out: Vec<String> = r
+        .map_output_by_datacenter
+        .iter()
+        .map(|(dc, b)| format!("{dc} {}", human(*b)))
+        .collect();
+    eprintln!(
+        "wan      reduces by {}; map output {}; {} crossed data centers",
+        r.reduce_scheduler,
+        out.join(", "),
+        human(r.wan_bytes)
+    );
+    for c in &r.crossings {
+        eprintln!(
+            "         {} -> {}: {} shuffle, {} block reads, {} output copies",
+            c.from,
+            c.to,
+            human(c.shuffle_bytes),
+            human(c.read_bytes),
+            human(c.replication_bytes)
+        );
+    }
+}
+
 /// The cluster's lines: workers, locality, attempts, stragglers.
 fn print_cluster(r: &ClusterReport) {
     let levels: Vec<String> = r
@@ -166,6 +192,12 @@ fn print_cluster(r: &ClusterReport) {
             human(c.bytes_from_disk),
             c.hit_ratio * 100.0
         );
+    }
+    if r.map_output_by_datacenter.len() > 1
+        || !r.crossings.is_empty()
+        || r.reduce_scheduler == "arts"
+    {
+        print_wan(r);
     }
     let a = &r.attempts;
     eprintln!(

@@ -32,6 +32,15 @@
 //! every map done there is nothing to wait for and every partition
 //! starts. The slow-start maps of the ramp are [`ARTS_SLOWSTART`] of the
 //! maps (early start's fraction).
+//!
+//! The seed reports that with all map output in one data center ARTS ran
+//! every reduce there (no byte crossed the WAN), and calls ARTS delay
+//! scheduling for reduces; the pseudo-code alone would let a worker of
+//! the other data center take a partition it holds nothing of once the
+//! maps are done. So, as delay scheduling does for maps, a partition is
+//! started outside the data center holding most of its output ([`homed`])
+//! only after the job has declined `--delay-datacenter` such offers since
+//! it last started a reduce at home ([`crate::sched::Job::pick`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -213,18 +222,20 @@ pub fn decide(p: &JobProgress, dc: &str, open: &[usize], links: &Links) -> (Opti
     }
 }
 
+/// Whether data center `dc` holds the largest share of partition `p`'s
+/// output so far (or no data center holds any of it).
+pub fn homed(output: &BTreeMap<String, Vec<u64>>, dc: &str, p: usize) -> bool {
+    let of = |v: &Vec<u64>| v.get(p).copied().unwrap_or(0);
+    let h = output.get(dc).map_or(0, of);
+    output.values().all(|v| of(v) <= h)
+}
+
 /// Rx: of `open`, the partition whose largest share of output is in `dc`
 /// (the most output there among such), else the one with most output in
 /// `dc`; ties go to the lowest index.
 fn choose(output: &BTreeMap<String, Vec<u64>>, dc: &str, open: &[usize]) -> Option<usize> {
     let here = |p: usize| output.get(dc).and_then(|v| v.get(p)).copied().unwrap_or(0);
-    let homed = |p: usize| {
-        let h = here(p);
-        h > 0
-            && output
-                .iter()
-                .all(|(d, v)| d == dc || v.get(p).copied().unwrap_or(0) <= h)
-    };
+    let homed = |p: usize| here(p) > 0 && homed(output, dc, p);
     let best = |it: &mut dyn Iterator<Item = usize>| {
         it.fold(None, |b: Option<usize>, p| match b {
             Some(q) if here(q) >= here(p) => Some(q),
@@ -299,6 +310,11 @@ mod tests {
             "nothing there: the lowest"
         );
         assert_eq!(choose(&o, "dc1", &[]), None);
+        assert!(homed(&o, "dc1", 1) && !homed(&o, "dc1", 0) && homed(&o, "dc2", 3));
+        assert!(
+            homed(&out(&[("dc1", &[0])]), "dc2", 0),
+            "no output anywhere: no home"
+        );
     }
 
     /// Every branch of the pseudo-code, as a table: (completed, running,

@@ -4,16 +4,24 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use sluice_proto::report::{
-    AttemptSpan, Attempts, ClusterReport, SlotPoint, Straggler, WorkerPhases, SLOT_POINTS,
-    TIMELINE_ATTEMPTS,
+    AttemptSpan, Attempts, ClusterReport, Crossing, SlotPoint, Straggler, WorkerPhases,
+    SLOT_POINTS, TIMELINE_ATTEMPTS,
 };
 
 use crate::sched::{
     task_name, Attempt, AttemptState, Job, Locality, MapInput, TaskKind, MAP, REDUCE,
 };
 
+/// Every worker the coordinator knows (lost ones too): its data center by
+/// uid and by data-plane address.
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    pub by_uid: std::collections::HashMap<String, String>,
+    pub by_addr: std::collections::HashMap<String, String>,
+}
+
 /// The report of `job`, whose winners' reports are in.
-pub fn of(job: &Job, workers: usize) -> ClusterReport {
+pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
     let now = Instant::now();
     let mut r = ClusterReport {
         job_id: job.id.0,
@@ -108,6 +116,15 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
         }
         find_stragglers(&mut r.stragglers, job, kind, &mut secs, now);
     }
+    r.reduce_scheduler = job.reduce_scheduler.map(|s| s.name()).unwrap_or_default();
+    r.map_output_by_datacenter = job
+        .map_outputs
+        .by_dc
+        .iter()
+        .map(|(dc, parts)| (dc.clone(), parts.iter().sum()))
+        .collect();
+    r.crossings = crossings(job, places);
+    r.wan_bytes = r.crossings.iter().map(Crossing::bytes).sum();
     r.slots.over_time = slots_over_time(job, end, now);
     (r.timeline, r.timeline_dropped) = timeline(job, now);
     let read = r.cache.bytes_from_cache + r.cache.bytes_from_disk;
@@ -121,6 +138,62 @@ pub fn of(job: &Job, workers: usize) -> ClusterReport {
         r.receive_skew = if mean > 0.0 { max / mean } else { 1.0 };
     }
     r
+}
+
+/// Bytes that crossed data centers, per ordered pair ([`Crossing`]).
+fn crossings(job: &Job, places: &Places) -> Vec<Crossing> {
+    let mut pairs: BTreeMap<(String, String), Crossing> = BTreeMap::new();
+    let mut add = |from: &str, to: &str, f: &dyn Fn(&mut Crossing)| {
+        if from != to && !from.is_empty() && !to.is_empty() {
+            let c = pairs
+                .entry((from.to_owned(), to.to_owned()))
+                .or_insert_with(|| Crossing {
+                    from: from.to_owned(),
+                    to: to.to_owned(),
+                    ..Crossing::default()
+                });
+            f(c);
+        }
+    };
+    let maps: Vec<(&str, &[u64])> = job
+        .maps
+        .iter()
+        .filter_map(|t| t.winner())
+        .filter_map(|a| {
+            Some((
+                a.datacenter.as_str(),
+                &a.report.as_ref()?.partition_bytes[..],
+            ))
+        })
+        .collect();
+    for (p, t) in job.reduces.iter().enumerate() {
+        let Some(r) = t.winner() else { continue };
+        for (dc, parts) in &maps {
+            let b = parts.get(p).copied().unwrap_or(0);
+            add(dc, &r.datacenter, &|c| c.shuffle_bytes += b);
+        }
+    }
+    for a in job.maps.iter().flat_map(|t| &t.attempts) {
+        for read in a.report.iter().flat_map(|r| &r.remote_reads) {
+            let from = places.by_addr.get(&read.addr).map_or("", String::as_str);
+            add(from, &a.datacenter, &|c| c.read_bytes += read.bytes);
+        }
+    }
+    let tasks = if job.map_only {
+        &job.maps
+    } else {
+        &job.reduces
+    };
+    for a in tasks.iter().filter_map(|t| t.winner()) {
+        let Some(out) = a.report.as_ref().and_then(|r| r.output.as_ref()) else {
+            continue;
+        };
+        for uid in out.replicas.iter().filter(|u| **u != a.uid) {
+            let to = places.by_uid.get(uid).map_or("", String::as_str);
+            add(&a.datacenter, to, &|c| c.replication_bytes += out.len);
+        }
+    }
+    pairs.into_values().collect()
 }
 
 /// The slots the job's attempts held, as the mean over each of up to

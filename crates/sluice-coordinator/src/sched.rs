@@ -560,6 +560,9 @@ pub struct Job {
     /// Offers of a map slot declined since it last launched a node-local
     /// map (delay scheduling).
     pub missed_offers: u32,
+    /// Reduce slots ARTS declined outside a partition's data center since
+    /// it last started a reduce in one.
+    pub missed_reduce_offers: u32,
     /// Its pool (fair scheduling).
     pub pool: String,
     /// Its tasks by state and locality, kept as attempts start and end.
@@ -651,6 +654,7 @@ impl Job {
             state: JobState::Running,
             report_json: String::new(),
             missed_offers: 0,
+            missed_reduce_offers: 0,
         }
     }
 
@@ -753,13 +757,30 @@ impl Job {
             ReduceScheduler::Arts => {
                 let open: Vec<usize> = self.queues.open(REDUCE).filter(usable).collect();
                 if !open.is_empty() {
-                    let p = self.progress(w);
-                    let (i, _) = crate::arts::decide(&p, &w.place.datacenter, &open, &s.links);
-                    return i.map(|i| reduce(i, false));
+                    return self.pick_arts(w, s, &open).map(|i| reduce(i, false));
                 }
             }
         }
         self.straggler(REDUCE, w, s, now).map(|i| reduce(i, true))
+    }
+
+    /// ARTS's partition for `w` of `open`, if it starts one now: one whose
+    /// output is mostly elsewhere waits (a missed reduce offer) until the
+    /// job has missed [`Delay::datacenter`] offers since it last started a
+    /// reduce at home.
+    fn pick_arts(&mut self, w: &Asker<'_>, s: &Settings, open: &[usize]) -> Option<usize> {
+        let dc = &w.place.datacenter;
+        let (i, _) = crate::arts::decide(&self.progress(w), dc, open, &s.links);
+        let i = i?;
+        if crate::arts::homed(&self.map_outputs.by_dc, dc, i) {
+            self.missed_reduce_offers = 0;
+            return Some(i);
+        }
+        if self.missed_reduce_offers < s.delay.datacenter {
+            self.missed_reduce_offers += 1;
+            return None;
+        }
+        Some(i)
     }
 
     /// What ARTS knows of this job, for a slot of `w`.
@@ -1710,5 +1731,119 @@ mod tests {
         let later = Instant::now() + Duration::from_secs(5);
         let pick = j.pick(&a, MAP, &s, later, &topo).unwrap();
         assert_eq!((pick.index, pick.level, pick.speculative), (1, Rack, true));
+    }
+
+    const TWO_DCS: [(&str, &str, &str); 3] =
+        [("a", "dc1", "r1"), ("b", "dc1", "r1"), ("x", "dc2", "r2")];
+
+    #[test]
+    fn dc_local_maps_never_cross_the_wan_however_long_they_wait() {
+        let topo = topology(&TWO_DCS);
+        let s = Settings {
+            delay: delay(0, 0, 0),
+            dc_local_maps: true,
+            ..Settings::default()
+        };
+        // Map 0's block is in dc1 only; map 1's in dc2 only.
+        let mut j = job_on(&[&["a"], &["x"]], 1);
+        assert_eq!(offer(&mut j, &topo, "x", &s), Some((1, Locality::Node)));
+        for _ in 0..200 {
+            assert_eq!(offer(&mut j, &topo, "x", &s), None, "map 0 stays in dc1");
+        }
+        assert_eq!(offer(&mut j, &topo, "b", &s), None, "b declines once");
+        assert_eq!(offer(&mut j, &topo, "b", &s), Some((0, Locality::Rack)));
+        // Without the rule the same job sends map 0 across at once.
+        let open = Settings {
+            delay: delay(0, 0, 0),
+            ..Settings::default()
+        };
+        let mut k = job_on(&[&["a"]], 1);
+        assert_eq!(offer(&mut k, &topo, "x", &open), None);
+        assert_eq!(offer(&mut k, &topo, "x", &open), Some((0, Locality::Any)));
+    }
+
+    #[test]
+    fn a_dc_local_map_that_met_a_damaged_replica_stays_with_its_other_replicas() {
+        let topo = topology(&TWO_DCS);
+        let s = Settings {
+            dc_local_maps: true,
+            ..Settings::default()
+        };
+        // Replicas on a (dc1) and x (dc2); a's was damaged.
+        let mut j = job_on(&[&["a", "x"]], 1);
+        let p = place("dc1", "r1");
+        j.launch(
+            chosen(MAP, 0, Node, false),
+            &asker(1, "a", &p),
+            Instant::now(),
+        );
+        let mut r = ok(MAP, 0, 0);
+        r.ok = false;
+        r.corrupt.push(proto::CorruptReplica::default());
+        j.finish(MAP, 0, r, &s, Instant::now());
+        j.inputs[0].blocks_mut()[0].replicas = vec!["x".into()];
+        assert_eq!(
+            offer(&mut j, &topo, "b", &s),
+            None,
+            "dc1 has no intact replica"
+        );
+        assert_eq!(offer(&mut j, &topo, "x", &s), Some((0, Locality::Node)));
+    }
+
+    #[test]
+    fn arts_holds_an_aggregating_jobs_reduces_until_its_maps_are_done() {
+        let topo = topology(&TWO_DCS);
+        let s = Settings {
+            reduce: ReduceScheduler::Arts,
+            ..Settings::default()
+        };
+        let mut j = job_on(&[&["a"], &["a"], &["b"], &["b"]], 2);
+        let p = place("dc1", "r1");
+        let (a, b) = (asker(1, "a", &p), asker(2, "b", &p));
+        assert_eq!(
+            j.pick(&a, REDUCE, &s, Instant::now(), &topo),
+            None,
+            "no estimate yet"
+        );
+        for i in 0..4 {
+            let w = if i < 2 { &a } else { &b };
+            j.launch(chosen(MAP, i, Node, false), w, Instant::now());
+            let mut r = ok(MAP, i as u32, 0);
+            r.input_bytes = 1000;
+            r.partition_bytes = vec![5, 5];
+            j.finish(MAP, i, r, &s, Instant::now());
+            let pick = j.pick(&a, REDUCE, &s, Instant::now(), &topo);
+            if i < 3 {
+                assert_eq!(pick, None, "1% of the input is an aggregating job's output");
+            } else {
+                assert_eq!(pick.map(|p| p.index), Some(0), "every map is done");
+            }
+        }
+        assert_eq!(j.map_outputs.by_dc["dc1"], [20, 20]);
+        assert_eq!(j.map_outputs.output, 40);
+        // dc2 holds none of it: its worker waits while dc1's may come.
+        let p2 = place("dc2", "r2");
+        let x = asker(3, "x", &p2);
+        let d = s.delay.datacenter;
+        for _ in 0..d {
+            assert_eq!(j.pick(&x, REDUCE, &s, Instant::now(), &topo), None);
+        }
+        assert_eq!(
+            j.pick(&a, REDUCE, &s, Instant::now(), &topo)
+                .map(|p| p.index),
+            Some(0)
+        );
+        assert_eq!(
+            j.missed_reduce_offers, 0,
+            "a reduce at home resets the count"
+        );
+        for _ in 0..d {
+            assert_eq!(j.pick(&x, REDUCE, &s, Instant::now(), &topo), None);
+        }
+        let late = j.pick(&x, REDUCE, &s, Instant::now(), &topo);
+        assert_eq!(late.map(|p| p.index), Some(0), "after the delay it crosses");
+        j.worker_lost(WorkerId(2), Instant::now());
+        assert_eq!(j.map_outputs.by_dc["dc1"], [10, 10], "b's outputs are lost");
+        assert_eq!(j.map_outputs.input, 2000);
     }
 }

@@ -1518,8 +1518,12 @@ impl State {
     /// have workers remove its map outputs, record it.
     fn end_job(&mut self, id: JobId) {
         let workers = self.alive().count();
+        let places = self.places();
         let job = self.jobs.get_mut(&id).expect("job exists");
-        let mut report = crate::report::of(job, workers);
+        let mut report = crate::report::of(job, workers, &places);
+        if report.reduce_scheduler.is_empty() && !job.map_only {
+            report.reduce_scheduler = self.cfg.settings.reduce.name();
+        }
         report.model = crate::report::account(&report, &self.cfg.hardware);
         self.totals.add(&report);
         job.report_json = serde_json::to_string_pretty(&report).expect("serializable");
@@ -1691,7 +1695,8 @@ impl State {
                         continue;
                     };
                     let attempt = job.launch(pick, &asker, now);
-                    out.push(assignment(job, pick.kind, pick.index, attempt, &uid, &live));
+                    let at = (pick.kind, pick.index, attempt);
+                    out.push(assignment(job, at, &asker, &live, &topo));
                     busy += 1;
                     continue 'slots;
                 }
@@ -1717,6 +1722,17 @@ impl State {
                 }
             })
             .collect()
+    }
+
+    /// Every known worker's data center, for the bytes that cross them.
+    pub(crate) fn places(&self) -> crate::report::Places {
+        let mut p = crate::report::Places::default();
+        for w in self.workers.values() {
+            let dc = w.info.datacenter.clone();
+            p.by_uid.insert(w.info.uid.clone(), dc.clone());
+            p.by_addr.insert(w.info.data_addr.clone(), dc);
+        }
+        p
     }
 
     /// Slots of one kind on the live workers.
@@ -1856,12 +1872,31 @@ fn place_of(w: &proto::WorkerInfo) -> Place {
 
 fn assignment(
     job: &Job,
-    kind: TaskKind,
-    i: usize,
-    attempt: u32,
-    uid: &str,
+    (kind, i, attempt): (TaskKind, usize, u32),
+    w: &Asker<'_>,
     live: &HashMap<String, String>,
+    topo: &Topology,
 ) -> proto::TaskAssignment {
+    // Other holders' addresses, the nearest first: its rack, its data
+    // center, then across the WAN (reads prefer the reader's data center).
+    let sources = |b: &BlockMeta| {
+        let mut near: Vec<(u8, &String)> = b
+            .replicas
+            .iter()
+            .filter(|u| *u != w.uid)
+            .filter_map(|u| {
+                let addr = live.get(u)?;
+                let d = match topo.place(u) {
+                    Some(p) if p == w.place => 0,
+                    Some(p) if p.datacenter == w.place.datacenter => 1,
+                    _ => 2,
+                };
+                Some((d, addr))
+            })
+            .collect();
+        near.sort_by_key(|(d, _)| *d);
+        near.into_iter().map(|(_, a)| a.clone()).collect()
+    };
     let mut a = proto::TaskAssignment {
         task: Some(proto::TaskId {
             job: job.id.0,
@@ -1884,12 +1919,7 @@ fn assignment(
             .iter()
             .map(|b| proto::BlockSource {
                 block: Some(b.into()),
-                sources: b
-                    .replicas
-                    .iter()
-                    .filter(|u| *u != uid)
-                    .filter_map(|u| live.get(u).cloned())
-                    .collect(),
+                sources: sources(b),
             })
             .collect();
     }

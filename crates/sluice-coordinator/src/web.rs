@@ -245,7 +245,8 @@ fn job_view(web: &Web, id: JobId) -> Option<(sluice_proto::proto::JobStatus, Clu
     status.report_json.clear();
     let report = match st.jobs.get(&id) {
         Some(j) if j.report_json.is_empty() => {
-            crate::report::of(j, st.workers.values().filter(|w| w.info.alive).count())
+            let alive = st.workers.values().filter(|w| w.info.alive).count();
+            crate::report::of(j, alive, &st.places())
         }
         _ => report_of(st, id)?,
     };

@@ -196,4 +196,38 @@ pub struct ClusterReport {
     /// coordinator's hardware figures and its efficiency.
     #[serde(default)]
     pub model: Option<sluice_model::Account>,
+    /// How its reduces were started (`slowstart F` or `arts`).
+    #[serde(default)]
+    pub reduce_scheduler: String,
+    /// The winning maps' output bytes by the data center they ran in.
+    #[serde(default)]
+    pub map_output_by_datacenter: BTreeMap<String, u64>,
+    /// Bytes that crossed from one data center to another, per ordered
+    /// pair with any (seed 003's WAN bytes).
+    #[serde(default)]
+    pub crossings: Vec<Crossing>,
+    /// All of [`ClusterReport::crossings`]' bytes.
+    #[serde(default)]
+    pub wan_bytes: u64,
+}
+
+/// Bytes that went from data center `from` to `to` for one job: the
+/// winning reduces' shuffle fetches of the winning maps' partitions, the
+/// blocks map attempts streamed from another worker, and the copies of
+/// output blocks (`submit --replication`). Counted from the tasks'
+/// reports: a fetch repeated after a failure counts once.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Crossing {
+    pub from: String,
+    pub to: String,
+    pub shuffle_bytes: u64,
+    pub read_bytes: u64,
+    pub replication_bytes: u64,
+}
+
+impl Crossing {
+    /// Every byte of it.
+    pub fn bytes(&self) -> u64 {
+        self.shuffle_bytes + self.read_bytes + self.replication_bytes
+    }
 }
