@@ -82,6 +82,29 @@ fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
         assert!(status.contains(line), "{line:?} in\n{status}");
     }
 
+    // The links between data centers, probed by the workers, as ARTS
+    // reads them.
+    let links = d.path().join("links");
+    let probe = c
+        .cmd(&[
+            "probe",
+            "--network",
+            "--link-size",
+            "4MB",
+            "--reps",
+            "1",
+            "--links",
+            links.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8(ok(probe).stdout).unwrap();
+    assert!(printed.contains("dc1->dc2 "), "{printed}");
+    let text = std::fs::read_to_string(&links).unwrap();
+    for pair in ["\ndc1->dc2 ", "\ndc2->dc1 ", "\nlan "] {
+        assert!(text.contains(pair), "{pair:?} in {text}");
+    }
+
     // WAN-aware: a put from dc1 keeps both replicas of every block there
     // (workers 0 and 1); dc2's workers hold none.
     ok(c.cmd(&["put"])

@@ -16,13 +16,20 @@
 //!                                                          key = job token
 //!   4 STATS        hdr since:u64                            key = secret
 //!   5 READ_HEAD    hdr id:str max:u64                       key = secret
+//!   6 SINK         hdr len:u64                              key = secret
+//!                  followed by len bytes, read and dropped (a probe)
+//!   7 PROBE        hdr to:str len:u64                       key = secret
+//!                  the server sends a SINK of len bytes (at most
+//!                  MAX_PROBE) to the worker at `to` and times it
 //! response := status:u8 (0 ok, 1 error, 2 damaged replica)
 //!   ok:    len:u64 records:u64 then len bytes (READ_BLOCK: the block;
 //!          FETCH: partition `part`'s segment of the map's spill file, its
 //!          blocks as stored, each with its own CRC32C; WRITE_BLOCK: none;
 //!          STATS: `records` node samples taken since `since` (Unix ms),
 //!          56 bytes each, as [`crate::sample`] documents; READ_HEAD: the
-//!          block's first min(max, block length) bytes, for sampling)
+//!          block's first min(max, block length) bytes, for sampling;
+//!          SINK: none, `records` = bytes received; PROBE: none,
+//!          `records` = microseconds from its SINK's connect to its answer)
 //!   error, damaged: msg_len:u32 msg[msg_len]
 //! ```
 //!
@@ -71,6 +78,11 @@ const OP_WRITE: u8 = 2;
 const OP_FETCH: u8 = 3;
 const OP_STATS: u8 = 4;
 const OP_HEAD: u8 = 5;
+const OP_SINK: u8 = 6;
+const OP_PROBE: u8 = 7;
+
+/// Most bytes one PROBE sends.
+pub const MAX_PROBE: u64 = 1 << 30;
 const STATUS_ERROR: u8 = 1;
 const STATUS_DAMAGED: u8 = 2;
 /// Socket read and write timeout: a peer silent this long (stopped, cut
@@ -159,6 +171,10 @@ pub enum Request {
     Stats { since: u64 },
     /// Read at most `max` bytes from the start of a block.
     ReadHead { id: String, max: u64 },
+    /// Receive and drop `len` bytes.
+    Sink { len: u64 },
+    /// Send a [`Request::Sink`] of `len` bytes to `to`, timed.
+    Probe { to: String, len: u64 },
 }
 
 impl Request {
@@ -169,6 +185,8 @@ impl Request {
             Request::Fetch { .. } => OP_FETCH,
             Request::Stats { .. } => OP_STATS,
             Request::ReadHead { .. } => OP_HEAD,
+            Request::Sink { .. } => OP_SINK,
+            Request::Probe { .. } => OP_PROBE,
         }
     }
 
@@ -198,6 +216,11 @@ impl Request {
                 put_str(&mut b, id);
                 b.extend_from_slice(&max.to_le_bytes());
             }
+            Request::Sink { len } => b.extend_from_slice(&len.to_le_bytes()),
+            Request::Probe { to, len } => {
+                put_str(&mut b, to);
+                b.extend_from_slice(&len.to_le_bytes());
+            }
         }
         b
     }
@@ -223,6 +246,11 @@ impl Request {
             OP_HEAD => Request::ReadHead {
                 id: c.str()?,
                 max: c.u64()?,
+            },
+            OP_SINK => Request::Sink { len: c.u64()? },
+            OP_PROBE => Request::Probe {
+                to: c.str()?,
+                len: c.u64()?,
             },
             _ => return None,
         };
@@ -355,6 +383,16 @@ fn handle(
             let mut c = conn;
             c.write_all(&body)
                 .map_err(|e| ClusterError::net("sending to", &peer, e))
+        }
+        Request::Sink { len } => {
+            let got = std::io::copy(&mut r.take(len), &mut std::io::sink())
+                .map_err(|e| ClusterError::net("receiving from", &peer, e))?;
+            send_ok(conn, 0, got)
+        }
+        Request::Probe { to, len } => {
+            let t = std::time::Instant::now();
+            sink(&to, auth.0, len.min(MAX_PROBE))?;
+            send_ok(conn, 0, t.elapsed().as_micros() as u64)
         }
     }
 }
@@ -625,6 +663,43 @@ fn read_body(s: &TcpStream, len: u64, addr: &str) -> Result<Vec<u8>> {
         .read_to_end(&mut body)
         .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
     Ok(body)
+}
+
+/// Sends `len` zero bytes to the worker at `addr`, which drops them.
+pub fn sink(addr: &str, secret: &Secret, len: u64) -> Result<()> {
+    let mut zeros = std::io::repeat(0).take(len);
+    let (_, _, got) = call(
+        addr,
+        &Request::Sink { len },
+        &secret_bytes(secret),
+        Some(&mut zeros),
+    )?;
+    if got != len {
+        return Err(ClusterError::Remote(format!(
+            "{addr} received {got} of {len} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// Has the worker at `from` send `len` bytes to the worker at `to`;
+/// returns the seconds it took (the network from `from` to `to`).
+pub fn probe_link(from: &str, to: &str, secret: &Secret, len: u64) -> Result<f64> {
+    let req = Request::Probe {
+        to: to.to_owned(),
+        len,
+    };
+    // The transfer may take long on a slow link: the answer comes after it.
+    let mut s = connect(from)?;
+    s.set_read_timeout(Some(Duration::from_secs(600)))
+        .map_err(|e| ClusterError::net("configuring", from, e))?;
+    s.write_all(&req.encode(&secret_bytes(secret)))
+        .map_err(|e| ClusterError::net("sending to", from, e))?;
+    read_status(&mut s, &req, from)?;
+    let mut h = [0u8; 16];
+    s.read_exact(&mut h)
+        .map_err(|e| ClusterError::net("reading answer from", from, e))?;
+    Ok(u64::from_le_bytes(h[8..].try_into().expect("8 bytes")) as f64 / 1e6)
 }
 
 /// The utilization samples the worker at `addr` took since `since` (Unix ms).

@@ -13,6 +13,7 @@ pub mod datagen;
 pub mod decoders;
 pub mod dfsio_bench;
 pub mod index;
+pub mod links;
 pub mod local;
 pub mod model;
 pub mod ohb_bench;

@@ -60,9 +60,32 @@ pub struct ProbeArgs {
     /// saves nothing.
     #[arg(long, value_name = "ADDR")]
     network_peer: Option<String>,
+    /// Probe the links between a cluster's data centers instead: a worker
+    /// of each sends --link-size bytes to a worker of each other (and, in
+    /// each data center with two, to its neighbour: the LAN), --reps
+    /// times; prints the medians.
+    #[arg(long)]
+    network: bool,
+    /// Bytes per link probe, with --network.
+    #[arg(long, default_value = "64MB", value_parser = parse_size)]
+    link_size: u64,
+    /// Write the medians as a `--links` file for the coordinator (ARTS),
+    /// with --network.
+    #[arg(long, requires = "network")]
+    links: Option<PathBuf>,
+    #[command(flatten)]
+    conn: crate::conn::Conn,
 }
 
 pub fn probe(args: &ProbeArgs) -> anyhow::Result<()> {
+    if args.network {
+        return crate::links::probe_links(
+            &args.conn,
+            args.link_size,
+            args.reps,
+            args.links.as_deref(),
+        );
+    }
     if let Some(addr) = &args.network_listen {
         let l = std::net::TcpListener::bind(addr)
             .map_err(|e| anyhow::anyhow!("listening on {addr}: {e}"))?;

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Seed 003's experiments on a multi-data-center testbed built on this host:
+# one network namespace per worker, the workers of data center D joined by
+# a bridge (a LAN: no limit), the data centers joined by routing in a
+# router namespace whose bridge D's egress carries every byte entering
+# data center D and is limited with tc tbf (the WAN). The coordinator and
+# the clients run in a namespace of their own in dc1 (seed 003's master
+# sat in one site too).
+#
+# Experiments (each job's answer is checked against the local engine on
+# the first repetition; each report's WAN bytes against the router's
+# /proc/net/dev counters):
+#   terasort  TeraSort, all input in dc1, data-center-local maps:
+#             reduces by early start (0.05, Hadoop's native), delayed
+#             start (0.8) and ARTS.
+#   split     The same with the input split 4:5 between dc1 and dc2.
+#   dfsio     TestDFSIO writes (replication 2) with WAN-aware placement
+#             against the default (second replica off the writer's rack,
+#             i.e. in the other data center).
+# WAN delay is not emulated: this kernel has no netem, and Toxiproxy would
+# need a proxy per worker and data center in front of each data-plane
+# address, which a worker does not advertise per reader (see
+# docs/PERFORMANCE.md).
+#
+# Needs root. Usage: bench/geo.sh [--workers N] [--wan RATE] [--size SIZE]
+#   [--reps R] [--experiments terasort,split,dfsio] [--out DIR]
+# Defaults: 3 workers per data center, --wan 100mbit, --size 512MB, 3 reps.
+set -euo pipefail
+WORKERS=3 WAN=100mbit SIZE=512MB REPS=3 EXPS=terasort,split,dfsio OUT=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --workers) WORKERS=$2; shift 2 ;;
+    --wan) WAN=$2; shift 2 ;;
+    --size) SIZE=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --experiments) EXPS=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+cd "$(dirname "$0")/.."
+cargo build --release -q --bin sluice
+S=$PWD/target/release/sluice
+W=$(mktemp -d)
+OUT=${OUT:-$W/results}
+mkdir -p "$OUT"
+R=sgwan          # the router namespace
+DCS=2
+pids=()
+nss=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  for ns in "${nss[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf "$W"
+}
+trap cleanup EXIT
+
+addr() { echo "10.9$1.0.$((10 + $2))"; } # DC HOST
+mkns() { ip netns add "$1"; nss+=("$1"); ip -n "$1" link set lo up; }
+
+# The router and the data centers' bridges.
+mkns $R
+ip netns exec $R sysctl -qw net.ipv4.ip_forward=1
+for d in $(seq $DCS); do
+  ip -n $R link add "br$d" type bridge
+  ip -n $R addr add "10.9$d.0.1/24" dev "br$d"
+  ip -n $R link set "br$d" up
+  # Everything routed into dc$d leaves through br$d: the WAN link's limit.
+  if [ "$WAN" != unlimited ]; then
+    ip netns exec $R tc qdisc add dev "br$d" root tbf rate "$WAN" burst 256kb latency 100ms
+  fi
+done
+# Host 0 of dc1 is the coordinator's and the clients'; hosts 1..N workers.
+host() { # DC I
+  local ns="sg$1-$2" v="sgv$1$2"
+  mkns "$ns"
+  ip -n $R link add "$v" type veth peer name eth0 netns "$ns"
+  ip -n $R link set "$v" master "br$1" up
+  ip -n "$ns" addr add "$(addr "$1" "$2")/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" route add default via "10.9$1.0.1"
+}
+host 1 0
+for d in $(seq $DCS); do for i in $(seq "$WORKERS"); do host "$d" "$i"; done; done
+
+export SLUICE_SECRET
+SLUICE_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+CADDR="$(addr 1 0):7070"
+C=(--coordinator "$CADDR")
+in_dc1() { ip netns exec sg1-0 "$@"; }
+coordinator() { # FLAGS...: (re)starts the coordinator
+  if [ -n "${COORD_PID:-}" ]; then kill "$COORD_PID"; wait "$COORD_PID" 2>/dev/null || true; fi
+  in_dc1 "$S" coordinator --listen "$CADDR" --state-dir "$W/coord" --heartbeat-ms 100 \
+    --worker-timeout-ms 10000 "$@" >>"$W/coord.log" 2>&1 &
+  COORD_PID=$!
+  pids+=("$COORD_PID")
+  [ -n "${NO_WAIT:-}" ] && return
+  for _ in $(seq 300); do
+    [ "$(in_dc1 "$S" cluster status "${C[@]}" 2>/dev/null | grep -c alive)" = $((DCS * WORKERS)) ] && return
+    sleep 0.1
+  done
+  echo "workers did not register" >&2; exit 1
+}
+NO_WAIT=1 coordinator --dc-local-maps --placement wan-aware
+sleep 0.3
+for d in $(seq $DCS); do
+  for i in $(seq "$WORKERS"); do
+    ip netns exec "sg$d-$i" "$S" worker --coordinator "$CADDR" --listen "$(addr "$d" "$i"):7071" \
+      --data-dir "$W/w$d-$i" --location "/dc$d/rack$d/h$d-$i" --slots 1 --memory 1GB \
+      --scan-rate 0 >"$W/w$d-$i.log" 2>&1 &
+    pids+=($!)
+  done
+done
+coordinator --dc-local-maps --placement wan-aware
+in_dc1 "$S" cluster status "${C[@]}"
+
+# The WAN's bytes so far: every byte routed into a data center.
+wan_bytes() {
+  ip netns exec $R cat /proc/net/dev |
+    awk -v n=$DCS '{sub(/^ +/, "")} /^br[0-9]+:/ {split($0, f, /[: ]+/); t += f[10]} END {print t}'
+}
+# Bandwidths for ARTS: the workers probe the links between data centers.
+in_dc1 "$S" probe --network --link-size 16MB --reps 3 --links "$W/links" "${C[@]}"
+cp "$W/links" "$OUT/links"
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['cluster']; print($2)" "$1"; }
+RESULTS=$OUT/geo.tsv
+printf 'experiment\tvariant\trep\tseconds\treport_wan_bytes\tcounted_wan_bytes\n' >"$RESULTS"
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" | tee -a "$RESULTS"; }
+
+# One cluster job, timed, with the router's WAN bytes around it.
+job() { # EXPERIMENT VARIANT REP OUTPUT ARGS...
+  local exp=$1 var=$2 rep=$3 out=$4; shift 4
+  in_dc1 "$S" rm "$out" "${C[@]}" >/dev/null 2>&1 || true
+  local before t0 t1 after
+  before=$(wan_bytes); t0=$(date +%s.%N)
+  in_dc1 "$S" submit "${C[@]}" "$@" --output "$out" --report "$W/$exp-$var-$rep.json" >/dev/null 2>"$W/last.err" ||
+    { cat "$W/last.err" >&2; exit 1; }
+  t1=$(date +%s.%N); after=$(wan_bytes)
+  cp "$W/$exp-$var-$rep.json" "$OUT/"
+  row "$exp" "$var" "$rep" "$(echo "$t1 - $t0" | bc)" \
+    "$(field "$W/$exp-$var-$rep.json" "r['wan_bytes']")" "$((after - before))"
+}
+# The cluster's output of OUT against the local engine's terasort of DIRS.
+check_sort() { # OUT DIR...
+  local out=$1; shift
+  rm -rf "$W/got" "$W/local"
+  in_dc1 "$S" get "$out" "$W/got" "${C[@]}" >/dev/null
+  local inputs; inputs=$(IFS=,; echo "$*")
+  "$S" run terasort --input "$inputs" --output "$W/local" --reducers "$((DCS * WORKERS))" -q
+  cat "$W"/got/part-* | cmp - <(cat "$W"/local/part-*) && echo "answer: identical to the local engine"
+}
+
+tera_put() { # NAME DC SIZE
+  rm -rf "$W/gen-$1"
+  "$S" gen tera --size "$3" --seed "$RANDOM" --out "$W/gen-$1" >/dev/null
+  ip netns exec "sg$2-1" "$S" put "$W/gen-$1" --dataset "$1" --block-size 32MB --replication 2 \
+    --datacenter "dc$2" "${C[@]}" >/dev/null
+}
+terasort_runs() { # EXPERIMENT INPUT DIRS...
+  local exp=$1 input=$2; shift 2
+  for rep in $(seq "$REPS"); do
+    for var in early delayed arts; do
+      job "$exp" "$var" "$rep" "sorted-$var" terasort --input "$input" \
+        --reducers "$((DCS * WORKERS))" -D "sluice.reduce.scheduler=$var"
+      [ "$rep" = 1 ] && check_sort "sorted-$var" "$@"
+    done
+  done
+}
+
+bytes_of() { numfmt --from=iec "${1%B}"; }
+coordinator --dc-local-maps --placement wan-aware --links "$W/links"
+if [[ $EXPS == *terasort* ]]; then
+  tera_put tera1 1 "$SIZE"
+  terasort_runs terasort tera1 "$W/gen-tera1"
+fi
+if [[ $EXPS == *split* ]]; then
+  total=$(bytes_of "$SIZE")
+  tera_put tera4 1 "$((total * 4 / 9))"
+  tera_put tera5 2 "$((total * 5 / 9))"
+  terasort_runs split tera4,tera5 "$W/gen-tera4" "$W/gen-tera5"
+fi
+if [[ $EXPS == *dfsio* ]]; then
+  for rep in $(seq "$REPS"); do
+    for placement in wan-aware rack-aware; do
+      coordinator --dc-local-maps --placement "$placement" --links "$W/links"
+      before=$(wan_bytes); t0=$(date +%s.%N)
+      in_dc1 "$S" bench dfsio --write --files $((DCS * WORKERS)) --size 64MB --replication 2 \
+        "${C[@]}" >"$W/dfsio.out"
+      t1=$(date +%s.%N); after=$(wan_bytes)
+      tput=$(awk '/Throughput/ {print $NF}' "$W/dfsio.out" | head -1)
+      row dfsio "$placement" "$rep" "$(echo "$t1 - $t0" | bc)" "tput=${tput}MB/s" "$((after - before))"
+    done
+  done
+fi
+
+echo
+echo "medians ($DCS data centers x $WORKERS workers, WAN $WAN, $SIZE):"
+for key in $(awk -F'\t' 'NR > 1 {print $1 "/" $2}' "$RESULTS" | sort -u); do
+  t=$(awk -F'\t' -v k="$key" 'NR > 1 && $1 "/" $2 == k {print $4}' "$RESULTS" | median)
+  b=$(awk -F'\t' -v k="$key" 'NR > 1 && $1 "/" $2 == k {print $6}' "$RESULTS" | median)
+  printf '  %-20s %8.2f s  %12s WAN bytes (router)\n' "$key" "$t" "$b"
+done
+echo "rows: $RESULTS"
