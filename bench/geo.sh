@@ -49,7 +49,11 @@ DCS=2
 pids=()
 nss=()
 cleanup() {
+  mkdir -p "$OUT/logs" && cp "$W"/*.log "$OUT/logs/" 2>/dev/null || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for ns in "${nss[@]}"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill "$p" 2>/dev/null || true; done
+  done
   wait 2>/dev/null || true
   for ns in "${nss[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
   rm -rf "$W"
@@ -90,11 +94,13 @@ CADDR="$(addr 1 0):7070"
 C=(--coordinator "$CADDR")
 in_dc1() { ip netns exec sg1-0 "$@"; }
 coordinator() { # FLAGS...: (re)starts the coordinator
-  if [ -n "${COORD_PID:-}" ]; then kill "$COORD_PID"; wait "$COORD_PID" 2>/dev/null || true; fi
+  # `ip netns exec` may fork: stop what runs in the namespace itself.
+  local p
+  for p in $(ip netns pids sg1-0); do kill "$p"; done
+  for _ in $(seq 100); do [ -z "$(ip netns pids sg1-0)" ] && break; sleep 0.05; done
   in_dc1 "$S" coordinator --listen "$CADDR" --state-dir "$W/coord" --heartbeat-ms 100 \
     --worker-timeout-ms 10000 "$@" >>"$W/coord.log" 2>&1 &
-  COORD_PID=$!
-  pids+=("$COORD_PID")
+  pids+=($!)
   [ -n "${NO_WAIT:-}" ] && return
   for _ in $(seq 300); do
     [ "$(in_dc1 "$S" cluster status "${C[@]}" 2>/dev/null | grep -c alive)" = $((DCS * WORKERS)) ] && return

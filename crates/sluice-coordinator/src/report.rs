@@ -155,22 +155,28 @@ fn crossings(job: &Job, places: &Places) -> Vec<Crossing> {
             f(c);
         }
     };
-    let maps: Vec<(&str, &[u64])> = job
+    // Each winning map: its data center, end, and bytes per partition.
+    let maps: Vec<(&str, Instant, &[u64])> = job
         .maps
         .iter()
         .filter_map(|t| t.winner())
         .filter_map(|a| {
-            Some((
-                a.datacenter.as_str(),
-                &a.report.as_ref()?.partition_bytes[..],
-            ))
+            let parts = &a.report.as_ref()?.partition_bytes[..];
+            Some((a.datacenter.as_str(), a.ended?, parts))
         })
         .collect();
     for (p, t) in job.reduces.iter().enumerate() {
-        let Some(r) = t.winner() else { continue };
-        for (dc, parts) in &maps {
-            let b = parts.get(p).copied().unwrap_or(0);
-            add(dc, &r.datacenter, &|c| c.shuffle_bytes += b);
+        for r in &t.attempts {
+            // A winner fetched every map output; an attempt that ended
+            // otherwise, those done before it ended.
+            let won = r.state == AttemptState::Succeeded;
+            let end = r.ended.unwrap_or_else(Instant::now);
+            for (dc, done, parts) in &maps {
+                if won || *done <= end {
+                    let b = parts.get(p).copied().unwrap_or(0);
+                    add(dc, &r.datacenter, &|c| c.shuffle_bytes += b);
+                }
+            }
         }
     }
     for a in job.maps.iter().flat_map(|t| &t.attempts) {

@@ -211,11 +211,12 @@ pub struct ClusterReport {
     pub wan_bytes: u64,
 }
 
-/// Bytes that went from data center `from` to `to` for one job: the
-/// winning reduces' shuffle fetches of the winning maps' partitions, the
-/// blocks map attempts streamed from another worker, and the copies of
-/// output blocks (`submit --replication`). Counted from the tasks'
-/// reports: a fetch repeated after a failure counts once.
+/// Bytes that went from data center `from` to `to` for one job: reduce
+/// attempts' shuffle fetches (from the winning maps' partition sizes: a
+/// winning reduce fetched every map output, an attempt killed, failed or
+/// lost those finished before it ended), the blocks map attempts
+/// streamed from another worker, and the copies of output blocks
+/// (`submit --replication`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Crossing {
     pub from: String,
