@@ -190,6 +190,17 @@ enum JoinForm {
     Baseline,
 }
 
+/// How kmeans chooses its initial centres.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum KmeansInitArg {
+    /// k points of the input chosen by a seeded hash.
+    Random,
+    /// k-means|| (Spark MLlib's default): rounds sampling points by squared
+    /// distance, then k-means++ on the weighted candidates.
+    #[value(name = "k-means||")]
+    Parallel,
+}
+
 /// Map-output grouping for aggregation jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum GroupingArg {
@@ -301,6 +312,16 @@ struct RunArgs {
     /// Iterations of kmeans (after its initial centres) and pagerank.
     #[arg(long, default_value_t = 5)]
     iterations: u32,
+    /// How kmeans chooses its initial centres.
+    #[arg(long, value_enum, default_value = "random")]
+    init: KmeansInitArg,
+    /// Rounds of kmeans' k-means|| initialization (passes over the input).
+    #[arg(long, default_value_t = 2)]
+    init_rounds: u32,
+    /// kmeans stops once an iteration moved no centre by this distance or
+    /// more (0: runs every iteration).
+    #[arg(long, default_value_t = 0.0)]
+    tolerance: f64,
     /// Damping factor of pagerank.
     #[arg(long, default_value_t = 0.85)]
     damping: f64,

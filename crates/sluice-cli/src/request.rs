@@ -144,6 +144,12 @@ impl RunArgs {
                 clusters: self.clusters.unwrap_or(0),
                 iterations: self.iterations,
                 seed: self.seed,
+                init: match self.init {
+                    crate::KmeansInitArg::Random => sluice_request::KmeansInit::Random,
+                    crate::KmeansInitArg::Parallel => sluice_request::KmeansInit::Parallel,
+                },
+                init_rounds: self.init_rounds,
+                tolerance: self.tolerance,
                 assignments: self.assignments.clone(),
                 ..Default::default()
             }),

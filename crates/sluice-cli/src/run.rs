@@ -19,8 +19,39 @@ pub fn run_on(args: &RunArgs, target: Target<'_>) -> anyhow::Result<Vec<JobRepor
     }
     if !args.quiet {
         reports.iter().for_each(print_summary);
+        if req.job == "kmeans" {
+            print_kmeans_end(&req, &reports);
+        }
     }
     Ok(reports)
+}
+
+/// How many k-means iterations ran and why they stopped.
+fn print_kmeans_end(req: &sluice_request::JobRequest, reports: &[JobReport]) {
+    let Ok(p) = req.params::<sluice_request::KmeansParams>() else {
+        return;
+    };
+    let counter = |r: &JobReport, name: &str| {
+        let key = format!("{}.{name}", sluice_jobs::kmeans::COUNTER_GROUP);
+        r.user_counters.get(&key).copied()
+    };
+    let ran: u64 = reports
+        .iter()
+        .filter_map(|r| counter(r, sluice_jobs::kmeans::ITERATIONS))
+        .sum();
+    let last_moved = reports
+        .iter()
+        .rev()
+        .find(|r| counter(r, sluice_jobs::kmeans::ITERATIONS).is_some())
+        .map(|r| counter(r, sluice_jobs::kmeans::MOVED).unwrap_or(0));
+    let why = match last_moved {
+        Some(0) if p.tolerance > 0.0 => format!(
+            "converged: no centre moved {} or more in the last one",
+            p.tolerance
+        ),
+        _ => "ran every iteration asked for".to_owned(),
+    };
+    eprintln!("k-means  {ran} of {} iterations ran; {why}", p.iterations);
 }
 
 /// `sluice run`.

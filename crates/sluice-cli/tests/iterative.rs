@@ -444,3 +444,200 @@ fn testdfsio_writes_and_reads_back_locally_and_on_a_cluster() {
     assert_eq!(r["Number of files"], 3.0, "{r:?}");
     assert!((r["Total MBytes processed"] - 6.0).abs() < 0.01, "{r:?}");
 }
+
+/// Writes `per` points around each of `centres` (Gaussian, deviation 1,
+/// from a fixed seed) to `dir/part-00000`, clusters interleaved.
+fn gaussian_points(dir: &Path, centres: &[[f64; 3]], per: usize) -> PathBuf {
+    let out = dir.join("gauss");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut state = 0x853c_49e6_748f_ea9bu64;
+    let mut uniform = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    let mut text = String::new();
+    for _ in 0..per {
+        for c in centres {
+            let xs: Vec<String> = c
+                .iter()
+                .map(|x| {
+                    // Box-Muller.
+                    let (u, v) = (uniform(), uniform());
+                    let z = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
+                    format!("{:.5}", x + z)
+                })
+                .collect();
+            text.push_str(&xs.join(" "));
+            text.push('\n');
+        }
+    }
+    std::fs::write(out.join("part-00000"), text).unwrap();
+    out
+}
+
+#[test]
+fn kmeans_parallel_init_finds_every_cluster_and_is_reproducible() {
+    let d = tempfile::tempdir().unwrap();
+    let truth = [
+        [0.0, 0.0, 0.0],
+        [100.0, 0.0, 0.0],
+        [0.0, 100.0, 0.0],
+        [0.0, 0.0, 100.0],
+        [100.0, 100.0, 100.0],
+    ];
+    let points = gaussian_points(d.path(), &truth, 2000);
+    let init = |name: &str, extra: &[&str]| {
+        let out = d.path().join(name);
+        local_kmeans(
+            &points,
+            &out,
+            0,
+            &[&["--init", "k-means||"], extra].concat(),
+        );
+        centres(&out)
+    };
+    let got = init("a", &[]);
+    assert_eq!(got.len(), 5);
+    for t in &truth {
+        let nearest = got
+            .iter()
+            .map(|c| c.iter().zip(t).map(|(a, b)| (a - b) * (a - b)).sum::<f64>())
+            .fold(f64::INFINITY, f64::min)
+            .sqrt();
+        assert!(nearest < 5.0, "no initial centre near {t:?}: {got:?}");
+    }
+    // The same seed gives the same centres, however the input is split.
+    assert_eq!(init("b", &[]), got);
+    assert_eq!(init("c", &["--threads", "1", "--split-size", "64KB"]), got);
+    let other = d.path().join("d");
+    ok(sluice()
+        .args(["run", "kmeans", "--clusters", "5", "--seed", "12", "-q"])
+        .args(["--iterations", "0", "--init", "k-means||", "--input"])
+        .arg(&points)
+        .arg("--output")
+        .arg(&other)
+        .output()
+        .unwrap());
+    assert_ne!(centres(&other), got, "the seed is used");
+    // One round is enough here too, and the run goes on to iterate.
+    let out = d.path().join("e");
+    local_kmeans(
+        &points,
+        &out,
+        2,
+        &["--init", "k-means||", "--init-rounds", "1"],
+    );
+    assert_eq!(centres(&out).len(), 5);
+}
+
+/// Runs k-means with `--tolerance`; its centres and the summary's line
+/// on the iterations.
+fn kmeans_with_tolerance(points: &Path, out: &Path, tolerance: &str) -> (Vec<Vec<f64>>, String) {
+    let run = ok(sluice()
+        .args(["run", "kmeans", "--clusters", "5", "--seed", "11"])
+        .args(["--iterations", "5", "--tolerance", tolerance])
+        .arg("--input")
+        .arg(points)
+        .arg("--output")
+        .arg(out)
+        .output()
+        .unwrap());
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("k-means "))
+        .unwrap_or_else(|| panic!("no k-means line in {err}"))
+        .to_owned();
+    (centres(out), line)
+}
+
+#[test]
+fn a_tolerance_stops_kmeans_once_no_centre_moves_that_much() {
+    let d = tempfile::tempdir().unwrap();
+    let points = gen_points(d.path(), "5000");
+    let init = d.path().join("init");
+    local_kmeans(&points, &init, 0, &[]);
+    // Every centre moves less than 1e9: the first iteration stops it.
+    let (got, line) = kmeans_with_tolerance(&points, &d.path().join("big"), "1e9");
+    assert!(line.contains("1 of 5 iterations ran"), "{line}");
+    assert!(line.contains("converged"), "{line}");
+    close(&got, &numpy(&points, &init, 1));
+    // 0 runs them all.
+    let (got, line) = kmeans_with_tolerance(&points, &d.path().join("zero"), "0");
+    assert!(line.contains("5 of 5 iterations ran"), "{line}");
+    assert!(!line.contains("converged"), "{line}");
+    close(&got, &numpy(&points, &init, 5));
+}
+
+#[test]
+fn a_point_of_the_wrong_dimension_is_named_or_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let points = gen_points(d.path(), "500");
+    let part = points.join("part-00000");
+    let mut text = std::fs::read_to_string(&part).unwrap();
+    let offset = text.len();
+    text.push_str("1.0 2.0\n");
+    std::fs::write(&part, text).unwrap();
+    let out = d.path().join("c");
+    let run = |extra: &[&str]| {
+        sluice()
+            .args(["run", "kmeans", "--clusters", "5", "--seed", "11", "-q"])
+            .args(["--iterations", "1"])
+            .args(extra)
+            .arg("--input")
+            .arg(&points)
+            .arg("--output")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let err = fails(run(&[]));
+    assert!(
+        err.contains("part-00000")
+            && err.contains(&format!("offset {offset}"))
+            && err.contains("2 coordinates"),
+        "{err}"
+    );
+    let skipped = ok(run(&["--bad-records", "skip"]));
+    assert!(skipped.status.success());
+    assert_eq!(centres(&out).len(), 5);
+}
+
+#[test]
+fn a_bad_edge_is_skipped_when_asked() {
+    let d = tempfile::tempdir().unwrap();
+    let graph = gen_graph(d.path());
+    let good = d.path().join("good");
+    ok(sluice()
+        .args(["run", "pagerank", "--iterations", "2", "-q", "--input"])
+        .arg(&graph)
+        .arg("--output")
+        .arg(&good)
+        .output()
+        .unwrap());
+    let part = graph.join("part-00000");
+    let mut text = std::fs::read_to_string(&part).unwrap();
+    let offset = text.len();
+    text.push_str("7 8 9\n");
+    std::fs::write(&part, text).unwrap();
+    let run = |extra: &[&str]| {
+        sluice()
+            .args(["run", "pagerank", "--iterations", "2", "-q"])
+            .args(extra)
+            .arg("--input")
+            .arg(&graph)
+            .arg("--output")
+            .arg(d.path().join("r"))
+            .output()
+            .unwrap()
+    };
+    let err = fails(run(&[]));
+    assert!(
+        err.contains("part-00000") && err.contains(&format!("offset {offset}")),
+        "{err}"
+    );
+    ok(run(&["--bad-records", "skip"]));
+    same_ranks(&ranks(&d.path().join("r")), &ranks(&good));
+}

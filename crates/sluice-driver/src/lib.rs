@@ -61,7 +61,9 @@ fn one(
 }
 
 /// Runs the stages of a chain through temporaries named by the target,
-/// removed afterwards whatever happened.
+/// removed afterwards whatever happened. A stage its kind skips runs
+/// nothing: `@N` references to it, output or counters, are its
+/// predecessor's.
 fn chain(
     jobs: &Registry,
     stages: Vec<JobRequest>,
@@ -76,15 +78,27 @@ fn chain(
     };
     let mut reports = Vec::new();
     let mut run_all = || -> Result<(), DriverError> {
-        for mut stage in stages.clone() {
-            stage.input = resolve_refs(&stage.input, &temps)?;
-            resolve_param_refs(&mut stage.params, &temps, &reports)?;
+        // Each stage's output, and the index of its report.
+        let mut outputs = temps.clone();
+        let mut report_of: Vec<usize> = Vec::new();
+        for (n, mut stage) in stages.clone().into_iter().enumerate() {
+            stage.input = resolve_refs(&stage.input, &outputs)?;
+            let done: Vec<&JobReport> = report_of.iter().map(|&r| &reports[r]).collect();
+            resolve_param_refs(&mut stage.params, &outputs, &done)?;
+            let kind = jobs.get(&stage.job)?;
+            if n > 0 && kind.skip(&stage)? {
+                outputs[n] = outputs[n - 1].clone();
+                report_of.push(report_of[n - 1]);
+                continue;
+            }
             if stage.output.is_empty() {
-                stage.output = temps[reports.len()].clone();
+                stage.output = temps[n].clone();
                 stage.overwrite = true;
             }
-            let plan = jobs.get(&stage.job)?.plan(&stage)?;
+            outputs[n] = stage.output.clone();
+            let plan = kind.plan(&stage)?;
             reports.push(one(jobs, stage, plan, target)?);
+            report_of.push(reports.len() - 1);
         }
         Ok(())
     };
@@ -103,7 +117,7 @@ fn chain(
 fn resolve_param_refs(
     v: &mut serde_json::Value,
     temps: &[String],
-    done: &[JobReport],
+    done: &[&JobReport],
 ) -> Result<(), DriverError> {
     match v {
         serde_json::Value::String(s) if is_ref(s) => *s = resolve_refs(s, temps)?,
@@ -128,7 +142,7 @@ fn resolve_param_refs(
 }
 
 /// The value of `@N:COUNTER`, if `s` is one.
-fn counter_ref(s: &str, done: &[JobReport]) -> Result<Option<u64>, DriverError> {
+fn counter_ref(s: &str, done: &[&JobReport]) -> Result<Option<u64>, DriverError> {
     let Some((stage, counter)) = s.strip_prefix('@').and_then(|r| r.split_once(':')) else {
         return Ok(None);
     };

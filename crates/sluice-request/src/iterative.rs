@@ -18,14 +18,35 @@ pub(crate) fn register(r: &mut Registry) {
 
 /// A step of k-means, each a job of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum KmeansStage {
-    /// Choose the initial centres.
+    /// Choose the initial centres (one for k-means||).
     Init,
+    /// A round of k-means|| from the candidates `centres`.
+    ParallelRound,
+    /// k-means||'s last pass: `clusters` centres from the candidates
+    /// `centres`.
+    ParallelPick,
     /// One iteration from `centres`.
     Iterate,
+    /// Copy the centres of its input (the last iteration that ran).
+    Copy,
     /// Write each point with its nearest centre from `centres`.
     Assign,
+}
+
+/// How k-means chooses its initial centres.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum KmeansInit {
+    /// `k` points of the input by a seeded hash.
+    #[default]
+    #[serde(rename = "random")]
+    Random,
+    /// k-means|| (Bahmani et al.), Spark MLlib's default: rounds sampling
+    /// points by their squared distance, then k-means++ on the weighted
+    /// candidates.
+    #[serde(rename = "k-means||")]
+    Parallel,
 }
 
 /// Parameters of `kmeans`.
@@ -38,6 +59,18 @@ pub struct KmeansParams {
     pub iterations: u32,
     /// Seed of the initial centres' choice.
     pub seed: u64,
+    /// How the initial centres are chosen.
+    pub init: KmeansInit,
+    /// Rounds of k-means|| (Spark's `initializationSteps`).
+    pub init_rounds: u32,
+    /// Stop once an iteration moved no centre by this much or more (0:
+    /// run every iteration).
+    pub tolerance: f64,
+    /// Centres the previous iteration moved by the tolerance or more (set
+    /// by the chain; 0 skips the iteration).
+    pub moved: Option<u64>,
+    /// The round of a k-means|| round stage (set by the chain).
+    pub round: u32,
     /// Also write each point with its nearest final centre here.
     pub assignments: Option<String>,
     /// One step (set by the chain; a user leaves it out).
@@ -52,6 +85,11 @@ impl Default for KmeansParams {
             clusters: 0,
             iterations: 5,
             seed: 7,
+            init: KmeansInit::Random,
+            init_rounds: 2,
+            tolerance: 0.0,
+            moved: None,
+            round: 0,
             assignments: None,
             stage: None,
             centres: None,
@@ -70,12 +108,27 @@ impl Kmeans {
                 "needs --clusters K (at least 1)",
             ));
         }
+        if !(p.tolerance >= 0.0 && p.tolerance.is_finite()) {
+            return Err(RequestError::params(
+                "kmeans",
+                "--tolerance is a finite number, 0 or more",
+            ));
+        }
+        if p.init == KmeansInit::Parallel && p.init_rounds == 0 {
+            return Err(RequestError::params(
+                "kmeans",
+                "k-means|| needs at least 1 round",
+            ));
+        }
         Ok(p)
     }
 
-    /// The jobs of a whole run: initial centres, each iteration reading
-    /// the previous centres, the last writing the request's output; then
-    /// the assignment, if asked.
+    /// The jobs of a whole run: initial centres (one job, or k-means||'s
+    /// first point, rounds and pick), each iteration reading the previous
+    /// centres, the last writing the request's output; then the
+    /// assignment, if asked. With a tolerance, each iteration after the
+    /// first carries the previous one's count of moved centres (the driver
+    /// skips it at 0) and a copy job writes the last centres.
     fn chain(req: &JobRequest, p: &KmeansParams) -> Vec<JobRequest> {
         let stage = |stage, centres: Option<String>, output: &str| {
             let params = KmeansParams {
@@ -90,19 +143,47 @@ impl Kmeans {
                 ..req.clone()
             }
         };
-        let last = p.iterations as usize;
-        let mut jobs = vec![stage(
-            KmeansStage::Init,
-            None,
-            if last == 0 { &req.output } else { "" },
-        )];
-        for i in 1..=last {
-            let out = if i == last { req.output.as_str() } else { "" };
-            jobs.push(stage(
-                KmeansStage::Iterate,
-                Some(format!("@{}", i - 1)),
-                out,
-            ));
+        let iterations = p.iterations as usize;
+        let stop_early = p.tolerance > 0.0 && iterations > 1;
+        let out_at = |i: usize| {
+            if i == iterations && !stop_early {
+                req.output.as_str()
+            } else {
+                ""
+            }
+        };
+        let mut jobs = Vec::new();
+        match p.init {
+            KmeansInit::Random => jobs.push(stage(KmeansStage::Init, None, out_at(0))),
+            KmeansInit::Parallel => {
+                let mut first = stage(KmeansStage::Init, None, "");
+                first.params["clusters"] = 1.into();
+                jobs.push(first);
+                for round in 1..=p.init_rounds {
+                    let prev = format!("@{}", jobs.len() - 1);
+                    let mut job = stage(KmeansStage::ParallelRound, Some(prev), "");
+                    job.params["round"] = round.into();
+                    jobs.push(job);
+                }
+                let prev = format!("@{}", jobs.len() - 1);
+                jobs.push(stage(KmeansStage::ParallelPick, Some(prev), out_at(0)));
+            }
+        }
+        for i in 1..=iterations {
+            let prev = jobs.len() - 1;
+            let mut job = stage(KmeansStage::Iterate, Some(format!("@{prev}")), out_at(i));
+            if stop_early && i > 1 {
+                let moved = format!("@{prev}:{}.{}", kmeans::COUNTER_GROUP, kmeans::MOVED);
+                job.params["moved"] = moved.into();
+            }
+            jobs.push(job);
+        }
+        if stop_early {
+            let last = jobs.len() - 1;
+            jobs.push(JobRequest {
+                input: format!("@{last}"),
+                ..stage(KmeansStage::Copy, None, &req.output)
+            });
         }
         if let Some(a) = &p.assignments {
             jobs.push(stage(KmeansStage::Assign, Some(req.output.clone()), a));
@@ -140,10 +221,16 @@ impl JobKind for Kmeans {
 
     fn side_inputs(&self, req: &JobRequest) -> Result<Vec<String>, RequestError> {
         let p = Self::params(req)?;
+        use KmeansStage::*;
         Ok(match (p.stage, p.centres) {
-            (Some(KmeansStage::Iterate | KmeansStage::Assign), Some(c)) => vec![c],
+            (Some(Iterate | Assign | ParallelRound | ParallelPick), Some(c)) => vec![c],
             _ => Vec::new(),
         })
+    }
+
+    fn skip(&self, req: &JobRequest) -> Result<bool, RequestError> {
+        let p = Self::params(req)?;
+        Ok(p.stage == Some(KmeansStage::Iterate) && p.moved == Some(0))
     }
 
     fn build(&self, req: &JobRequest, ctx: &BuildContext<'_>) -> Result<Built, RequestError> {
@@ -158,7 +245,22 @@ impl JobKind for Kmeans {
                 "k-means is a chain of jobs: run it through a driver, which chains them",
             )),
             Some(KmeansStage::Init) => Ok(one(kmeans::kmeans_init(p.clusters, p.seed))),
-            Some(KmeansStage::Iterate) => Ok(one(kmeans::kmeans_iterate(Self::centres(ctx)?))),
+            Some(KmeansStage::ParallelRound) => Ok(one(kmeans::kmeans_parallel_round(
+                Self::centres(ctx)?,
+                2.0 * p.clusters as f64,
+                p.seed,
+                p.round,
+            ))),
+            Some(KmeansStage::ParallelPick) => Ok(one(kmeans::kmeans_parallel_pick(
+                Self::centres(ctx)?,
+                p.clusters,
+                p.seed,
+            ))),
+            Some(KmeansStage::Iterate) => Ok(one(kmeans::kmeans_iterate(
+                Self::centres(ctx)?,
+                p.tolerance,
+            ))),
+            Some(KmeansStage::Copy) => Ok(Built::lines(kmeans::kmeans_copy())),
             Some(KmeansStage::Assign) => {
                 Ok(Built::lines(kmeans::kmeans_assign(Self::centres(ctx)?)))
             }
@@ -345,5 +447,61 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--clusters"));
+    }
+
+    #[test]
+    fn parallel_init_and_a_tolerance_add_their_stages() {
+        let p = KmeansParams {
+            clusters: 3,
+            iterations: 3,
+            init: KmeansInit::Parallel,
+            tolerance: 0.5,
+            ..KmeansParams::default()
+        };
+        let req = JobRequest::new("kmeans", &p, "points", "centres");
+        let Plan::Chain(jobs) = Kmeans.plan(&req).unwrap() else {
+            panic!("not a chain");
+        };
+        let steps: Vec<String> = jobs
+            .iter()
+            .map(|j| {
+                let q = &j.params;
+                format!(
+                    "{} {} {} {} {}",
+                    q["stage"].as_str().unwrap(),
+                    q["clusters"],
+                    q["centres"].as_str().unwrap_or("-"),
+                    q["moved"].as_str().unwrap_or("-"),
+                    if j.output.is_empty() {
+                        "temp"
+                    } else {
+                        &j.output
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                "init 1 - - temp",
+                "parallel-round 3 @0 - temp",
+                "parallel-round 3 @1 - temp",
+                "parallel-pick 3 @2 - temp",
+                "iterate 3 @3 - temp",
+                "iterate 3 @4 @4:KMEANS.MOVED temp",
+                "iterate 3 @5 @5:KMEANS.MOVED temp",
+                "copy 3 - - centres",
+            ]
+        );
+        assert_eq!(jobs[7].input, "@6");
+        assert_eq!(jobs[1].params["round"], 1);
+        assert_eq!(jobs[2].params["round"], 2);
+        // The driver skips an iteration once the one before moved nothing.
+        let mut it = jobs[5].clone();
+        it.params["moved"] = 0.into();
+        assert!(Kmeans.skip(&it).unwrap());
+        it.params["moved"] = 2.into();
+        assert!(!Kmeans.skip(&it).unwrap());
+        assert!(!Kmeans.skip(&jobs[4]).unwrap());
     }
 }

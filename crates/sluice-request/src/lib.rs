@@ -33,7 +33,7 @@ pub use builtin::{
     KeyOrderName, OhbParams, PagedInput, SelectionParams, SortParams, UdfParams, WordcountParams,
 };
 pub use error::RequestError;
-pub use iterative::{KmeansParams, KmeansStage, PagerankParams, PagerankStage};
+pub use iterative::{KmeansInit, KmeansParams, KmeansStage, PagerankParams, PagerankStage};
 pub use registry::{
     engine_config, settings, BuildContext, Built, JobKind, KeyRange, Plan, Registry, Sampling,
     DEFAULT_MEMORY,

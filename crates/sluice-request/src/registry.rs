@@ -85,7 +85,8 @@ pub enum Plan {
     /// Jobs run one after another. A stage's output `""` is a temporary
     /// the driver names (and removes afterwards); an input item, or a
     /// string parameter (a side input), `@N` is stage N's output. The
-    /// stages name the request's output where it goes.
+    /// stages name the request's output where it goes. A stage its kind
+    /// skips ([`JobKind::skip`]) stands for the stage before it.
     Chain(Vec<JobRequest>),
 }
 
@@ -107,6 +108,14 @@ pub trait JobKind: Send + Sync {
     /// How the request is run.
     fn plan(&self, _req: &JobRequest) -> Result<Plan, RequestError> {
         Ok(Plan::Single)
+    }
+
+    /// Whether a stage of a chain, its references resolved, is skipped: it
+    /// does not run, and its output and counters are its predecessor's (a
+    /// loop that has converged passes its last result on). A stage that
+    /// may be skipped writes a temporary, and the first never is.
+    fn skip(&self, _req: &JobRequest) -> Result<bool, RequestError> {
+        Ok(false)
     }
 
     /// The range of normalized keys the job can match in a range-indexed
