@@ -139,7 +139,11 @@ fn sample(
     req: &JobRequest,
     s: Sampling,
 ) -> Result<Vec<sluice_request::Key>, DriverError> {
-    let heads = client.block_heads(&req.input, SAMPLE_HEAD)?;
+    // `--input a,b` names several data sets: every block of each.
+    let mut heads = Vec::new();
+    for name in req.input.split(',') {
+        heads.extend(client.block_heads(name, SAMPLE_HEAD)?);
+    }
     let dir = tempfile::tempdir().map_err(DriverError::io("creating a sample directory"))?;
     for (i, h) in heads.iter().enumerate() {
         // Whole records only: a head cut short ends at its last newline
