@@ -39,8 +39,11 @@
 //! the other data center take a partition it holds nothing of once the
 //! maps are done. So, as delay scheduling does for maps, a partition is
 //! started outside the data center holding most of its output ([`homed`])
-//! only after the job has declined `--delay-datacenter` such offers since
-//! it last started a reduce at home ([`crate::sched::Job::pick`]).
+//! only after the job has waited, since it last started a reduce at home,
+//! as long as copying that partition there would take ([`copy_time`]):
+//! a slot at home that frees sooner wins, and waiting never costs more
+//! than the copy it avoids would have (the rent-or-buy rule;
+//! `crate::sched::Job::pick`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -198,12 +201,7 @@ pub fn decide(p: &JobProgress, dc: &str, open: &[usize], links: &Links) -> (Opti
         p.total_maps - p.completed_maps - p.running_maps.min(p.total_maps - p.completed_maps);
     let mean = p.map_seconds / p.completed_maps as f64;
     let map_finish = remaining.div_ceil(p.map_slots.max(1)) as f64 * mean;
-    let copy_time: f64 = p
-        .output
-        .iter()
-        .map(|(d, parts)| parts.get(rx).copied().unwrap_or(0) as f64 / links.bandwidth(d, dc))
-        .sum();
-    if copy_time > map_finish {
+    if copy_time(p.output, rx, dc, links) > map_finish {
         return (Some(rx), Why::CopyLonger);
     }
     let ratio = p.map_output as f64 / p.map_input.max(1) as f64;
@@ -220,6 +218,15 @@ pub fn decide(p: &JobProgress, dc: &str, open: &[usize], links: &Links) -> (Opti
     } else {
         (None, Why::RampReached)
     }
+}
+
+/// Seconds to copy partition `p`'s map output so far to data center `dc`
+/// over the links from where it is.
+pub fn copy_time(output: &BTreeMap<String, Vec<u64>>, p: usize, dc: &str, links: &Links) -> f64 {
+    output
+        .iter()
+        .map(|(d, parts)| parts.get(p).copied().unwrap_or(0) as f64 / links.bandwidth(d, dc))
+        .sum()
 }
 
 /// Whether data center `dc` holds the largest share of partition `p`'s

@@ -560,9 +560,10 @@ pub struct Job {
     /// Offers of a map slot declined since it last launched a node-local
     /// map (delay scheduling).
     pub missed_offers: u32,
-    /// Reduce slots ARTS declined outside a partition's data center since
-    /// it last started a reduce in one.
-    pub missed_reduce_offers: u32,
+    /// Since when ARTS has declined to start a partition outside the data
+    /// center holding most of its output (since it last started one at
+    /// home).
+    pub remote_wait: Option<Instant>,
     /// Its pool (fair scheduling).
     pub pool: String,
     /// Its tasks by state and locality, kept as attempts start and end.
@@ -654,7 +655,7 @@ impl Job {
             state: JobState::Running,
             report_json: String::new(),
             missed_offers: 0,
-            missed_reduce_offers: 0,
+            remote_wait: None,
         }
     }
 
@@ -757,7 +758,7 @@ impl Job {
             ReduceScheduler::Arts => {
                 let open: Vec<usize> = self.queues.open(REDUCE).filter(usable).collect();
                 if !open.is_empty() {
-                    return self.pick_arts(w, s, &open).map(|i| reduce(i, false));
+                    return self.pick_arts(w, s, &open, now).map(|i| reduce(i, false));
                 }
             }
         }
@@ -765,22 +766,27 @@ impl Job {
     }
 
     /// ARTS's partition for `w` of `open`, if it starts one now: one whose
-    /// output is mostly elsewhere waits (a missed reduce offer) until the
-    /// job has missed [`Delay::datacenter`] offers since it last started a
-    /// reduce at home.
-    fn pick_arts(&mut self, w: &Asker<'_>, s: &Settings, open: &[usize]) -> Option<usize> {
+    /// output is mostly elsewhere waits until the job has waited, since it
+    /// last started a reduce at home, as long as copying the partition to
+    /// `w`'s data center would take.
+    fn pick_arts(
+        &mut self,
+        w: &Asker<'_>,
+        s: &Settings,
+        open: &[usize],
+        now: Instant,
+    ) -> Option<usize> {
         let dc = &w.place.datacenter;
         let (i, _) = crate::arts::decide(&self.progress(w), dc, open, &s.links);
         let i = i?;
-        if crate::arts::homed(&self.map_outputs.by_dc, dc, i) {
-            self.missed_reduce_offers = 0;
+        let by_dc = &self.map_outputs.by_dc;
+        if crate::arts::homed(by_dc, dc, i) {
+            self.remote_wait = None;
             return Some(i);
         }
-        if self.missed_reduce_offers < s.delay.datacenter {
-            self.missed_reduce_offers += 1;
-            return None;
-        }
-        Some(i)
+        let since = *self.remote_wait.get_or_insert(now);
+        let copy = crate::arts::copy_time(by_dc, i, dc, &s.links);
+        (now.saturating_duration_since(since).as_secs_f64() >= copy).then_some(i)
     }
 
     /// What ARTS knows of this job, for a slot of `w`.
@@ -1821,27 +1827,29 @@ mod tests {
         }
         assert_eq!(j.map_outputs.by_dc["dc1"], [20, 20]);
         assert_eq!(j.map_outputs.output, 40);
-        // dc2 holds none of it: its worker waits while dc1's may come.
+        // dc2 holds none of it: its worker waits while dc1's may come,
+        // as long as copying partition 0's 20 bytes at 10 bytes/s takes.
+        let slow = Settings {
+            links: Links {
+                lan: 1e9,
+                wan: 10.0,
+                pairs: HashMap::new(),
+            },
+            ..s.clone()
+        };
         let p2 = place("dc2", "r2");
         let x = asker(3, "x", &p2);
-        let d = s.delay.datacenter;
-        for _ in 0..d {
-            assert_eq!(j.pick(&x, REDUCE, &s, Instant::now(), &topo), None);
-        }
-        assert_eq!(
-            j.pick(&a, REDUCE, &s, Instant::now(), &topo)
-                .map(|p| p.index),
-            Some(0)
-        );
-        assert_eq!(
-            j.missed_reduce_offers, 0,
-            "a reduce at home resets the count"
-        );
-        for _ in 0..d {
-            assert_eq!(j.pick(&x, REDUCE, &s, Instant::now(), &topo), None);
-        }
-        let late = j.pick(&x, REDUCE, &s, Instant::now(), &topo);
-        assert_eq!(late.map(|p| p.index), Some(0), "after the delay it crosses");
+        let t0 = Instant::now();
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        assert_eq!(j.pick(&x, REDUCE, &slow, at(0.0), &topo), None);
+        assert_eq!(j.pick(&x, REDUCE, &slow, at(1.9), &topo), None);
+        let home = j.pick(&a, REDUCE, &slow, at(1.95), &topo);
+        assert_eq!(home.map(|p| p.index), Some(0));
+        assert_eq!(j.remote_wait, None, "a reduce at home restarts the wait");
+        assert_eq!(j.pick(&x, REDUCE, &slow, at(2.0), &topo), None);
+        assert_eq!(j.pick(&x, REDUCE, &slow, at(3.9), &topo), None);
+        let late = j.pick(&x, REDUCE, &slow, at(4.0), &topo);
+        assert_eq!(late.map(|p| p.index), Some(0), "after the copy's time it crosses");
         j.worker_lost(WorkerId(2), Instant::now());
         assert_eq!(j.map_outputs.by_dc["dc1"], [10, 10], "b's outputs are lost");
         assert_eq!(j.map_outputs.input, 2000);
