@@ -50,6 +50,10 @@ fn crossed(r: &serde_json::Value, field: &str) -> u64 {
 fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
     let d = tempfile::tempdir().unwrap();
     let data = gen(d.path(), "3MB");
+    // A slow WAN: a partition's copy across takes longer than waiting
+    // for a reduce slot at home.
+    let links_file = d.path().join("wan");
+    std::fs::write(&links_file, "wan 10KB/s\n").unwrap();
     let dir = d.path().join("cluster");
     ok(sluice()
         .args([
@@ -64,7 +68,11 @@ fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
         ])
         .args([
             "--coordinator-flags",
-            "--dc-local-maps --reduce-scheduler arts --placement wan-aware --heartbeat-ms 50",
+            &format!(
+                "--dc-local-maps --reduce-scheduler arts --placement wan-aware --heartbeat-ms 50 \
+                 --links {}",
+                links_file.display()
+            ),
             "--dir",
         ])
         .arg(&dir)
@@ -162,13 +170,13 @@ fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
         .filter(|w| uids[2..].iter().any(|u| w["worker"] == u.as_str()))
         .map(|w| w["shuffle_bytes"].as_u64().unwrap())
         .sum();
-    assert_eq!(
-        crossed(&early, "shuffle_bytes"),
-        dc2_fetched,
-        "{}",
-        early["crossings"]
-    );
-    assert_eq!(early["wan_bytes"].as_u64().unwrap(), dc2_fetched);
+    // (A backup attempt killed in dc2 fetched across too.)
+    let shuffled = crossed(&early, "shuffle_bytes");
+    if early["attempts"]["killed"] == 0 {
+        assert_eq!(shuffled, dc2_fetched, "{}", early["crossings"]);
+    }
+    assert!(shuffled >= dc2_fetched, "{}", early["crossings"]);
+    assert_eq!(early["wan_bytes"].as_u64().unwrap(), shuffled);
     get(&c, "early", &d.path().join("early-out"));
     get(&c, "counts", &d.path().join("counts-out"));
     same_dirs(&d.path().join("early-out"), &d.path().join("counts-out"));

@@ -155,28 +155,16 @@ fn crossings(job: &Job, places: &Places) -> Vec<Crossing> {
             f(c);
         }
     };
-    // Each winning map: its data center, end, and bytes per partition.
-    let maps: Vec<(&str, Instant, &[u64])> = job
-        .maps
-        .iter()
-        .filter_map(|t| t.winner())
-        .filter_map(|a| {
-            let parts = &a.report.as_ref()?.partition_bytes[..];
-            Some((a.datacenter.as_str(), a.ended?, parts))
-        })
-        .collect();
-    for (p, t) in job.reduces.iter().enumerate() {
-        for r in &t.attempts {
-            // A winner fetched every map output; an attempt that ended
-            // otherwise, those done before it ended.
-            let won = r.state == AttemptState::Succeeded;
-            let end = r.ended.unwrap_or_else(Instant::now);
-            for (dc, done, parts) in &maps {
-                if won || *done <= end {
-                    let b = parts.get(p).copied().unwrap_or(0);
-                    add(dc, &r.datacenter, &|c| c.shuffle_bytes += b);
-                }
-            }
+    // Every reduce attempt's fetches: a finished one's report, else what
+    // its last heartbeat said (a killed backup across the WAN spent them).
+    for r in job.reduces.iter().flat_map(|t| &t.attempts) {
+        let reads = match &r.report {
+            Some(rep) if !rep.remote_reads.is_empty() => &rep.remote_reads,
+            _ => &r.fetched,
+        };
+        for read in reads {
+            let from = places.by_addr.get(&read.addr).map_or("", String::as_str);
+            add(from, &r.datacenter, &|c| c.shuffle_bytes += read.bytes);
         }
     }
     for a in job.maps.iter().flat_map(|t| &t.attempts) {

@@ -330,6 +330,8 @@ pub struct Attempt {
     pub report: Option<proto::TaskReport>,
     /// Its worker's data center.
     pub datacenter: String,
+    /// What it has fetched so far, per source (a reduce's heartbeats).
+    pub fetched: Vec<proto::RemoteRead>,
 }
 
 impl Attempt {
@@ -1055,9 +1057,27 @@ impl Job {
             speculative,
             report: None,
             datacenter: w.place.datacenter.clone(),
+            fetched: Vec::new(),
         });
         self.queues.started(kind, index);
         id
+    }
+
+    /// What attempt `id` of a task has fetched so far (its heartbeats).
+    pub fn fetched(
+        &mut self,
+        kind: TaskKind,
+        index: usize,
+        id: u32,
+        fetched: Vec<proto::RemoteRead>,
+    ) {
+        if let Some(a) = self
+            .tasks_mut(kind)
+            .get_mut(index)
+            .and_then(|t| t.attempts.get_mut(id as usize))
+        {
+            a.fetched = fetched;
+        }
     }
 
     /// The running attempt `id` of a task, if it is one.
@@ -1849,7 +1869,11 @@ mod tests {
         assert_eq!(j.pick(&x, REDUCE, &slow, at(2.0), &topo), None);
         assert_eq!(j.pick(&x, REDUCE, &slow, at(3.9), &topo), None);
         let late = j.pick(&x, REDUCE, &slow, at(4.0), &topo);
-        assert_eq!(late.map(|p| p.index), Some(0), "after the copy's time it crosses");
+        assert_eq!(
+            late.map(|p| p.index),
+            Some(0),
+            "after the copy's time it crosses"
+        );
         j.worker_lost(WorkerId(2), Instant::now());
         assert_eq!(j.map_outputs.by_dc["dc1"], [10, 10], "b's outputs are lost");
         assert_eq!(j.map_outputs.input, 2000);

@@ -579,6 +579,13 @@ impl State {
             }
             _ => return Some(reregister()),
         }
+        for p in r.progress {
+            let Some(t) = p.task else { continue };
+            let kind = TaskKind::from_wire(t.kind);
+            if let (Some(job), Some(kind)) = (self.jobs.get_mut(&JobId(t.job)), kind) {
+                job.fetched(kind, t.index as usize, t.attempt, p.fetched);
+            }
+        }
         let had_reports = !r.reports.is_empty() || !r.corrupt.is_empty();
         for rep in r.reports {
             self.on_report(worker, rep);

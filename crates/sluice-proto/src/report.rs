@@ -211,12 +211,11 @@ pub struct ClusterReport {
     pub wan_bytes: u64,
 }
 
-/// Bytes that went from data center `from` to `to` for one job: reduce
-/// attempts' shuffle fetches (from the winning maps' partition sizes: a
-/// winning reduce fetched every map output, an attempt killed, failed or
-/// lost those finished before it ended), the blocks map attempts
-/// streamed from another worker, and the copies of output blocks
-/// (`submit --replication`).
+/// Bytes that went from data center `from` to `to` for one job: every
+/// reduce attempt's shuffle fetches (a finished attempt's report, a killed
+/// or lost one's last heartbeat: a fetch in flight then is not counted),
+/// the blocks map attempts streamed from another worker, and the copies
+/// of output blocks (`submit --replication`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Crossing {
     pub from: String,

@@ -16,7 +16,7 @@
 pub mod cache;
 pub mod metrics;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -119,6 +119,9 @@ struct Shared {
     rt: Handle,
     session: Mutex<(u64, u64)>,
     cancelled: Mutex<HashSet<AttemptKey>>,
+    /// Bytes each running reduce attempt has fetched, per source address
+    /// (sent with heartbeats, so a killed attempt's fetches are known).
+    fetched: Mutex<HashMap<AttemptKey, BTreeMap<String, u64>>>,
     /// Jobs the coordinator said have ended: a killed task of one that
     /// finishes late removes the job's files again.
     ended: Mutex<HashSet<u64>>,
@@ -137,6 +140,25 @@ struct AttemptKey {
     kind: u32,
     index: u32,
     attempt: u32,
+}
+
+fn task_id(k: &AttemptKey) -> TaskId {
+    TaskId {
+        job: k.job,
+        kind: k.kind,
+        index: k.index,
+        attempt: k.attempt,
+    }
+}
+
+/// Per-source byte counts as a report carries them.
+fn remote_reads(m: &BTreeMap<String, u64>) -> Vec<proto::RemoteRead> {
+    m.iter()
+        .map(|(addr, &bytes)| proto::RemoteRead {
+            addr: addr.clone(),
+            bytes,
+        })
+        .collect()
 }
 
 fn key(t: &TaskId) -> AttemptKey {
@@ -205,6 +227,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         rt: Handle::current(),
         session: Mutex::new((0, 0)),
         cancelled: Mutex::new(HashSet::new()),
+        fetched: Mutex::new(HashMap::new()),
         ended: Mutex::new(HashSet::new()),
         running,
         unsent: Mutex::new(Vec::new()),
@@ -372,6 +395,13 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
         cache,
         replicated: replicated.clone(),
         free_bytes: free_bytes(&shared.cfg.data_dir),
+        progress: lock(&shared.fetched)
+            .iter()
+            .map(|(k, m)| proto::TaskProgress {
+                task: Some(task_id(k)),
+                fetched: remote_reads(m),
+            })
+            .collect(),
     };
     let t0 = Instant::now();
     let answer = shared.rpc.clone().heartbeat(req).await;
@@ -440,6 +470,7 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
         let spawned = std::thread::Builder::new().name(name).spawn(move || {
             let mut report = run_task(&shared, &t);
             lock(&shared.running).remove(&key(&id));
+            lock(&shared.fetched).remove(&key(&id));
             let cancelled = lock(&shared.cancelled).remove(&key(&id));
             let kind = match TaskKind::from_wire(id.kind) {
                 Some(TaskKind::Reduce) => "reduce",
@@ -1157,7 +1188,11 @@ fn run_reduce(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> R
     let inputs = dir.join("in");
     std::fs::create_dir_all(&inputs).map_err(|e| ClusterError::io("creating", &inputs, e))?;
     let t = Instant::now();
-    let fetched = shuffle(shared, a, &inputs)?;
+    let fetched = shuffle(shared, a, &inputs);
+    if let Some(m) = lock(&shared.fetched).get(&key(&id)) {
+        report.remote_reads = remote_reads(m);
+    }
+    let fetched = fetched?;
     report.fetch_seconds = t.elapsed().as_secs_f64();
     let out_dir = dir.join("out");
     let o = tasks::reduce_task(&spec, &cfg, id.index, fetched, &out_dir)?;
@@ -1198,7 +1233,14 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
         let mut failed = false;
         for (o, res) in todo.iter().zip(results) {
             match res {
-                Ok(p) => have[o.map as usize] = Some(p),
+                Ok((p, n)) => {
+                    let mut f = lock(&shared.fetched);
+                    *f.entry(key(&id))
+                        .or_default()
+                        .entry(o.addr.clone())
+                        .or_default() += n;
+                    have[o.map as usize] = Some(p);
+                }
                 Err(e) if fetch_blame(&e) == Blame::ThisAttempt => return Err(e),
                 Err(e) => {
                     failed = true;
@@ -1233,10 +1275,14 @@ fn fetch_blame(e: &ClusterError) -> Blame {
 }
 
 /// Fetches `todo` a few at a time.
-fn fetch_all(a: &TaskAssignment, todo: &[proto::MapOutput], dir: &Path) -> Vec<Result<PathBuf>> {
+fn fetch_all(
+    a: &TaskAssignment,
+    todo: &[proto::MapOutput],
+    dir: &Path,
+) -> Vec<Result<(PathBuf, u64)>> {
     let id = a.task.unwrap_or_default();
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Result<PathBuf>>>> =
+    let results: Vec<Mutex<Option<Result<(PathBuf, u64)>>>> =
         todo.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..PARALLEL_FETCHES.min(todo.len()) {
@@ -1250,7 +1296,7 @@ fn fetch_all(a: &TaskAssignment, todo: &[proto::MapOutput], dir: &Path) -> Vec<R
                     attempt: o.attempt,
                     part: id.index,
                 };
-                let r = data::fetch(&o.addr, &a.job_token, &req, &path).map(|_| path);
+                let r = data::fetch(&o.addr, &a.job_token, &req, &path).map(|n| (path, n));
                 *lock(&results[i]) = Some(r);
             });
         }
