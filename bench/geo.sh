@@ -17,16 +17,19 @@
 #   dfsio     TestDFSIO writes (replication 2) with WAN-aware placement
 #             against the default (second replica off the writer's rack,
 #             i.e. in the other data center).
+#   fair      The fair scheduler shared by a long word count (pool batch)
+#             and three short TeraSorts (pool short), early start against
+#             ARTS for both.
 # WAN delay is not emulated: this kernel has no netem, and Toxiproxy would
 # need a proxy per worker and data center in front of each data-plane
 # address, which a worker does not advertise per reader (see
 # docs/PERFORMANCE.md).
 #
 # Needs root. Usage: bench/geo.sh [--workers N] [--wan RATE] [--size SIZE]
-#   [--reps R] [--experiments terasort,split,dfsio] [--out DIR]
+#   [--reps R] [--experiments terasort,split,dfsio,fair] [--out DIR]
 # Defaults: 3 workers per data center, --wan 100mbit, --size 512MB, 3 reps.
 set -euo pipefail
-WORKERS=3 WAN=100mbit SIZE=512MB REPS=3 EXPS=terasort,split,dfsio OUT=
+WORKERS=3 WAN=100mbit SIZE=512MB REPS=3 EXPS=terasort,split,dfsio,fair OUT=
 while [ $# -gt 0 ]; do
   case $1 in
     --workers) WORKERS=$2; shift 2 ;;
@@ -198,6 +201,39 @@ if [[ $EXPS == *dfsio* ]]; then
       t1=$(date +%s.%N); after=$(wan_bytes)
       tput=$(awk '/Throughput/ {print $NF}' "$W/dfsio.out" | head -1)
       row dfsio "$placement" "$rep" "$(echo "$t1 - $t0" | bc)" "tput=${tput}MB/s" "$((after - before))"
+    done
+  done
+fi
+
+if [[ $EXPS == *fair* ]]; then
+  # Seed 003's shared cluster: a long aggregating job (word count) in one
+  # pool and short TeraSorts in another under the fair scheduler; with
+  # early start the long job's reduces hold every reduce slot while its
+  # maps run, with ARTS they wait (an aggregating job) and the short jobs'
+  # reduces run.
+  printf '[pool.batch]\nweight = 1\n[pool.short]\nweight = 1\n' >"$W/pools.toml"
+  coordinator --dc-local-maps --placement wan-aware --links "$W/links" --scheduler fair \
+    --pools "$W/pools.toml"
+  rm -rf "$W/gen-text"
+  "$S" gen text --size "$SIZE" --out "$W/gen-text" >/dev/null
+  ip netns exec sg1-1 "$S" put "$W/gen-text" --dataset text --block-size 16MB --replication 2 \
+    --datacenter dc1 "${C[@]}" >/dev/null
+  tera_put short 1 64MB
+  for rep in $(seq "$REPS"); do
+    for var in early arts; do
+      in_dc1 "$S" rm "long-$var" "${C[@]}" >/dev/null 2>&1 || true
+      t0=$(date +%s.%N)
+      in_dc1 "$S" submit "${C[@]}" --pool batch wordcount --input text --output "long-$var" \
+        --reducers "$((DCS * WORKERS))" -D "sluice.reduce.scheduler=$var" >/dev/null 2>&1 &
+      long=$!
+      sleep 2
+      for k in 1 2 3; do
+        job fair "short-$var" "$rep.$k" "short-$var" --pool short terasort --input short \
+          --reducers "$((DCS * WORKERS))" -D "sluice.reduce.scheduler=$var"
+      done
+      wait "$long"
+      t1=$(date +%s.%N)
+      row fair "long-$var" "$rep" "$(echo "$t1 - $t0" | bc)" - -
     done
   done
 fi

@@ -710,13 +710,20 @@ pub fn stats(addr: &str, secret: &Secret, since: u64) -> Result<Vec<Sample>> {
 
 /// Fetches partition `part` of a map attempt's output from `addr` into a
 /// one-partition spill file at `out`, verifying every block; returns the
-/// segment's bytes. `token` is the job's token.
-pub fn fetch(addr: &str, token: &[u8], req: &Request, out: &Path) -> Result<u64> {
+/// segment's bytes. `token` is the job's token. `received` counts the
+/// bytes as they arrive (a fetch cut short counts what crossed).
+pub fn fetch(
+    addr: &str,
+    token: &[u8],
+    req: &Request,
+    out: &Path,
+    received: &std::sync::atomic::AtomicU64,
+) -> Result<u64> {
     let (s, len, records) = call(addr, req, token, None)?;
     let f = File::create(out).map_err(|e| crate::block::local_write_error(out, e))?;
     let mut w = BufWriter::with_capacity(256 << 10, f);
     let mut r = BufReader::with_capacity(256 << 10, &s);
-    copy_blocks(&mut r, &mut w, len, addr, out)?;
+    copy_blocks(&mut r, &mut w, (len, received), addr, out)?;
     let mut f = w
         .into_inner()
         .map_err(|e| crate::block::local_write_error(out, e.into_error()))?;
@@ -731,7 +738,7 @@ pub fn fetch(addr: &str, token: &[u8], req: &Request, out: &Path) -> Result<u64>
 fn copy_blocks(
     r: &mut impl Read,
     w: &mut impl Write,
-    len: u64,
+    (len, received): (u64, &std::sync::atomic::AtomicU64),
     from: &str,
     out: &Path,
 ) -> Result<()> {
@@ -756,6 +763,7 @@ fn copy_blocks(
         payload.resize(n as usize, 0);
         r.read_exact(&mut payload)
             .map_err(|e| ClusterError::net("receiving from", from, e))?;
+        received.fetch_add(8 + u64::from(n), std::sync::atomic::Ordering::Relaxed);
         if crc32c::crc32c(&payload) != crc {
             return Err(corrupt("shuffle block checksum mismatch".into()));
         }
@@ -849,9 +857,23 @@ mod tests {
         };
         let out = d.path().join("got.run");
         // Another job's token, or the secret itself, does not sign job 7's fetches.
-        let e = fetch(&addr, &secret().job_token(8), &req, &out).unwrap_err();
+        let e = fetch(
+            &addr,
+            &secret().job_token(8),
+            &req,
+            &out,
+            &Default::default(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("unauthenticated"), "{e}");
-        fetch(&addr, &secret().job_token(7), &req, &out).unwrap();
+        fetch(
+            &addr,
+            &secret().job_token(7),
+            &req,
+            &out,
+            &Default::default(),
+        )
+        .unwrap();
         let f = SpillFile::open(&out).unwrap();
         let mut r = f.reader(0);
         assert!(r.advance().unwrap());
@@ -876,7 +898,14 @@ mod tests {
             attempt: 0,
             part: 0,
         };
-        let e = fetch(&addr, &secret().job_token(7), &req, &d.path().join("x")).unwrap_err();
+        let e = fetch(
+            &addr,
+            &secret().job_token(7),
+            &req,
+            &d.path().join("x"),
+            &Default::default(),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("checksum"), "{e}");
     }
 }

@@ -121,7 +121,7 @@ struct Shared {
     cancelled: Mutex<HashSet<AttemptKey>>,
     /// Bytes each running reduce attempt has fetched, per source address
     /// (sent with heartbeats, so a killed attempt's fetches are known).
-    fetched: Mutex<HashMap<AttemptKey, BTreeMap<String, u64>>>,
+    fetched: Mutex<HashMap<AttemptKey, Received>>,
     /// Jobs the coordinator said have ended: a killed task of one that
     /// finishes late removes the job's files again.
     ended: Mutex<HashSet<u64>>,
@@ -142,6 +142,9 @@ struct AttemptKey {
     attempt: u32,
 }
 
+/// Bytes received per source address, counted as they arrive.
+type Received = BTreeMap<String, Arc<std::sync::atomic::AtomicU64>>;
+
 fn task_id(k: &AttemptKey) -> TaskId {
     TaskId {
         job: k.job,
@@ -152,11 +155,11 @@ fn task_id(k: &AttemptKey) -> TaskId {
 }
 
 /// Per-source byte counts as a report carries them.
-fn remote_reads(m: &BTreeMap<String, u64>) -> Vec<proto::RemoteRead> {
+fn remote_reads(m: &Received) -> Vec<proto::RemoteRead> {
     m.iter()
-        .map(|(addr, &bytes)| proto::RemoteRead {
+        .map(|(addr, n)| proto::RemoteRead {
             addr: addr.clone(),
-            bytes,
+            bytes: n.load(std::sync::atomic::Ordering::Relaxed),
         })
         .collect()
 }
@@ -1229,18 +1232,11 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
             .into_iter()
             .filter(|o| have.get(o.map as usize).is_some_and(Option::is_none))
             .collect();
-        let results = fetch_all(a, &todo, dir);
+        let results = fetch_all(shared, a, &todo, dir);
         let mut failed = false;
         for (o, res) in todo.iter().zip(results) {
             match res {
-                Ok((p, n)) => {
-                    let mut f = lock(&shared.fetched);
-                    *f.entry(key(&id))
-                        .or_default()
-                        .entry(o.addr.clone())
-                        .or_default() += n;
-                    have[o.map as usize] = Some(p);
-                }
+                Ok(p) => have[o.map as usize] = Some(p),
                 Err(e) if fetch_blame(&e) == Blame::ThisAttempt => return Err(e),
                 Err(e) => {
                     failed = true;
@@ -1274,15 +1270,24 @@ fn fetch_blame(e: &ClusterError) -> Blame {
     }
 }
 
-/// Fetches `todo` a few at a time.
+/// Fetches `todo` a few at a time, counting the bytes from each source
+/// in `Shared::fetched` as they arrive.
 fn fetch_all(
+    shared: &Shared,
     a: &TaskAssignment,
     todo: &[proto::MapOutput],
     dir: &Path,
-) -> Vec<Result<(PathBuf, u64)>> {
+) -> Vec<Result<PathBuf>> {
     let id = a.task.unwrap_or_default();
+    let counters: Vec<Arc<std::sync::atomic::AtomicU64>> = {
+        let mut f = lock(&shared.fetched);
+        let mine = f.entry(key(&id)).or_default();
+        todo.iter()
+            .map(|o| mine.entry(o.addr.clone()).or_default().clone())
+            .collect()
+    };
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Result<(PathBuf, u64)>>>> =
+    let results: Vec<Mutex<Option<Result<PathBuf>>>> =
         todo.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..PARALLEL_FETCHES.min(todo.len()) {
@@ -1296,7 +1301,7 @@ fn fetch_all(
                     attempt: o.attempt,
                     part: id.index,
                 };
-                let r = data::fetch(&o.addr, &a.job_token, &req, &path).map(|n| (path, n));
+                let r = data::fetch(&o.addr, &a.job_token, &req, &path, &counters[i]).map(|_| path);
                 *lock(&results[i]) = Some(r);
             });
         }
