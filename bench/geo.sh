@@ -246,3 +246,11 @@ for key in $(awk -F'\t' 'NR > 1 {print $1 "/" $2}' "$RESULTS" | sort -u); do
   printf '  %-20s %8.2f s  %12s WAN bytes (router)\n' "$key" "$t" "$b"
 done
 echo "rows: $RESULTS"
+# Each job's report against the router (fair's short jobs share the WAN
+# with the long job, so only the others): within 10% (TCP/IP headers and
+# control traffic) when over 1 MB crossed, else both under 1 MB.
+awk -F'\t' 'NR > 1 && $1 != "fair" && $1 != "dfsio" {
+  r = $5; c = $6; ok = (c > 1e6) ? (r >= 0.9 * c && r <= 1.1 * c) : (r < 1e6)
+  if (!ok) { printf "WAN bytes: %s %s rep %s: report %s, router %s\n", $1, $2, $3, r, c; bad = 1 }
+} END { exit bad }' "$RESULTS" && echo "every report's WAN bytes within 10% of the router's"
+
