@@ -481,6 +481,9 @@ pub fn topology_tree(workers: &[sluice_proto::proto::WorkerInfo]) -> String {
         let dc = tree.entry(&w.datacenter).or_default();
         dc.entry(&w.rack).or_default().push(w);
     }
+    for ws in tree.values_mut().flat_map(BTreeMap::values_mut) {
+        ws.sort_by(|a, b| (&a.host, a.id).cmp(&(&b.host, b.id)));
+    }
     let mut out = String::new();
     for (dc, racks) in &tree {
         let _ = writeln!(out, "/{dc}");

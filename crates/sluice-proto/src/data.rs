@@ -710,20 +710,22 @@ pub fn stats(addr: &str, secret: &Secret, since: u64) -> Result<Vec<Sample>> {
 
 /// Fetches partition `part` of a map attempt's output from `addr` into a
 /// one-partition spill file at `out`, verifying every block; returns the
-/// segment's bytes. `token` is the job's token. `received` counts the
-/// bytes as they arrive (a fetch cut short counts what crossed).
+/// segment's bytes. `token` is the job's token. `watch.received` counts
+/// the bytes as they arrive (a fetch cut short counts what crossed); once
+/// `watch.stop` says so the fetch ends between two blocks (its attempt
+/// was killed: the rest need not cross the network).
 pub fn fetch(
     addr: &str,
     token: &[u8],
     req: &Request,
     out: &Path,
-    received: &std::sync::atomic::AtomicU64,
+    watch: &FetchWatch,
 ) -> Result<u64> {
     let (s, len, records) = call(addr, req, token, None)?;
     let f = File::create(out).map_err(|e| crate::block::local_write_error(out, e))?;
     let mut w = BufWriter::with_capacity(256 << 10, f);
     let mut r = BufReader::with_capacity(256 << 10, &s);
-    copy_blocks(&mut r, &mut w, (len, received), addr, out)?;
+    copy_blocks(&mut r, &mut w, (len, watch), addr, out)?;
     let mut f = w
         .into_inner()
         .map_err(|e| crate::block::local_write_error(out, e.into_error()))?;
@@ -735,13 +737,23 @@ pub fn fetch(
 /// Copies `len` bytes of spill blocks to `out` (through `w`), checking
 /// each block's frame and CRC. Failing to write `out` is a local error
 /// ([`ClusterError::Io`] or [`ClusterError::NoSpace`]), never the sender's.
+/// What a fetch reports as it goes, and what stops it.
+#[derive(Default)]
+pub struct FetchWatch {
+    /// Bytes received so far.
+    pub received: std::sync::atomic::AtomicU64,
+    /// Set to stop the fetch (between blocks).
+    pub stop: std::sync::atomic::AtomicBool,
+}
+
 fn copy_blocks(
     r: &mut impl Read,
     w: &mut impl Write,
-    (len, received): (u64, &std::sync::atomic::AtomicU64),
+    (len, watch): (u64, &FetchWatch),
     from: &str,
     out: &Path,
 ) -> Result<()> {
+    use std::sync::atomic::Ordering::Relaxed;
     let corrupt = |msg: String| ClusterError::Corrupt {
         from: from.to_owned(),
         msg,
@@ -749,6 +761,9 @@ fn copy_blocks(
     let mut left = len;
     let mut payload = Vec::new();
     while left > 0 {
+        if watch.stop.load(Relaxed) {
+            return Err(ClusterError::Remote("fetch stopped: task killed".into()));
+        }
         let mut h = [0u8; 8];
         if left < 8 {
             return Err(corrupt("segment ends inside a block header".into()));
@@ -763,7 +778,7 @@ fn copy_blocks(
         payload.resize(n as usize, 0);
         r.read_exact(&mut payload)
             .map_err(|e| ClusterError::net("receiving from", from, e))?;
-        received.fetch_add(8 + u64::from(n), std::sync::atomic::Ordering::Relaxed);
+        watch.received.fetch_add(8 + u64::from(n), Relaxed);
         if crc32c::crc32c(&payload) != crc {
             return Err(corrupt("shuffle block checksum mismatch".into()));
         }

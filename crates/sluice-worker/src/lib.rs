@@ -142,8 +142,9 @@ struct AttemptKey {
     attempt: u32,
 }
 
-/// Bytes received per source address, counted as they arrive.
-type Received = BTreeMap<String, Arc<std::sync::atomic::AtomicU64>>;
+/// Bytes received per source address, counted as they arrive, and the
+/// switch that stops those fetches when the attempt is killed.
+type Received = BTreeMap<String, Arc<data::FetchWatch>>;
 
 fn task_id(k: &AttemptKey) -> TaskId {
     TaskId {
@@ -154,12 +155,21 @@ fn task_id(k: &AttemptKey) -> TaskId {
     }
 }
 
+/// Stops a killed attempt's shuffle fetches between two blocks.
+fn stop_fetches(shared: &Shared, k: &AttemptKey) {
+    if let Some(m) = lock(&shared.fetched).get(k) {
+        for w in m.values() {
+            w.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 /// Per-source byte counts as a report carries them.
 fn remote_reads(m: &Received) -> Vec<proto::RemoteRead> {
     m.iter()
         .map(|(addr, n)| proto::RemoteRead {
             addr: addr.clone(),
-            bytes: n.load(std::sync::atomic::Ordering::Relaxed),
+            bytes: n.received.load(std::sync::atomic::Ordering::Relaxed),
         })
         .collect()
 }
@@ -439,6 +449,7 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
     }
     for k in &r.kills {
         lock(&shared.cancelled).insert(key(k));
+        stop_fetches(shared, &key(k));
     }
     for b in &r.delete_blocks {
         shared.cache.evict(b);
@@ -456,7 +467,10 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
             .filter(|k| k.job == *j)
             .copied()
             .collect();
-        lock(&shared.cancelled).extend(running);
+        lock(&shared.cancelled).extend(running.iter().copied());
+        for k in &running {
+            stop_fetches(shared, k);
+        }
         lock(&shared.jobs).remove(j);
         remember_ended(shared, *j);
         sweep_outputs(shared, *j, &r.kept_blocks);
@@ -1233,6 +1247,10 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
             .filter(|o| have.get(o.map as usize).is_some_and(Option::is_none))
             .collect();
         let results = fetch_all(shared, a, &todo, dir);
+        // Fetches stopped because the attempt was killed blame no map.
+        if lock(&shared.cancelled).contains(&key(&id)) {
+            return Err(ClusterError::Remote("task killed".into()));
+        }
         let mut failed = false;
         for (o, res) in todo.iter().zip(results) {
             match res {
@@ -1279,7 +1297,7 @@ fn fetch_all(
     dir: &Path,
 ) -> Vec<Result<PathBuf>> {
     let id = a.task.unwrap_or_default();
-    let counters: Vec<Arc<std::sync::atomic::AtomicU64>> = {
+    let counters: Vec<Arc<data::FetchWatch>> = {
         let mut f = lock(&shared.fetched);
         let mine = f.entry(key(&id)).or_default();
         todo.iter()
