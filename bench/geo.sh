@@ -246,6 +246,9 @@ for key in $(awk -F'\t' 'NR > 1 {print $1 "/" $2}' "$RESULTS" | sort -u); do
   printf '  %-20s %8.2f s  %12s WAN bytes (router)\n' "$key" "$t" "$b"
 done
 echo "rows: $RESULTS"
+if [ -x .venv/bin/python ] && .venv/bin/python -c 'import matplotlib' 2>/dev/null; then
+  .venv/bin/python bench/geo_plot.py "$RESULTS" "$OUT/geo.png" && echo "plot: $OUT/geo.png"
+fi
 # Each job's report against the router (fair's short jobs share the WAN
 # with the long job, so only the others): within 10% (TCP/IP headers and
 # control traffic) when over 1 MB crossed, else both under 1 MB.
