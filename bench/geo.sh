@@ -174,7 +174,7 @@ terasort_runs() { # EXPERIMENT INPUT DIRS...
     for var in early delayed arts; do
       job "$exp" "$var" "$rep" "sorted-$var" terasort --input "$input" \
         --reducers "$((DCS * WORKERS))" -D "sluice.reduce.scheduler=$var"
-      [ "$rep" = 1 ] && check_sort "sorted-$var" "$@"
+      if [ "$rep" = 1 ]; then check_sort "sorted-$var" "$@"; fi
     done
   done
 }
