@@ -127,7 +127,7 @@ in_dc1 "$S" cluster status "${C[@]}"
 # The WAN's bytes so far: every byte routed into a data center.
 wan_bytes() {
   ip netns exec $R cat /proc/net/dev |
-    awk -v n=$DCS '{sub(/^ +/, "")} /^br[0-9]+:/ {split($0, f, /[: ]+/); t += f[10]} END {print t}'
+    awk -v n=$DCS '{sub(/^ +/, "")} /^br[0-9]+:/ {split($0, f, /[: ]+/); t += f[10]} END {printf "%.0f\n", t}'
 }
 # Bandwidths for ARTS: the workers probe the links between data centers.
 in_dc1 "$S" probe --network --link-size 16MB --reps 3 --links "$W/links" "${C[@]}"
