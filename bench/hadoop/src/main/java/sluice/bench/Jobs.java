@@ -135,6 +135,9 @@ public final class Jobs {
     Configuration conf = new Configuration();
     conf.set("mapreduce.framework.name", "local");
     conf.set("fs.defaultFS", "file:///");
+    // waitForCompletion polls every 5 s by default: a job would seem to
+    // take a multiple of 5 s.
+    conf.setInt("mapreduce.client.completion.pollinterval", 20);
     conf.setInt("mapreduce.local.map.tasks.maximum", Integer.parseInt(args[3]));
     conf.setInt("mapreduce.local.reduce.tasks.maximum", Integer.parseInt(args[3]));
     if (args.length > 4) {

@@ -199,6 +199,9 @@ public final class Ohb {
     Configuration conf = new Configuration();
     conf.set("mapreduce.framework.name", "local");
     conf.set("fs.defaultFS", "file:///");
+    // waitForCompletion polls every 5 s by default: a job would seem to
+    // take a multiple of 5 s.
+    conf.setInt("mapreduce.client.completion.pollinterval", 20);
     conf.set("ohb.pattern", args[0]);
     conf.setInt("ohb.maps", Integer.parseInt(args[1]));
     conf.setInt("ohb.reduces", Integer.parseInt(args[2]));
