@@ -452,7 +452,10 @@ class Hadoop:
         hd = ROOT / "bench" / "hadoop"
         if not (hd / "target" / "hadoop-jobs-1.0.jar").exists():
             print("building the Hadoop jobs (Maven Central) ...", file=sys.stderr)
-            subprocess.run(["mvn", "-q", "-B", "-f", str(hd / "pom.xml"), "package", "-DskipTests"], check=True)
+            # Its output goes to stderr: this process's stdout is the
+            # harness's answer pipe.
+            subprocess.run(["mvn", "-q", "-B", "-f", str(hd / "pom.xml"), "package", "-DskipTests"],
+                           check=True, stdout=sys.stderr)
         self.cp = f"{hd}/target/hadoop-jobs-1.0.jar:{hd}/target/lib/*"
 
     @classmethod
