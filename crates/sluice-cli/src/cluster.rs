@@ -318,7 +318,7 @@ fn init_logs() {
 /// `sluice coordinator`.
 pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
     init_logs();
-    let settings = sluice_coordinator::sched_settings(
+    let mut settings = sluice_coordinator::sched_settings(
         a.max_attempts,
         sluice_coordinator::sched::Delay {
             cache: a.delay_cache,
@@ -333,7 +333,6 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         !a.no_speculation,
         a.speculative_slowdown,
     );
-    let mut settings = settings;
     settings.dc_local_maps = a.dc_local_maps;
     if let Some(f) = &a.links {
         let text = std::fs::read_to_string(f)

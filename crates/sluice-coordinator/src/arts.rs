@@ -242,14 +242,14 @@ pub fn homed(output: &BTreeMap<String, Vec<u64>>, dc: &str, p: usize) -> bool {
 /// `dc`; ties go to the lowest index.
 fn choose(output: &BTreeMap<String, Vec<u64>>, dc: &str, open: &[usize]) -> Option<usize> {
     let here = |p: usize| output.get(dc).and_then(|v| v.get(p)).copied().unwrap_or(0);
-    let homed = |p: usize| here(p) > 0 && homed(output, dc, p);
+    let homed_here = |p: usize| here(p) > 0 && homed(output, dc, p);
     let best = |it: &mut dyn Iterator<Item = usize>| {
         it.fold(None, |b: Option<usize>, p| match b {
             Some(q) if here(q) >= here(p) => Some(q),
             _ => Some(p),
         })
     };
-    best(&mut open.iter().copied().filter(|&p| homed(p)))
+    best(&mut open.iter().copied().filter(|&p| homed_here(p)))
         .or_else(|| best(&mut open.iter().copied()))
 }
 

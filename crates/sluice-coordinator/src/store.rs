@@ -78,9 +78,6 @@ pub trait PlacementPolicy: Send + Sync {
         placed: &mut HashMap<String, usize>,
     ) -> Vec<String>;
 
-    /// Its name, as `--placement` takes it.
-    fn name(&self) -> &'static str;
-
     /// Up to `copies` workers of `live`, other than `holder`, for further
     /// replicas of a block `holder` already has (a task's output). The
     /// default: other racks first, then the least loaded.
@@ -136,10 +133,6 @@ fn more_replicas<'a>(
 pub struct RackAware;
 
 impl PlacementPolicy for RackAware {
-    fn name(&self) -> &'static str {
-        "rack-aware"
-    }
-
     fn place(
         &self,
         live: &[Node],
@@ -188,10 +181,6 @@ impl PlacementPolicy for RackAware {
 pub struct WanAware;
 
 impl PlacementPolicy for WanAware {
-    fn name(&self) -> &'static str {
-        "wan-aware"
-    }
-
     fn place(
         &self,
         live: &[Node],
