@@ -857,6 +857,26 @@ mod tests {
     }
 
     #[test]
+    fn a_link_probe_sends_what_it_says_and_needs_the_secret() {
+        let (from, _d1, _) = server();
+        let (to, _d2, _) = server();
+        let secs = probe_link(&from, &to, &secret(), 4 << 20).unwrap();
+        assert!(secs > 0.0);
+        sink(&to, &secret(), 1 << 20).unwrap();
+        let wrong = Secret::new(b"not-the-cluster-secret").unwrap();
+        let e = probe_link(&from, &to, &wrong, 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("unauthenticated"), "{e}");
+        let e = sink(&to, &wrong, 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("unauthenticated"), "{e}");
+        // A target nobody serves: the error names it.
+        let gone = TcpListener::bind("127.0.0.1:0").unwrap();
+        let gone_addr = gone.local_addr().unwrap().to_string();
+        drop(gone);
+        let e = probe_link(&from, &gone_addr, &secret(), 1 << 20).unwrap_err();
+        assert!(e.to_string().contains(&gone_addr), "{e}");
+    }
+
+    #[test]
     fn fetches_need_the_jobs_token() {
         let (addr, d, layout) = server();
         std::fs::create_dir_all(layout.shuffle_dir(7)).unwrap();
