@@ -23,6 +23,10 @@ export SLUICE_PYTHON="$PWD/.venv/bin/python"
 if ! command -v chromium >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+# Hadoop's MiniDFSCluster is the HDFS of the HDFS tests: its launcher
+# (tests/minidfs) built by Maven, with hadoop-minicluster from Maven Central.
+[ -f tests/minidfs/target/minidfs-1.0.jar ] ||
+  mvn -q -B -f tests/minidfs/pom.xml package -DskipTests >&2
 cargo test --workspace
 # The Python package: built into the venv with maturin as `pip install .`
 # does, then its pytest suite.

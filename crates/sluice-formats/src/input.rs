@@ -47,6 +47,21 @@ pub trait RemoteSource: Send + Sync {
     /// record), so the source can size its requests.
     fn open_at(&self, offset: u64, hint_end: u64)
         -> std::io::Result<Box<dyn std::io::Read + Send>>;
+
+    /// The size of the store's blocks when it keeps the file in blocks
+    /// (HDFS): splits then never cross a block boundary, so each is read
+    /// from one block's replicas, as Hadoop's `FileInputFormat` plans.
+    fn block_size(&self) -> Option<u64> {
+        None
+    }
+
+    /// The hosts holding the bytes `[start, end)` (of the block they
+    /// begin in), nearest-first as the store gives them; none when the
+    /// store does not say.
+    fn hosts(&self, start: u64, end: u64) -> Vec<String> {
+        let _ = (start, end);
+        Vec::new()
+    }
 }
 
 /// A remote file's source, shared by its splits.
@@ -351,25 +366,59 @@ pub fn plan_splits(files: &[InputFile], split_size: u64, format: RecordFormat) -
             push_split(&mut splits, &file, 0, f.len);
             continue;
         }
-        let step = match format {
-            RecordFormat::Lines => split_size.max(1),
+        let (step, record) = match format {
+            RecordFormat::Lines => (split_size.max(1), 1),
             RecordFormat::Fixed(n) | RecordFormat::Paged(n) => {
-                (split_size / n as u64).max(1) * n as u64
+                ((split_size / n as u64).max(1) * n as u64, n as u64)
             }
         };
-        let mut start = 0;
-        while start < f.len {
-            // Avoid a tiny tail split: absorb up to 10% extra, as Hadoop's SPLIT_SLOP.
-            let end = if f.len - start <= step.saturating_add(step / 10) {
-                f.len
-            } else {
-                start + step
+        let block = f.remote.as_ref().and_then(|r| r.0.block_size());
+        for (lo, hi) in segments(f.len, block, record) {
+            let step = match block {
+                // Pieces of a block of about the split size, equal in size.
+                Some(_) => {
+                    let pieces = (hi - lo).div_ceil(step).max(1);
+                    ((hi - lo).div_ceil(pieces)).div_ceil(record) * record
+                }
+                None => step,
             };
-            push_split(&mut splits, &file, start, end);
-            start = end;
+            let mut start = lo;
+            while start < hi {
+                // Avoid a tiny tail split: absorb up to 10% extra, as Hadoop's SPLIT_SLOP.
+                let end = if hi - start <= step.saturating_add(step / 10) {
+                    hi
+                } else {
+                    start + step
+                };
+                push_split(&mut splits, &file, start, end);
+                start = end;
+            }
         }
     }
     splits
+}
+
+/// The byte ranges a file is planned in: the whole file, or each of its
+/// store's blocks of `block` bytes (their boundaries moved down to a
+/// multiple of `record`, so fixed-length records are not cut).
+fn segments(len: u64, block: Option<u64>, record: u64) -> Vec<(u64, u64)> {
+    let Some(block) = block.filter(|&b| b > 0) else {
+        return vec![(0, len)];
+    };
+    let mut cuts: Vec<u64> = (1..len.div_ceil(block))
+        .map(|i| i * block / record * record)
+        .filter(|&c| c > 0 && c < len)
+        .collect();
+    cuts.dedup();
+    let mut out = Vec::with_capacity(cuts.len() + 1);
+    let mut lo = 0;
+    for c in cuts.into_iter().chain(std::iter::once(len)) {
+        if c > lo {
+            out.push((lo, c));
+            lo = c;
+        }
+    }
+    out
 }
 
 fn push_split(splits: &mut Vec<Split>, file: &Arc<InputFile>, start: u64, end: u64) {
@@ -537,6 +586,56 @@ mod tests {
         let s = plan_splits(&[f], 250, RecordFormat::Fixed(100));
         assert!(s.iter().all(|s| s.start % 100 == 0 && s.end % 100 == 0));
         assert_eq!(s.last().unwrap().end, 1000);
+    }
+
+    struct Blocked(u64);
+    impl RemoteSource for Blocked {
+        fn open_at(&self, _: u64, _: u64) -> std::io::Result<Box<dyn std::io::Read + Send>> {
+            Ok(Box::new(std::io::empty()))
+        }
+        fn block_size(&self) -> Option<u64> {
+            Some(self.0)
+        }
+    }
+
+    #[test]
+    fn splits_of_a_blocked_file_never_cross_a_block() {
+        let f = InputFile {
+            path: "hdfs://nn/f".into(),
+            len: 2500,
+            codec: Codec::None,
+            checks: None,
+            resident: None,
+            remote: Some(Remote(Arc::new(Blocked(1000)))),
+        };
+        let bounds = |size, format| -> Vec<(u64, u64)> {
+            plan_splits(std::slice::from_ref(&f), size, format)
+                .iter()
+                .map(|s| (s.start, s.end))
+                .collect()
+        };
+        // Larger splits asked for: one a block (Hadoop's rule).
+        assert_eq!(
+            bounds(u64::MAX, RecordFormat::Lines),
+            [(0, 1000), (1000, 2000), (2000, 2500)]
+        );
+        // Smaller: equal pieces of each block.
+        assert_eq!(
+            bounds(400, RecordFormat::Lines),
+            [
+                (0, 334),
+                (334, 668),
+                (668, 1000),
+                (1000, 1334),
+                (1334, 1668),
+                (1668, 2000),
+                (2000, 2250),
+                (2250, 2500)
+            ]
+        );
+        // Fixed records: boundaries at record multiples below the blocks'.
+        let fixed = bounds(u64::MAX, RecordFormat::Fixed(300));
+        assert_eq!(fixed, [(0, 900), (900, 1800), (1800, 2500)]);
     }
 
     fn sized(lens: &[u64]) -> Vec<Split> {

@@ -109,7 +109,7 @@ pub fn commit(local: &Path, url: &str, overwrite: bool) -> Result<Manifest> {
 
 /// The output's files (subdirectories' too) by name relative to `dir`,
 /// in name order; `_SUCCESS` and hidden files left out.
-fn local_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+pub(crate) fn local_files(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     let mut todo = vec![(String::new(), dir.to_path_buf())];
     while let Some((prefix, d)) = todo.pop() {

@@ -1,10 +1,10 @@
 //! The crate's errors.
 
-/// What went wrong talking to an object store.
+/// What went wrong talking to an object store or HDFS.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
-    /// The path is not `s3://bucket/key`.
-    #[error("{0}: not an object store path (s3://BUCKET/KEY)")]
+    /// The path is not `s3://bucket/key` or `hdfs://host:port/path`.
+    #[error("{0}: not a storage path (s3://BUCKET/KEY or hdfs://HOST:PORT/PATH)")]
     BadPath(String),
     /// Nothing matches the input path.
     #[error("input path does not exist: {0}")]
@@ -26,6 +26,24 @@ pub enum StorageError {
         #[source]
         source: object_store::Error,
     },
+    /// HDFS refused or failed a request.
+    #[error("{what} {path}: {source}")]
+    Hdfs {
+        what: &'static str,
+        path: String,
+        #[source]
+        source: hdfs_native::HdfsError,
+    },
+    /// A commit to this output failed; nothing of it is visible there.
+    #[error("committing {url} failed, nothing of it is visible there: {source}")]
+    Commit {
+        url: String,
+        #[source]
+        source: Box<StorageError>,
+    },
+    /// WebHDFS did not give a file's block locations.
+    #[error("block locations of {path}: {why}")]
+    Web { path: String, why: String },
     /// A local file of the output could not be read.
     #[error("reading {path}: {source}")]
     Local {
@@ -38,6 +56,14 @@ pub enum StorageError {
 impl StorageError {
     pub(crate) fn store(what: &'static str, path: &str, source: object_store::Error) -> Self {
         StorageError::Store {
+            what,
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    pub(crate) fn hdfs(what: &'static str, path: &str, source: hdfs_native::HdfsError) -> Self {
+        StorageError::Hdfs {
             what,
             path: path.to_owned(),
             source,

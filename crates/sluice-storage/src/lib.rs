@@ -6,7 +6,7 @@
 //! objects matching a glob; names starting with `_` or `.` are skipped.
 //! A prefix holding a committed Sluice output reads exactly the objects
 //! its `_SUCCESS` manifest lists. Each object becomes an
-//! [`InputFile`](sluice_formats::input::InputFile) whose bytes are read
+//! [`InputFile`] whose bytes are read
 //! with ranged GETs as the split's reader asks for them
 //! ([`Object`]), so splits follow byte ranges as for local files
 //! and gzip objects are one split.
@@ -29,15 +29,71 @@
 //! `AWS_ENDPOINT_URL` for an S3-compatible server (requests are then
 //! path-style, and plain HTTP is allowed for an `http://` endpoint).
 
+//!
+//! HDFS paths (`hdfs://HOST:PORT/path`) are read and committed as the
+//! [`hdfs`] module says: splits on block boundaries, block hosts for
+//! locality, and a commit by one rename.
+
 mod commit;
 mod error;
+pub mod hdfs;
 mod object;
+mod ranged;
 
-pub use commit::{check_output, commit, manifest, Manifest, ManifestFile, MANIFEST, PENDING};
+use std::path::Path;
+
+pub use commit::{manifest, Manifest, ManifestFile, MANIFEST, PENDING};
 pub use error::StorageError;
-pub use object::{resolve, Location, Object};
+pub use object::{Location, Object};
+use sluice_formats::input::InputFile;
 
-/// Whether `spec` (comma-separated paths) names object-store paths.
+/// Whether `spec` (comma-separated paths) names object-store or HDFS
+/// paths.
 pub fn is_remote(spec: &str) -> bool {
-    spec.split(',').any(|e| e.trim().starts_with("s3://"))
+    spec.split(',')
+        .any(|e| is_hdfs(e) || e.trim().starts_with("s3://"))
+}
+
+/// Whether `path` is an `hdfs://` path.
+fn is_hdfs(path: &str) -> bool {
+    path.trim().starts_with("hdfs://")
+}
+
+/// Every file `spec` (comma-separated `s3://` or `hdfs://` paths: files,
+/// directories or prefixes, globs) names, as input files read from their
+/// store.
+pub fn resolve(spec: &str) -> Result<Vec<InputFile>, StorageError> {
+    let mut out = Vec::new();
+    for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let before = out.len();
+        if is_hdfs(entry) {
+            hdfs::resolve_entry(entry, &mut out)?;
+        } else {
+            object::resolve_entry(entry, &mut out)?;
+        }
+        if out.len() == before {
+            return Err(StorageError::NotFound(entry.into()));
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses an output that exists already unless `overwrite`: what a job
+/// checks before it runs, so it does not run in vain.
+pub fn check_output(url: &str, overwrite: bool) -> Result<(), StorageError> {
+    if is_hdfs(url) {
+        hdfs::check_output(url, overwrite)
+    } else {
+        commit::check_output(url, overwrite)
+    }
+}
+
+/// Commits the finished output in the local directory `local` to `url`
+/// on its store; returns the manifest written.
+pub fn commit(local: &Path, url: &str, overwrite: bool) -> Result<Manifest, StorageError> {
+    if is_hdfs(url) {
+        hdfs::commit(local, url, overwrite)
+    } else {
+        commit::commit(local, url, overwrite)
+    }
 }

@@ -6,7 +6,6 @@ use std::io::Read;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
-use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3Builder, S3ConditionalPut};
 use object_store::path::Path as ObjPath;
@@ -14,15 +13,10 @@ use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use sluice_formats::input::{Codec, InputFile, Remote, RemoteSource};
 
 use crate::commit::{Manifest, MANIFEST, PENDING};
+use crate::ranged::{reader, Chunks, RangeSource};
 use crate::StorageError;
 
 type Result<T> = std::result::Result<T, StorageError>;
-
-/// Bytes a reader asks for past its split's end before the first range
-/// ends (the rest of its last line, usually far less).
-const SLACK: u64 = 1 << 20;
-/// The size of each further range a reader asks for.
-const WINDOW: u64 = 8 << 20;
 
 /// `s3://bucket/key`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,21 +100,7 @@ pub(crate) fn store(bucket: &str) -> Result<Arc<dyn ObjectStore>> {
     Ok(s)
 }
 
-/// Every object `spec` (comma-separated `s3://` paths: objects, prefixes
-/// or globs) names, as input files read from the store.
-pub fn resolve(spec: &str) -> Result<Vec<InputFile>> {
-    let mut out = Vec::new();
-    for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-        let before = out.len();
-        resolve_entry(entry, &mut out)?;
-        if out.len() == before {
-            return Err(StorageError::NotFound(entry.into()));
-        }
-    }
-    Ok(out)
-}
-
-fn resolve_entry(entry: &str, out: &mut Vec<InputFile>) -> Result<()> {
+pub(crate) fn resolve_entry(entry: &str, out: &mut Vec<InputFile>) -> Result<()> {
     let loc = Location::parse(entry)?;
     let store = store(&loc.bucket)?;
     let rt = runtime();
@@ -252,6 +232,7 @@ fn input_file(loc: &Location, store: Arc<dyn ObjectStore>, key: &str, len: u64) 
 }
 
 /// One object read with ranged GETs.
+#[derive(Clone)]
 pub struct Object {
     store: Arc<dyn ObjectStore>,
     path: ObjPath,
@@ -261,78 +242,28 @@ pub struct Object {
 
 impl RemoteSource for Object {
     fn open_at(&self, offset: u64, hint_end: u64) -> std::io::Result<Box<dyn Read + Send>> {
-        Ok(Box::new(Ranges {
-            store: self.store.clone(),
-            path: self.path.clone(),
-            url: self.url.clone(),
-            len: self.len,
-            pos: offset,
-            first_end: hint_end.saturating_add(SLACK).min(self.len),
-            stream: None,
-            chunk: Bytes::new(),
-        }))
+        Ok(reader(Arc::new(self.clone()), offset, hint_end))
     }
 }
 
-/// A reader over an object from some offset: the first range reaches a
-/// little past where the reader expects to stop, then further ranges of
-/// [`WINDOW`] bytes follow as long as it reads, up to the object's end.
-struct Ranges {
-    store: Arc<dyn ObjectStore>,
-    path: ObjPath,
-    url: String,
-    len: u64,
-    pos: u64,
-    first_end: u64,
-    stream: Option<BoxStream<'static, object_store::Result<Bytes>>>,
-    chunk: Bytes,
-}
+impl RangeSource for Object {
+    fn len(&self) -> u64 {
+        self.len
+    }
 
-impl Ranges {
-    /// Asks for the next range from `pos`.
-    fn open(&mut self) -> std::io::Result<()> {
-        let end = if self.first_end > self.pos {
-            std::mem::take(&mut self.first_end)
-        } else {
-            self.pos.saturating_add(WINDOW).min(self.len)
-        };
+    fn fetch(&self, range: std::ops::Range<u64>) -> std::io::Result<Chunks> {
         let opts = GetOptions {
-            range: Some(GetRange::Bounded(self.pos..end)),
+            range: Some(GetRange::Bounded(range)),
             ..GetOptions::default()
         };
         let (store, path) = (self.store.clone(), self.path.clone());
         let got = runtime().block_on(async move { store.get_opts(&path, opts).await });
-        let got = got.map_err(|e| std::io::Error::other(format!("reading {}: {e}", self.url)))?;
-        self.stream = Some(got.into_stream());
-        Ok(())
-    }
-}
-
-impl Read for Ranges {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        loop {
-            if !self.chunk.is_empty() {
-                let n = self.chunk.len().min(buf.len());
-                buf[..n].copy_from_slice(&self.chunk[..n]);
-                self.chunk = self.chunk.slice(n..);
-                self.pos += n as u64;
-                return Ok(n);
-            }
-            if self.pos >= self.len || buf.is_empty() {
-                return Ok(0);
-            }
-            let Some(stream) = self.stream.as_mut() else {
-                self.open()?;
-                continue;
-            };
-            match runtime().block_on(stream.next()) {
-                Some(Ok(b)) => self.chunk = b,
-                Some(Err(e)) => {
-                    return Err(std::io::Error::other(format!("reading {}: {e}", self.url)))
-                }
-                None => self.stream = None,
-            }
-        }
+        let url = self.url.clone();
+        let got = got.map_err(|e| std::io::Error::other(format!("reading {url}: {e}")))?;
+        Ok(got
+            .into_stream()
+            .map(move |c| c.map_err(|e| std::io::Error::other(format!("reading {url}: {e}"))))
+            .boxed())
     }
 }
 

@@ -1,0 +1,387 @@
+//! Jobs reading and writing HDFS paths against a real HDFS: Hadoop's
+//! MiniDFSCluster (`tests/minidfs`, hadoop-minicluster 3.4.1 from Maven
+//! Central, bound to 127.0.0.1). Data goes in and comes out through
+//! Hadoop's own client (the launcher's `put` and `get`), so Sluice's
+//! HDFS client is checked against Hadoop's. Word count and TeraSort from
+//! and to HDFS equal the local answers, with one split a block; an output
+//! is refused when it exists unless `--overwrite`; a committer killed
+//! before its rename leaves nothing at the output; a missing path, a
+//! permission error and a stopped DataNode give clear errors (and a
+//! second replica carries a read through a stopped DataNode).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+mod common;
+mod support;
+
+use support::*;
+
+/// The launcher's project directory.
+fn launcher() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/minidfs")
+}
+
+/// Builds the launcher once (scripts/test.sh builds it before the tests;
+/// this covers a lone `cargo test`).
+fn build_launcher() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = launcher();
+            let jar = dir.join("target/minidfs-1.0.jar");
+            if !jar.exists() {
+                ok(Command::new("mvn")
+                    .args(["-q", "-B", "package", "-DskipTests", "-f"])
+                    .arg(dir.join("pom.xml"))
+                    .output()
+                    .expect("running mvn (Maven) to build tests/minidfs"));
+            }
+            dir
+        })
+        .clone()
+}
+
+/// A MiniDFSCluster, shut down when dropped.
+struct Dfs {
+    child: Child,
+    stdin: Mutex<ChildStdin>,
+    stdout: Mutex<BufReader<ChildStdout>>,
+    /// `hdfs://127.0.0.1:PORT`.
+    url: String,
+    /// `http://127.0.0.1:PORT` (WebHDFS).
+    http: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Dfs {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn dfs(args: &[&str]) -> Dfs {
+    let dir = build_launcher();
+    let base = tempfile::tempdir().unwrap();
+    let cp = format!(
+        "{}:{}/*",
+        dir.join("target/minidfs-1.0.jar").display(),
+        dir.join("target/lib").display()
+    );
+    let mut child = Command::new("java")
+        .args(["-cp", &cp, "sluice.minidfs.MiniDfs"])
+        .arg(base.path())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting java for the MiniDFSCluster");
+    let stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let t = Instant::now();
+    stdout.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with("hdfs://"),
+        "the MiniDFSCluster did not start ({:?} after {:?})",
+        line,
+        t.elapsed()
+    );
+    let (url, http) = line.trim().split_once(' ').unwrap();
+    Dfs {
+        url: url.into(),
+        http: http.into(),
+        child,
+        stdin: Mutex::new(stdin),
+        stdout: Mutex::new(stdout),
+        _dir: base,
+    }
+}
+
+impl Dfs {
+    /// Sends a launcher command; returns what follows `ok`.
+    fn cmd(&self, line: &str) -> String {
+        let mut stdin = self.stdin.lock().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        self.stdout.lock().unwrap().read_line(&mut answer).unwrap();
+        let answer = answer.trim_end();
+        match answer.strip_prefix("ok") {
+            Some(rest) => rest.trim().to_owned(),
+            None => panic!("{line}: {answer}"),
+        }
+    }
+
+    fn put(&self, local: &Path, path: &str) {
+        self.cmd(&format!("put {} {path}", local.display()));
+    }
+
+    /// The HDFS directory `path` copied to a new local directory.
+    fn get(&self, path: &str, into: &Path) -> PathBuf {
+        self.cmd(&format!("get {path} {}", into.display()));
+        into.to_path_buf()
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        self.cmd(&format!("exists {path}")) == "true"
+    }
+
+    fn ls(&self, path: &str) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .cmd(&format!("ls {path}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// `sluice` reaching this cluster's WebHDFS.
+    fn sluice(&self) -> Command {
+        let mut c = sluice();
+        c.env("SLUICE_WEBHDFS", &self.http);
+        c
+    }
+
+    fn at(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+}
+
+/// The local part files of an output, `_SUCCESS` and hidden files left out.
+fn parts_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    part_files(dir)
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect()
+}
+
+fn wc_args<'a>(input: &'a str, output: &'a str) -> Vec<&'a str> {
+    vec![
+        "run",
+        "wordcount",
+        "--reducers",
+        "2",
+        "-q",
+        "--input",
+        input,
+        "--output",
+        output,
+    ]
+}
+
+#[test]
+fn word_count_and_terasort_read_and_commit_hdfs_paths() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "3MB");
+    let gz = d.path().join("more.gz");
+    ok(Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "head -c 200000 {} | gzip > {}",
+            part_files(&data)[0].display(),
+            gz.display()
+        ))
+        .output()
+        .unwrap());
+    let local_in = d.path().join("local-in");
+    std::fs::create_dir_all(&local_in).unwrap();
+    std::fs::copy(part_files(&data)[0].clone(), local_in.join("part-00000")).unwrap();
+    std::fs::copy(&gz, local_in.join("more.gz")).unwrap();
+    let want = local(d.path(), &local_in, &["wordcount", "--reducers", "2"]);
+
+    // 256 KiB blocks: the 3 MB file is 12 blocks.
+    let h = dfs(&["--datanodes", "2", "--block-size", "262144"]);
+    h.put(&local_in, "/in");
+    let report = d.path().join("report.json");
+    let (input, output) = (h.at("/in"), h.at("/out"));
+    ok(h.sluice()
+        .args(wc_args(&input, &output))
+        .args(["--split-size", "256KiB", "--report"])
+        .arg(&report)
+        .output()
+        .unwrap());
+    let got = h.get("/out", &d.path().join("got"));
+    assert_eq!(parts_of(&got), parts_of(&want));
+    assert!(got.join("_SUCCESS").exists());
+    // One split (and map) a block, the gzip file one.
+    let len = std::fs::metadata(local_in.join("part-00000"))
+        .unwrap()
+        .len();
+    let r = read_report(&report);
+    assert_eq!(r["maps"].as_u64(), Some(len.div_ceil(262144) + 1), "{r}");
+    // Nothing but the output beside it.
+    assert_eq!(h.ls("/"), ["in", "out"]);
+
+    // The same output again: refused, and the first answer stays.
+    let again = h.sluice().args(wc_args(&input, &output)).output().unwrap();
+    assert!(fails(again).contains("already exists"));
+    // With --overwrite it is replaced whole (a smaller input's answer).
+    let small = h.at("/in/part-00000");
+    ok(h.sluice()
+        .args(wc_args(&small, &output))
+        .arg("--overwrite")
+        .output()
+        .unwrap());
+    let only = d.path().join("only");
+    std::fs::create_dir_all(&only).unwrap();
+    std::fs::copy(local_in.join("part-00000"), only.join("part-00000")).unwrap();
+    let want_small = local(
+        &d.path().join("small"),
+        &only,
+        &["wordcount", "--reducers", "2"],
+    );
+    let got = h.get("/out", &d.path().join("got-again"));
+    assert_eq!(parts_of(&got), parts_of(&want_small));
+    assert_eq!(h.ls("/"), ["in", "out"]);
+
+    // TeraSort from and to HDFS: the same sorted records as on local
+    // files (the split points are sampled from other splits, so the
+    // parts' boundaries may differ; their concatenation may not).
+    let tera = d.path().join("tera");
+    ok(sluice()
+        .args(["gen", "tera", "--rows", "30000", "--out"])
+        .arg(&tera)
+        .output()
+        .unwrap());
+    let sort = ["run", "terasort", "-q", "--reducers", "3"];
+    let want_sort = d.path().join("sorted-local");
+    ok(sluice()
+        .args(sort)
+        .arg("--input")
+        .arg(&tera)
+        .arg("--output")
+        .arg(&want_sort)
+        .output()
+        .unwrap());
+    h.put(&tera, "/tera");
+    ok(h.sluice()
+        .args(sort)
+        .args(["--input", &h.at("/tera"), "--output", &h.at("/sorted")])
+        .output()
+        .unwrap());
+    let got = h.get("/sorted", &d.path().join("sorted-hdfs"));
+    assert_eq!(part_files(&got).len(), 3);
+    assert!(concat_parts(&got) == concat_parts(&want_sort));
+}
+
+#[test]
+fn hdfs_errors_are_clear_and_a_killed_commit_shows_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "1MB");
+    let h = dfs(&["--datanodes", "1"]);
+    h.put(&data, "/in");
+
+    // A missing path.
+    let (missing, out) = (h.at("/nowhere"), h.at("/out"));
+    let err = fails(h.sluice().args(wc_args(&missing, &out)).output().unwrap());
+    assert!(
+        err.contains("does not exist") && err.contains("/nowhere"),
+        "{err}"
+    );
+
+    // A directory another user may not read.
+    h.cmd("mkdir /private");
+    h.put(&part_files(&data)[0], "/private/part-00000");
+    h.cmd("chmod /private 700");
+    let private = h.at("/private");
+    let err = fails(
+        h.sluice()
+            .env("HADOOP_USER_NAME", "alice")
+            .args(wc_args(&private, &out))
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        err.contains("Permission denied") && err.contains("alice"),
+        "{err}"
+    );
+    assert!(!h.exists("/out"));
+
+    // A committer killed before its rename: nothing at the output, and
+    // the next job commits there.
+    let input = h.at("/in");
+    let killed = h
+        .sluice()
+        .env("SLUICE_FAULT_HDFS_COMMIT", "before-rename")
+        .args(wc_args(&input, &out))
+        .output()
+        .unwrap();
+    assert_eq!(killed.status.code(), Some(86));
+    assert!(!h.exists("/out"));
+    assert!(h.ls("/").iter().all(|n| !n.starts_with("out")));
+    ok(h.sluice().args(wc_args(&input, &out)).output().unwrap());
+    let want = local(d.path(), &data, &["wordcount", "--reducers", "2"]);
+    assert_eq!(
+        parts_of(&h.get("/out", &d.path().join("got"))),
+        parts_of(&want)
+    );
+}
+
+#[test]
+fn a_stopped_datanode_fails_over_to_a_replica_or_fails_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "24MB");
+    let want = local(d.path(), &data, &["wordcount", "--reducers", "2"]);
+    let h = dfs(&[
+        "--datanodes",
+        "2",
+        "--block-size",
+        "1048576",
+        "--replication",
+        "2",
+    ]);
+    h.put(&data, "/in");
+    // DataNode 0 stops while the job reads (when exactly does not matter:
+    // every block has a replica on DataNode 1). The output is local: a
+    // write pipeline through a DataNode the NameNode still counts live
+    // fails (see the next job).
+    let input = h.at("/in");
+    let out = d.path().join("out");
+    let job = h
+        .sluice()
+        .args([
+            "run",
+            "wordcount",
+            "--reducers",
+            "2",
+            "-q",
+            "--split-size",
+            "1MB",
+        ])
+        .args(["--input", &input])
+        .arg("--output")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    h.cmd("stop-datanode 0");
+    ok(job.wait_with_output().unwrap());
+    assert_eq!(parts_of(&out), parts_of(&want));
+
+    // An HDFS output whose write pipeline meets the stopped DataNode: a
+    // clear error, and nothing at the output.
+    let out1 = h.at("/out1");
+    let err = fails(h.sluice().args(wc_args(&input, &out1)).output().unwrap());
+    assert!(err.contains("/out1"), "{err}");
+    assert!(!h.exists("/out1"));
+
+    // With the last DataNode stopped too, no replica is left: a clear
+    // error, and no output.
+    h.cmd("stop-datanode 0");
+    let out2 = h.at("/out2");
+    let err = fails(h.sluice().args(wc_args(&input, &out2)).output().unwrap());
+    assert!(err.contains("hdfs://") && err.contains("/in/"), "{err}");
+    assert!(!h.exists("/out2"));
+}
