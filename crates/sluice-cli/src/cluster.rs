@@ -744,29 +744,11 @@ pub fn get(name: &str, out: &Path, conn: &Conn) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `sluice get NAME s3://...`: the data set's files staged on this host,
-/// then committed to the store as a job's output is (a manifest written
-/// last; refused if the path holds a committed output).
+/// `sluice get NAME s3://...` or `hdfs://...`: committed to the store as
+/// a job's output is.
 fn get_to_store(c: &sluice_client::BlockingClient, name: &str, url: &str) -> anyhow::Result<()> {
-    sluice_storage::check_output(url, false)?;
-    let staging = tempfile::Builder::new().prefix(".sluice-get-").tempdir()?;
-    let got = staging.path().join("got");
-    let n = c.get(name, &got)?;
-    let dir = if got.is_dir() {
-        got
-    } else {
-        // A one-file data set comes back as a file: committed under the
-        // data set's name.
-        let dir = staging.path().join("dir");
-        std::fs::create_dir(&dir)?;
-        std::fs::rename(&got, dir.join(name))?;
-        dir
-    };
-    let m = sluice_storage::commit(&dir, url, false)?;
-    println!(
-        "got {name}: {n} bytes into {url} ({} objects)",
-        m.files.len()
-    );
+    let (n, files) = sluice_driver::get_to_store(c, name, url, false)?;
+    println!("got {name}: {n} bytes into {url} ({files} files)");
     Ok(())
 }
 

@@ -385,3 +385,75 @@ fn a_stopped_datanode_fails_over_to_a_replica_or_fails_clearly() {
     assert!(err.contains("hdfs://") && err.contains("/in/"), "{err}");
     assert!(!h.exists("/out2"));
 }
+
+#[test]
+fn cluster_maps_run_on_the_hosts_of_their_hdfs_blocks() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "3MB");
+    let want = local(d.path(), &data, &["wordcount", "--reducers", "2"]);
+    // One DataNode a worker's host, every block once.
+    let h = dfs(&[
+        "--datanodes",
+        "2",
+        "--hosts",
+        "worker-0,worker-1",
+        "--block-size",
+        "262144",
+        "--replication",
+        "1",
+    ]);
+    h.put(&data, "/in");
+    // Two workers, hosts worker-0 and worker-1 (one a data center), and
+    // a delay no job reaches: every map waits for a worker on its
+    // block's host.
+    let dir = d.path().join("cluster");
+    ok(h.sluice()
+        .args(["cluster", "up", "--workers", "1,1", "--datacenters", "2"])
+        .args(["--slots", "1"])
+        .args([
+            "--coordinator-flags",
+            "--heartbeat-ms 50 --delay-node 1000000000",
+        ])
+        .arg("--dir")
+        .arg(&dir)
+        .output()
+        .unwrap());
+    let c = Cluster { dir };
+    let report = d.path().join("report.json");
+    let (input, output) = (h.at("/in"), h.at("/out"));
+    ok(
+        c.submit(&["wordcount", "--reducers", "2", "--split-size", "256KiB"])
+            .args(["--input", &input, "--output", &output, "--report"])
+            .arg(&report)
+            .output()
+            .unwrap(),
+    );
+    let got = h.get("/out", &d.path().join("got"));
+    assert_eq!(parts_of(&got), parts_of(&want));
+    let r = read_report(&report);
+    let len = std::fs::metadata(part_files(&data)[0].clone())
+        .unwrap()
+        .len();
+    assert_eq!(r["maps"].as_u64(), Some(len.div_ceil(262144)), "{r}");
+    let by = &r["cluster"]["maps_by_level"];
+    assert_eq!(by["node"].as_u64(), r["maps"].as_u64(), "{r}");
+    // The job's temporary data set is gone; only the output is new.
+    assert_eq!(h.ls("/"), ["in", "out"]);
+    let ls = ok(c.cmd(&["ls"]).output().unwrap());
+    assert!(
+        !String::from_utf8_lossy(&ls.stdout).contains("_stage-"),
+        "{}",
+        String::from_utf8_lossy(&ls.stdout)
+    );
+
+    // put and get between the cluster's data sets and HDFS.
+    ok(c.cmd(&["put", "--dataset", "words", &h.at("/in")])
+        .output()
+        .unwrap());
+    ok(c.cmd(&["get", "words", &h.at("/words-copy")])
+        .output()
+        .unwrap());
+    let copy = h.get("/words-copy", &d.path().join("copy"));
+    // A one-file data set is committed under its name.
+    assert!(std::fs::read(copy.join("words")).unwrap() == concat_parts(&data));
+}

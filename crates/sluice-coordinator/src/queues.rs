@@ -205,6 +205,10 @@ impl Queues {
 /// The workers holding a replica of every block of `input`; `None` when
 /// it reads no block.
 fn common_holders(input: &MapInput) -> Option<Vec<String>> {
+    if let MapInput::External(e) = input {
+        // Readable from anywhere: local to its holders, when any.
+        return (!e.holders.is_empty()).then(|| e.holders.clone());
+    }
     let mut blocks = input.blocks().iter();
     let mut holders = blocks.next()?.replicas.clone();
     for b in blocks {

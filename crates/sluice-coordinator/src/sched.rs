@@ -489,6 +489,21 @@ pub enum MapInput {
     /// Nothing: the mapper makes its records (`synthetic:N` input); it
     /// runs on any worker.
     Synthetic,
+    /// A byte range of a file in an external store (HDFS, S3), read by
+    /// the worker from the store.
+    External(External),
+}
+
+/// A map's split of a file in an external store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct External {
+    /// `hdfs://...` or `s3://...`.
+    pub url: String,
+    pub start: u64,
+    pub end: u64,
+    /// Workers on the hosts the store says hold the range (HDFS block
+    /// locations): the map is NODE-local there.
+    pub holders: Vec<String>,
 }
 
 impl MapInput {
@@ -496,7 +511,7 @@ impl MapInput {
     pub fn blocks(&self) -> &[BlockMeta] {
         match self {
             MapInput::Blocks(b) => b,
-            MapInput::Synthetic => &[],
+            MapInput::Synthetic | MapInput::External(_) => &[],
         }
     }
 
@@ -504,13 +519,16 @@ impl MapInput {
     pub fn blocks_mut(&mut self) -> &mut [BlockMeta] {
         match self {
             MapInput::Blocks(b) => b,
-            MapInput::Synthetic => &mut [],
+            MapInput::Synthetic | MapInput::External(_) => &mut [],
         }
     }
 
     /// Bytes read.
     pub fn len(&self) -> u64 {
-        self.blocks().iter().map(|b| b.len).sum()
+        match self {
+            MapInput::External(e) => e.end - e.start,
+            _ => self.blocks().iter().map(|b| b.len).sum(),
+        }
     }
 
     /// Whether it reads no bytes.
@@ -972,6 +990,14 @@ impl Job {
     /// when `w` caches every block it reads, else the farthest of its
     /// blocks (each at its nearest replica).
     pub fn level(&self, i: usize, w: &Asker<'_>, topo: &Topology) -> Locality {
+        if let MapInput::External(e) = &self.inputs[i] {
+            // A range no worker's host holds is as near from any worker
+            // (an object store, or HDFS on other hosts).
+            if e.holders.is_empty() {
+                return Locality::Node;
+            }
+            return holders_level(&e.holders, w, topo);
+        }
         let blocks = self.inputs[i].blocks();
         if blocks.is_empty() {
             // A synthetic map reads nothing: at home anywhere.
@@ -1300,7 +1326,12 @@ fn micros(a: &Attempt) -> u64 {
 
 /// How close `w` is to the nearest live replica of `b`.
 fn block_level(b: &BlockMeta, w: &Asker<'_>, topo: &Topology) -> Locality {
-    b.replicas
+    holders_level(&b.replicas, w, topo)
+}
+
+/// How close `w` is to the nearest live worker of `holders`.
+fn holders_level(holders: &[String], w: &Asker<'_>, topo: &Topology) -> Locality {
+    holders
         .iter()
         .filter_map(|u| topo.place(u).map(|p| (u, p)))
         .map(|(u, p)| {

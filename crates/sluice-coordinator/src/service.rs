@@ -27,7 +27,7 @@ use tonic::{Request, Response, Status};
 use crate::metrics::Metrics;
 use crate::policy::{Fair, Fifo, Policy, Pools};
 use crate::sched::{JobId, Settings, WorkerId};
-use crate::state::{Answer, At, Event, State, Submission};
+use crate::state::{Answer, At, Event, ExternalInput, State, Submission};
 use crate::store::{PlacementPolicy, RecordState, StateDir};
 use sluice_proto::auth::Secret;
 use sluice_proto::catalog::{check_name, DatasetMeta};
@@ -310,6 +310,58 @@ impl Service {
         Ok((reducers, side))
     }
 
+    /// The splits of a job whose input is in an external store (`hdfs://`,
+    /// `s3://`), planned as the local engine plans them (HDFS: never
+    /// across a block), each with the hosts holding it (HDFS block
+    /// locations from WebHDFS); `None` for data sets. The store is asked
+    /// on a blocking thread, outside the state's lock.
+    async fn external_splits(&self, r: &JobRequest) -> Result<Option<Vec<ExternalInput>>, Status> {
+        if !sluice_storage::is_remote(&r.input) {
+            return Ok(None);
+        }
+        let ctx = BuildContext {
+            cluster: true,
+            ..BuildContext::default()
+        };
+        let (_, cfg) = self.cfg.jobs.build(r, &ctx).map_err(invalid)?;
+        let input = r.input.clone();
+        let planned = tokio::task::spawn_blocking(move || {
+            let files = sluice_storage::resolve(&input)?;
+            let total = sluice_formats::input::total_len(&files);
+            let splits =
+                sluice_formats::input::plan_splits(&files, cfg.split_size_for(total), cfg.format);
+            Ok::<_, sluice_storage::StorageError>(
+                splits
+                    .iter()
+                    .map(|s| ExternalInput {
+                        url: s.file.path.to_string_lossy().into_owned(),
+                        start: s.start,
+                        end: s.end,
+                        hosts: s
+                            .file
+                            .remote
+                            .as_ref()
+                            .map(|r| r.0.hosts(s.start, s.end))
+                            .unwrap_or_default(),
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .await
+        .map_err(|e| Status::internal(format!("planning the input's splits: {e}")))?;
+        let splits = planned.map_err(|e| match e {
+            sluice_storage::StorageError::NotFound(_) => Status::not_found(e.to_string()),
+            e => Status::failed_precondition(e.to_string()),
+        })?;
+        if splits.is_empty() {
+            return Err(Status::invalid_argument(format!(
+                "input {} is empty",
+                r.input
+            )));
+        }
+        Ok(Some(splits))
+    }
+
     /// The clock's events: a tick every heartbeat interval.
     fn spawn_ticks(&self) {
         let (core, notify, every) = (self.core.clone(), self.notify.clone(), self.cfg.heartbeat);
@@ -498,11 +550,13 @@ impl Coordinator for Service {
             )));
         }
         let (reducers, side) = self.validate(&request)?;
+        let external = self.external_splits(&request).await?;
         let sub = Submission {
             request,
             replication,
             reducers,
             side,
+            external,
         };
         match self.dispatch(Event::Submit(sub))? {
             Answer::Submitted(id) => Ok(Response::new(proto::SubmitReply { job: id.0 })),

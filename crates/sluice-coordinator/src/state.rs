@@ -31,8 +31,8 @@ use crate::combine;
 use crate::editlog::CatalogEdit;
 use crate::policy::{JobView, Policy, PoolConfig};
 use crate::sched::{
-    task_name, Asker, Job, JobId, JobState, MapInput, Place, TaskKind, Topology, WorkerId, MAP,
-    REDUCE,
+    task_name, Asker, External, Job, JobId, JobState, MapInput, Place, TaskKind, Topology,
+    WorkerId, MAP, REDUCE,
 };
 use crate::service::CoordinatorConfig;
 use crate::store::{JobRecord, Node, PlacementPolicy, RecordState, Writer};
@@ -88,6 +88,18 @@ pub struct Submission {
     pub reducers: u32,
     /// The data sets every task reads whole.
     pub side: Vec<String>,
+    /// When the input is in an external store (`hdfs://`, `s3://`): its
+    /// splits, planned by the service, each with the hosts holding it.
+    pub external: Option<Vec<ExternalInput>>,
+}
+
+/// A split of a file in an external store, and the hosts holding it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalInput {
+    pub url: String,
+    pub start: u64,
+    pub end: u64,
+    pub hosts: Vec<String>,
 }
 
 /// Everything that happens to the coordinator.
@@ -865,6 +877,7 @@ impl State {
             replication,
             reducers,
             side,
+            external,
         } = s;
         if self.alive().next().is_none() {
             return Err(Status::unavailable("no live workers"));
@@ -872,7 +885,10 @@ impl State {
         if let Some(asked) = r.memory {
             self.check_memory(asked)?;
         }
-        let blocks = self.input_blocks(&r)?;
+        let blocks = match external {
+            Some(splits) => self.external_inputs(splits),
+            None => self.input_blocks(&r)?,
+        };
         let side = self.side_inputs(side)?;
         if self.catalog.datasets.contains_key(&r.output) && !r.overwrite {
             return Err(Status::already_exists(format!(
@@ -1057,6 +1073,27 @@ impl State {
         };
         let live: HashSet<&str> = self.alive().map(|w| w.info.uid.as_str()).collect();
         Ok(combine::map_inputs(blocks, target, &|u| live.contains(u)))
+    }
+
+    /// The map inputs of a job reading an external store: one a split,
+    /// held by the live workers on the hosts that hold its bytes.
+    fn external_inputs(&self, splits: Vec<ExternalInput>) -> Vec<MapInput> {
+        splits
+            .into_iter()
+            .map(|s| {
+                let holders = self
+                    .alive()
+                    .filter(|w| !w.info.host.is_empty() && s.hosts.contains(&w.info.host))
+                    .map(|w| w.info.uid.clone())
+                    .collect();
+                MapInput::External(External {
+                    url: s.url,
+                    start: s.start,
+                    end: s.end,
+                    holders,
+                })
+            })
+            .collect()
     }
 
     fn dataset_blocks(&self, name: &str) -> std::result::Result<Vec<BlockMeta>, Status> {
@@ -1920,6 +1957,13 @@ fn assignment(
     // Only a map's index names an input (a job may have more reducers
     // than maps).
     let input = (kind == MAP).then(|| &job.inputs[i]);
+    if let Some(MapInput::External(e)) = input {
+        a.external = Some(proto::ExternalSplit {
+            url: e.url.clone(),
+            start: e.start,
+            end: e.end,
+        });
+    }
     if let Some(input) = input {
         a.inputs = input
             .blocks()

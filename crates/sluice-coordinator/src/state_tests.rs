@@ -225,6 +225,7 @@ impl Sim {
             replication: 1,
             reducers,
             side: Vec::new(),
+            external: None,
         };
         self.handle(Event::Submit(sub));
     }

@@ -60,8 +60,34 @@ impl ClusterTarget {
         )?)
     }
 
-    /// Submits one job of a plan and waits for it.
-    pub(crate) fn run(
+    /// Submits one job of a plan and waits for it. An output in an
+    /// external store (`hdfs://`, `s3://`) is written to a temporary data
+    /// set, then committed to the store as a local job's is, and the
+    /// temporary removed.
+    pub(crate) fn run(&self, req: JobRequest, plan: Plan) -> Result<ClusterReport, DriverError> {
+        if !sluice_storage::is_remote(&req.output) {
+            return self.run_to_dataset(req, plan);
+        }
+        let url = req.output.clone();
+        let overwrite = req.overwrite;
+        sluice_storage::check_output(&url, overwrite)?;
+        let temp = format!("{}-out", temp_outputs(1).remove(0));
+        let staged = JobRequest {
+            output: temp.clone(),
+            overwrite: false,
+            ..req
+        };
+        let result = self.run_to_dataset(staged, plan).and_then(|mut report| {
+            get_to_store(&self.connect()?, &temp, &url, overwrite)?;
+            report.output = url;
+            Ok(report)
+        });
+        self.remove_temps(&[temp]);
+        result
+    }
+
+    /// Submits one job whose output is a data set and waits for it.
+    fn run_to_dataset(
         &self,
         mut req: JobRequest,
         plan: Plan,
@@ -130,6 +156,38 @@ impl ClusterTarget {
             let _ = client.remove(t);
         }
     }
+}
+
+/// Copies data set `name` to `url` in an external store: its files
+/// staged on this host, then committed as a job's output is (HDFS: one
+/// rename; S3: a manifest written last). Refused if the path holds an
+/// output, unless `overwrite`. Returns the bytes copied and the files
+/// committed.
+pub fn get_to_store(
+    c: &BlockingClient,
+    name: &str,
+    url: &str,
+    overwrite: bool,
+) -> Result<(u64, usize), DriverError> {
+    sluice_storage::check_output(url, overwrite)?;
+    let staging = tempfile::Builder::new()
+        .prefix(".sluice-get-")
+        .tempdir()
+        .map_err(DriverError::io("creating a staging directory"))?;
+    let got = staging.path().join("got");
+    let n = c.get(name, &got)?;
+    let dir = if got.is_dir() {
+        got
+    } else {
+        // A one-file data set comes back as a file: committed under the
+        // data set's name.
+        let dir = staging.path().join("dir");
+        std::fs::create_dir(&dir).map_err(DriverError::io("creating a staging directory"))?;
+        std::fs::rename(&got, dir.join(name)).map_err(DriverError::io("staging a file"))?;
+        dir
+    };
+    let m = sluice_storage::commit(&dir, url, overwrite)?;
+    Ok((n, m.files.len()))
 }
 
 /// Split points from the first records of every block of the input,

@@ -16,7 +16,7 @@ mod sample;
 
 use sluice_request::{JobRequest, Plan, Registry};
 
-pub use cluster::{ClusterTarget, StatusWatch};
+pub use cluster::{get_to_store, ClusterTarget, StatusWatch};
 pub use error::DriverError;
 pub use local::{plan, LocalTarget, Watch};
 pub use report::{JobReport, Phases};

@@ -38,7 +38,7 @@ pub mod proto {
 
 /// Version of the control and data protocols; a worker of another version
 /// is refused at registration.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// The memory budget of one task on a worker with `memory` bytes shared by
 /// `slots` map slots and as many reduce slots.

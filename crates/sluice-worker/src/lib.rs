@@ -818,7 +818,9 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     std::fs::create_dir_all(&work).map_err(|e| ClusterError::io("creating", &work, e))?;
     let inputs = map_inputs(shared, a, &work, report)?;
     let index = id.index as usize;
-    let split = if inputs.is_empty() {
+    let split = if let Some(e) = &a.external {
+        MapSplit::one(index, external_split(index, e)?)
+    } else if inputs.is_empty() {
         // No block: a synthetic map, which makes its own records.
         MapSplit::one(index, Split::synthetic(index))
     } else {
@@ -867,6 +869,26 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     }
     drop(inputs);
     res
+}
+
+/// A map's split of a file in an external store (HDFS, S3): the file
+/// looked up in its store, read in ranges as the engine asks (HDFS
+/// packets are checksum-verified by the client as they arrive).
+fn external_split(index: usize, e: &proto::ExternalSplit) -> Result<Split> {
+    let store = |err: sluice_storage::StorageError| ClusterError::Remote(err.to_string());
+    let mut files = sluice_storage::resolve(&e.url).map_err(store)?;
+    if files.len() != 1 || e.start > e.end || e.end > files[0].len {
+        return Err(ClusterError::Remote(format!(
+            "{} is not the file the job planned (bytes {}..{} of it)",
+            e.url, e.start, e.end
+        )));
+    }
+    Ok(Split {
+        index,
+        file: std::sync::Arc::new(files.remove(0)),
+        start: e.start,
+        end: e.end,
+    })
 }
 
 /// The bytes of each partition of the map output at `path` (its trailer).
