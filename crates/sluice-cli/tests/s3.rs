@@ -336,3 +336,44 @@ fn a_cluster_puts_from_and_gets_to_s3() {
 fn get_local(c: &Cluster, name: &str, out: &Path) {
     ok(c.cmd(&["get", name]).arg(out).output().unwrap());
 }
+
+#[test]
+fn a_cluster_job_reads_and_commits_s3_paths_directly() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "2MB");
+    let want = local(d.path(), &data, &["wordcount", "--reducers", "2"]);
+    let m = moto();
+    m.py("s.create_bucket(Bucket='data')");
+    m.upload(&part_files(&data)[0], "in/part-00000");
+    // The coordinator and the workers reach the store themselves.
+    let dir = d.path().join("cluster");
+    let mut up = sluice();
+    m.env(&mut up);
+    ok(up
+        .args(["cluster", "up", "--workers", "2", "--slots", "1", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap());
+    let c = Cluster { dir };
+    let mut job = c.submit(&["wordcount", "--reducers", "2", "--split-size", "256KB"]);
+    job.args(["--input", "s3://data/in", "--output", "s3://data/counts"]);
+    m.env(&mut job);
+    let report = d.path().join("report.json");
+    ok(job.arg("--report").arg(&report).output().unwrap());
+    assert_eq!(m.output("counts"), local_parts(&want));
+    // One map a split of the object (no packing across 256 KB splits).
+    let r = read_report(&report);
+    let len = std::fs::metadata(part_files(&data)[0].clone())
+        .unwrap()
+        .len();
+    assert!(r["maps"].as_u64().unwrap() >= len / 256_000 - 1, "{r}");
+    // The job's temporary data set is gone.
+    let ls = ok(c.cmd(&["ls"]).output().unwrap());
+    assert!(!String::from_utf8_lossy(&ls.stdout).contains("_stage-"));
+    // A missing input is refused at submit.
+    let mut missing = c.submit(&["wordcount", "--input", "s3://data/nothing"]);
+    missing.args(["--output", "s3://data/o2"]);
+    m.env(&mut missing);
+    let err = fails(missing.output().unwrap());
+    assert!(err.contains("does not exist"), "{err}");
+}
