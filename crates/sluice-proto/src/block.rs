@@ -280,7 +280,7 @@ fn block_len(layout: &Layout, id: &str) -> std::result::Result<u64, Unusable> {
 }
 
 /// Stored block `id`'s checksum file, parsed.
-fn load_sums(layout: &Layout, id: &str) -> std::result::Result<ChunkSums, Unusable> {
+pub(crate) fn load_sums(layout: &Layout, id: &str) -> std::result::Result<ChunkSums, Unusable> {
     Ok(ChunkSums::load(&layout.meta(id)).map_err(Unusable::Io)??)
 }
 

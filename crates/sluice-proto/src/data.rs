@@ -21,6 +21,9 @@
 //!   7 PROBE        hdr to:str len:u64                       key = secret
 //!                  the server sends a SINK of len bytes (at most
 //!                  MAX_PROBE) to the worker at `to` and times it
+//!   8 READ_CHECKED hdr id:str                              key = secret
+//!                  the block with its chunk checksums ahead of it, so
+//!                  the reader can check each chunk before using it
 //! response := status:u8 (0 ok, 1 error, 2 damaged replica)
 //!   ok:    len:u64 records:u64 then len bytes (READ_BLOCK: the block;
 //!          FETCH: partition `part`'s segment of the map's spill file, its
@@ -29,11 +32,14 @@
 //!          56 bytes each, as [`crate::sample`] documents; READ_HEAD: the
 //!          block's first min(max, block length) bytes, for sampling;
 //!          SINK: none, `records` = bytes received; PROBE: none,
-//!          `records` = microseconds from its SINK's connect to its answer)
+//!          `records` = microseconds from its SINK's connect to its answer;
+//!          READ_CHECKED: `records` = the chunk size C, then ceil(len / C)
+//!          CRC32C values (u32 each) of the block's chunks as stored with
+//!          it, then the len bytes of the block)
 //!   error, damaged: msg_len:u32 msg[msg_len]
 //! ```
 //!
-//! Status 2 answers READ_BLOCK and READ_HEAD when the stored replica is
+//! Status 2 answers READ_BLOCK, READ_CHECKED and READ_HEAD when the stored replica is
 //! missing, has no valid checksum file, or has another length than its
 //! checksum file says: the reader blames that copy and tries another.
 //!
@@ -80,6 +86,7 @@ const OP_STATS: u8 = 4;
 const OP_HEAD: u8 = 5;
 const OP_SINK: u8 = 6;
 const OP_PROBE: u8 = 7;
+const OP_READ_CHECKED: u8 = 8;
 
 /// Most bytes one PROBE sends.
 pub const MAX_PROBE: u64 = 1 << 30;
@@ -171,6 +178,8 @@ pub enum Request {
     Stats { since: u64 },
     /// Read at most `max` bytes from the start of a block.
     ReadHead { id: String, max: u64 },
+    /// Read a whole block with its chunk checksums first.
+    ReadChecked { id: String },
     /// Receive and drop `len` bytes.
     Sink { len: u64 },
     /// Send a [`Request::Sink`] of `len` bytes to `to`, timed.
@@ -187,6 +196,7 @@ impl Request {
             Request::ReadHead { .. } => OP_HEAD,
             Request::Sink { .. } => OP_SINK,
             Request::Probe { .. } => OP_PROBE,
+            Request::ReadChecked { .. } => OP_READ_CHECKED,
         }
     }
 
@@ -194,7 +204,7 @@ impl Request {
         let mut b = ts.to_le_bytes().to_vec();
         b.extend_from_slice(&nonce.to_le_bytes());
         match self {
-            Request::ReadBlock { id } => put_str(&mut b, id),
+            Request::ReadBlock { id } | Request::ReadChecked { id } => put_str(&mut b, id),
             Request::WriteBlock { id, len, crc } => {
                 put_str(&mut b, id);
                 b.extend_from_slice(&len.to_le_bytes());
@@ -231,6 +241,7 @@ impl Request {
         let nonce = u128::from_le_bytes(c.take(16)?.try_into().ok()?);
         let req = match op {
             OP_READ => Request::ReadBlock { id: c.str()? },
+            OP_READ_CHECKED => Request::ReadChecked { id: c.str()? },
             OP_WRITE => Request::WriteBlock {
                 id: c.str()?,
                 len: c.u64()?,
@@ -353,6 +364,7 @@ fn handle(
     match req {
         Request::ReadBlock { id } => send_block(conn, layout, &id, u64::MAX),
         Request::ReadHead { id, max } => send_block(conn, layout, &id, max),
+        Request::ReadChecked { id } => send_checked(conn, layout, &id),
         Request::WriteBlock { ref id, len, crc } => {
             if let Err(e) = check_id(id) {
                 drain_write(&mut r, &req);
@@ -414,6 +426,39 @@ fn send_block(conn: &TcpStream, layout: &Layout, id: &str, max: u64) -> Result<(
     };
     let f = File::open(&path).map_err(|e| ClusterError::io("opening block", &path, e))?;
     send_range(conn, f, 0, len.min(max), 0)
+}
+
+/// Sends block `id` with its chunk checksums ahead of it (READ_CHECKED).
+/// A damaged replica (missing, no valid checksum file, wrong length) is
+/// answered with status 2; damage inside the bytes is for the reader's
+/// chunk checks to find.
+fn send_checked(conn: &TcpStream, layout: &Layout, id: &str) -> Result<()> {
+    check_id(id)?;
+    let path = layout.block(id);
+    let checked = crate::block::check_before_send(layout, id)
+        .and_then(|len| Ok((len, crate::block::load_sums(layout, id)?)));
+    let (len, sums) = match checked {
+        Ok(v) => v,
+        Err(Unusable::Damaged(d)) => {
+            let _ = send_status(conn, STATUS_DAMAGED, &d.to_string());
+            return Ok(());
+        }
+        Err(Unusable::Io(e)) => return Err(ClusterError::io("reading block", &path, e)),
+    };
+    let f = File::open(&path).map_err(|e| ClusterError::io("opening block", &path, e))?;
+    send_ok(conn, len, u64::from(sums.chunk))?;
+    let crcs: Vec<u8> = sums.crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
+    let mut w = conn;
+    w.write_all(&crcs)
+        .map_err(|e| ClusterError::net("sending", "peer", e))?;
+    let sent = std::io::copy(&mut f.take(len), &mut w)
+        .map_err(|e| ClusterError::net("sending", "peer", e))?;
+    if sent != len {
+        return Err(ClusterError::Remote(
+            "block shorter than its checksums".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn read_request(
@@ -578,13 +623,14 @@ fn read_status(s: &mut TcpStream, req: &Request, addr: &str) -> Result<()> {
         .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
     let msg = String::from_utf8_lossy(&msg).into_owned();
     Err(match (status[0], req) {
-        (STATUS_DAMAGED, Request::ReadBlock { id } | Request::ReadHead { id, .. }) => {
-            ClusterError::Damaged {
-                block: id.clone(),
-                holder: addr.to_owned(),
-                damage: msg,
-            }
-        }
+        (
+            STATUS_DAMAGED,
+            Request::ReadBlock { id } | Request::ReadHead { id, .. } | Request::ReadChecked { id },
+        ) => ClusterError::Damaged {
+            block: id.clone(),
+            holder: addr.to_owned(),
+            damage: msg,
+        },
         _ => ClusterError::Remote(format!("{addr}: {msg}")),
     })
 }
@@ -627,6 +673,150 @@ pub fn read_block(
         )));
     }
     Ok(n)
+}
+
+/// The largest chunk a READ_CHECKED answer may name (a reader's buffer).
+const MAX_CHUNK: u64 = 16 << 20;
+
+/// Opens block `id` on the worker at `addr` as a stream whose every
+/// chunk is checked against the holder's chunk checksums before it is
+/// handed out, and the whole against the catalog's CRC `want_crc` at its
+/// end (READ_CHECKED): a reader never uses a byte that failed a check,
+/// and holds one chunk in memory. A replica of another length, or one
+/// whose bytes fail a check, is [`ClusterError::Damaged`].
+pub fn open_checked_stream(
+    addr: &str,
+    secret: &Secret,
+    id: &str,
+    want_len: u64,
+    want_crc: u32,
+) -> Result<CheckedStream> {
+    let req = Request::ReadChecked { id: id.into() };
+    let (mut s, len, chunk) = call(addr, &req, &secret_bytes(secret), None)?;
+    let damaged = |damage: String| ClusterError::Damaged {
+        block: id.to_owned(),
+        holder: addr.to_owned(),
+        damage,
+    };
+    if len != want_len {
+        return Err(damaged(format!("{len} bytes of {want_len}")));
+    }
+    if chunk == 0 || chunk > MAX_CHUNK {
+        return Err(damaged(format!("a chunk size of {chunk} bytes")));
+    }
+    let mut raw = vec![0u8; (len.div_ceil(chunk) * 4) as usize];
+    s.read_exact(&mut raw)
+        .map_err(|e| ClusterError::net("receiving from", addr, e))?;
+    let crcs = raw
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect();
+    Ok(CheckedStream {
+        conn: BufReader::with_capacity(256 << 10, s),
+        addr: addr.to_owned(),
+        id: id.to_owned(),
+        len,
+        want_crc,
+        crcs,
+        chunk: Vec::with_capacity(chunk as usize),
+        chunk_size: chunk as usize,
+        at: 0,
+        pos: 0,
+        next: 0,
+        whole: 0,
+        whole_failed: false,
+    })
+}
+
+/// A block arriving from its holder, checked chunk by chunk
+/// ([`open_checked_stream`]).
+pub struct CheckedStream {
+    conn: BufReader<TcpStream>,
+    addr: String,
+    id: String,
+    len: u64,
+    want_crc: u32,
+    crcs: Vec<u32>,
+    /// The current chunk, checked.
+    chunk: Vec<u8>,
+    chunk_size: usize,
+    /// Bytes of `chunk` handed out.
+    at: usize,
+    /// Bytes of the block handed out.
+    pos: u64,
+    /// The next chunk's number.
+    next: usize,
+    /// CRC32C of the chunks received so far.
+    whole: u32,
+    /// Every chunk passed but the whole did not match the catalog's CRC.
+    whole_failed: bool,
+}
+
+impl CheckedStream {
+    /// The holder's data-plane address.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Bytes handed out so far.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Whether the last check to fail was the whole block's: the bytes
+    /// already handed out passed their chunks' checks yet are not the
+    /// catalog's block, so none of them may be used.
+    pub fn whole_failed(&self) -> bool {
+        self.whole_failed
+    }
+
+    /// Receives and checks the next chunk.
+    fn refill(&mut self) -> Result<()> {
+        let start = self.next as u64 * self.chunk_size as u64;
+        let n = (self.len - start).min(self.chunk_size as u64) as usize;
+        self.chunk.resize(n, 0);
+        self.conn
+            .read_exact(&mut self.chunk)
+            .map_err(|e| ClusterError::net("receiving from", &self.addr, e))?;
+        let damaged = |damage: String| ClusterError::Damaged {
+            block: self.id.clone(),
+            holder: self.addr.clone(),
+            damage,
+        };
+        let crc = crc32c::crc32c(&self.chunk);
+        if crc != self.crcs[self.next] {
+            return Err(damaged(format!(
+                "checksum mismatch in chunk {} (bytes from {start}): crc {crc:08x}, want {:08x}",
+                self.next, self.crcs[self.next]
+            )));
+        }
+        self.whole = crc32c::crc32c_append(self.whole, &self.chunk);
+        self.next += 1;
+        self.at = 0;
+        if start + n as u64 == self.len && self.whole != self.want_crc {
+            self.whole_failed = true;
+            return Err(damaged(format!(
+                "checksum mismatch over the whole block: crc {:08x}, want {:08x}",
+                self.whole, self.want_crc
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads into `buf`; a failed check or transfer is the error itself.
+    pub fn read_checked(&mut self, buf: &mut [u8]) -> Result<usize> {
+        if self.at == self.chunk.len() {
+            if self.pos == self.len || buf.is_empty() {
+                return Ok(0);
+            }
+            self.refill()?;
+        }
+        let n = (self.chunk.len() - self.at).min(buf.len());
+        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        self.pos += n as u64;
+        Ok(n)
+    }
 }
 
 /// Stores `len` bytes of `data` (CRC32C `crc`) as block `id` on `addr`.
@@ -822,6 +1012,47 @@ mod tests {
         let e = write_block(&addr, &secret(), "b2", &mut &data[..], 12, crc ^ 1).unwrap_err();
         assert!(e.to_string().contains("crc"), "{e}");
         assert!(!layout.block("b2").exists());
+    }
+
+    #[test]
+    fn a_checked_stream_hands_out_only_chunks_that_pass() {
+        let (addr, _d, layout) = server();
+        // Three chunks and a bit.
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+        let (len, crc) = (data.len() as u64, crc32c::crc32c(&data));
+        write_block(&addr, &secret(), "b1", &mut &data[..], len, crc).unwrap();
+        let read_all = |want_crc| -> (Vec<u8>, Result<()>) {
+            let mut s = open_checked_stream(&addr, &secret(), "b1", len, want_crc).unwrap();
+            let mut out = Vec::new();
+            let mut buf = [0u8; 10_000];
+            loop {
+                match s.read_checked(&mut buf) {
+                    Ok(0) => return (out, Ok(())),
+                    Ok(n) => out.extend_from_slice(&buf[..n]),
+                    Err(e) => return (out, Err(e)),
+                }
+            }
+        };
+        let (got, end) = read_all(crc);
+        end.unwrap();
+        assert!(got == data);
+        // Another length than the catalog's: that copy is damaged.
+        let e = open_checked_stream(&addr, &secret(), "b1", len + 1, crc)
+            .err()
+            .unwrap();
+        assert!(matches!(e, ClusterError::Damaged { .. }), "{e}");
+        // A byte flipped on disk in the second chunk: the first chunk is
+        // handed out, nothing of the second.
+        let path = layout.block("b1");
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[70_000] ^= 0x20;
+        std::fs::write(&path, &bytes).unwrap();
+        let (got, end) = read_all(crc);
+        let e = end.unwrap_err();
+        assert!(e.to_string().contains("chunk 1"), "{e}");
+        assert!(matches!(e, ClusterError::Damaged { .. }));
+        assert_eq!(got.len(), 64 << 10);
+        assert!(got[..] == data[..got.len()]);
     }
 
     #[test]

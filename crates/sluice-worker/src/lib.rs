@@ -15,6 +15,7 @@
 
 pub mod cache;
 pub mod metrics;
+mod stream;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{SocketAddr, TcpListener};
@@ -816,7 +817,7 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     report.memory_bytes = cfg.memory;
     let work = shared.layout.work_dir(id.job);
     std::fs::create_dir_all(&work).map_err(|e| ClusterError::io("creating", &work, e))?;
-    let inputs = map_inputs(shared, a, &work, report)?;
+    let inputs = map_inputs(shared, a, report)?;
     let index = id.index as usize;
     let split = if let Some(e) = &a.external {
         MapSplit::one(index, external_split(index, e)?)
@@ -865,6 +866,13 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
             for i in inputs.iter().filter(|i| matches!(i.from, MapInput::Local)) {
                 let _ = lock(&shared.loader).send(Load::Admit(i.block.clone()));
             }
+        }
+    }
+    for i in &inputs {
+        if let MapInput::Streamed(seen) = &i.from {
+            let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+            report.corrupt.append(&mut seen.corrupt);
+            report.remote_reads.append(&mut seen.reads);
         }
     }
     drop(inputs);
@@ -917,8 +925,9 @@ enum MapInput {
     Local,
     /// This worker's replica of the block, from its cache.
     Cached,
-    /// A copy fetched from another worker, removed when dropped.
-    Fetched { _copy: TempFile },
+    /// Another worker's replica, streamed and checked chunk by chunk;
+    /// what its reads found goes into the task's report.
+    Streamed(Arc<Mutex<stream::Seen>>),
 }
 
 /// The damage a task's error reports about its input, and the file it
@@ -937,30 +946,26 @@ fn damage_of(e: &ClusterError) -> Option<(PathBuf, String)> {
 fn map_inputs(
     shared: &Shared,
     a: &TaskAssignment,
-    work: &Path,
     report: &mut TaskReport,
 ) -> Result<Vec<BlockInput>> {
     let mut inputs = Vec::with_capacity(a.inputs.len());
-    for (k, source) in a.inputs.iter().enumerate() {
+    for source in &a.inputs {
         let block = source.block.clone().unwrap_or_default();
-        let (split, from) = map_input(shared, a, k, &block, &source.sources, work, report)?;
+        let (split, from) = map_input(shared, a, &block, &source.sources, report)?;
         inputs.push(BlockInput { block, split, from });
     }
     Ok(inputs)
 }
 
 /// The split of a map over `block`: this worker's replica, read through
-/// its chunk checksums, or, when it has none or it is damaged, a copy
-/// streamed from one of `sources` that holds an intact one (checked
-/// against the catalog's CRC as it arrives, and chunk by chunk again as it
-/// is read). `k` numbers the block among the map's.
+/// its chunk checksums, or, when it has none or it is damaged, another
+/// holder's among `sources` streamed with no local copy, each chunk
+/// checked before the map reads it ([`stream`]).
 fn map_input(
     shared: &Shared,
     a: &TaskAssignment,
-    k: usize,
     block: &proto::BlockInfo,
     sources: &[String],
-    work: &Path,
     report: &mut TaskReport,
 ) -> Result<(Split, MapInput)> {
     let id = a.task.unwrap_or_default();
@@ -981,20 +986,9 @@ fn map_input(
             Err(Unusable::Io(e)) => return Err(ClusterError::io("reading", &path, e)),
         }
     }
-    let t = Instant::now();
-    let tmp = work.join(format!("m{}-a{}-{k}.in", id.index, id.attempt));
-    let sums = fetch_block(shared, block, sources, &tmp, &mut report.corrupt);
-    let temp = TempFile(tmp.clone());
-    let (sums, src) = sums?;
-    report.fetch_seconds += t.elapsed().as_secs_f64();
-    report.remote_reads.push(proto::RemoteRead {
-        addr: src,
-        bytes: block.len,
-    });
-    Ok((
-        split(tmp, Arc::new(sums)),
-        MapInput::Fetched { _copy: temp },
-    ))
+    let (split, seen) =
+        stream::Streamed::split(id.index as usize, &shared.cfg.secret, block, sources);
+    Ok((split, MapInput::Streamed(seen)))
 }
 
 /// The split of a map over this worker's replica of `block` from its
@@ -1046,15 +1040,6 @@ fn spawn_cache_loader(shared: &Arc<Shared>, work: std::sync::mpsc::Receiver<Load
         });
     if let Err(e) = spawned {
         tracing::error!("cannot start the cache loading thread: {e}");
-    }
-}
-
-/// A file removed when dropped.
-struct TempFile(PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
     }
 }
 

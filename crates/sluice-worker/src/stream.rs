@@ -1,0 +1,206 @@
+//! A map's block read from another worker's replica as a stream, with no
+//! copy on this worker's disk: each chunk is checked against the
+//! holder's chunk checksums before the map sees it, and the whole block
+//! against the catalog's CRC at its end ([`data::open_checked_stream`]).
+//! When a replica fails a check, or its holder stops answering, the read
+//! goes on from the next holder at the same offset (bytes before it are
+//! received again and checked, not handed out twice), so the map never
+//! uses a byte that failed a check and a damaged copy costs no attempt.
+//! Only when every chunk passed but the whole block did not match the
+//! catalog (a copy consistent with its own checksums, yet another block)
+//! does the read fail, since bytes already used are suspect: the attempt
+//! fails and runs again. Damaged copies are blamed in the task's report.
+
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+
+use sluice_formats::input::{Codec, InputFile, Remote, RemoteSource, Split};
+use sluice_proto::auth::Secret;
+use sluice_proto::data::{self, CheckedStream};
+use sluice_proto::proto;
+use sluice_proto::ClusterError;
+
+/// What the reads of a streamed block found.
+#[derive(Default)]
+pub(crate) struct Seen {
+    /// Replicas that failed a check.
+    pub corrupt: Vec<proto::CorruptReplica>,
+    /// Bytes handed out, by holder address.
+    pub reads: Vec<proto::RemoteRead>,
+}
+
+/// A block on other workers, as a map's input.
+#[derive(Clone)]
+pub(crate) struct Streamed {
+    secret: Secret,
+    block: proto::BlockInfo,
+    /// Holders' data-plane addresses, the nearest first.
+    sources: Arc<[String]>,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Streamed {
+    /// The split of map `index` over the whole of `block`, read from
+    /// `sources`; returns it and what its reads will find.
+    pub(crate) fn split(
+        index: usize,
+        secret: &Secret,
+        block: &proto::BlockInfo,
+        sources: &[String],
+    ) -> (Split, Arc<Mutex<Seen>>) {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let me = Streamed {
+            secret: secret.clone(),
+            block: block.clone(),
+            sources: sources.into(),
+            seen: seen.clone(),
+        };
+        let file = InputFile {
+            path: format!("block {} (from another worker)", block.id).into(),
+            len: block.len,
+            codec: Codec::None,
+            checks: None,
+            resident: None,
+            remote: Some(Remote(Arc::new(me))),
+        };
+        let split = Split {
+            index,
+            file: Arc::new(file),
+            start: 0,
+            end: block.len,
+        };
+        (split, seen)
+    }
+}
+
+impl RemoteSource for Streamed {
+    fn open_at(&self, offset: u64, _hint_end: u64) -> std::io::Result<Box<dyn Read + Send>> {
+        let mut r = Failover {
+            from: self.clone(),
+            tried: 0,
+            current: None,
+            pos: 0,
+            last: None,
+        };
+        // Records of a block start at its beginning; an offset is skipped
+        // (received and checked).
+        std::io::copy(&mut (&mut r).take(offset), &mut std::io::sink())?;
+        Ok(Box::new(r))
+    }
+}
+
+/// Reads a streamed block from its holders in turn.
+struct Failover {
+    from: Streamed,
+    /// Holders tried so far.
+    tried: usize,
+    current: Option<CheckedStream>,
+    /// Bytes handed out.
+    pos: u64,
+    /// The last failure, for the error when no holder is left.
+    last: Option<String>,
+}
+
+impl Failover {
+    /// Opens the next holder that answers, positioned at `pos`.
+    fn open(&mut self) -> std::io::Result<()> {
+        let Streamed {
+            secret,
+            block,
+            sources,
+            ..
+        } = self.from.clone();
+        while self.tried < sources.len() {
+            let addr = &sources[self.tried];
+            self.tried += 1;
+            let opened = data::open_checked_stream(addr, &secret, &block.id, block.len, block.crc)
+                .and_then(|s| skip(s, self.pos));
+            match opened {
+                Ok(s) => {
+                    self.current = Some(s);
+                    return Ok(());
+                }
+                Err(e) => self.failed(addr.clone(), e),
+            }
+        }
+        let why = self.last.clone().unwrap_or_else(|| "no live holder".into());
+        Err(std::io::Error::other(format!(
+            "block {}: no holder could send it ({why})",
+            block.id
+        )))
+    }
+
+    /// Notes a holder's failure; damage blames its copy.
+    fn failed(&mut self, addr: String, e: ClusterError) {
+        tracing::warn!("block {}: reading from {addr}: {e}", self.from.block.id);
+        if let ClusterError::Damaged { damage, .. } = &e {
+            lock(&self.from.seen).corrupt.push(proto::CorruptReplica {
+                block: self.from.block.id.clone(),
+                worker: String::new(),
+                addr,
+                detail: damage.clone(),
+                at_ms: sluice_proto::now_ms(),
+            });
+        }
+        self.last = Some(e.to_string());
+    }
+}
+
+impl Read for Failover {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if self.current.is_none() {
+                self.open()?;
+            }
+            let s = self.current.as_mut().expect("opened");
+            match s.read_checked(buf) {
+                Ok(n) => {
+                    self.pos += n as u64;
+                    if n > 0 {
+                        count(&self.from.seen, s.addr(), n as u64);
+                    }
+                    return Ok(n);
+                }
+                Err(e) => {
+                    let (addr, whole) = (s.addr().to_owned(), s.whole_failed());
+                    self.current = None;
+                    self.failed(addr, e);
+                    if whole {
+                        // What was handed out is suspect: the read fails
+                        // (and with it the attempt) rather than go on.
+                        let why = self.last.clone().unwrap_or_default();
+                        return Err(std::io::Error::other(why));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `s` with its first `n` bytes received and checked.
+fn skip(mut s: CheckedStream, n: u64) -> Result<CheckedStream, ClusterError> {
+    let mut buf = vec![0u8; 64 << 10];
+    while s.position() < n {
+        let want = (n - s.position()).min(buf.len() as u64) as usize;
+        if s.read_checked(&mut buf[..want])? == 0 {
+            break;
+        }
+    }
+    Ok(s)
+}
+
+/// Adds `n` bytes read from `addr`.
+fn count(seen: &Mutex<Seen>, addr: &str, n: u64) {
+    let mut seen = lock(seen);
+    match seen.reads.iter_mut().find(|r| r.addr == addr) {
+        Some(r) => r.bytes += n,
+        None => seen.reads.push(proto::RemoteRead {
+            addr: addr.to_owned(),
+            bytes: n,
+        }),
+    }
+}
+
+fn lock(m: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
