@@ -204,3 +204,96 @@ fn count(seen: &Mutex<Seen>, addr: &str, n: u64) {
 fn lock(m: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_proto::data::Layout;
+
+    fn holder(secret: &Secret) -> (String, tempfile::TempDir, Layout) {
+        let dir = tempfile::tempdir().unwrap();
+        let layout = Layout::create(dir.path()).unwrap();
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        data::serve(l, layout.clone(), secret.clone(), None);
+        (addr, dir, layout)
+    }
+
+    #[test]
+    fn a_damaged_holder_is_blamed_and_the_read_goes_on_from_the_next() {
+        let secret = Secret::new(b"0123456789abcdef0123").unwrap();
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let (len, crc) = (data.len() as u64, crc32c::crc32c(&data));
+        let (a, _da, la) = holder(&secret);
+        let (b, _db, _) = holder(&secret);
+        for addr in [&a, &b] {
+            data::write_block(addr, &secret, "b1", &mut &data[..], len, crc).unwrap();
+        }
+        // The first holder's copy is damaged in its third chunk.
+        let path = la.block("b1");
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[150_000] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let block = proto::BlockInfo {
+            id: "b1".into(),
+            len,
+            crc,
+            ..Default::default()
+        };
+        let (split, seen) = Streamed::split(0, &secret, &block, &[a.clone(), b.clone()]);
+        let remote = split.file.remote.clone().unwrap();
+        let mut got = Vec::new();
+        remote
+            .0
+            .open_at(0, len)
+            .unwrap()
+            .read_to_end(&mut got)
+            .unwrap();
+        assert!(got == data);
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.corrupt.len(), 1);
+        assert_eq!(seen.corrupt[0].addr, a);
+        // Two chunks from the first holder, the rest from the second.
+        let from = |addr: &str| seen.reads.iter().find(|r| r.addr == addr).unwrap().bytes;
+        assert_eq!(from(&a), 2 << 16);
+        assert_eq!(from(&a) + from(&b), len);
+        drop(seen);
+        // From an offset: the same bytes.
+        let mut tail = Vec::new();
+        remote
+            .0
+            .open_at(1000, len)
+            .unwrap()
+            .read_to_end(&mut tail)
+            .unwrap();
+        assert!(tail[..] == data[1000..]);
+    }
+
+    #[test]
+    fn no_intact_holder_fails_the_read_naming_the_damage() {
+        let secret = Secret::new(b"0123456789abcdef0123").unwrap();
+        let data = vec![7u8; 100_000];
+        let (len, crc) = (data.len() as u64, crc32c::crc32c(&data));
+        let (a, _da, la) = holder(&secret);
+        data::write_block(&a, &secret, "b1", &mut &data[..], len, crc).unwrap();
+        std::fs::write(la.block("b1"), vec![8u8; 100_000]).unwrap();
+        let block = proto::BlockInfo {
+            id: "b1".into(),
+            len,
+            crc,
+            ..Default::default()
+        };
+        let (split, seen) = Streamed::split(0, &secret, &block, std::slice::from_ref(&a));
+        let mut r = split
+            .file
+            .remote
+            .clone()
+            .unwrap()
+            .0
+            .open_at(0, len)
+            .unwrap();
+        let e = r.read_to_end(&mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("checksum mismatch"), "{e}");
+        assert_eq!(seen.lock().unwrap().corrupt.len(), 1);
+    }
+}
