@@ -289,6 +289,20 @@ fn hdfs_errors_are_clear_and_a_killed_commit_shows_nothing() {
         "{err}"
     );
 
+    // A NameNode nobody serves: a clear error within seconds.
+    let t = Instant::now();
+    let err = fails(
+        h.sluice()
+            .args(wc_args("hdfs://127.0.0.1:1/in", &out))
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        err.contains("127.0.0.1:1") && err.contains("refused"),
+        "{err}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+
     // A directory another user may not read.
     h.cmd("mkdir /private");
     h.put(&part_files(&data)[0], "/private/part-00000");
