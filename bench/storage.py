@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Word count read from HDFS against the same files read from the local
-disk, for Sluice and for Spark (local[2], RDD API), medians of --runs.
+"""Word count read from HDFS and from S3 against the same files read from
+the local disk, for Sluice (HDFS, S3) and Spark (local[2], RDD API; HDFS),
+medians of --runs.
 
 HDFS is Hadoop's MiniDFSCluster (tests/minidfs, hadoop-minicluster from
 Maven Central) on this machine, one DataNode, its blocks on the same disk
@@ -8,8 +9,13 @@ as the local copy, so the difference is the storage path alone (the
 NameNode's RPC, the DataNode's transfer protocol and checksums, against
 the page cache). Outputs go to local directories in both cases.
 
-Answers are checked: Sluice's output from HDFS is byte-identical to its
-output from local files, and Spark's (word, count) pairs equal Sluice's.
+S3 is moto's server (PyPI, the project's venv) on loopback: an object
+store's ranged GETs over HTTP, in Python; it measures Sluice's S3 path,
+not S3.
+
+Answers are checked: Sluice's outputs from HDFS and S3 are byte-identical
+to its output from local files, and Spark's (word, count) pairs equal
+Sluice's.
 
 Usage: .venv/bin/python bench/storage.py [--size 200MB] [--runs 3]
        [--engines sluice,spark] [--sluice target/release/sluice] [--out DIR]
@@ -60,18 +66,51 @@ def parts(d):
     return b"".join(p.read_bytes() for p in sorted(pathlib.Path(d).glob("part-*")))
 
 
+def start_moto(data):
+    """moto's S3 server with the data under s3://data/in; its env."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    server = pathlib.Path(sys.executable).parent / "moto_server"
+    p = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
+               AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test", AWS_REGION="us-east-1")
+    import boto3
+    for _ in range(100):
+        try:
+            c = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], aws_access_key_id="test",
+                             aws_secret_access_key="test", region_name="us-east-1")
+            c.create_bucket(Bucket="data")
+            break
+        except Exception:
+            time.sleep(0.1)
+    for f in sorted(pathlib.Path(data).glob("part-*")):
+        c.upload_file(str(f), "data", f"in/{f.name}")
+    return p, env
+
+
 def sluice_runs(args, data, url, work, env):
-    times = {"local": [], "hdfs": []}
+    wheres = [("local", str(data)), ("hdfs", f"{url}/in")]
+    if "s3" in env:
+        wheres.append(("s3", "s3://data/in"))
+    times = {w: [] for w, _ in wheres}
     outs = {}
     for r in range(args.runs):
-        for where, inp in (("local", str(data)), ("hdfs", f"{url}/in")):
+        for where, inp in wheres:
             out = work / f"sluice-{where}"
             shutil.rmtree(out, ignore_errors=True)
-            times[where].append(timed([args.sluice, "run", "wordcount", "-q", "--input", inp,
-                                       "--output", str(out)], env))
+            threads = ["--threads", str(args.threads)] if args.threads else []
+            times[where].append(timed([args.sluice, "run", "wordcount", "-q", *threads,
+                                       "--input", inp, "--output", str(out)],
+                                      env.get("s3") if where == "s3"
+                                      else env["hdfs"]))
             outs[where] = parts(out)
-    if outs["local"] != outs["hdfs"]:
-        raise SystemExit("Sluice's answers from HDFS and from local files differ")
+    for where in outs:
+        if outs[where] != outs["local"]:
+            raise SystemExit(f"Sluice's answers from {where} and from local files differ")
     return times, outs["local"]
 
 
@@ -114,6 +153,9 @@ def main():
     ap.add_argument("--size", default="200MB")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--engines", default="sluice,spark")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="Sluice's threads (default: all cores)")
+    ap.add_argument("--stores", default="hdfs,s3", help="hdfs is always run; s3 adds moto")
     ap.add_argument("--sluice", default=str(ROOT / "target" / "release" / "sluice"))
     ap.add_argument("--out", default=str(ROOT / "bench-results" / "storage"))
     args = ap.parse_args()
@@ -124,9 +166,12 @@ def main():
     subprocess.run([args.sluice, "gen", "text", "--size", args.size, "--seed", "7",
                     "--out", str(data)], check=True, stdout=subprocess.DEVNULL)
     p, url, http = start_dfs(work / "dfs")
+    moto = None
     try:
         dfs_cmd(p, f"put {data} /in")
-        env = dict(os.environ, SLUICE_WEBHDFS=http)
+        env = {"hdfs": dict(os.environ, SLUICE_WEBHDFS=http)}
+        if "s3" in args.stores.split(","):
+            moto, env["s3"] = start_moto(data)
         rows = []
         times, answer = sluice_runs(args, data, url, work, env)
         rows.append(("sluice", times))
@@ -134,14 +179,19 @@ def main():
             want = sorted(answer.decode().splitlines())
             rows.append(("spark", spark_runs(args, data, url, work, want)))
     finally:
+        if moto:
+            moto.kill()
         p.stdin.close()
         p.wait(timeout=60)
         shutil.rmtree(work, ignore_errors=True)
     lines = [f"word count, {args.size} of text, medians of {args.runs} runs",
-             "", "| engine | local files s | HDFS s | HDFS / local |", "|---|---:|---:|---:|"]
+             "", "| engine | local files s | HDFS s | HDFS / local | S3 (moto) s | S3 / local |",
+             "|---|---:|---:|---:|---:|---:|"]
     for name, t in rows:
         lo, hd = statistics.median(t["local"]), statistics.median(t["hdfs"])
-        lines.append(f"| {name} | {lo:.2f} | {hd:.2f} | {hd / lo:.2f} |")
+        s3 = statistics.median(t["s3"]) if t.get("s3") else None
+        s3_cells = f"{s3:.2f} | {s3 / lo:.2f}" if s3 else "- | -"
+        lines.append(f"| {name} | {lo:.2f} | {hd:.2f} | {hd / lo:.2f} | {s3_cells} |")
     text = "\n".join(lines) + "\n"
     (out / "results.md").write_text(text)
     print(text)
