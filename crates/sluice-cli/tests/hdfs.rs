@@ -247,25 +247,10 @@ fn word_count_and_terasort_read_and_commit_hdfs_paths() {
     // TeraSort from and to HDFS: the same sorted records as on local
     // files (the split points are sampled from other splits, so the
     // parts' boundaries may differ; their concatenation may not).
-    let tera = d.path().join("tera");
-    ok(sluice()
-        .args(["gen", "tera", "--rows", "30000", "--out"])
-        .arg(&tera)
-        .output()
-        .unwrap());
-    let sort = ["run", "terasort", "-q", "--reducers", "3"];
-    let want_sort = d.path().join("sorted-local");
-    ok(sluice()
-        .args(sort)
-        .arg("--input")
-        .arg(&tera)
-        .arg("--output")
-        .arg(&want_sort)
-        .output()
-        .unwrap());
+    let (tera, want_sort) = tera_sorted_locally(d.path(), 30000);
     h.put(&tera, "/tera");
     ok(h.sluice()
-        .args(sort)
+        .args(TERASORT)
         .args(["--input", &h.at("/tera"), "--output", &h.at("/sorted")])
         .output()
         .unwrap());

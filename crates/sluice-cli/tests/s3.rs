@@ -381,29 +381,14 @@ fn a_cluster_job_reads_and_commits_s3_paths_directly() {
 #[test]
 fn terasort_reads_and_commits_s3_paths() {
     let d = tempfile::tempdir().unwrap();
-    let tera = d.path().join("tera");
-    ok(sluice()
-        .args(["gen", "tera", "--rows", "20000", "--out"])
-        .arg(&tera)
-        .output()
-        .unwrap());
-    let sort = ["run", "terasort", "-q", "--reducers", "3"];
-    let want = d.path().join("sorted");
-    ok(sluice()
-        .args(sort)
-        .arg("--input")
-        .arg(&tera)
-        .arg("--output")
-        .arg(&want)
-        .output()
-        .unwrap());
+    let (tera, want) = tera_sorted_locally(d.path(), 20000);
     let m = moto();
     m.py("s.create_bucket(Bucket='data')");
     for (i, f) in part_files(&tera).iter().enumerate() {
         m.upload(f, &format!("tera/part-{i:05}"));
     }
     ok(m.sluice()
-        .args(sort)
+        .args(TERASORT)
         .args(["--split-size", "500KB"])
         .args(["--input", "s3://data/tera", "--output", "s3://data/sorted"])
         .output()

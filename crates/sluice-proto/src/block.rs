@@ -280,7 +280,7 @@ fn block_len(layout: &Layout, id: &str) -> std::result::Result<u64, Unusable> {
 }
 
 /// Stored block `id`'s checksum file, parsed.
-pub(crate) fn load_sums(layout: &Layout, id: &str) -> std::result::Result<ChunkSums, Unusable> {
+fn load_sums(layout: &Layout, id: &str) -> std::result::Result<ChunkSums, Unusable> {
     Ok(ChunkSums::load(&layout.meta(id)).map_err(Unusable::Io)??)
 }
 
@@ -330,9 +330,9 @@ pub fn verify(
     }
 }
 
-/// The length a stored block should have, from its checksum file; for a
-/// server about to send it.
-pub fn check_before_send(layout: &Layout, id: &str) -> std::result::Result<u64, Unusable> {
+/// A stored block's checksums (its length among them), its file's length
+/// checked against them; for a server about to send it.
+pub fn check_before_send(layout: &Layout, id: &str) -> std::result::Result<ChunkSums, Unusable> {
     let len = block_len(layout, id)?;
     let sums = load_sums(layout, id)?;
     if sums.len != len {
@@ -342,7 +342,7 @@ pub fn check_before_send(layout: &Layout, id: &str) -> std::result::Result<u64, 
         }
         .into());
     }
-    Ok(len)
+    Ok(sums)
 }
 
 #[cfg(test)]

@@ -413,39 +413,44 @@ fn handle(
 /// A damaged replica (missing, no valid checksum file, wrong length) is
 /// answered with status 2.
 fn send_block(conn: &TcpStream, layout: &Layout, id: &str, max: u64) -> Result<()> {
+    let Some((f, sums)) = open_to_send(conn, layout, id)? else {
+        return Ok(());
+    };
+    send_range(conn, f, 0, sums.len.min(max), 0)
+}
+
+/// Block `id` opened to be sent, with its chunk checksums (its length
+/// among them); or
+/// `None` when the replica is damaged (missing, no valid checksum file,
+/// wrong length), which has been answered with status 2. Unreadable now
+/// (not damaged) is an error, status 1.
+fn open_to_send(
+    conn: &TcpStream,
+    layout: &Layout,
+    id: &str,
+) -> Result<Option<(File, sluice_formats::chunked::ChunkSums)>> {
     check_id(id)?;
     let path = layout.block(id);
-    let len = match crate::block::check_before_send(layout, id) {
-        Ok(len) => len,
+    let sums = match crate::block::check_before_send(layout, id) {
+        Ok(sums) => sums,
         Err(Unusable::Damaged(d)) => {
             let _ = send_status(conn, STATUS_DAMAGED, &d.to_string());
-            return Ok(());
+            return Ok(None);
         }
-        // Unreadable now (not damaged): an error, status 1.
         Err(Unusable::Io(e)) => return Err(ClusterError::io("reading block", &path, e)),
     };
     let f = File::open(&path).map_err(|e| ClusterError::io("opening block", &path, e))?;
-    send_range(conn, f, 0, len.min(max), 0)
+    Ok(Some((f, sums)))
 }
 
 /// Sends block `id` with its chunk checksums ahead of it (READ_CHECKED).
-/// A damaged replica (missing, no valid checksum file, wrong length) is
-/// answered with status 2; damage inside the bytes is for the reader's
-/// chunk checks to find.
+/// A damaged replica is answered as [`open_to_send`] says; damage inside
+/// the bytes is for the reader's chunk checks to find.
 fn send_checked(conn: &TcpStream, layout: &Layout, id: &str) -> Result<()> {
-    check_id(id)?;
-    let path = layout.block(id);
-    let checked = crate::block::check_before_send(layout, id)
-        .and_then(|len| Ok((len, crate::block::load_sums(layout, id)?)));
-    let (len, sums) = match checked {
-        Ok(v) => v,
-        Err(Unusable::Damaged(d)) => {
-            let _ = send_status(conn, STATUS_DAMAGED, &d.to_string());
-            return Ok(());
-        }
-        Err(Unusable::Io(e)) => return Err(ClusterError::io("reading block", &path, e)),
+    let Some((f, sums)) = open_to_send(conn, layout, id)? else {
+        return Ok(());
     };
-    let f = File::open(&path).map_err(|e| ClusterError::io("opening block", &path, e))?;
+    let len = sums.len;
     send_ok(conn, len, u64::from(sums.chunk))?;
     let crcs: Vec<u8> = sums.crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
     let mut w = conn;

@@ -117,6 +117,30 @@ pub fn local(dir: &Path, input: &Path, job: &[&str]) -> PathBuf {
     out
 }
 
+/// `rows` TeraSort records generated into `dir/tera`, and the local
+/// engine's `terasort --reducers 3` of them in `dir/sorted-local`.
+pub fn tera_sorted_locally(dir: &Path, rows: u32) -> (PathBuf, PathBuf) {
+    let tera = dir.join("tera");
+    ok(sluice()
+        .args(["gen", "tera", "--rows", &rows.to_string(), "--out"])
+        .arg(&tera)
+        .output()
+        .unwrap());
+    let sorted = dir.join("sorted-local");
+    ok(sluice()
+        .args(TERASORT)
+        .arg("--input")
+        .arg(&tera)
+        .arg("--output")
+        .arg(&sorted)
+        .output()
+        .unwrap());
+    (tera, sorted)
+}
+
+/// The TeraSort run of [`tera_sorted_locally`], before its paths.
+pub const TERASORT: [&str; 5] = ["run", "terasort", "-q", "--reducers", "3"];
+
 /// Asserts two directories hold the same files with the same bytes.
 pub fn same_dirs(a: &Path, b: &Path) {
     let names = |d: &Path| {
