@@ -221,6 +221,15 @@ fn word_count_and_terasort_read_and_commit_hdfs_paths() {
     assert_eq!(r["maps"].as_u64(), Some(len.div_ceil(262144) + 1), "{r}");
     // Nothing but the output beside it.
     assert_eq!(h.ls("/"), ["in", "out"]);
+    // Hidden names (markers, other jobs' staging) are skipped by a
+    // directory and by a glob alike.
+    h.put(&gz, "/in/_marker");
+    h.put(&gz, "/in/.staging");
+    let (glob, out_glob) = (h.at("/in/*"), h.at("/out-glob"));
+    ok(h.sluice().args(wc_args(&glob, &out_glob)).output().unwrap());
+    let got = h.get("/out-glob", &d.path().join("got-glob"));
+    assert_eq!(parts_of(&got), parts_of(&want));
+    h.cmd("rm /out-glob");
 
     // The same output again: refused, and the first answer stays.
     let again = h.sluice().args(wc_args(&input, &output)).output().unwrap();
@@ -444,6 +453,17 @@ fn cluster_maps_run_on_the_hosts_of_their_hdfs_blocks() {
         "{}",
         String::from_utf8_lossy(&ls.stdout)
     );
+
+    // TeraSort on the cluster from and to HDFS: split points sampled from
+    // HDFS, the same records in the same order as on local files.
+    let (tera, want_sort) = tera_sorted_locally(d.path(), 20000);
+    h.put(&tera, "/tera");
+    ok(c.submit(&["terasort", "--reducers", "3"])
+        .args(["--input", &h.at("/tera"), "--output", &h.at("/sorted")])
+        .output()
+        .unwrap());
+    let got = h.get("/sorted", &d.path().join("sorted-hdfs"));
+    assert!(concat_parts(&got) == concat_parts(&want_sort));
 
     // put and get between the cluster's data sets and HDFS.
     ok(c.cmd(&["put", "--dataset", "words", &h.at("/in")])

@@ -648,8 +648,9 @@ fn put_sources(path: &Path) -> Result<Vec<(String, sluice_formats::input::InputF
         .collect())
 }
 
-/// The objects an `s3://` path names, each named by its key below the
-/// path (a prefix), or by its last segment (one object or a glob).
+/// The files an `s3://` or `hdfs://` path names, each named by its path
+/// below it (a prefix or directory), or by its last segment (one file or
+/// a glob).
 fn remote_sources(spec: &str) -> Result<Vec<(String, sluice_formats::input::InputFile)>> {
     let store = |e: sluice_storage::StorageError| ClusterError::Config(e.to_string());
     let files = sluice_storage::resolve(spec).map_err(store)?;

@@ -991,9 +991,10 @@ impl Job {
     /// blocks (each at its nearest replica).
     pub fn level(&self, i: usize, w: &Asker<'_>, topo: &Topology) -> Locality {
         if let MapInput::External(e) = &self.inputs[i] {
-            // A range no worker's host holds is as near from any worker
-            // (an object store, or HDFS on other hosts).
-            if e.holders.is_empty() {
+            // A range no live worker's host holds is as near from any
+            // worker (an object store, HDFS on other hosts, or holders
+            // since lost).
+            if e.holders.iter().all(|u| topo.place(u).is_none()) {
                 return Locality::Node;
             }
             return holders_level(&e.holders, w, topo);

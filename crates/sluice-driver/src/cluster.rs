@@ -197,6 +197,11 @@ fn sample(
     req: &JobRequest,
     s: Sampling,
 ) -> Result<Vec<sluice_request::Key>, DriverError> {
+    // An input in an external store is sampled from the store, as a
+    // local job samples it.
+    if sluice_storage::is_remote(&req.input) {
+        return crate::sample::split_points(&req.input, s, req);
+    }
     // `--input a,b` names several data sets: every block of each.
     let mut heads = Vec::new();
     for name in req.input.split(',') {

@@ -451,6 +451,8 @@ fn send_checked(conn: &TcpStream, layout: &Layout, id: &str) -> Result<()> {
         return Ok(());
     };
     let len = sums.len;
+    conn.set_write_timeout(Some(STREAM_WRITE_TIMEOUT))
+        .map_err(|e| ClusterError::net("answering", "peer", e))?;
     send_ok(conn, len, u64::from(sums.chunk))?;
     let crcs: Vec<u8> = sums.crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
     let mut w = conn;
@@ -682,6 +684,13 @@ pub fn read_block(
 
 /// The largest chunk a READ_CHECKED answer may name (a reader's buffer).
 const MAX_CHUNK: u64 = 16 << 20;
+/// The smallest (bounding the CRCs a reader takes in to a 1024th of the
+/// block).
+const MIN_CHUNK: u64 = 4 << 10;
+/// How long a holder waits for a streaming reader to take more of a
+/// READ_CHECKED block: the reader is a map, which may pause to spill
+/// or run slow user code far longer than other transfers' timeout.
+const STREAM_WRITE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Opens block `id` on the worker at `addr` as a stream whose every
 /// chunk is checked against the holder's chunk checksums before it is
@@ -706,16 +715,26 @@ pub fn open_checked_stream(
     if len != want_len {
         return Err(damaged(format!("{len} bytes of {want_len}")));
     }
-    if chunk == 0 || chunk > MAX_CHUNK {
+    if !(MIN_CHUNK..=MAX_CHUNK).contains(&chunk) {
         return Err(damaged(format!("a chunk size of {chunk} bytes")));
     }
     let mut raw = vec![0u8; (len.div_ceil(chunk) * 4) as usize];
     s.read_exact(&mut raw)
         .map_err(|e| ClusterError::net("receiving from", addr, e))?;
-    let crcs = raw
+    let crcs: Vec<u32> = raw
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
         .collect();
+    // The chunks' CRCs must make up the catalog's: then every chunk that
+    // passes its own check is the catalog's block, and no byte handed out
+    // can later turn out to be another block's.
+    let combined = combine_crcs(&crcs, len, chunk);
+    if combined != want_crc {
+        return Err(damaged(format!(
+            "its checksums belong to other data (block CRC {combined:08x}, the catalog's \
+             {want_crc:08x})"
+        )));
+    }
     Ok(CheckedStream {
         conn: BufReader::with_capacity(256 << 10, s),
         addr: addr.to_owned(),
@@ -730,6 +749,17 @@ pub fn open_checked_stream(
         next: 0,
         whole: 0,
         whole_failed: false,
+        failed: false,
+    })
+}
+
+/// The CRC32C of a block of `len` bytes from its chunks' CRCs.
+fn combine_crcs(crcs: &[u32], len: u64, chunk: u64) -> u32 {
+    let mut left = len;
+    crcs.iter().fold(0, |acc, &c| {
+        let k = left.min(chunk);
+        left -= k;
+        crc32c::crc32c_combine(acc, c, k as usize)
     })
 }
 
@@ -755,6 +785,8 @@ pub struct CheckedStream {
     whole: u32,
     /// Every chunk passed but the whole did not match the catalog's CRC.
     whole_failed: bool,
+    /// A check or the transfer failed: nothing more is handed out.
+    failed: bool,
 }
 
 impl CheckedStream {
@@ -808,13 +840,25 @@ impl CheckedStream {
         Ok(())
     }
 
-    /// Reads into `buf`; a failed check or transfer is the error itself.
+    /// Reads into `buf`; a failed check or transfer is the error itself,
+    /// after which the stream hands out nothing more.
     pub fn read_checked(&mut self, buf: &mut [u8]) -> Result<usize> {
+        if self.failed {
+            return Err(ClusterError::Remote(format!(
+                "block {} from {}: the stream failed before",
+                self.id, self.addr
+            )));
+        }
         if self.at == self.chunk.len() {
             if self.pos == self.len || buf.is_empty() {
                 return Ok(0);
             }
-            self.refill()?;
+            if let Err(e) = self.refill() {
+                self.failed = true;
+                self.chunk.clear();
+                self.at = 0;
+                return Err(e);
+            }
         }
         let n = (self.chunk.len() - self.at).min(buf.len());
         buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
@@ -1058,6 +1102,12 @@ mod tests {
         assert!(matches!(e, ClusterError::Damaged { .. }));
         assert_eq!(got.len(), 64 << 10);
         assert!(got[..] == data[..got.len()]);
+        // A stream that failed hands out nothing more.
+        let mut s = open_checked_stream(&addr, &secret(), "b1", len, crc).unwrap();
+        let mut buf = vec![0u8; 64 << 10];
+        assert_eq!(s.read_checked(&mut buf).unwrap(), 64 << 10);
+        assert!(s.read_checked(&mut buf).is_err());
+        assert!(s.read_checked(&mut buf).is_err());
     }
 
     #[test]

@@ -150,7 +150,7 @@ pub(crate) fn resolve_entry(entry: &str, out: &mut Vec<InputFile>) -> Result<()>
         let matched = rt
             .block_on(c.glob_status(&loc.path))
             .map_err(|e| StorageError::hdfs("listing", entry, e))?;
-        let mut matched: Vec<_> = matched.into_iter().collect();
+        let mut matched: Vec<_> = matched.into_iter().filter(|st| !hidden(&st.path)).collect();
         matched.sort_by(|a, b| a.path.cmp(&b.path));
         for st in matched {
             if st.isdir {
@@ -181,13 +181,35 @@ fn list_dir(c: &Arc<Client>, loc: &HdfsPath, dir: &str, out: &mut Vec<InputFile>
         .map_err(|e| StorageError::hdfs("listing", &loc.url_of(dir), e))?;
     listed.sort_by(|a, b| a.path.cmp(&b.path));
     for st in listed {
-        let name = st.path.rsplit('/').next().unwrap_or(&st.path);
-        if st.isdir || name.starts_with(['_', '.']) {
+        if st.isdir || hidden(&st.path) {
             continue;
         }
         out.push(input_file(c, loc, &st));
     }
     Ok(())
+}
+
+/// Whether the last name of `path` starts with `_` or `.` (Hadoop's
+/// hidden files: markers, other jobs' staging directories).
+fn hidden(path: &str) -> bool {
+    path.rsplit('/')
+        .next()
+        .is_some_and(|n| n.starts_with(['_', '.']))
+}
+
+/// The one file at `url` (not a directory, no glob), as an input file:
+/// what a worker reads a planned split of.
+pub(crate) fn open_file(url: &str) -> Result<InputFile> {
+    let loc = HdfsPath::parse(url)?;
+    let c = client(&loc.authority)?;
+    match runtime().block_on(c.get_file_info(&loc.path)) {
+        Ok(st) if !st.isdir => Ok(input_file(&c, &loc, &st)),
+        Ok(_) => Err(StorageError::BadPath(format!(
+            "{url} (a directory, not a file)"
+        ))),
+        Err(HdfsError::FileNotFound(_)) => Err(StorageError::NotFound(url.into())),
+        Err(e) => Err(StorageError::hdfs("reading", url, e)),
+    }
 }
 
 fn input_file(c: &Arc<Client>, loc: &HdfsPath, st: &hdfs_native::client::FileStatus) -> InputFile {
@@ -284,6 +306,13 @@ impl RangeSource for HdfsFile {
     fn fetch(&self, range: std::ops::Range<u64>) -> std::io::Result<Chunks> {
         let r = self.file_reader()?;
         let url = self.url.clone();
+        if range.end > r.file_length() as u64 {
+            // The client panics past the end: the file shrank since it was listed.
+            return Err(std::io::Error::other(format!(
+                "reading {url}: the file is now {} bytes, shorter than when the job planned it",
+                r.file_length()
+            )));
+        }
         let len = (range.end - range.start) as usize;
         Ok(r.read_range_stream(range.start as usize, len)
             .map(move |c| c.map_err(|e| std::io::Error::other(format!("reading {url}: {e}"))))
@@ -317,7 +346,7 @@ pub fn block_hosts(authority: &str, path: &str, len: u64) -> Result<Vec<BlockHos
     );
     let shown = format!("hdfs://{authority}{path} (WebHDFS)");
     let body = runtime().block_on(async {
-        let resp = reqwest::get(&url).await?.error_for_status()?;
+        let resp = http().get(&url).send().await?.error_for_status()?;
         resp.text().await
     });
     let body = body.map_err(|e| StorageError::Web {
@@ -325,6 +354,19 @@ pub fn block_hosts(authority: &str, path: &str, len: u64) -> Result<Vec<BlockHos
         why: e.to_string(),
     })?;
     parse_block_hosts(&body).map_err(|why| StorageError::Web { path: shown, why })
+}
+
+/// The HTTP client of WebHDFS requests: a NameNode that does not answer
+/// costs seconds, not the system's connect timeout, per file.
+fn http() -> &'static reqwest::Client {
+    static HTTP: OnceLock<reqwest::Client> = OnceLock::new();
+    HTTP.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(3))
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .expect("an HTTP client")
+    })
 }
 
 /// Reads WebHDFS's `{"BlockLocations":{"BlockLocation":[{offset, length,
@@ -438,13 +480,22 @@ fn stage_and_rename(
             .block_on(c.rename(&loc.path, &aside, false))
             .map_err(|e| StorageError::hdfs("moving aside the old output", &url, e))?;
     }
-    match runtime().block_on(c.rename(staged, &loc.path, false)) {
-        Ok(()) => {}
-        Err(HdfsError::AlreadyExists(_)) => return Err(StorageError::OutputExists(url)),
-        Err(e) if e.to_string().contains("FileAlreadyExists") => {
-            return Err(StorageError::OutputExists(url))
+    if let Err(e) = runtime().block_on(c.rename(staged, &loc.path, false)) {
+        // The old output goes back where it was (or says where it is).
+        if replacing {
+            if let Err(back) = runtime().block_on(c.rename(&aside, &loc.path, false)) {
+                return Err(StorageError::hdfs(
+                    "committing failed, and the old output stays moved aside to",
+                    &loc.url_of(&aside),
+                    back,
+                ));
+            }
         }
-        Err(e) => return Err(StorageError::hdfs("committing (renaming into)", &url, e)),
+        return Err(match e {
+            HdfsError::AlreadyExists(_) => StorageError::OutputExists(url),
+            e if e.to_string().contains("FileAlreadyExists") => StorageError::OutputExists(url),
+            e => StorageError::hdfs("committing (renaming into)", &url, e),
+        });
     }
     if replacing {
         let _ = runtime().block_on(c.delete(&aside, true));

@@ -78,6 +78,16 @@ pub fn resolve(spec: &str) -> Result<Vec<InputFile>, StorageError> {
     Ok(out)
 }
 
+/// The one file at `url` (`hdfs://` or `s3://`; taken as it is: no list,
+/// no glob, commas and wildcards are part of the name).
+pub fn open_file(url: &str) -> Result<InputFile, StorageError> {
+    if is_hdfs(url) {
+        hdfs::open_file(url)
+    } else {
+        object::open_file(url)
+    }
+}
+
 /// Refuses an output that exists already unless `overwrite`: what a job
 /// checks before it runs, so it does not run in vain.
 pub fn check_output(url: &str, overwrite: bool) -> Result<(), StorageError> {

@@ -100,6 +100,19 @@ pub(crate) fn store(bucket: &str) -> Result<Arc<dyn ObjectStore>> {
     Ok(s)
 }
 
+/// The one object at `url` (no prefix, no glob), as an input file: what
+/// a worker reads a planned split of.
+pub(crate) fn open_file(url: &str) -> Result<InputFile> {
+    let loc = Location::parse(url)?;
+    let store = store(&loc.bucket)?;
+    let path = ObjPath::from(loc.key.as_str());
+    match runtime().block_on(store.head(&path)) {
+        Ok(meta) => Ok(input_file(&loc, store, &loc.key, meta.size)),
+        Err(object_store::Error::NotFound { .. }) => Err(StorageError::NotFound(url.into())),
+        Err(e) => Err(StorageError::store("reading", url, e)),
+    }
+}
+
 pub(crate) fn resolve_entry(entry: &str, out: &mut Vec<InputFile>) -> Result<()> {
     let loc = Location::parse(entry)?;
     let store = store(&loc.bucket)?;

@@ -77,8 +77,9 @@ impl Ranges {
         let (tx, rx) = tokio::sync::mpsc::channel(AHEAD);
         runtime().spawn(async move {
             while let Some(c) = stream.next().await {
+                let failed = c.is_err();
                 // The reader is gone (it stopped early): stop receiving.
-                if tx.send(c).await.is_err() {
+                if tx.send(c).await.is_err() || failed {
                     break;
                 }
             }
@@ -107,7 +108,12 @@ impl Read for Ranges {
             };
             match ahead.blocking_recv() {
                 Some(Ok(b)) => self.chunk = b,
-                Some(Err(e)) => return Err(e),
+                Some(Err(e)) => {
+                    // The range is broken: a later read asks for it anew
+                    // from `pos` rather than skip what it lost.
+                    self.ahead = None;
+                    return Err(e);
+                }
                 None => self.ahead = None,
             }
         }

@@ -884,16 +884,16 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
 /// packets are checksum-verified by the client as they arrive).
 fn external_split(index: usize, e: &proto::ExternalSplit) -> Result<Split> {
     let store = |err: sluice_storage::StorageError| ClusterError::Remote(err.to_string());
-    let mut files = sluice_storage::resolve(&e.url).map_err(store)?;
-    if files.len() != 1 || e.start > e.end || e.end > files[0].len {
+    let file = sluice_storage::open_file(&e.url).map_err(store)?;
+    if e.start > e.end || e.end > file.len {
         return Err(ClusterError::Remote(format!(
-            "{} is not the file the job planned (bytes {}..{} of it)",
-            e.url, e.start, e.end
+            "{} is not the file the job planned (bytes {}..{} of it; it has {})",
+            e.url, e.start, e.end, file.len
         )));
     }
     Ok(Split {
         index,
-        file: std::sync::Arc::new(files.remove(0)),
+        file: std::sync::Arc::new(file),
         start: e.start,
         end: e.end,
     })

@@ -3,13 +3,16 @@
 //! holder's chunk checksums before the map sees it, and the whole block
 //! against the catalog's CRC at its end ([`data::open_checked_stream`]).
 //! When a replica fails a check, or its holder stops answering, the read
-//! goes on from the next holder at the same offset (bytes before it are
+//! goes on from the next holder (or, after a broken transfer, the same
+//! one again) at the same offset (bytes before it are
 //! received again and checked, not handed out twice), so the map never
 //! uses a byte that failed a check and a damaged copy costs no attempt.
-//! Only when every chunk passed but the whole block did not match the
-//! catalog (a copy consistent with its own checksums, yet another block)
-//! does the read fail, since bytes already used are suspect: the attempt
-//! fails and runs again. Damaged copies are blamed in the task's report.
+//! A holder's chunk CRCs must combine to the catalog's CRC before any
+//! byte is used, so a copy consistent with its own checksums yet another
+//! block is refused at once; should the whole still mismatch at the end,
+//! the read fails rather than go on, since bytes already used are
+//! suspect, and the attempt runs again. Damaged copies are blamed in the
+//! task's report.
 
 use std::io::Read;
 use std::sync::{Arc, Mutex};
@@ -78,6 +81,7 @@ impl RemoteSource for Streamed {
         let mut r = Failover {
             from: self.clone(),
             tried: 0,
+            damaged: Vec::new(),
             current: None,
             pos: 0,
             last: None,
@@ -94,6 +98,8 @@ struct Failover {
     from: Streamed,
     /// Holders tried so far.
     tried: usize,
+    /// Holders whose copy failed a check.
+    damaged: Vec<String>,
     current: Option<CheckedStream>,
     /// Bytes handed out.
     pos: u64,
@@ -102,7 +108,10 @@ struct Failover {
 }
 
 impl Failover {
-    /// Opens the next holder that answers, positioned at `pos`.
+    /// Opens the next holder that answers, positioned at `pos`: holders
+    /// in turn, the nearest first, each tried again after a transfer that
+    /// broke (up to twice each in all), never one whose copy failed a
+    /// check.
     fn open(&mut self) -> std::io::Result<()> {
         let Streamed {
             secret,
@@ -110,9 +119,12 @@ impl Failover {
             sources,
             ..
         } = self.from.clone();
-        while self.tried < sources.len() {
-            let addr = &sources[self.tried];
+        while self.tried < 2 * sources.len() {
+            let addr = &sources[self.tried % sources.len()];
             self.tried += 1;
+            if self.damaged.contains(addr) {
+                continue;
+            }
             let opened = data::open_checked_stream(addr, &secret, &block.id, block.len, block.crc)
                 .and_then(|s| skip(s, self.pos));
             match opened {
@@ -134,6 +146,7 @@ impl Failover {
     fn failed(&mut self, addr: String, e: ClusterError) {
         tracing::warn!("block {}: reading from {addr}: {e}", self.from.block.id);
         if let ClusterError::Damaged { damage, .. } = &e {
+            self.damaged.push(addr.clone());
             lock(&self.from.seen).corrupt.push(proto::CorruptReplica {
                 block: self.from.block.id.clone(),
                 worker: String::new(),

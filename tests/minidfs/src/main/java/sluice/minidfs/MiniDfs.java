@@ -31,7 +31,8 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  *     directory in, with Hadoop's own client (an oracle independent of
  *     Sluice's).
  * <li>{@code get PATH LOCAL}: copies a file or directory out.
- * <li>{@code chmod PATH OCTAL}, {@code mkdir PATH}, {@code exists PATH}
+ * <li>{@code chmod PATH OCTAL}, {@code mkdir PATH}, {@code rm PATH}
+ *     (recursively), {@code exists PATH}
  *     ({@code ok true} or {@code ok false}), {@code ls PATH} (names, one
  *     line, space-separated, hidden ones too).
  * </ul>
@@ -147,6 +148,9 @@ public final class MiniDfs {
                 return "";
             case "chmod":
                 fs.setPermission(new Path(w[1]), new FsPermission(Short.parseShort(w[2], 8)));
+                return "";
+            case "rm":
+                fs.delete(new Path(w[1]), true);
                 return "";
             case "mkdir":
                 fs.mkdirs(new Path(w[1]));
