@@ -283,6 +283,13 @@ fn hdfs_errors_are_clear_and_a_killed_commit_shows_nothing() {
         "{err}"
     );
 
+    // A directory with no input files in it.
+    h.cmd("mkdir /empty");
+    h.put(&part_files(&data)[0], "/empty/_hidden");
+    let empty = h.at("/empty");
+    let err = fails(h.sluice().args(wc_args(&empty, &out)).output().unwrap());
+    assert!(err.contains("holds no input files"), "{err}");
+
     // A NameNode nobody serves: a clear error within seconds.
     let t = Instant::now();
     let err = fails(

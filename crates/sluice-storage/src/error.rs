@@ -9,6 +9,9 @@ pub enum StorageError {
     /// Nothing matches the input path.
     #[error("input path does not exist: {0}")]
     NotFound(String),
+    /// The input path is a directory with no files (none not hidden).
+    #[error("input path {0} is a directory that holds no input files (names starting with _ or . are skipped)")]
+    Empty(String),
     /// The output exists and overwriting was not asked for.
     #[error("output {0} already exists (its _SUCCESS manifest is there); pass --overwrite to replace it")]
     OutputExists(String),

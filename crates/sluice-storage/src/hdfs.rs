@@ -167,7 +167,12 @@ pub(crate) fn resolve_entry(entry: &str, out: &mut Vec<InputFile>) -> Result<()>
         Err(e) => return Err(StorageError::hdfs("reading", entry, e)),
     };
     if st.isdir {
-        list_dir(&c, &loc, &loc.path, out)
+        let before = out.len();
+        list_dir(&c, &loc, &loc.path, out)?;
+        if out.len() == before {
+            return Err(StorageError::Empty(entry.into()));
+        }
+        Ok(())
     } else {
         out.push(input_file(&c, &loc, &st));
         Ok(())
