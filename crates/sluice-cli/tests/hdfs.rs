@@ -184,15 +184,7 @@ fn word_count_and_terasort_read_and_commit_hdfs_paths() {
     let d = tempfile::tempdir().unwrap();
     let data = gen(d.path(), "3MB");
     let gz = d.path().join("more.gz");
-    ok(Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "head -c 200000 {} | gzip > {}",
-            part_files(&data)[0].display(),
-            gz.display()
-        ))
-        .output()
-        .unwrap());
+    gzip_head(&part_files(&data)[0], &gz, 200_000);
     let local_in = d.path().join("local-in");
     std::fs::create_dir_all(&local_in).unwrap();
     std::fs::copy(part_files(&data)[0].clone(), local_in.join("part-00000")).unwrap();

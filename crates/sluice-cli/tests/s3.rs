@@ -174,15 +174,7 @@ fn word_count_reads_and_commits_s3_paths() {
     m.py("s.create_bucket(Bucket='data')");
     m.upload(&part_files(&data)[0], "in/part-00000");
     let gz = d.path().join("more.gz");
-    ok(Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "head -c 200000 {} | gzip > {}",
-            part_files(&data)[0].display(),
-            gz.display()
-        ))
-        .output()
-        .unwrap());
+    gzip_head(&part_files(&data)[0], &gz, 200_000);
     m.upload(&gz, "in/more.gz");
 
     // The local answer over the same bytes.

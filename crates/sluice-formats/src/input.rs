@@ -19,6 +19,17 @@ pub enum Codec {
     Gzip,
 }
 
+impl Codec {
+    /// The codec of a file named `name`, by its extension.
+    pub fn of_name(name: &str) -> Codec {
+        if name.ends_with(".gz") {
+            Codec::Gzip
+        } else {
+            Codec::None
+        }
+    }
+}
+
 /// One resolved input file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputFile {
@@ -338,10 +349,7 @@ fn input_file(path: &Path) -> Result<InputFile> {
     let meta = std::fs::metadata(path).map_err(|e| FormatError::io("reading", path, e))?;
     // Opening now turns a permission problem into an error before any task runs.
     std::fs::File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
-    let codec = match path.extension().and_then(|e| e.to_str()) {
-        Some("gz") => Codec::Gzip,
-        _ => Codec::None,
-    };
+    let codec = Codec::of_name(&path.to_string_lossy());
     Ok(InputFile {
         path: path.to_owned(),
         len: meta.len(),

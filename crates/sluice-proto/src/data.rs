@@ -660,11 +660,7 @@ pub fn read_block(
         &secret_bytes(secret),
         None,
     )?;
-    let damaged = |damage: String| ClusterError::Damaged {
-        block: id.to_owned(),
-        holder: addr.to_owned(),
-        damage,
-    };
+    let damaged = |damage: String| damaged(id, addr, damage);
     if len != want_len {
         return Err(damaged(format!("{len} bytes of {want_len}")));
     }
@@ -680,6 +676,15 @@ pub fn read_block(
         )));
     }
     Ok(n)
+}
+
+/// Block `block`'s replica on `holder` is damaged: `damage` says how.
+fn damaged(block: &str, holder: &str, damage: String) -> ClusterError {
+    ClusterError::Damaged {
+        block: block.to_owned(),
+        holder: holder.to_owned(),
+        damage,
+    }
 }
 
 /// The largest chunk a READ_CHECKED answer may name (a reader's buffer).
@@ -707,11 +712,7 @@ pub fn open_checked_stream(
 ) -> Result<CheckedStream> {
     let req = Request::ReadChecked { id: id.into() };
     let (mut s, len, chunk) = call(addr, &req, &secret_bytes(secret), None)?;
-    let damaged = |damage: String| ClusterError::Damaged {
-        block: id.to_owned(),
-        holder: addr.to_owned(),
-        damage,
-    };
+    let damaged = |damage: String| damaged(id, addr, damage);
     if len != want_len {
         return Err(damaged(format!("{len} bytes of {want_len}")));
     }
@@ -815,11 +816,7 @@ impl CheckedStream {
         self.conn
             .read_exact(&mut self.chunk)
             .map_err(|e| ClusterError::net("receiving from", &self.addr, e))?;
-        let damaged = |damage: String| ClusterError::Damaged {
-            block: self.id.clone(),
-            holder: self.addr.clone(),
-            damage,
-        };
+        let damaged = |damage: String| damaged(&self.id, &self.addr, damage);
         let crc = crc32c::crc32c(&self.chunk);
         if crc != self.crcs[self.next] {
             return Err(damaged(format!(

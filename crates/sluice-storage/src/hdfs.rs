@@ -223,11 +223,7 @@ fn input_file(c: &Arc<Client>, loc: &HdfsPath, st: &hdfs_native::client::FileSta
     InputFile {
         path: url.clone().into(),
         len,
-        codec: if st.path.ends_with(".gz") {
-            Codec::Gzip
-        } else {
-            Codec::None
-        },
+        codec: Codec::of_name(&st.path),
         checks: None,
         resident: None,
         remote: Some(Remote(Arc::new(HdfsFile {

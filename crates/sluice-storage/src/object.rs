@@ -224,11 +224,7 @@ pub(crate) fn get_all(store: &Arc<dyn ObjectStore>, key: &str, shown: &str) -> R
 
 fn input_file(loc: &Location, store: Arc<dyn ObjectStore>, key: &str, len: u64) -> InputFile {
     let url = loc.url_of(key);
-    let codec = if key.ends_with(".gz") {
-        Codec::Gzip
-    } else {
-        Codec::None
-    };
+    let codec = Codec::of_name(key);
     InputFile {
         path: url.clone().into(),
         len,

@@ -117,6 +117,19 @@ pub fn local(dir: &Path, input: &Path, job: &[&str]) -> PathBuf {
     out
 }
 
+/// The first `bytes` of `src` gzipped into `dst` (a gzip input file).
+pub fn gzip_head(src: &Path, dst: &Path, bytes: u64) {
+    ok(Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "head -c {bytes} {} | gzip > {}",
+            src.display(),
+            dst.display()
+        ))
+        .output()
+        .unwrap());
+}
+
 /// `rows` TeraSort records generated into `dir/tera`, and the local
 /// engine's `terasort --reducers 3` of them in `dir/sorted-local`.
 pub fn tera_sorted_locally(dir: &Path, rows: u32) -> (PathBuf, PathBuf) {
