@@ -19,6 +19,12 @@ pub trait Aggregator: Send + Sync {
             "an aggregator must fold accumulators of its own width"
         );
     }
+
+    /// Whether this aggregator is [`SumU64`]: a collector may then add
+    /// 8-byte counts itself rather than call it once per record.
+    fn is_sum_u64(&self) -> bool {
+        false
+    }
 }
 
 /// Sums 8-byte little-endian `u64` values (word count's combiner).
@@ -40,6 +46,10 @@ impl SumU64 {
 }
 
 impl Aggregator for SumU64 {
+    fn is_sum_u64(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn fold_in_place(&self, acc: &mut [u8], value: &[u8]) -> bool {
         match (Self::decode(acc), Self::decode(value)) {

@@ -16,7 +16,7 @@ use sluice_formats::input::RecordFormat;
 use sluice_formats::input::{MapSplit, Split};
 use sluice_formats::read::{read_line_blocks, read_split, ReadOptions};
 use sluice_formats::spill::SpillWriter;
-use sluice_sort::{Collector, HashCollector, SortCollector};
+use sluice_sort::{AnyCollector, Collector, HashCollector, SortCollector};
 
 use crate::commit::Committer;
 use crate::config::{BadRecordPolicy, EngineConfig};
@@ -275,7 +275,7 @@ impl<'a> BadRecords<'a> {
 /// Collects map output and spills it when the thread's budget is reached.
 struct CollectSink<'a> {
     phase: &'a MapPhase<'a>,
-    collector: Box<dyn Collector>,
+    collector: AnyCollector,
     budget: usize,
     counters: Counters,
     runs: Vec<PathBuf>,
@@ -286,12 +286,12 @@ impl<'a> CollectSink<'a> {
     fn new(phase: &'a MapPhase<'a>) -> Self {
         let job = phase.job;
         let parts = phase.partitions();
-        let collector: Box<dyn Collector> = match &job.aggregator {
-            Some(agg) => Box::new(
+        let collector = match &job.aggregator {
+            Some(agg) => AnyCollector::Hash(
                 HashCollector::new(agg.clone(), job.partitioner.clone(), parts, job.key_order)
                     .with_budget(phase.cfg.collect_budget()),
             ),
-            None => Box::new(SortCollector::new(
+            None => AnyCollector::Sort(SortCollector::new(
                 job.partitioner.clone(),
                 parts,
                 job.key_order,
@@ -341,7 +341,7 @@ impl Sink for CollectSink<'_> {
         if let Err(e) = self.collector.collect(key, value) {
             return Err(self.fail(e.into()));
         }
-        if self.collector.memory() >= self.budget {
+        if self.collector.over(self.budget) {
             if let Err(e) = self.spill() {
                 return Err(self.fail(e));
             }

@@ -20,12 +20,69 @@ pub trait Collector: Send {
     /// Bytes of memory the collected records hold.
     fn memory(&self) -> usize;
 
+    /// Whether [`Collector::memory`] has reached `budget`, asked after
+    /// every record. A collector whose memory grows only now and then may
+    /// answer without adding it up each time, but must say yes whenever
+    /// it has grown to the budget.
+    fn over(&mut self, budget: usize) -> bool {
+        self.memory() >= budget
+    }
+
     /// Whether nothing is collected.
     fn is_empty(&self) -> bool;
 
     /// Writes everything collected to `w` sorted by (partition, key order),
     /// combined where the job allows, and empties the collector.
     fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()>;
+}
+
+/// Either collector, called without a virtual call: the engine calls
+/// `collect` once per map output record, and a call through a trait
+/// object could not be inlined into its caller.
+pub enum AnyCollector {
+    /// Hash grouping at emit time.
+    Hash(crate::HashCollector),
+    /// Sort on spill.
+    Sort(SortCollector),
+}
+
+impl Collector for AnyCollector {
+    #[inline]
+    fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        match self {
+            AnyCollector::Hash(c) => c.collect(key, value),
+            AnyCollector::Sort(c) => c.collect(key, value),
+        }
+    }
+
+    fn memory(&self) -> usize {
+        match self {
+            AnyCollector::Hash(c) => c.memory(),
+            AnyCollector::Sort(c) => c.memory(),
+        }
+    }
+
+    #[inline]
+    fn over(&mut self, budget: usize) -> bool {
+        match self {
+            AnyCollector::Hash(c) => c.over(budget),
+            AnyCollector::Sort(c) => c.over(budget),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            AnyCollector::Hash(c) => c.is_empty(),
+            AnyCollector::Sort(c) => c.is_empty(),
+        }
+    }
+
+    fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()> {
+        match self {
+            AnyCollector::Hash(c) => c.spill(w, counters),
+            AnyCollector::Sort(c) => c.spill(w, counters),
+        }
+    }
 }
 
 /// Index entry of one record in the arena: 32 bytes, and all the sort moves.

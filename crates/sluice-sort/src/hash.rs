@@ -16,7 +16,8 @@ use crate::collect::Collector;
 use crate::order::{key_cmp, prefix};
 use crate::radix::{self, SpillEntry};
 use crate::table::{
-    advise_huge_pages, prefetch, Probe, Slot, Table, AHEAD, INLINE_KEY, INLINE_VALUE,
+    advise_huge_pages, padded, prefetch, short_hash, Probe, Slot, Table, AHEAD, INLINE_KEY,
+    INLINE_VALUE,
 };
 use crate::{Result, SortError};
 
@@ -24,13 +25,24 @@ use crate::{Result, SortError};
 /// copies, and its buffers should stay small.
 const QUEUED_BYTES: usize = 256;
 
-/// A collected record waiting for its slot: its hash, and a copy of its
-/// key followed by its value (the buffer is reused).
+/// A collected record waiting for its slot: its hash, and a copy of it.
+/// A short record (key and value fit a slot, as word count's do) waits in
+/// `key` and `val`; a longer one in `bytes`, key then value (the buffer
+/// is reused).
 #[derive(Default)]
 struct Pending {
     hash: u64,
     klen: usize,
+    vlen: usize,
+    key: [u8; INLINE_KEY],
+    val: [u8; INLINE_VALUE],
     bytes: Vec<u8>,
+}
+
+impl Pending {
+    fn is_short(&self) -> bool {
+        self.klen <= INLINE_KEY && self.vlen <= INLINE_VALUE
+    }
 }
 
 /// A hash table from key to accumulator. Memory grows with distinct keys,
@@ -41,6 +53,8 @@ pub struct HashCollector {
     scratch: Vec<u8>,
     hasher: foldhash::fast::FixedState,
     agg: Arc<dyn Aggregator>,
+    /// Whether `agg` is `SumU64`, whose 8-byte counts are added here.
+    sum_u64: bool,
     partitioner: Arc<dyn Partitioner>,
     partitions: u32,
     order: KeyOrder,
@@ -58,14 +72,9 @@ pub struct HashCollector {
     /// quarters of it, so a long map phase does not reallocate them at
     /// every spill.
     budget: Option<usize>,
-}
-
-fn padded(key: &[u8]) -> [u8; INLINE_KEY] {
-    let mut k = [0u8; INLINE_KEY];
-    if key.len() <= INLINE_KEY {
-        k[..key.len()].copy_from_slice(key);
-    }
-    k
+    /// Whether the memory held may have grown since [`Collector::over`]
+    /// last looked: only a new key or a longer accumulator grows it.
+    grown: bool,
 }
 
 impl HashCollector {
@@ -81,6 +90,7 @@ impl HashCollector {
             arena: Vec::new(),
             scratch: Vec::new(),
             hasher: foldhash::fast::FixedState::with_seed(0x5eed),
+            sum_u64: agg.is_sum_u64(),
             agg,
             partitioner,
             partitions: partitions.max(1),
@@ -92,6 +102,7 @@ impl HashCollector {
             spill_order: Vec::new(),
             spill_scratch: Vec::new(),
             budget: None,
+            grown: false,
         }
     }
 
@@ -153,6 +164,16 @@ impl HashCollector {
         }
     }
 
+    /// The hash of `key`, whose padded form is `short` when it fits a slot.
+    #[inline]
+    fn hash(&self, key: &[u8], short: &[u8; INLINE_KEY]) -> u64 {
+        if key.len() <= INLINE_KEY {
+            short_hash(short, key.len())
+        } else {
+            self.hasher.hash_one(key)
+        }
+    }
+
     fn fold_into(
         arena: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
@@ -175,8 +196,8 @@ impl HashCollector {
         Self::set_value(arena, slot, scratch);
     }
 
-    fn new_slot(&mut self, key: &[u8], hash: u64, value: &[u8]) -> Slot {
-        let mut slot = Slot::new(padded(key), key.len());
+    fn new_slot(&mut self, key: &[u8], short: [u8; INLINE_KEY], hash: u64, value: &[u8]) -> Slot {
+        let mut slot = Slot::new(short, key.len());
         if key.len() > INLINE_KEY {
             slot.key[..4].copy_from_slice(&(self.arena.len() as u32).to_le_bytes());
             slot.key[8..].copy_from_slice(&hash.to_le_bytes());
@@ -189,19 +210,19 @@ impl HashCollector {
     /// The hash of the key in `s`, as [`Collector::collect`] computed it.
     fn slot_hash(&self, s: &Slot) -> u64 {
         if s.klen() <= INLINE_KEY {
-            self.hasher.hash_one(&s.key[..s.klen()])
+            short_hash(&s.key, s.klen())
         } else {
             s.long_hash()
         }
     }
 
-    fn probe(&self, hash: u64, key: &[u8]) -> Probe {
-        let short = padded(key);
+    #[inline(always)]
+    fn probe(&self, hash: u64, key: &[u8], short: &[u8; INLINE_KEY]) -> Probe {
         let arena = &self.arena;
         self.table.probe(hash, |s| {
             s.klen() == key.len()
                 && if key.len() <= INLINE_KEY {
-                    s.key == short
+                    s.key == *short
                 } else {
                     s.long_hash() == hash && Self::key(arena, s) == key
                 }
@@ -209,31 +230,68 @@ impl HashCollector {
     }
 
     /// Folds one record into its key's slot, making the slot if it is new.
-    fn fold(&mut self, hash: u64, key: &[u8], value: &[u8]) -> Result<()> {
+    /// Adds an 8-byte count to an 8-byte accumulator (`SumU64`'s fold,
+    /// without the call); `false` if either is another width.
+    #[inline]
+    fn add_count(slot: &mut Slot, value: &[u8]) -> bool {
+        match <[u8; 8]>::try_from(value) {
+            Ok(v) if slot.vlen == 8 => {
+                let sum = u64::from_le_bytes(slot.val).wrapping_add(u64::from_le_bytes(v));
+                slot.val = sum.to_le_bytes();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `short` is the key padded (see [`padded`]) when it fits a slot.
+    #[inline]
+    fn fold(&mut self, hash: u64, key: &[u8], short: [u8; INLINE_KEY], value: &[u8]) -> Result<()> {
         self.check_room(key.len() + value.len())?;
         if self.table.is_unallocated() {
             self.grow();
         }
-        match self.probe(hash, key) {
-            Probe::Found(i) => Self::fold_into(
-                &mut self.arena,
-                &mut self.scratch,
-                self.agg.as_ref(),
-                self.table.slot_mut(i),
-                value,
-            ),
-            Probe::Vacant(mut i) => {
-                if self.table.is_full() {
-                    self.grow();
-                    i = match self.probe(hash, key) {
-                        Probe::Vacant(i) | Probe::Found(i) => i,
-                    };
+        match self.probe(hash, key, &short) {
+            Probe::Found(i) => {
+                if self.sum_u64 && Self::add_count(self.table.slot_mut(i), value) {
+                    return Ok(());
                 }
-                let slot = self.new_slot(key, hash, value);
-                self.table.fill(i, slot);
+                let arena = self.arena.len();
+                Self::fold_into(
+                    &mut self.arena,
+                    &mut self.scratch,
+                    self.agg.as_ref(),
+                    self.table.slot_mut(i),
+                    value,
+                );
+                self.grown |= self.arena.len() != arena;
             }
+            Probe::Vacant(i) => self.insert(i, hash, key, short, value),
         }
         Ok(())
+    }
+
+    /// Makes the slot of a new key at the vacant slot `i`, growing the
+    /// table first when it is full. Out of line: most records find their
+    /// key.
+    #[inline(never)]
+    fn insert(
+        &mut self,
+        mut i: usize,
+        hash: u64,
+        key: &[u8],
+        short: [u8; INLINE_KEY],
+        value: &[u8],
+    ) {
+        if self.table.is_full() {
+            self.grow();
+            i = match self.probe(hash, key, &short) {
+                Probe::Vacant(i) | Probe::Found(i) => i,
+            };
+        }
+        let slot = self.new_slot(key, short, hash, value);
+        self.table.fill(i, slot);
+        self.grown = true;
     }
 
     fn grow(&mut self) {
@@ -243,13 +301,20 @@ impl HashCollector {
     }
 
     /// Folds in the oldest queued record.
+    #[inline]
     fn fold_oldest(&mut self) -> Result<()> {
         let at = self.head;
-        let p = &mut self.queue[at];
-        let (hash, klen, bytes) = (p.hash, p.klen, std::mem::take(&mut p.bytes));
         self.head = (at + 1) % AHEAD;
         self.queued -= 1;
-        let r = self.fold(hash, &bytes[..klen], &bytes[klen..]);
+        let p = &mut self.queue[at];
+        let (hash, klen, vlen) = (p.hash, p.klen, p.vlen);
+        if p.is_short() {
+            let (key, val) = (p.key, p.val);
+            return self.fold(hash, &key[..klen], key, &val[..vlen]);
+        }
+        let bytes = std::mem::take(&mut p.bytes);
+        let (key, value) = bytes.split_at(klen);
+        let r = self.fold(hash, key, padded(key), value);
         self.queue[at].bytes = bytes; // kept for the next record queued there
         r
     }
@@ -327,10 +392,11 @@ impl Collector for HashCollector {
     #[inline]
     fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.folded += 1;
-        let hash = self.hasher.hash_one(key);
+        let short = padded(key);
+        let hash = self.hash(key, &short);
         if key.len() + value.len() > QUEUED_BYTES {
             self.drain()?;
-            return self.fold(hash, key, value);
+            return self.fold(hash, key, short, value);
         }
         self.table.prefetch(hash);
         if self.queued == AHEAD {
@@ -339,11 +405,29 @@ impl Collector for HashCollector {
         let p = &mut self.queue[(self.head + self.queued) % AHEAD];
         p.hash = hash;
         p.klen = key.len();
-        p.bytes.clear();
-        p.bytes.extend_from_slice(key);
-        p.bytes.extend_from_slice(value);
+        p.vlen = value.len();
+        if p.is_short() {
+            p.key = short;
+            p.val = match value.try_into() {
+                Ok(v) => v, // 8 bytes, as counts are: no copy loop
+                Err(_) => {
+                    let mut v = [0; INLINE_VALUE];
+                    v[..value.len()].copy_from_slice(value);
+                    v
+                }
+            };
+        } else {
+            p.bytes.clear();
+            p.bytes.extend_from_slice(key);
+            p.bytes.extend_from_slice(value);
+        }
         self.queued += 1;
         Ok(())
+    }
+
+    #[inline]
+    fn over(&mut self, budget: usize) -> bool {
+        std::mem::take(&mut self.grown) && self.memory() >= budget
     }
 
     /// What the collector holds now, plus what it would need before it

@@ -22,7 +22,7 @@ mod order;
 mod radix;
 mod table;
 
-pub use collect::{Collector, SortCollector, SpillSink};
+pub use collect::{AnyCollector, Collector, SortCollector, SpillSink};
 pub use error::SortError;
 pub use hash::HashCollector;
 pub use merge::{reduce_groups, ErrorSink, GroupStats, Merger};

@@ -13,6 +13,51 @@ pub(crate) const INLINE_KEY: usize = 16;
 /// Accumulators up to this many bytes live inside their slot.
 pub(crate) const INLINE_VALUE: usize = 8;
 
+/// A key of at most [`INLINE_KEY`] bytes zero-padded to 16, as a slot
+/// holds it (a longer key gives zeros). Word-sized loads that may overlap
+/// instead of a byte copy: the copy was a library call per record.
+#[inline]
+pub(crate) fn padded(key: &[u8]) -> [u8; INLINE_KEY] {
+    let n = key.len();
+    let word = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().expect("8 bytes"));
+    let half = |at: usize| u32::from_le_bytes(key[at..at + 4].try_into().expect("4 bytes")) as u64;
+    let (lo, hi) = match n {
+        // The last word overlaps the first; shifted so each byte lands at
+        // its own place after byte 8.
+        8..=INLINE_KEY => (
+            word(0),
+            word(n - 8).checked_shr(8 * (16 - n) as u32).unwrap_or(0),
+        ),
+        4..=7 => (half(0) | half(n - 4) << (8 * (n - 4)), 0),
+        1..=3 => {
+            let b = |i: usize| (key[i] as u64) << (8 * i);
+            (b(0) | b(n / 2) | b(n - 1), 0)
+        }
+        _ => (0, 0),
+    };
+    let mut k = [0u8; INLINE_KEY];
+    k[..8].copy_from_slice(&lo.to_le_bytes());
+    k[8..].copy_from_slice(&hi.to_le_bytes());
+    k
+}
+
+/// The hash of a key of at most [`INLINE_KEY`] bytes from its padded form
+/// and length: one folded multiply of its two words (foldhash's core step)
+/// instead of a streaming hasher's length prefix and byte loop. The length
+/// is added after the multiply (times an odd constant): keys that pad to
+/// the same words then differ in every home bit from the lowest up, where
+/// mixing it into the words could cancel a data byte.
+#[inline]
+pub(crate) fn short_hash(key: &[u8; INLINE_KEY], len: usize) -> u64 {
+    const A: u64 = 0x243f_6a88_85a3_08d3;
+    const B: u64 = 0x1319_8a2e_0370_7344;
+    const L: u64 = 0xa409_3822_299f_31d1;
+    let lo = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
+    let hi = u64::from_le_bytes(key[8..].try_into().expect("8 bytes"));
+    let p = ((lo ^ A) as u128) * ((hi ^ B) as u128);
+    ((p as u64) ^ ((p >> 64) as u64)).wrapping_add((len as u64).wrapping_mul(L))
+}
+
 /// One distinct key, 32 bytes and 32-aligned so a slot never straddles a
 /// cache line. Short keys and accumulators (word count's are both) live in
 /// the slot itself; a longer key lives in the arena, with its offset in the
@@ -251,3 +296,42 @@ pub(crate) fn prefetch<T>(at: &T) {
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
 pub(crate) fn prefetch<T>(_at: &T) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padded_keys_are_the_key_then_zeros() {
+        let bytes: Vec<u8> = (1..=40).collect();
+        for start in 0..8 {
+            for n in 0..=24 {
+                let key = &bytes[start..start + n];
+                let mut want = [0u8; INLINE_KEY];
+                if n <= INLINE_KEY {
+                    want[..n].copy_from_slice(key);
+                }
+                assert_eq!(padded(key), want, "length {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn short_hashes_tell_lengths_and_bytes_apart() {
+        let mut seen = std::collections::HashSet::new();
+        for n in 0..=INLINE_KEY {
+            for b in 0..=255u8 {
+                let key = vec![b; n];
+                seen.insert(short_hash(&padded(&key), n));
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        // Zero-padded keys of every length, and their low bits spread.
+        assert_eq!(seen.len(), 1 + 16 * 256);
+        let homes: std::collections::HashSet<u64> = seen.iter().map(|h| h & 0xfff).collect();
+        // 4,097 hashes in 4,096 homes: about 4096 * (1 - 1/e) = 2,589 if random.
+        assert!(homes.len() > 2400, "{} homes of 4096", homes.len());
+    }
+}
