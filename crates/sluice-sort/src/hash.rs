@@ -6,7 +6,6 @@
 //! cache. With millions of distinct keys, a lookup that waited for memory
 //! each time dominated the map phase.
 
-use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use sluice_api::{Aggregator, Counters, KeyOrder, Partitioner, TaskCounter};
@@ -16,8 +15,8 @@ use crate::collect::Collector;
 use crate::order::{key_cmp, prefix};
 use crate::radix::{self, SpillEntry};
 use crate::table::{
-    advise_huge_pages, padded, prefetch, short_hash, Probe, Slot, Table, AHEAD, INLINE_KEY,
-    INLINE_VALUE,
+    advise_huge_pages, long_hash, padded, prefetch, short_hash, Probe, Slot, Table, AHEAD,
+    INLINE_KEY, INLINE_VALUE,
 };
 use crate::{Result, SortError};
 
@@ -51,7 +50,6 @@ pub struct HashCollector {
     table: Table,
     arena: Vec<u8>,
     scratch: Vec<u8>,
-    hasher: foldhash::fast::FixedState,
     agg: Arc<dyn Aggregator>,
     /// Whether `agg` is `SumU64`, whose 8-byte counts are added here.
     sum_u64: bool,
@@ -89,7 +87,6 @@ impl HashCollector {
             table: Table::default(),
             arena: Vec::new(),
             scratch: Vec::new(),
-            hasher: foldhash::fast::FixedState::with_seed(0x5eed),
             sum_u64: agg.is_sum_u64(),
             agg,
             partitioner,
@@ -170,7 +167,7 @@ impl HashCollector {
         if key.len() <= INLINE_KEY {
             short_hash(short, key.len())
         } else {
-            self.hasher.hash_one(key)
+            long_hash(key)
         }
     }
 
@@ -327,6 +324,29 @@ impl HashCollector {
         Ok(())
     }
 
+    /// The second stage of the lookup pipeline, for a long key: the record
+    /// halfway through the queue had its home slot prefetched half a queue
+    /// ago; if that slot holds a key with the same length and hash (most
+    /// often the very key), its arena bytes are fetched now, so the
+    /// comparison that confirms the match does not wait for memory.
+    #[inline]
+    fn prefetch_found_key(&self) {
+        const MID: usize = AHEAD / 2;
+        if self.queued <= MID {
+            return;
+        }
+        let p = &self.queue[(self.head + self.queued - 1 - MID) % AHEAD];
+        if p.klen <= INLINE_KEY {
+            return;
+        }
+        if let Some(s) = self.table.home_slot(p.hash) {
+            if s.klen() == p.klen && s.long_hash() == p.hash {
+                prefetch(&self.arena[Slot::off(&s.key)]);
+                prefetch(&self.arena[Slot::off(&s.key) + p.klen - 1]);
+            }
+        }
+    }
+
     /// Prefetches the arena bytes of a slot's long key and value.
     #[inline]
     fn prefetch_arena(&self, s: &Slot) {
@@ -372,8 +392,14 @@ impl HashCollector {
             if let Some(ahead) = order.get(n + AHEAD) {
                 self.prefetch_arena(self.table.slot(ahead.slot as usize));
             }
-            let k = Self::key(&self.arena, self.table.slot(order[n].slot as usize));
-            order[n].prefix = prefix(self.order, k);
+            let s = self.table.slot(order[n].slot as usize);
+            let k = Self::key(&self.arena, s);
+            order[n].prefix = match self.order {
+                // The fingerprint is the high half of the hash the slot
+                // has or is quick to recompute: no pass over the key.
+                KeyOrder::Fingerprint => self.slot_hash(s) >> 32,
+                KeyOrder::Bytewise => prefix(self.order, k),
+            };
             order[n].part = self.partitioner.partition(k, self.partitions);
         }
         let mut scratch = std::mem::take(&mut self.spill_scratch);
@@ -422,6 +448,7 @@ impl Collector for HashCollector {
             p.bytes.extend_from_slice(value);
         }
         self.queued += 1;
+        self.prefetch_found_key();
         Ok(())
     }
 

@@ -4,12 +4,13 @@ use std::cmp::Ordering;
 
 use sluice_api::KeyOrder;
 
-/// A 32-bit key fingerprint (FNV-1a): cheap, well spread, stable across runs.
+/// A 32-bit key fingerprint: the high half of Sluice's key hash (a folded
+/// multiply per 16 key bytes), cheap, well spread, stable across runs and
+/// machines. The hash collector keeps each key's hash, so its spills take
+/// the fingerprint without reading or hashing the key again.
 #[inline]
 pub fn fingerprint(key: &[u8]) -> u32 {
-    key.iter().fold(0x811c_9dc5u32, |h, &b| {
-        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-    })
+    (crate::table::key_hash(key) >> 32) as u32
 }
 
 /// The value index entries are sorted by before full keys are compared:

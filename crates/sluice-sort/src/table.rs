@@ -49,13 +49,53 @@ pub(crate) fn padded(key: &[u8]) -> [u8; INLINE_KEY] {
 /// mixing it into the words could cancel a data byte.
 #[inline]
 pub(crate) fn short_hash(key: &[u8; INLINE_KEY], len: usize) -> u64 {
-    const A: u64 = 0x243f_6a88_85a3_08d3;
-    const B: u64 = 0x1319_8a2e_0370_7344;
-    const L: u64 = 0xa409_3822_299f_31d1;
     let lo = u64::from_le_bytes(key[..8].try_into().expect("8 bytes"));
     let hi = u64::from_le_bytes(key[8..].try_into().expect("8 bytes"));
-    let p = ((lo ^ A) as u128) * ((hi ^ B) as u128);
-    ((p as u64) ^ ((p >> 64) as u64)).wrapping_add((len as u64).wrapping_mul(L))
+    folded_multiply(lo ^ A, hi ^ B).wrapping_add((len as u64).wrapping_mul(L))
+}
+
+const A: u64 = 0x243f_6a88_85a3_08d3;
+const B: u64 = 0x1319_8a2e_0370_7344;
+const C: u64 = 0x0827_efa9_8ec4_e6c8;
+const L: u64 = 0xa409_3822_299f_31d1;
+
+/// The 128-bit product of two words folded to 64 bits (foldhash's and
+/// wyhash's mixing step).
+#[inline]
+fn folded_multiply(a: u64, b: u64) -> u64 {
+    let p = (a as u128) * (b as u128);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// The hash of a key longer than [`INLINE_KEY`]: one folded multiply per
+/// 16 bytes, the running hash folded into each, the last 16 bytes of the
+/// key (which may overlap the previous ones) closing it.
+#[inline]
+pub(crate) fn long_hash(key: &[u8]) -> u64 {
+    let n = key.len();
+    debug_assert!(n > INLINE_KEY);
+    let word = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().expect("8 bytes"));
+    let mut h = (n as u64).wrapping_mul(L) ^ C;
+    let mut at = 0;
+    while at + 16 < n {
+        h = folded_multiply(word(at) ^ h, word(at + 8) ^ B);
+        at += 16;
+    }
+    folded_multiply(word(n - 16) ^ h, word(n - 8) ^ A)
+}
+
+/// Sluice's 64-bit key hash: what the hash collector's table uses, and
+/// whose high 32 bits are the fingerprint of [`sluice_api::KeyOrder::Fingerprint`].
+/// Its own function, not a library's, because it is part of what Sluice
+/// stores: the order of fingerprint-ordered output must not change with a
+/// dependency's version.
+#[inline]
+pub(crate) fn key_hash(key: &[u8]) -> u64 {
+    if key.len() <= INLINE_KEY {
+        short_hash(&padded(key), key.len())
+    } else {
+        long_hash(key)
+    }
 }
 
 /// One distinct key, 32 bytes and 32-aligned so a slot never straddles a
@@ -159,6 +199,12 @@ impl Table {
         if !self.slots.is_empty() {
             prefetch(&self.slots[self.home(hash)]);
         }
+    }
+
+    /// The home slot of `hash`, if the table has slots.
+    #[inline]
+    pub fn home_slot(&self, hash: u64) -> Option<&Slot> {
+        (!self.slots.is_empty()).then(|| &self.slots[self.home(hash)])
     }
 
     /// Finds the slot of the key `same` accepts, or the empty slot where it
@@ -333,5 +379,39 @@ mod tests {
         let homes: std::collections::HashSet<u64> = seen.iter().map(|h| h & 0xfff).collect();
         // 4,097 hashes in 4,096 homes: about 4096 * (1 - 1/e) = 2,589 if random.
         assert!(homes.len() > 2400, "{} homes of 4096", homes.len());
+    }
+}
+
+#[cfg(test)]
+mod long_tests {
+    use super::*;
+
+    /// Keys of 17 to 100 bytes that differ from one another in a single
+    /// byte anywhere, or only in length, hash apart, and their homes
+    /// spread.
+    #[test]
+    fn long_hashes_see_every_byte() {
+        let base: Vec<u8> = (0..100u8).map(|i| b'a' + i % 26).collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut count = 0;
+        for n in INLINE_KEY + 1..=base.len() {
+            seen.insert(key_hash(&base[..n]));
+            count += 1;
+            for at in 0..n {
+                let mut k = base[..n].to_vec();
+                k[at] ^= 0x20;
+                seen.insert(key_hash(&k));
+                count += 1;
+            }
+        }
+        assert_eq!(seen.len(), count);
+        let homes: std::collections::HashSet<u64> = seen.iter().map(|h| h >> 52).collect();
+        // About 5,000 hashes in 4,096 values: 4096 * (1 - e^-1.23) = 2,900
+        // if random.
+        assert!(
+            homes.len() > 2700,
+            "{} of 4096 high 12-bit values",
+            homes.len()
+        );
     }
 }
