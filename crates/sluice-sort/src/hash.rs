@@ -361,15 +361,20 @@ impl HashCollector {
         }
     }
 
-    /// Appends to the arena; a grown arena is backed by huge pages from
-    /// then on (see [`advise_huge_pages`]): long keys are read in table
-    /// and key order, all over it.
+    /// Appends to the arena. A full arena moves to one twice its size,
+    /// advised onto huge pages (see [`advise_huge_pages`]) before any of
+    /// it is touched: long keys are read in table and key order, all over
+    /// it, and pages touched first stay small (advising after a growing
+    /// `Vec` had copied itself did nothing).
     fn push_arena(arena: &mut Vec<u8>, bytes: &[u8]) {
-        let cap = arena.capacity();
-        arena.extend_from_slice(bytes);
-        if arena.capacity() != cap {
-            advise_huge_pages(arena);
+        if arena.len() + bytes.len() > arena.capacity() {
+            let size = (arena.capacity() * 2).max(arena.len() + bytes.len()).max(4096);
+            let mut grown = Vec::with_capacity(size);
+            advise_huge_pages(&grown);
+            grown.extend_from_slice(arena);
+            *arena = grown;
         }
+        arena.extend_from_slice(bytes);
     }
 
     /// Entries the spill's sort buffers hold or will hold, each.
