@@ -10,6 +10,10 @@ use sluice_formats::FormatError;
 
 use crate::merge::ErrorSink;
 use crate::order::{key_cmp, prefix, PREFIX_BYTES};
+use crate::table::prefetch;
+
+/// How many records ahead a spill prefetches the arena bytes it copies.
+const PREFETCH_AHEAD: usize = 8;
 use crate::{Result, SortError};
 
 /// Collects map output in memory until the engine spills it.
@@ -185,11 +189,30 @@ impl SortCollector {
         j
     }
 
+    /// Writes the sorted entries as they are. Sorted, they point all over
+    /// the arena: each record's first and last bytes are prefetched
+    /// [`PREFETCH_AHEAD`] records before it is copied, so the copies do not
+    /// wait for memory one after another (on TeraSort they took a quarter
+    /// of the whole job).
     fn write_plain(&self, w: &mut SpillWriter) -> Result<()> {
-        for e in &self.entries {
+        for (n, e) in self.entries.iter().enumerate() {
+            self.prefetch_entry(n + PREFETCH_AHEAD);
             w.append(e.part, self.key(e), self.value(e))?;
         }
         Ok(())
+    }
+
+    /// Prefetches the first and last arena bytes of entry `n`, if any.
+    #[inline]
+    fn prefetch_entry(&self, n: usize) {
+        if let Some(e) = self.entries.get(n) {
+            let start = e.off as usize;
+            let end = start + (e.klen + e.vlen) as usize;
+            if end > start {
+                prefetch(&self.arena[start]);
+                prefetch(&self.arena[end - 1]);
+            }
+        }
     }
 
     /// Writes the sorted entries through the combiner: a fresh instance
@@ -212,6 +235,9 @@ impl SortCollector {
             let r = c.setup(&mut ReduceContext::new(&mut sink, counters).for_partition(part));
             sink.check(r)?;
             while i < self.entries.len() && self.entries[i].part == part {
+                // A group's first record, some records ahead (groups are
+                // often single records).
+                self.prefetch_entry(i + PREFETCH_AHEAD);
                 let j = self.group_end(i);
                 let e = self.entries[i];
                 let mut values = EntryValues {

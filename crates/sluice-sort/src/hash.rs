@@ -368,7 +368,9 @@ impl HashCollector {
     /// `Vec` had copied itself did nothing).
     fn push_arena(arena: &mut Vec<u8>, bytes: &[u8]) {
         if arena.len() + bytes.len() > arena.capacity() {
-            let size = (arena.capacity() * 2).max(arena.len() + bytes.len()).max(4096);
+            let size = (arena.capacity() * 2)
+                .max(arena.len() + bytes.len())
+                .max(4096);
             let mut grown = Vec::with_capacity(size);
             advise_huge_pages(&grown);
             grown.extend_from_slice(arena);
