@@ -15,7 +15,7 @@ use crate::collect::Collector;
 use crate::order::{key_cmp, prefix};
 use crate::radix::{self, SpillEntry};
 use crate::table::{
-    advise_huge_pages, long_hash, padded, prefetch, short_hash, Probe, Slot, Table, AHEAD,
+    long_hash, padded, prefetch, reserve_advised, short_hash, Probe, Slot, Table, AHEAD,
     INLINE_KEY, INLINE_VALUE,
 };
 use crate::{Result, SortError};
@@ -361,21 +361,11 @@ impl HashCollector {
         }
     }
 
-    /// Appends to the arena. A full arena moves to one twice its size,
-    /// advised onto huge pages (see [`advise_huge_pages`]) before any of
-    /// it is touched: long keys are read in table and key order, all over
-    /// it, and pages touched first stay small (advising after a growing
-    /// `Vec` had copied itself did nothing).
+    /// Appends to the arena, grown onto huge pages (see
+    /// [`reserve_advised`]): long keys are read in table and key order,
+    /// all over it.
     fn push_arena(arena: &mut Vec<u8>, bytes: &[u8]) {
-        if arena.len() + bytes.len() > arena.capacity() {
-            let size = (arena.capacity() * 2)
-                .max(arena.len() + bytes.len())
-                .max(4096);
-            let mut grown = Vec::with_capacity(size);
-            advise_huge_pages(&grown);
-            grown.extend_from_slice(arena);
-            *arena = grown;
-        }
+        reserve_advised(arena, bytes.len());
         arena.extend_from_slice(bytes);
     }
 
