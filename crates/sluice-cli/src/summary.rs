@@ -217,6 +217,12 @@ fn print_cluster(r: &ClusterReport) {
             human(w.shuffle_bytes)
         );
     }
+    let t = &r.time_skew;
+    eprintln!(
+        "skew     waits for the last worker: maps {:.2} s, reduces {:.2} s on average; \
+         receive skew {:.2} s (last shuffle completion minus the mean)",
+        t.map_stragglers_s, t.reduce_stragglers_s, t.receive_skew_s
+    );
     for s in &r.stragglers {
         eprintln!(
             "straggler {} on {}: {:.2} s (median {:.2} s)",

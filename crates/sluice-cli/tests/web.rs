@@ -293,6 +293,23 @@ fn pages_show_a_real_job_and_metrics_equal_its_report() {
     assert!(model["ideal_seconds"].as_f64().unwrap() > 0.0, "{model}");
     let eff = model["efficiency"].as_f64().unwrap();
     assert!(eff > 0.0 && eff.is_finite(), "{model}");
+    // Seed 004's time-based losses: every worker's finish times lie in
+    // the job, and the model takes the losses out of the phases, so its
+    // actual time is still the job's (within a heartbeat's rounding).
+    let total = report["phases"]["total_s"].as_f64().unwrap();
+    for w in report["per_worker"].as_array().unwrap() {
+        let end = w["map_end_s"].as_f64().unwrap();
+        assert!(end > 0.0 && end <= total + 1e-6, "{w}");
+    }
+    let skew = &report["time_skew"];
+    let losses = skew["map_stragglers_s"].as_f64().unwrap()
+        + skew["reduce_stragglers_s"].as_f64().unwrap()
+        + skew["receive_skew_s"].as_f64().unwrap();
+    let accounted =
+        model["stragglers_s"].as_f64().unwrap() + model["receive_skew_s"].as_f64().unwrap();
+    assert!(accounted <= losses + 1e-9, "{model} against {skew}");
+    let actual = model["actual_seconds"].as_f64().unwrap();
+    assert!((actual - total).abs() < 0.05, "{model} against {total}");
     assert!(
         page.contains("efficiency"),
         "the model's account is on the job's page"

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use sluice_proto::report::{
-    AttemptSpan, Attempts, ClusterReport, Crossing, SlotPoint, Straggler, WorkerPhases,
+    AttemptSpan, Attempts, ClusterReport, Crossing, SlotPoint, Straggler, TimeSkew, WorkerPhases,
     SLOT_POINTS, TIMELINE_ATTEMPTS,
 };
 
@@ -61,6 +61,17 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
                 addr: a.addr.clone(),
                 ..WorkerPhases::default()
             });
+            let start_s = a
+                .started
+                .saturating_duration_since(job.started)
+                .as_secs_f64();
+            let end_s = start_s + a.seconds(now);
+            if kind == MAP {
+                w.map_end_s = w.map_end_s.max(end_s);
+            } else {
+                w.reduce_end_s = w.reduce_end_s.max(end_s);
+                w.fetch_end_s = w.fetch_end_s.max(start_s + rep.fetch_seconds);
+            }
             merge_counters(&mut r.counters, &rep.counters);
             merge_counters(&mut r.user_counters, &rep.user_counters);
             r.task_memory_bytes = r.task_memory_bytes.max(rep.memory_bytes);
@@ -132,6 +143,7 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
         r.cache.hit_ratio = r.cache.bytes_from_cache as f64 / read as f64;
     }
     r.per_worker = per.into_values().collect();
+    r.time_skew = TimeSkew::of(&r.per_worker);
     if !reduce_bytes.is_empty() {
         let mean = reduce_bytes.iter().sum::<u64>() as f64 / reduce_bytes.len() as f64;
         let max = reduce_bytes.iter().copied().max().unwrap_or(0) as f64;
@@ -233,11 +245,13 @@ fn slots_over_time(job: &Job, end: Instant, now: Instant) -> Vec<SlotPoint> {
 
 /// The model's account of an ended job: its nodes are the workers that ran
 /// its winning tasks, phase 1 lasts from submission to the last winning
-/// map's end and phase 2 the rest; stragglers and receive skew are inside
-/// those phases (they are not measured apart on a cluster yet), so the
-/// efficiency is the ideal over the whole measured time. None for a job
-/// that read nothing (a generator's synthetic maps: the model has no
-/// ideal for it) or took no time.
+/// map's end and phase 2 the rest. Seed 004's losses ([`TimeSkew`]) are
+/// taken out of the phases they happen in: map stragglers out of phase 1;
+/// reduce stragglers and the receive skew out of phase 2 (a reduce's
+/// shuffle ends after the last map here, not inside phase 1 as in the
+/// seed's engine), so the efficiency is still the ideal over the whole
+/// measured time. None for a job that read nothing (a generator's
+/// synthetic maps: the model has no ideal for it) or took no time.
 pub fn account(r: &ClusterReport, hw: &sluice_model::Hardware) -> Option<sluice_model::Account> {
     if r.input_bytes == 0 || r.phases.total_s <= 0.0 {
         return None;
@@ -251,6 +265,13 @@ pub fn account(r: &ClusterReport, hw: &sluice_model::Hardware) -> Option<sluice_
         .fold(0.0, f64::max);
     let map_only = r.reducers == 0;
     let phase1 = if map_only { r.phases.total_s } else { maps_end };
+    // Each loss no larger than what is left of its phase, so the phases
+    // and losses still add up to the measured time.
+    let skew = r.time_skew;
+    let phase2 = (r.phases.total_s - phase1).max(0.0);
+    let map_waits = skew.map_stragglers_s.clamp(0.0, phase1);
+    let reduce_waits = skew.reduce_stragglers_s.clamp(0.0, phase2);
+    let receive_skew = skew.receive_skew_s.clamp(0.0, phase2 - reduce_waits);
     let slots = r.slots.mean_map_slots.max(1.0) / nodes;
     let m = sluice_model::Measured {
         nodes,
@@ -259,10 +280,10 @@ pub fn account(r: &ClusterReport, hw: &sluice_model::Hardware) -> Option<sluice_
         output: r.output_bytes as f64,
         map_only,
         sort_memory: r.task_memory_bytes as f64 * slots.max(1.0),
-        phase1,
-        phase2: (r.phases.total_s - phase1).max(0.0),
-        stragglers: 0.0,
-        receive_skew: 0.0,
+        phase1: phase1 - map_waits,
+        phase2: phase2 - reduce_waits - receive_skew,
+        stragglers: map_waits + reduce_waits,
+        receive_skew,
     };
     let a = sluice_model::account(&m, hw);
     // JSON has no NaN or infinity: a report must read back.

@@ -21,6 +21,59 @@ pub struct WorkerPhases {
     /// Its maps that read their block from its cache.
     #[serde(default)]
     pub cache_maps: u32,
+    /// When its last winning map ended, seconds after the job started.
+    #[serde(default)]
+    pub map_end_s: f64,
+    /// When its last winning reduce ended.
+    #[serde(default)]
+    pub reduce_end_s: f64,
+    /// When its winning reduces had received all their input (each
+    /// attempt's start plus its fetch seconds), the latest of them.
+    #[serde(default)]
+    pub fetch_end_s: f64,
+}
+
+/// Seed 004's time-based losses of a job on several workers, each phase's
+/// per-worker finish times against the last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeSkew {
+    /// The mean wait from a worker's last map's end to the last worker's.
+    pub map_stragglers_s: f64,
+    /// The same for reduces.
+    pub reduce_stragglers_s: f64,
+    /// Receive skew: the last worker's shuffle completion minus the mean
+    /// of the workers' (the seed's "last minus mean incoming-flow
+    /// completion per node").
+    pub receive_skew_s: f64,
+}
+
+impl TimeSkew {
+    /// The figures of `workers`' finish times (0 with fewer than two).
+    pub fn of(workers: &[WorkerPhases]) -> Self {
+        let maps: Vec<f64> = workers
+            .iter()
+            .filter(|w| w.maps > 0)
+            .map(|w| w.map_end_s)
+            .collect();
+        let reduces: Vec<&WorkerPhases> = workers.iter().filter(|w| w.reduces > 0).collect();
+        let ends: Vec<f64> = reduces.iter().map(|w| w.reduce_end_s).collect();
+        let fetches: Vec<f64> = reduces.iter().map(|w| w.fetch_end_s).collect();
+        TimeSkew {
+            map_stragglers_s: last_minus_mean(&maps),
+            reduce_stragglers_s: last_minus_mean(&ends),
+            receive_skew_s: last_minus_mean(&fetches),
+        }
+    }
+}
+
+/// The largest of `xs` minus their mean, which is also the mean of each
+/// one's wait for the largest (0 for fewer than two).
+fn last_minus_mean(xs: &[f64]) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let last = xs.iter().copied().fold(f64::MIN, f64::max);
+    last - xs.iter().sum::<f64>() / xs.len() as f64
 }
 
 /// What the block cache served a job's maps.
@@ -183,6 +236,9 @@ pub struct ClusterReport {
     pub stragglers: Vec<Straggler>,
     /// Largest reducer's received bytes over the mean (1.0 = even).
     pub receive_skew: f64,
+    /// Seed 004's stragglers and receive skew in seconds.
+    #[serde(default)]
+    pub time_skew: TimeSkew,
     pub counters: BTreeMap<String, u64>,
     pub user_counters: BTreeMap<String, u64>,
     /// Every attempt, maps then reduces, each task's in launch order (at
@@ -229,5 +285,49 @@ impl Crossing {
     /// Every byte of it.
     pub fn bytes(&self) -> u64 {
         self.shuffle_bytes + self.read_bytes + self.replication_bytes
+    }
+}
+
+#[cfg(test)]
+mod time_skew_tests {
+    use super::*;
+
+    fn worker(
+        maps: u32,
+        map_end_s: f64,
+        reduces: u32,
+        reduce_end_s: f64,
+        fetch_end_s: f64,
+    ) -> WorkerPhases {
+        WorkerPhases {
+            maps,
+            map_end_s,
+            reduces,
+            reduce_end_s,
+            fetch_end_s,
+            ..WorkerPhases::default()
+        }
+    }
+
+    #[test]
+    fn waits_for_the_last_worker_averaged() {
+        // Maps end at 2, 4 and 9 s: waits 7, 5, 0, mean 4. Reduces end at 10
+        // and 12 (mean wait 1), shuffles complete at 8 and 11 (skew 1.5);
+        // the third worker ran no reduce and counts in neither.
+        let ws = [
+            worker(3, 2.0, 1, 10.0, 8.0),
+            worker(3, 4.0, 1, 12.0, 11.0),
+            worker(1, 9.0, 0, 0.0, 0.0),
+        ];
+        let t = TimeSkew::of(&ws);
+        assert!((t.map_stragglers_s - 4.0).abs() < 1e-12, "{t:?}");
+        assert!((t.reduce_stragglers_s - 1.0).abs() < 1e-12, "{t:?}");
+        assert!((t.receive_skew_s - 1.5).abs() < 1e-12, "{t:?}");
+    }
+
+    #[test]
+    fn one_worker_has_no_skew() {
+        let t = TimeSkew::of(&[worker(5, 3.0, 2, 6.0, 4.0)]);
+        assert_eq!(t, TimeSkew::default());
     }
 }

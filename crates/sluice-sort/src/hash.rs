@@ -340,7 +340,7 @@ impl HashCollector {
             return;
         }
         if let Some(s) = self.table.home_slot(p.hash) {
-            if s.klen() == p.klen && s.long_hash() == p.hash {
+            if !s.is_empty() && s.klen() == p.klen && s.long_hash() == p.hash {
                 prefetch(&self.arena[Slot::off(&s.key)]);
                 prefetch(&self.arena[Slot::off(&s.key) + p.klen - 1]);
             }

@@ -132,8 +132,9 @@ impl Slot {
         self.tag as usize - 1
     }
 
+    /// Whether no key holds the slot.
     #[inline]
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.tag == 0
     }
 
