@@ -15,7 +15,7 @@ use crate::collect::Collector;
 use crate::order::{key_cmp, prefix};
 use crate::radix::{self, SpillEntry};
 use crate::table::{
-    long_hash, padded, prefetch, reserve_advised, short_hash, Probe, Slot, Table, AHEAD,
+    key_hash_padded, padded, prefetch, reserve_advised, short_hash, Probe, Slot, Table, AHEAD,
     INLINE_KEY, INLINE_VALUE,
 };
 use crate::{Result, SortError};
@@ -158,16 +158,6 @@ impl HashCollector {
         } else {
             slot.val[..4].copy_from_slice(&(arena.len() as u32).to_le_bytes());
             Self::push_arena(arena, value);
-        }
-    }
-
-    /// The hash of `key`, whose padded form is `short` when it fits a slot.
-    #[inline]
-    fn hash(&self, key: &[u8], short: &[u8; INLINE_KEY]) -> u64 {
-        if key.len() <= INLINE_KEY {
-            short_hash(short, key.len())
-        } else {
-            long_hash(key)
         }
     }
 
@@ -416,7 +406,7 @@ impl Collector for HashCollector {
     fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.folded += 1;
         let short = padded(key);
-        let hash = self.hash(key, &short);
+        let hash = key_hash_padded(key, &short);
         if key.len() + value.len() > QUEUED_BYTES {
             self.drain()?;
             return self.fold(hash, key, short, value);

@@ -91,8 +91,14 @@ pub(crate) fn long_hash(key: &[u8]) -> u64 {
 /// dependency's version.
 #[inline]
 pub(crate) fn key_hash(key: &[u8]) -> u64 {
+    key_hash_padded(key, &padded(key))
+}
+
+/// [`key_hash`] of `key` whose [`padded`] form the caller already has.
+#[inline]
+pub(crate) fn key_hash_padded(key: &[u8], short: &[u8; INLINE_KEY]) -> u64 {
     if key.len() <= INLINE_KEY {
-        short_hash(&padded(key), key.len())
+        short_hash(short, key.len())
     } else {
         long_hash(key)
     }
