@@ -73,6 +73,10 @@ pub struct HashCollector {
     /// Whether the memory held may have grown since [`Collector::over`]
     /// last looked: only a new key or a longer accumulator grows it.
     grown: bool,
+    /// Set while a spill folds in the queued records: a full table then
+    /// takes them past its load factor rather than doubling (see
+    /// [`HashCollector::insert`]).
+    spilling: bool,
 }
 
 impl HashCollector {
@@ -100,6 +104,7 @@ impl HashCollector {
             spill_scratch: Vec::new(),
             budget: None,
             grown: false,
+            spilling: false,
         }
     }
 
@@ -261,6 +266,13 @@ impl HashCollector {
     /// Makes the slot of a new key at the vacant slot `i`, growing the
     /// table first when it is full. Out of line: most records find their
     /// key.
+    ///
+    /// Not while a spill drains the queue: the engine spills because the
+    /// full table's next growth would pass the budget ([`Collector::memory`]
+    /// counts it), yet up to a queue of records collected before that
+    /// still had to be folded in, and the first new key among them doubled
+    /// the table just before the spill emptied it. Those few records go
+    /// past the load factor instead; the table keeps a vacant slot.
     #[inline(never)]
     fn insert(
         &mut self,
@@ -270,7 +282,7 @@ impl HashCollector {
         short: [u8; INLINE_KEY],
         value: &[u8],
     ) {
-        if self.table.is_full() {
+        if self.table.is_full() && !(self.spilling && self.table.has_vacancy()) {
             self.grow();
             i = match self.probe(hash, key, &short) {
                 Probe::Vacant(i) | Probe::Found(i) => i,
@@ -465,7 +477,10 @@ impl Collector for HashCollector {
     }
 
     fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()> {
-        self.drain()?;
+        self.spilling = true;
+        let drained = self.drain();
+        self.spilling = false;
+        drained?;
         let order = self.spill_order();
         for (n, e) in order.iter().enumerate() {
             // The slots are read in key order, scattered over the table,
@@ -582,5 +597,29 @@ mod tests {
             assert!(c.is_empty());
             want.clear();
         }
+    }
+
+    /// The engine spills when a full table's next growth would pass the
+    /// budget: the records still queued then must not double the table on
+    /// their way into the spill.
+    #[test]
+    fn a_spill_of_a_full_table_does_not_grow_it() {
+        let mut c = HashCollector::new(
+            Arc::new(sluice_api::SumU64),
+            Arc::new(HashPartitioner),
+            1,
+            KeyOrder::Bytewise,
+        )
+        .with_budget(1 << 30);
+        let mut i = 0u32;
+        while c.table.is_unallocated() || !(c.table.is_full() && c.queued == AHEAD) {
+            c.collect(&i.to_le_bytes(), &sluice_api::SumU64::encode(1))
+                .unwrap();
+            i += 1;
+        }
+        let size = c.table.allocation_size();
+        let rows = crate::spill_to_vec(&mut c);
+        assert_eq!(rows.len(), i as usize, "every queued key is spilled");
+        assert_eq!(c.table.allocation_size(), size, "the table kept its size");
     }
 }

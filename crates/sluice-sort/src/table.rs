@@ -195,6 +195,12 @@ impl Table {
         (self.len + 1) * 4 > self.slots.len() * 3
     }
 
+    /// Whether one more key leaves a vacant slot, past the load factor
+    /// (probes end at a vacant slot).
+    pub fn has_vacancy(&self) -> bool {
+        self.len + 2 <= self.slots.len()
+    }
+
     #[inline]
     fn home(&self, hash: u64) -> usize {
         hash as usize & (self.slots.len() - 1)
