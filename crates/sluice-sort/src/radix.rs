@@ -1,10 +1,10 @@
-//! Sort of spill entries by partition and key prefix: one radix pass
-//! into buckets, then a comparison sort of each bucket.
+//! Sort of spill entries by partition and key prefix: radix passes over
+//! the partition and the prefix's top bits, then a comparison sort of each
+//! run the passes left equal.
 //!
 //! A spill of millions of distinct keys spent most of its sort comparing
-//! entries spread over tens of megabytes. One counting pass on (partition,
-//! the prefix's top 16 significant bits) cuts them into buckets of a few
-//! thousand, each sorted while it sits in cache.
+//! entries spread over tens of megabytes; the radix passes read and write
+//! the entries in order, and leave runs of a few entries to compare.
 
 /// An entry to sort: its partition, the key's sort prefix, and the slot it
 /// refers to.
@@ -15,51 +15,99 @@ pub(crate) struct SpillEntry {
     pub slot: u32,
 }
 
-/// Most buckets of the radix pass (its two tables of offsets take 2 MiB,
-/// outside the budget's account); with more partitions than this allows,
-/// the entries are sorted without it.
-const MAX_BUCKETS: usize = 1 << 17;
+/// Bits of one radix pass: 256 buckets, whose write positions stay in L1.
+const DIGIT: usize = 8;
+
+/// Below this many entries a comparison sort is as quick.
+const SMALL: usize = 1 << 12;
 
 /// Sorts `v` by (partition, prefix), using `scratch` (resized to `v`'s
-/// length) as the second buffer.
+/// length) as the second buffer. Stable least-significant-digit radix
+/// passes of 8 bits order the entries by (partition, the prefix's top bits
+/// in use), 16 or 24 bits in all (more when the partitions need more than
+/// 8), so that runs sharing those fit in cache; each run is then sorted by
+/// prefix. Passes whose digit is the same in every entry (one partition)
+/// are skipped.
+///
+/// Before, one counting pass scattered into up to 131,072 buckets: each
+/// write went to a bucket of its own, a cache and TLB miss each.
 pub(crate) fn sort(v: &mut Vec<SpillEntry>, scratch: &mut Vec<SpillEntry>) {
-    let parts = v.iter().map(|e| e.part as usize + 1).max().unwrap_or(0);
-    // About 16 entries a bucket, and not too many buckets.
-    let per_part = MAX_BUCKETS
-        .checked_div(parts)
-        .map_or(0, |b| b.ilog2() as usize);
-    let bits = 16usize
-        .min(per_part)
-        .min((v.len().max(1).ilog2() as usize).saturating_sub(4));
-    if v.len() < 1 << 12 || bits < 4 {
+    if v.len() < SMALL {
         v.sort_unstable_by_key(|e| (e.part, e.prefix));
         return;
     }
-    // The top `bits` of the prefix bits in use (a fingerprint uses 32).
-    let used = 64 - v.iter().fold(0, |acc, e| acc | e.prefix).leading_zeros() as usize;
-    let shift = used.saturating_sub(bits);
-    let bucket = |e: &SpillEntry| ((e.part as usize) << bits) | (e.prefix >> shift) as usize;
-    let mut start = vec![0usize; (parts << bits) + 1];
-    for e in v.iter() {
-        start[bucket(e) + 1] += 1;
-    }
-    for i in 1..start.len() {
-        start[i] += start[i - 1];
-    }
+    let (digits, key) = radix_key(v);
+    let passes = histograms(v, digits, &key);
     scratch.clear();
     scratch.resize(v.len(), SpillEntry::default());
-    let mut next = start.clone();
-    for e in v.iter() {
-        let b = bucket(e);
-        scratch[next[b]] = *e;
-        next[b] += 1;
+    for (d, counts) in passes.iter().enumerate() {
+        if counts.contains(&v.len()) {
+            continue; // every entry has this digit
+        }
+        let mut next = [0usize; 1 << DIGIT];
+        let mut sum = 0;
+        for (b, c) in counts.iter().enumerate() {
+            next[b] = sum;
+            sum += c;
+        }
+        let shift = d * DIGIT;
+        for e in v.iter() {
+            let b = (key(e) >> shift) as usize & ((1 << DIGIT) - 1);
+            scratch[next[b]] = *e;
+            next[b] += 1;
+        }
+        std::mem::swap(v, scratch);
     }
-    std::mem::swap(v, scratch);
-    for w in start.windows(2) {
-        if w[1] - w[0] > 1 {
-            v[w[0]..w[1]].sort_unstable_by_key(|e| e.prefix);
+    let mut start = 0;
+    while start < v.len() {
+        let k = key(&v[start]);
+        let len = v[start..].iter().take_while(|e| key(e) == k).count();
+        if len > 1 {
+            v[start..start + len].sort_unstable_by_key(|e| e.prefix);
+        }
+        start += len;
+    }
+}
+
+/// The radix passes' key, (partition, the top bits of the prefix in use),
+/// and how many 8-bit digits it has.
+fn radix_key(v: &[SpillEntry]) -> (usize, impl Fn(&SpillEntry) -> u64) {
+    let (max_part, any) = v
+        .iter()
+        .fold((0, 0), |(p, o), e| (e.part.max(p), o | e.prefix));
+    let part_bits = (32 - max_part.leading_zeros()) as usize;
+    let used = (64 - any.leading_zeros()) as usize;
+    // Two passes, three from a million entries (text's prefixes carry
+    // under 5 bits a byte, and runs sharing two letters were thousands
+    // long), more if many partitions need them.
+    let passes = if v.len() < 1 << 20 { 2 } else { 3 };
+    let total = (part_bits + DIGIT)
+        .max(passes * DIGIT)
+        .next_multiple_of(DIGIT);
+    let bits = used.min(total - part_bits);
+    let shift = used - bits;
+    let digits = (part_bits + bits).div_ceil(DIGIT);
+    let key = move |e: &SpillEntry| {
+        let top = e.prefix.checked_shr(shift as u32).unwrap_or(0);
+        u64::from(e.part).checked_shl(bits as u32).unwrap_or(0) | top
+    };
+    (digits, key)
+}
+
+/// Each digit's bucket counts, from one read of `v`.
+fn histograms(
+    v: &[SpillEntry],
+    digits: usize,
+    key: &impl Fn(&SpillEntry) -> u64,
+) -> Vec<[usize; 1 << DIGIT]> {
+    let mut counts = vec![[0usize; 1 << DIGIT]; digits];
+    for e in v {
+        let k = key(e);
+        for (d, c) in counts.iter_mut().enumerate() {
+            c[(k >> (d * DIGIT)) as usize & ((1 << DIGIT) - 1)] += 1;
         }
     }
+    counts
 }
 
 /// Calls `f` on every run of two or more entries with equal (partition,
@@ -109,5 +157,53 @@ mod tests {
         let mut slots: Vec<u32> = v.iter().map(|e| e.slot).collect();
         slots.sort_unstable();
         assert!(slots.iter().copied().eq(0..10_000), "every entry once");
+    }
+
+    /// Every shape of prefix the passes choose bits for: all equal, all
+    /// zero, letters (few distinct high bytes), full 64-bit, and one
+    /// partition or many; ties settled by `cmp`.
+    #[test]
+    fn sort_by_orders_every_shape_of_prefix() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let shapes: [&dyn Fn(u64) -> u64; 4] = [
+            &|_| 42,
+            &|_| 0,
+            &|r| {
+                u64::from_be_bytes(
+                    (r.to_le_bytes()).map(|b| b"abcdefghijklmnopqrstuvwxyz"[b as usize % 26]),
+                )
+            },
+            &|r| r,
+        ];
+        for (n, shape) in shapes.iter().enumerate() {
+            for parts in [1u64, 3, 70_000] {
+                for len in [100usize, 5_000, 40_000] {
+                    let mut v: Vec<SpillEntry> = (0..len as u32)
+                        .map(|slot| {
+                            let r = rand();
+                            SpillEntry {
+                                prefix: shape(r) >> (r % 3 * 8),
+                                part: (rand() % parts) as u32,
+                                slot,
+                            }
+                        })
+                        .collect();
+                    let mut want = v.clone();
+                    want.sort_by_key(|e| (e.part, e.prefix));
+                    sort(&mut v, &mut Vec::new());
+                    let key = |e: &SpillEntry| (e.part, e.prefix);
+                    assert!(
+                        v.iter().map(key).eq(want.iter().map(key)),
+                        "shape {n}, {parts} partitions, {len} entries"
+                    );
+                }
+            }
+        }
     }
 }
