@@ -350,7 +350,7 @@ struct RunArgs {
     max_record_size: u64,
     /// Split size: files are cut into splits of this size (locally), and
     /// small splits or blocks are packed several to a map task up to it
-    /// [default: locally about eight splits per thread, 1-64 MiB; on a
+    /// [default: locally about eight splits per thread, 8-64 MiB; on a
     /// cluster the block size, capped at the input over the map slots, and
     /// at least 4 MiB].
     #[arg(long, value_parser = units::parse_size)]
