@@ -12,7 +12,7 @@ use crate::EngineError;
 
 /// Writes one output (or side) file of a task attempt.
 pub struct TextOutput {
-    w: BufWriter<File>,
+    w: BufWriter<Writeback>,
     path: PathBuf,
     err: Option<std::io::Error>,
     /// Records written.
@@ -26,7 +26,7 @@ impl TextOutput {
     pub fn create(path: &Path) -> Result<Self, EngineError> {
         let f = File::create(path).map_err(|e| EngineError::io("creating", path, e))?;
         Ok(TextOutput {
-            w: BufWriter::with_capacity(1 << 20, f),
+            w: BufWriter::with_capacity(1 << 20, Writeback::new(f)),
             path: path.to_owned(),
             err: None,
             records: 0,
@@ -59,9 +59,70 @@ impl TextOutput {
             .w
             .into_inner()
             .map_err(|e| EngineError::io("writing", &path, e.into_error()))?;
-        f.sync_all()
+        f.file
+            .sync_all()
             .map_err(|e| EngineError::io("syncing", &path, e))?;
         Ok((self.records, self.bytes))
+    }
+}
+
+/// A file that asks the kernel to start writing its pages to disk every
+/// [`Writeback::EVERY`] bytes, as they are written, so that the sync
+/// before the attempt's commit finds little left to write: it took 0.19 s
+/// of a 1.4 s TeraSort of 269 MB, every byte of the output written back
+/// only then. Starting writeback never waits for it (`SYNC_FILE_RANGE_WRITE`
+/// alone), and the sync still decides what is durable.
+struct Writeback {
+    file: File,
+    written: u64,
+    started: u64,
+}
+
+impl Writeback {
+    const EVERY: u64 = 8 << 20;
+
+    fn new(file: File) -> Self {
+        Writeback {
+            file,
+            written: 0,
+            started: 0,
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[allow(unsafe_code)]
+    fn start_writeback(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a plain system call on a descriptor this struct owns;
+        // it reads no memory of ours. A failure only means the sync does
+        // all the writing, as before, so its result is ignored.
+        unsafe {
+            libc::sync_file_range(
+                self.file.as_raw_fd(),
+                self.started as libc::off64_t,
+                (self.written - self.started) as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
+        self.started = self.written;
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn start_writeback(&mut self) {}
+}
+
+impl Write for Writeback {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        if self.written - self.started >= Self::EVERY {
+            self.start_writeback();
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
     }
 }
 
