@@ -135,7 +135,7 @@ impl EngineConfig {
     }
 
     /// The split size to use for `total` input bytes: about eight splits per
-    /// thread, between [`MIN_SPLIT`] and 64 MiB.
+    /// thread, between 8 MiB (`MIN_SPLIT`) and 64 MiB.
     pub fn split_size_for(&self, total: u64) -> u64 {
         self.split_size
             .unwrap_or_else(|| (total / (self.threads as u64 * 8)).clamp(MIN_SPLIT, 64 << 20))
