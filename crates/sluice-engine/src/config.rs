@@ -9,7 +9,7 @@ use crate::EngineError;
 /// besides its reading (its output file made, synced and committed): over
 /// 27 MB of Pavlo's grep, 16 splits of 1.7 MB took 34 ms and 4 of 8 MiB
 /// 21 ms on two threads.
-pub const MIN_SPLIT: u64 = 8 << 20;
+const MIN_SPLIT: u64 = 8 << 20;
 
 /// What to do with a record the mapper rejects as malformed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -566,17 +566,22 @@ mod tests {
         assert_eq!(c.memory(), 0);
     }
 
-    /// Counts of many distinct keys, short, long and longer than the queue
-    /// takes, through table growth and a spill with the table kept.
-    #[test]
-    fn many_keys_of_every_length_count_right() {
-        let mut c = HashCollector::new(
+    /// A word-count collector of one partition, spilled at `budget`.
+    fn counting(budget: usize) -> HashCollector {
+        HashCollector::new(
             Arc::new(sluice_api::SumU64),
             Arc::new(HashPartitioner),
             1,
             KeyOrder::Bytewise,
         )
-        .with_budget(64 << 20);
+        .with_budget(budget)
+    }
+
+    /// Counts of many distinct keys, short, long and longer than the queue
+    /// takes, through table growth and a spill with the table kept.
+    #[test]
+    fn many_keys_of_every_length_count_right() {
+        let mut c = counting(64 << 20);
         let mut want: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
         let long = "x".repeat(300);
         let key = |i: u32| {
@@ -604,13 +609,7 @@ mod tests {
     /// their way into the spill.
     #[test]
     fn a_spill_of_a_full_table_does_not_grow_it() {
-        let mut c = HashCollector::new(
-            Arc::new(sluice_api::SumU64),
-            Arc::new(HashPartitioner),
-            1,
-            KeyOrder::Bytewise,
-        )
-        .with_budget(1 << 30);
+        let mut c = counting(1 << 30);
         let mut i = 0u32;
         while c.table.is_unallocated() || !(c.table.is_full() && c.queued == AHEAD) {
             c.collect(&i.to_le_bytes(), &sluice_api::SumU64::encode(1))

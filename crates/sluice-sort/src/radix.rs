@@ -131,14 +131,22 @@ pub(crate) fn for_ties(v: &mut [SpillEntry], mut f: impl FnMut(&mut [SpillEntry]
 mod tests {
     use super::*;
 
+    /// A xorshift generator from `x`.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
     #[test]
     fn sorts_as_a_comparison_sort_does() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = xorshift(0x9e37_79b9_7f4a_7c15);
         let mut v: Vec<SpillEntry> = (0..10_000u32)
             .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rand();
                 SpillEntry {
                     prefix: if i % 3 == 0 { x & 0xffff } else { x },
                     part: (x >> 60) as u32 * 300,
@@ -161,16 +169,10 @@ mod tests {
 
     /// Every shape of prefix the passes choose bits for: all equal, all
     /// zero, letters (few distinct high bytes), full 64-bit, and one
-    /// partition or many; ties settled by `cmp`.
+    /// partition or many.
     #[test]
-    fn sort_by_orders_every_shape_of_prefix() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rand = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+    fn sort_orders_every_shape_of_prefix() {
+        let mut rand = xorshift(0x2545_f491_4f6c_dd1d);
         let shapes: [&dyn Fn(u64) -> u64; 4] = [
             &|_| 42,
             &|_| 0,
