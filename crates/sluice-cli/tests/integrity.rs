@@ -87,12 +87,29 @@ fn id_of(block: &Path) -> String {
     block.file_name().unwrap().to_string_lossy().into_owned()
 }
 
-/// Full-length blocks on a worker, by path.
+/// Full-length blocks on a worker, by path. A file deleted while it is
+/// listed (a failed job's outputs, a removed data set's blocks: workers
+/// delete them after the coordinator says so) is not one.
 fn full_blocks(data_dir: &Path) -> Vec<PathBuf> {
     block_files(data_dir)
         .into_iter()
-        .filter(|p| std::fs::metadata(p).unwrap().len() == BLOCK)
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() == BLOCK))
         .collect()
+}
+
+/// Every worker's full blocks once no worker is still deleting any: the
+/// same listing twice, half a second apart.
+fn settled_full_blocks(dirs: &[PathBuf]) -> Vec<Vec<PathBuf>> {
+    let list = || dirs.iter().map(|w| full_blocks(w)).collect::<Vec<_>>();
+    let mut last = list();
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = list();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
 }
 
 /// Harms every full block of `data_dir`, the kinds in turn; returns what
@@ -244,7 +261,7 @@ fn a_block_with_no_intact_replica_fails_the_job_naming_every_copy() {
     // With one replica, each kind of damage fails the job the same way.
     for (i, harm) in HARMS.iter().enumerate() {
         let name = format!("one{i}");
-        let before: Vec<Vec<PathBuf>> = dirs.iter().map(|w| full_blocks(w)).collect();
+        let before = settled_full_blocks(&dirs);
         put(&c, &data, &name, "256KB", "1");
         // A new block, and another full block on its worker with other bytes.
         let (block, other) = dirs
@@ -254,7 +271,9 @@ fn a_block_with_no_intact_replica_fails_the_job_naming_every_copy() {
                 let all = full_blocks(w);
                 let new = all.iter().find(|b| !old.contains(b))?;
                 let bytes = std::fs::read(new).unwrap();
-                let other = all.iter().find(|b| std::fs::read(b).unwrap() != bytes)?;
+                let other = all
+                    .iter()
+                    .find(|b| std::fs::read(b).is_ok_and(|o| o != bytes))?;
                 Some((new.clone(), other.clone()))
             })
             .unwrap();
