@@ -14,8 +14,10 @@ Hadoop).
   2 reducers, the local engine on 2 threads; and again with the reducer as
   combiner too.
 - The sluice Python package: the same splitting and summing as Python
-  functions of a `sluice.Job` (in process, lines in batches), 2 reducers,
-  2 threads; and again with the reducer as combiner too.
+  functions of a `sluice.Job` (lines in batches, the functions in a Python
+  process per running task), 2 reducers, 2 threads; again with the
+  reducer as combiner too; and again with the functions in the calling
+  interpreter (`in_process=True`, one task's Python at a time).
 - PySpark (local[2]): the same Python splitting and summing as RDD
   functions (flatMap, reduceByKey: it combines map-side); and the same
   map script through RDD.pipe, summed by reduceByKey.
@@ -105,8 +107,9 @@ def main():
             assert counts(w / "out") == want, "Sluice Streaming's answer differs"
             rows.append((f"Sluice Streaming{' + combiner' if combine else ''}", t))
 
-        # The same functions through the sluice Python package, in process:
-        # lines in batches, the GIL released around the engine's work.
+        # The same functions through the sluice Python package: lines in
+        # batches to a Python process per running task (or, in process, to
+        # this interpreter, the GIL released around the engine's work).
         import sluice
 
         def py_mapper(line):
@@ -115,15 +118,16 @@ def main():
         def py_sum(word, ns):
             return [(word, sum(ns))]
 
-        for combine in (False, True):
+        for combine, here in ((False, False), (True, False), (False, True)):
             job = sluice.Job(mapper=py_mapper, reducer=py_sum, combiner=py_sum if combine else None)
 
             def package():
-                job.run(data, w / "pyout", reducers=2, threads=2, overwrite=True)
+                job.run(data, w / "pyout", reducers=2, threads=2, overwrite=True, in_process=here)
 
             t = statistics.median(timed(package) for _ in range(a.runs))
             assert dict(sluice.read_output(w / "pyout")) == want, "the package's answer differs"
-            rows.append((f"sluice Python package{' + combiner' if combine else ''}", t))
+            rows.append((f"sluice Python package{' + combiner' if combine else ''}"
+                         f"{', in process' if here else ''}", t))
 
         from pyspark.sql import SparkSession
         spark = (SparkSession.builder.master("local[2]")

@@ -36,16 +36,26 @@ tuples element by element); anything else is pickled. Reducers receive
 each key's values as a list, keys in sorted order within a partition.
 
 How parallelism works with the GIL: the engine reads, sorts, spills,
-merges and writes on its own threads without the GIL; a task takes the GIL
-only to call your function over a batch of records (a block of about a
-megabyte of lines, or up to 8192 values of many keys), so Python code runs
-one thread at a time while the rest of the job runs beside it.
+merges and writes on its own threads without the GIL, and hands your
+functions a batch of records at a time (a block of about a megabyte of
+lines, or up to 8192 values of many keys). By default the functions run in
+Python processes of their own (``python -m sluice._proc``, one per task
+running at once, as PySpark runs a Python worker per core): the job is
+pickled with cloudpickle, each task's process decodes its batches and
+encodes what your function gives natively, and the engine's threads never
+wait on this interpreter's GIL, so two tasks' Python runs on two cores.
+What your functions print goes to standard error. ``run(...,
+in_process=True)`` (or a job that cannot be pickled, with a warning) runs
+them in this interpreter instead: a task takes the GIL only to call your
+function over a batch, so Python code runs one thread at a time while the
+rest of the job runs beside it.
 """
 
 import json
 import os
 import shlex
 import sys
+import warnings
 
 from . import _sluice
 from ._runtime import Runtime
@@ -135,10 +145,16 @@ class Job:
         coordinator=None,
         secret_file=None,
         replication=1,
+        in_process=False,
     ):
         """Runs the job on the local engine over ``input`` (files,
         directories or globs, comma-separated or a list) into the
         directory ``output``; returns the job's report as a dict.
+
+        Your functions run in Python processes beside the engine (see the
+        module's documentation), or in this interpreter with
+        ``in_process=True`` (state your functions keep outside the job
+        object is then shared with the caller).
 
         Raises :class:`JobFailed` when the job fails; an exception your
         code raised is its ``__cause__``, and its message has the
@@ -164,8 +180,28 @@ class Job:
             self.name, None, input, output, reducers, threads, memory, split_size, overwrite,
             properties,
         )
-        reports = json.loads(_sluice.run_python(Runtime(self), json.dumps(req)))
-        return reports[-1]
+        runtime = Runtime(self)
+        blob = None if in_process else self._pickled_for_processes()
+        if blob is None:
+            out = _sluice.run_python(runtime, json.dumps(req))
+        else:
+            path = os.pathsep.join(p for p in sys.path if isinstance(p, str) and p)
+            out = _sluice.run_python(runtime, json.dumps(req), blob, sys.executable, path)
+        return json.loads(out)[-1]
+
+    def _pickled_for_processes(self):
+        """The job pickled for its processes, or ``None`` (with a warning)
+        when it cannot be."""
+        try:
+            return _pickle_job(self)
+        except Exception as exc:
+            warnings.warn(
+                "this job cannot be pickled (%s: %s), so its functions run in this "
+                "interpreter, one task at a time" % (type(exc).__name__, exc),
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return None
 
     def _submit(self, input, output, reducers, memory, overwrite, properties, where):
         if self._user("partitioner") is not None:
@@ -274,7 +310,7 @@ def _pickle_job(job):
     try:
         import cloudpickle
     except ImportError:  # pragma: no cover - a dependency of the package
-        raise ImportError("submitting a Python job to a cluster needs cloudpickle") from None
+        raise ImportError("pickling a job needs cloudpickle, a dependency of this package") from None
     names = {type(job).__module__}
     names.update(
         getattr(f, "__module__", None) for f in vars(job).values() if callable(f)

@@ -4,6 +4,8 @@ output is checked against an answer computed here in plain Python."""
 import collections
 import os
 import pathlib
+import sys
+import threading
 
 import pytest
 
@@ -45,10 +47,11 @@ def wc_reducer(word, counts):
     yield word, sum(counts)
 
 
-def test_word_count_of_functions_matches_counter(text, tmp_path):
+@pytest.mark.parametrize("in_process", [False, True])
+def test_word_count_of_functions_matches_counter(text, tmp_path, in_process):
     out = tmp_path / "out"
     job = sluice.Job(mapper=wc_mapper, combiner=wc_reducer, reducer=wc_reducer)
-    report = job.run(text, out, reducers=3, threads=2, split_size=20_000)
+    report = job.run(text, out, reducers=3, threads=2, split_size=20_000, in_process=in_process)
     want = counter_of(text)
     got = list(sluice.read_output(out))
     assert dict(got) == dict(want)
@@ -123,7 +126,8 @@ def test_map_only_job_writes_raw_text_and_keys_alone(tmp_path):
     assert got == [("A", "10"), ("B", "20"), ("C", "30"), ("alone:skip", None)]
 
 
-def test_partitioner_places_keys_and_ints_sort_as_numbers(tmp_path):
+@pytest.mark.parametrize("in_process", [False, True])
+def test_partitioner_places_keys_and_ints_sort_as_numbers(tmp_path, in_process):
     nums = [-(10**12), -300, -2, -1, 0, 1, 2, 7, 255, 256, 10**15]
     src = write_lines(tmp_path / "in.txt", [str(n) for n in nums * 3])
 
@@ -132,12 +136,18 @@ def test_partitioner_places_keys_and_ints_sort_as_numbers(tmp_path):
         yield n, 1
 
     out = tmp_path / "out"
+    def count(k, vs):
+        return [(k, sum(vs))]
+
+    # The combiner keeps its pairs' partition: the partitioner is asked
+    # only with the reducers' number.
     job = sluice.Job(
         mapper=mapper,
-        reducer=lambda k, vs: [(k, len(vs))],
-        partitioner=lambda k, n: 0 if k < 0 else 1,
+        combiner=count,
+        reducer=count,
+        partitioner=lambda k, n: (0 if k < 0 else 1) % n,
     )
-    job.run(src, out, reducers=2)
+    job.run(src, out, reducers=2, in_process=in_process)
     neg = list(sluice.read_output(out / "part-r-00000"))
     pos = list(sluice.read_output(out / "part-r-00001"))
     assert neg == [(n, 3) for n in nums if n < 0]
@@ -194,7 +204,8 @@ def test_codec_orders_as_python_within_a_type():
         sluice.decode(b"\x06abc\x00junk"[:1] + b"\xfe")
 
 
-def test_an_exception_fails_the_job_with_its_traceback_and_line(tmp_path):
+@pytest.mark.parametrize("in_process", [False, True])
+def test_an_exception_fails_the_job_with_its_traceback_and_line(tmp_path, in_process):
     src = write_lines(tmp_path / "in.txt", ["1", "2", "oops", "4"])
 
     def mapper(line):
@@ -202,13 +213,95 @@ def test_an_exception_fails_the_job_with_its_traceback_and_line(tmp_path):
 
     out = tmp_path / "out"
     with pytest.raises(sluice.JobFailed) as info:
-        sluice.Job(mapper=mapper, reducer=wc_reducer).run(src, out)
+        sluice.Job(mapper=mapper, reducer=wc_reducer).run(src, out, in_process=in_process)
     msg = str(info.value)
     assert "ValueError" in msg and "invalid literal for int()" in msg
     assert "while mapping the line 'oops'" in msg
     assert "in mapper" in msg  # the user's frame in the traceback
     assert isinstance(info.value.__cause__, ValueError)
     assert not out.exists(), "a failed job commits no output"
+
+
+def _children_running(name):
+    """Processes whose parent is this one and whose command has ``name``."""
+    found = []
+    for d in pathlib.Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and name.encode() in cmd and " Z " not in stat:
+            found.append(int(d.name))
+    return found
+
+
+def test_functions_run_in_processes_of_their_own(text, tmp_path, capfd):
+    parent = os.getpid()
+
+    def mapper(line):
+        if os.getpid() != parent:
+            print("printed by a mapper")  # to standard error, not into the pipe
+            assert sys.stdin.read() == ""  # the request pipe is not the task's stdin
+        yield os.getpid(), 1
+
+    def reducer(pid, ones):
+        yield pid, sum(ones)
+
+    job = sluice.Job(mapper=mapper, reducer=reducer)
+    job.run(text, tmp_path / "out", threads=2, split_size=20_000)
+    pids = dict(sluice.read_output(tmp_path / "out"))
+    assert sum(pids.values()) == 9000
+    assert os.getpid() not in pids
+    assert "printed by a mapper" in capfd.readouterr().err
+    assert _children_running("sluice._proc") == [], "every process ended with its job"
+    job.run(text, tmp_path / "here", threads=2, split_size=20_000, in_process=True)
+    assert dict(sluice.read_output(tmp_path / "here")) == {os.getpid(): 9000}
+
+
+def test_a_process_that_dies_fails_the_job_and_commits_nothing(text, tmp_path):
+    def mapper(line):
+        if line.startswith("fig"):
+            os._exit(3)
+        yield line, 1
+
+    out = tmp_path / "out"
+    with pytest.raises(sluice.JobFailed, match=r"ended \(exit status: 3\) in the middle of a task"):
+        sluice.Job(mapper=mapper, reducer=wc_reducer).run(text, out, threads=2)
+    assert not out.exists()
+    assert _children_running("sluice._proc") == []
+
+
+def test_a_job_that_cannot_be_pickled_runs_in_process_with_a_warning(tmp_path):
+    src = write_lines(tmp_path / "in.txt", ["a b", "b"])
+    lock = threading.Lock()
+
+    def mapper(line):
+        with lock:
+            for w in line.split():
+                yield w, 1
+
+    with pytest.warns(RuntimeWarning, match="cannot be pickled"):
+        sluice.Job(mapper=mapper, reducer=wc_reducer).run(src, tmp_path / "out")
+    assert dict(sluice.read_output(tmp_path / "out")) == {"a": 1, "b": 2}
+
+
+def test_an_exception_that_cannot_be_pickled_still_fails_the_job_with_its_text(tmp_path):
+    src = write_lines(tmp_path / "in.txt", ["a"])
+
+    class Odd(Exception):
+        def __init__(self, a, b):
+            super().__init__("odd %s %s" % (a, b))
+
+    def mapper(line):
+        raise Odd(1, 2)
+
+    with pytest.raises(sluice.JobFailed, match="odd 1 2") as info:
+        sluice.Job(mapper=mapper, reducer=wc_reducer).run(src, tmp_path / "out")
+    assert "while mapping the line 'a'" in str(info.value)
 
 
 def test_a_reducer_exception_names_its_key(tmp_path):
@@ -229,13 +322,17 @@ def test_a_mapper_giving_no_pairs_is_a_clear_error(tmp_path):
         sluice.Job(mapper=lambda line: line.split()).run(src, tmp_path / "out")
 
 
-def test_lines_that_are_not_utf8(tmp_path):
+@pytest.mark.parametrize("in_process", [False, True])
+def test_lines_that_are_not_utf8(tmp_path, in_process):
     src = tmp_path / "in.txt"
     src.write_bytes(b"good line\nbad \xff\xfe line\n")
     with pytest.raises(sluice.JobFailed, match="the line at byte 10 is not UTF-8"):
-        sluice.Job(mapper=wc_mapper, reducer=wc_reducer).run(src, tmp_path / "out")
+        sluice.Job(mapper=wc_mapper, reducer=wc_reducer).run(
+            src, tmp_path / "out", in_process=in_process
+        )
+    assert not (tmp_path / "out").exists()
     job = sluice.Job(mapper=wc_mapper, reducer=wc_reducer, encoding_errors="replace")
-    job.run(src, tmp_path / "out2")
+    job.run(src, tmp_path / "out2", in_process=in_process)
     got = dict(sluice.read_output(tmp_path / "out2"))
     assert got == {"good": 1, "line": 2, "bad": 1, "\ufffd\ufffd": 1}
 

@@ -11,6 +11,11 @@
 //! spilling, merging and writing output run on the engine's other threads
 //! at the same time, without the GIL.
 //!
+//! With a [`Pool`] the user's functions run in Python processes of
+//! their own instead (see [`crate::procs`]): a task sends its records'
+//! bytes to its process and emits the bytes it answers, never taking the
+//! GIL, so the functions of two tasks run at once.
+//!
 //! The Python side is an object of `python/sluice/_runtime.py`'s
 //! `Runtime` class: `map_task()` and `reduce_task(role)` make a task
 //! object with `batch(items) -> list of pairs` and `final() -> list of
@@ -21,12 +26,13 @@ use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use sluice_api::{
     Error as ApiError, JobSpec, MapContext, Mapper, Partitioner, ReduceContext, Reducer, Values,
 };
 
 use crate::codec::{render, Codec, OutputFormat};
+use crate::procs::{Pool, Reply, Worker};
 
 /// Values of one reduce batch before they go to Python: a batch ends at
 /// this many values or [`BATCH_BYTES`] of them, whichever comes first.
@@ -59,6 +65,8 @@ pub struct PyJob {
     /// The first exception a task raised, re-raised as the cause of the
     /// job's failure.
     first_error: Mutex<Option<PyErr>>,
+    /// The processes that run the user's functions, when not in process.
+    pool: Option<Pool>,
 }
 
 impl PyJob {
@@ -108,7 +116,24 @@ impl PyJob {
             output,
             undecodable,
             first_error: Mutex::new(None),
+            pool: None,
         })
+    }
+
+    /// The job with its functions run in processes started so.
+    pub fn in_processes(self, pool: Pool) -> Self {
+        PyJob {
+            pool: Some(pool),
+            ..self
+        }
+    }
+
+    pub fn undecodable(&self) -> Undecodable {
+        self.undecodable
+    }
+
+    pub fn codec(&self) -> &Codec {
+        &self.codec
     }
 
     /// The engine's job: `reducers` partitions when it has a reducer.
@@ -184,6 +209,61 @@ impl PyJob {
         Ok(())
     }
 
+    /// The pairs of `pairs` (a list a task returned) as [`Pairs`] bytes,
+    /// and the partition of each when the job chooses them.
+    pub fn encode_pairs(
+        &self,
+        pairs: &Bound<'_, PyAny>,
+        encode: bool,
+        reducers: u32,
+    ) -> PyResult<(Vec<u8>, Vec<u32>)> {
+        let mut out = Pairs::default();
+        self.put_pairs(pairs, encode, reducers, &mut out)?;
+        Ok((out.bytes, out.parts))
+    }
+
+    /// Keeps the exception a process pickled (the first one) and gives
+    /// the engine the error of `reply`.
+    fn fail_from(&self, reply: Reply<'_>, what: &str) -> ApiError {
+        if let Reply::Raised { exception, .. } = &reply {
+            if !exception.is_empty() {
+                let err = Python::attach(|py| {
+                    let loads = py.import("pickle")?.getattr("loads")?;
+                    let exc = loads.call1((PyBytes::new(py, exception),))?;
+                    Ok::<_, PyErr>(PyErr::from_value(exc))
+                });
+                if let (Ok(err), Ok(mut first)) = (err, self.first_error.lock()) {
+                    first.get_or_insert(err);
+                }
+            }
+        }
+        reply.into_error(what)
+    }
+
+    /// Sends a request of a task to its process; the pairs it answers
+    /// go to `out`.
+    fn ask(
+        &self,
+        worker: &mut Worker,
+        what: &str,
+        request: (u8, &[u8], &[u8]),
+        out: &mut Pairs,
+    ) -> sluice_api::Result<()> {
+        let (tag, head, body) = request;
+        match worker.request(tag, head, body)? {
+            Reply::Pairs { pairs, parts } => {
+                out.bytes.extend_from_slice(pairs);
+                out.parts.extend(
+                    parts
+                        .chunks_exact(4)
+                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+                );
+                Ok(())
+            }
+            other => Err(self.fail_from(other, what)),
+        }
+    }
+
     /// Puts each pair of `pairs` (a list a task returned) into `out`, and
     /// into `parts` the partition of each when the job chooses them.
     fn put_pairs(
@@ -196,7 +276,9 @@ impl PyJob {
         if pairs.is_none() {
             return Ok(());
         }
-        let chooses = encode && self.partitioner;
+        // Combiners keep their partition: only a mapper's pairs (with
+        // the reducers' number) are placed.
+        let chooses = encode && self.partitioner && reducers > 0;
         for pair in pairs.try_iter()? {
             let key = self.put_pair(&pair?, encode, &mut out.bytes)?;
             if chooses {
@@ -292,11 +374,120 @@ fn take<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
     Some(s)
 }
 
+/// The lines of `block` (its first byte at `offset` of its file) as
+/// Python strings, or the error of the first that is not UTF-8.
+pub fn lines<'py>(
+    py: Python<'py>,
+    undecodable: Undecodable,
+    offset: u64,
+    block: &[u8],
+) -> Result<Bound<'py, PyList>, String> {
+    let mut items = Vec::new();
+    let mut at = offset;
+    for line in block.split_inclusive(|&b| b == b'\n') {
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        let s = match std::str::from_utf8(body) {
+            Ok(s) => PyString::new(py, s),
+            Err(_) if undecodable == Undecodable::Replace => {
+                PyString::new(py, &String::from_utf8_lossy(body))
+            }
+            Err(e) => {
+                return Err(format!(
+                    "the line at byte {at} is not UTF-8 (bad byte at {}); \
+                     Job(encoding_errors='replace') reads it with U+FFFD in its place",
+                    at + e.valid_up_to() as u64
+                ))
+            }
+        };
+        items.push(s);
+        at += line.len() as u64;
+    }
+    PyList::new(py, items).map_err(|e| e.to_string())
+}
+
+/// Groups of keys and values (each a u32 length and codec bytes, a group
+/// a key and as many values as its count) as a Python list of
+/// `(key, [values])`.
+pub fn decode_groups<'py>(
+    py: Python<'py>,
+    codec: &Codec,
+    counts: impl Iterator<Item = usize>,
+    bytes: &[u8],
+) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    let mut at = 0;
+    let mut field = || -> PyResult<&[u8]> {
+        let len = bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+        let value = len.and_then(|n| bytes.get(at + 4..at + 4 + n));
+        let value = value.ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err("groups that end inside a key or value")
+        })?;
+        at += 4 + value.len();
+        Ok(value)
+    };
+    for n in counts {
+        let key = codec.decode(py, field()?)?;
+        let values = PyList::empty(py);
+        for _ in 0..n {
+            values.append(codec.decode(py, field()?)?)?;
+        }
+        list.append((key, values))?;
+    }
+    Ok(list)
+}
+
+/// Where a task's functions run: in this process (a task object made on
+/// first use) or in a process of the job's pool.
+#[derive(Default)]
+enum Runner {
+    #[default]
+    Idle,
+    Here(Py<PyAny>),
+    There(Worker),
+}
+
+impl Runner {
+    /// The task object of this process, made by `make` on first use.
+    fn here<'py>(
+        &mut self,
+        py: Python<'py>,
+        make: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if let Runner::Here(t) = self {
+            return Ok(t.bind(py).clone());
+        }
+        let t = make()?;
+        *self = Runner::Here(t.clone().unbind());
+        Ok(t)
+    }
+
+    /// The task's process, taken from `pool` on first use.
+    fn there(&mut self, pool: &Pool, role: &str, reducers: u32) -> sluice_api::Result<&mut Worker> {
+        if !matches!(self, Runner::There(_)) {
+            *self = Runner::There(pool.take(role, reducers)?);
+        }
+        match self {
+            Runner::There(w) => Ok(w),
+            _ => unreachable!("set just above"),
+        }
+    }
+
+    /// Gives a process back to `pool` when the task ended well.
+    fn finish(&mut self, pool: Option<&Pool>) {
+        if let (Runner::There(w), Some(pool)) = (std::mem::take(self), pool) {
+            pool.give(w);
+        }
+    }
+}
+
 /// A map task: lines of text to the user's mapper, a block at a time.
 struct PyMapper {
     job: Arc<PyJob>,
     reducers: u32,
-    task: Option<Py<PyAny>>,
+    task: Runner,
     pairs: Pairs,
 }
 
@@ -305,7 +496,7 @@ impl PyMapper {
         PyMapper {
             job,
             reducers,
-            task: None,
+            task: Runner::Idle,
             pairs: Pairs::default(),
         }
     }
@@ -318,18 +509,19 @@ impl PyMapper {
         method: &str,
         args: impl pyo3::call::PyCallArgs<'py>,
     ) -> PyResult<()> {
-        let task = match &self.task {
-            Some(t) => t.bind(py).clone(),
-            None => {
-                let t = self.job.runtime.bind(py).call_method0("map_task")?;
-                self.task = Some(t.clone().unbind());
-                t
-            }
-        };
+        let runtime = self.job.runtime.bind(py);
+        let task = self.task.here(py, || runtime.call_method0("map_task"))?;
         let pairs = task.call_method1(method, args)?;
         let encode = self.job.reducer;
         self.job
             .put_pairs(&pairs, encode, self.reducers, &mut self.pairs)
+    }
+
+    /// Sends a request to the task's process and keeps the pairs.
+    fn ask(&mut self, pool: &Pool, tag: u8, head: &[u8], body: &[u8]) -> sluice_api::Result<()> {
+        let worker = self.task.there(pool, "mapper", self.reducers)?;
+        self.job
+            .ask(worker, "mapper", (tag, head, body), &mut self.pairs)
     }
 
     fn emit(&mut self, ctx: &mut MapContext<'_>) -> sluice_api::Result<()> {
@@ -337,38 +529,6 @@ impl PyMapper {
             Some(v) => ctx.emit(k, v),
             None => ctx.emit_key(k),
         })
-    }
-
-    /// The lines of `block` as Python strings.
-    fn lines<'py>(
-        &self,
-        py: Python<'py>,
-        offset: u64,
-        block: &[u8],
-    ) -> Result<Bound<'py, PyList>, ApiError> {
-        let list = PyList::empty(py);
-        let mut at = offset;
-        for line in block.split_inclusive(|&b| b == b'\n') {
-            let body = line.strip_suffix(b"\n").unwrap_or(line);
-            let body = body.strip_suffix(b"\r").unwrap_or(body);
-            let s = match std::str::from_utf8(body) {
-                Ok(s) => PyString::new(py, s),
-                Err(e) if self.job.undecodable == Undecodable::Replace => {
-                    let _ = e;
-                    PyString::new(py, &String::from_utf8_lossy(body))
-                }
-                Err(e) => {
-                    return Err(ApiError::user(format!(
-                        "the line at byte {at} is not UTF-8 (bad byte at {}); \
-                         Job(encoding_errors='replace') reads it with U+FFFD in its place",
-                        at + e.valid_up_to() as u64
-                    )))
-                }
-            };
-            list.append(s).map_err(|e| self.job.fail(py, e, "mapper"))?;
-            at += line.len() as u64;
-        }
-        Ok(list)
     }
 }
 
@@ -394,20 +554,32 @@ impl Mapper for PyMapper {
         block: &[u8],
         ctx: &mut MapContext<'_>,
     ) -> sluice_api::Result<()> {
-        Python::attach(|py| {
-            let lines = self.lines(py, offset, block)?;
-            self.call(py, "batch", (lines,))
-                .map_err(|e| self.job.fail(py, e, "mapper"))
-        })?;
+        let job = self.job.clone();
+        if let Some(pool) = &job.pool {
+            self.ask(pool, b'M', &offset.to_le_bytes(), block)?;
+        } else {
+            Python::attach(|py| {
+                let lines = lines(py, job.undecodable, offset, block).map_err(ApiError::user)?;
+                self.call(py, "batch", (lines,))
+                    .map_err(|e| job.fail(py, e, "mapper"))
+            })?;
+        }
         self.emit(ctx)
     }
 
     fn cleanup(&mut self, ctx: &mut MapContext<'_>) -> sluice_api::Result<()> {
-        Python::attach(|py| {
-            self.call(py, "final", ())
-                .map_err(|e| self.job.fail(py, e, "mapper"))
-        })?;
-        self.emit(ctx)
+        let job = self.job.clone();
+        if let Some(pool) = &job.pool {
+            self.ask(pool, b'F', &[], &[])?;
+        } else {
+            Python::attach(|py| {
+                self.call(py, "final", ())
+                    .map_err(|e| job.fail(py, e, "mapper"))
+            })?;
+        }
+        self.emit(ctx)?;
+        self.task.finish(job.pool.as_ref());
+        Ok(())
     }
 }
 
@@ -432,7 +604,7 @@ impl Role {
 struct PyReducer {
     job: Arc<PyJob>,
     role: Role,
-    task: Option<Py<PyAny>>,
+    task: Runner,
     /// Groups waiting for Python: keys and values with u32 lengths.
     groups: Vec<u8>,
     /// Values in each waiting group.
@@ -446,7 +618,7 @@ impl PyReducer {
         PyReducer {
             job,
             role,
-            task: None,
+            task: Runner::Idle,
             groups: Vec::new(),
             counts: Vec::new(),
             values: 0,
@@ -460,25 +632,6 @@ impl PyReducer {
         self.groups.extend_from_slice(bytes);
     }
 
-    /// The waiting groups as a Python list of `(key, [values])`.
-    fn decode_groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(py);
-        let mut at = 0;
-        for &n in &self.counts {
-            let key = self
-                .job
-                .codec
-                .decode(py, take(&self.groups, &mut at).unwrap_or_default())?;
-            let values = PyList::empty(py);
-            for _ in 0..n {
-                let v = take(&self.groups, &mut at).unwrap_or_default();
-                values.append(self.job.codec.decode(py, v)?)?;
-            }
-            list.append((key, values))?;
-        }
-        Ok(list)
-    }
-
     /// Hands the waiting groups (and, at the end, the call to `final`) to
     /// Python, then writes what it gave.
     fn flush(&mut self, last: bool, ctx: &mut ReduceContext<'_>) -> sluice_api::Result<()> {
@@ -486,32 +639,59 @@ impl PyReducer {
             return Ok(());
         }
         let what = self.role.name();
-        Python::attach(|py| self.call(py, last).map_err(|e| self.job.fail(py, e, what)))?;
+        let job = self.job.clone();
+        if let Some(pool) = &job.pool {
+            self.send(pool, last)?;
+        } else {
+            Python::attach(|py| self.call(py, last).map_err(|e| job.fail(py, e, what)))?;
+        }
         self.groups.clear();
         self.counts.clear();
         self.values = 0;
         self.pairs.drain(|k, v| match v {
             Some(v) => ctx.write(k, v),
             None => ctx.write_key(k),
-        })
+        })?;
+        if last {
+            self.task.finish(job.pool.as_ref());
+        }
+        Ok(())
+    }
+
+    /// [`Self::flush`] through the task's process.
+    fn send(&mut self, pool: &Pool, last: bool) -> sluice_api::Result<()> {
+        let what = self.role.name();
+        let worker = self.task.there(pool, what, 0)?;
+        if !self.counts.is_empty() {
+            let mut head = Vec::with_capacity(4 + 4 * self.counts.len());
+            head.extend_from_slice(&(self.counts.len() as u32).to_le_bytes());
+            for &n in &self.counts {
+                head.extend_from_slice(&(n as u32).to_le_bytes());
+            }
+            let request = (b'G', &head[..], &self.groups[..]);
+            self.job.ask(worker, what, request, &mut self.pairs)?;
+        }
+        if last {
+            self.job
+                .ask(worker, what, (b'F', &[], &[]), &mut self.pairs)?;
+        }
+        Ok(())
     }
 
     fn call(&mut self, py: Python<'_>, last: bool) -> PyResult<()> {
-        let task = match &self.task {
-            Some(t) => t.bind(py).clone(),
-            None => {
-                let t = self
-                    .job
-                    .runtime
-                    .bind(py)
-                    .call_method1("reduce_task", (self.role.name(),))?;
-                self.task = Some(t.clone().unbind());
-                t
-            }
-        };
+        let runtime = self.job.runtime.bind(py);
+        let role = self.role.name();
+        let task = self
+            .task
+            .here(py, || runtime.call_method1("reduce_task", (role,)))?;
         let encode = self.role == Role::Combine;
         if !self.counts.is_empty() {
-            let groups = self.decode_groups(py)?;
+            let groups = decode_groups(
+                py,
+                &self.job.codec,
+                self.counts.iter().copied(),
+                &self.groups,
+            )?;
             let pairs = task.call_method1("batch", (groups,))?;
             self.job.put_pairs(&pairs, encode, 0, &mut self.pairs)?;
         }

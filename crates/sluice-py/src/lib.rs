@@ -10,6 +10,7 @@
 
 mod codec;
 mod job;
+mod procs;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -54,11 +55,29 @@ fn cluster_target(
 
 /// Runs the request `request_json` (a `JobRequest` of job kind `python`)
 /// with `runtime`, a `sluice._runtime.Runtime`, on the local engine; the
-/// reports as a JSON array.
+/// reports as a JSON array. With `job_pickle` (the job pickled) the
+/// user's functions run in processes of `python` (`sys.executable`) with
+/// `pythonpath` (the caller's `sys.path`), else in this process.
 #[pyfunction]
-fn run_python(py: Python<'_>, runtime: &Bound<'_, PyAny>, request_json: &str) -> PyResult<String> {
+#[pyo3(signature = (runtime, request_json, job_pickle=None, python=None, pythonpath=String::new()))]
+fn run_python(
+    py: Python<'_>,
+    runtime: &Bound<'_, PyAny>,
+    request_json: &str,
+    job_pickle: Option<Vec<u8>>,
+    python: Option<PathBuf>,
+    pythonpath: String,
+) -> PyResult<String> {
     let req = request(request_json)?;
-    let job = Arc::new(PyJob::new(runtime)?);
+    let mut job = PyJob::new(runtime)?;
+    if let (Some(job_pickle), Some(python)) = (job_pickle, python) {
+        job = job.in_processes(procs::Pool::new(procs::Launch {
+            python,
+            path: pythonpath,
+            job: job_pickle,
+        }));
+    }
+    let job = Arc::new(job);
     let mut jobs = Registry::new();
     let for_kind = job.clone();
     jobs.register_fn(&req.job, "a job of Python functions", move |r| {
@@ -155,6 +174,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gen_text, m)?)?;
     m.add_function(wrap_pyfunction!(encode, m)?)?;
     m.add_function(wrap_pyfunction!(decode, m)?)?;
+    m.add_class::<procs::TaskIo>()?;
     m.add("JobFailed", m.py().get_type::<JobFailed>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
