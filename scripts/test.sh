@@ -27,6 +27,10 @@ fi
 # (tests/minidfs) built by Maven, with hadoop-minicluster from Maven Central.
 [ -f tests/minidfs/target/minidfs-1.0.jar ] ||
   mvn -q -B -f tests/minidfs/pom.xml package -DskipTests >&2
+# Hadoop MapReduce (LocalJobRunner) runs the same Streaming scripts as
+# Sluice in the Streaming comparison tests: bench/hadoop's jobs.
+[ -f bench/hadoop/target/hadoop-jobs-1.0.jar ] ||
+  mvn -q -B -f bench/hadoop/pom.xml package -DskipTests >&2
 cargo test --workspace
 # The Python package: built into the venv with maturin as `pip install .`
 # does, then its pytest suite.

@@ -12,38 +12,13 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod common;
 mod support;
 
 use support::*;
-
-/// The launcher's project directory.
-fn launcher() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/minidfs")
-}
-
-/// Builds the launcher once (scripts/test.sh builds it before the tests;
-/// this covers a lone `cargo test`).
-fn build_launcher() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = launcher();
-            let jar = dir.join("target/minidfs-1.0.jar");
-            if !jar.exists() {
-                ok(Command::new("mvn")
-                    .args(["-q", "-B", "package", "-DskipTests", "-f"])
-                    .arg(dir.join("pom.xml"))
-                    .output()
-                    .expect("running mvn (Maven) to build tests/minidfs"));
-            }
-            dir
-        })
-        .clone()
-}
 
 /// A MiniDFSCluster, shut down when dropped.
 struct Dfs {
@@ -65,13 +40,8 @@ impl Drop for Dfs {
 }
 
 fn dfs(args: &[&str]) -> Dfs {
-    let dir = build_launcher();
+    let cp = maven_classpath("tests/minidfs", "minidfs-1.0.jar");
     let base = tempfile::tempdir().unwrap();
-    let cp = format!(
-        "{}:{}/*",
-        dir.join("target/minidfs-1.0.jar").display(),
-        dir.join("target/lib").display()
-    );
     let mut child = Command::new("java")
         .args(["-cp", &cp, "sluice.minidfs.MiniDfs"])
         .arg(base.path())

@@ -360,3 +360,29 @@ pub fn restart_coordinator(c: &Cluster, argv: &[String], workers: usize) -> Kill
     });
     again
 }
+
+/// The project directory `rel` (from the repository's root) built by
+/// Maven once per test binary, unless `jar` (under its `target/`) is
+/// there already (scripts/test.sh builds them before the tests; this
+/// covers a lone `cargo test`). The classpath of its jar and
+/// dependencies.
+pub fn maven_classpath(rel: &str, jar: &str) -> String {
+    use std::sync::Mutex;
+    static LOCK: Mutex<()> = Mutex::new(());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel);
+    let _one = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !dir.join("target").join(jar).exists() {
+        ok(Command::new("mvn")
+            .args(["-q", "-B", "package", "-DskipTests", "-f"])
+            .arg(dir.join("pom.xml"))
+            .output()
+            .expect("running mvn (Maven)"));
+    }
+    format!(
+        "{}:{}/*",
+        dir.join("target").join(jar).display(),
+        dir.join("target/lib").display()
+    )
+}
