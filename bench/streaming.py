@@ -22,8 +22,11 @@ Hadoop).
   functions (flatMap, reduceByKey: it combines map-side); and the same
   map script through RDD.pipe, summed by reduceByKey.
 - Hadoop MapReduce 3 (LocalJobRunner, 2 map and 2 reduce slots): its
-  WordCount example in Java with its combiner (`bench/hadoop`; the
-  hadoop-streaming jar is not on the registry this project uses).
+  WordCount example in Java with its combiner; and the same map.py and
+  reduce.py through Hadoop Streaming's contract (`bench/hadoop`'s
+  `sluice.bench.Streaming`, PipeMapper and PipeReducer as Hadoop Streaming
+  has them: the hadoop-streaming jar is not on the registry this project
+  uses), without and with the reducer as combiner.
 Times are wall clocks, medians of --runs (Spark's session start and the
 JVM start of Hadoop included for Hadoop, excluded for Spark). Every answer
 is checked against Sluice's built-in word count.
@@ -169,6 +172,19 @@ def main():
             t = statistics.median(timed(hadoop) for _ in range(a.runs))
             assert counts(w / "hout") == want, "Hadoop's answer differs"
             rows.append(("Hadoop MapReduce WordCount (Java)", t))
+
+            def hadoop_streaming(combine):
+                shutil.rmtree(w / "hsout", ignore_errors=True)
+                args = ["java", "-Xmx2g", "-cp", cp, "sluice.bench.Streaming", data, w / "hsout",
+                        "2", "2", w, "python3 map.py", "python3 reduce.py"]
+                sh(*(args + (["python3 reduce.py"] if combine else [])))
+
+            for combine in (False, True):
+                t = statistics.median(timed(lambda: hadoop_streaming(combine))
+                                      for _ in range(a.runs))
+                assert counts(w / "hsout") == want, "Hadoop Streaming's answer differs"
+                rows.append((f"Hadoop MapReduce with Streaming's pipes{' + combiner' if combine else ''}",
+                             t))
 
         size = sum(p.stat().st_size for p in data.glob("part-*"))
         print(f"word count over {size / 1e6:.0f} MB of text, medians of {a.runs}")

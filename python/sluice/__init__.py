@@ -191,7 +191,14 @@ class Job:
 
     def _pickled_for_processes(self):
         """The job pickled for its processes, or ``None`` (with a warning)
-        when it cannot be."""
+        when it cannot be or there is no interpreter to start."""
+        if not sys.executable:
+            warnings.warn(
+                "sys.executable is empty, so this job's functions run in this interpreter",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return None
         try:
             return _pickle_job(self)
         except Exception as exc:

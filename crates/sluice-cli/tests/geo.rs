@@ -113,6 +113,58 @@ fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
         assert!(text.contains(pair), "{pair:?} in {text}");
     }
 
+    // Every worker sending to every other at once: each one's rates and
+    // receive skew, and the median worker's receive rate saved as the
+    // model's N, which a run's account then uses.
+    let hw = d.path().join("hw.json");
+    let probe = c
+        .cmd(&[
+            "probe",
+            "--network",
+            "--all-to-all",
+            "--link-size",
+            "2MB",
+            "--reps",
+            "2",
+            "--out",
+            hw.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8(ok(probe).stdout).unwrap();
+    assert!(printed.contains("all-to-all among 4 workers"), "{printed}");
+    let rows = printed
+        .lines()
+        .filter(|l| {
+            l.strip_prefix("worker ")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count();
+    assert_eq!(rows, 4, "a row per worker: {printed}");
+    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&hw).unwrap()).unwrap();
+    let n = profile["network_all_to_all"]["measured"]["median"]
+        .as_f64()
+        .unwrap();
+    assert!(n > 0.0, "{profile}");
+    let report = d.path().join("model.json");
+    ok(common::sluice()
+        .args(["run", "wordcount", "-q", "--input"])
+        .arg(&data)
+        .arg("--output")
+        .arg(d.path().join("local-wc"))
+        .arg("--hardware")
+        .arg(&hw)
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap());
+    let model = &read_report(&report)["local"]["model"]["hardware"];
+    assert_eq!(model["network"].as_f64(), Some(n));
+    assert!(
+        model["source"].as_str().unwrap().contains("all-to-all"),
+        "{model}"
+    );
+
     // WAN-aware: a put from dc1 keeps both replicas of every block there
     // (workers 0 and 1); dc2's workers hold none.
     ok(c.cmd(&["put"])
@@ -227,4 +279,23 @@ fn places_come_from_flags_or_a_topology_file_and_bad_ones_are_refused() {
         mixed.contains("--workers names 2 data centers, --datacenters 3"),
         "{mixed}"
     );
+}
+
+#[test]
+fn an_all_to_all_probe_needs_two_workers() {
+    let d = tempfile::tempdir().unwrap();
+    let c = Cluster::up(d.path(), 1, "");
+    let hw = d.path().join("hw.json");
+    let out = c
+        .cmd(&[
+            "probe",
+            "--network",
+            "--all-to-all",
+            "--out",
+            hw.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(fails(out).contains("needs two live workers or more (1 live)"));
+    assert!(!hw.exists());
 }

@@ -124,6 +124,11 @@ pub struct Profile {
     pub memory: ProbeResult,
     /// TCP throughput over loopback.
     pub network: ProbeResult,
+    /// A cluster's per-node receive rate with every worker sending to
+    /// every other at once (`sluice probe --network --all-to-all`, seed
+    /// 004's shuffle probe); the model's `N` when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_all_to_all: Option<ProbeResult>,
 }
 
 impl Profile {
@@ -167,8 +172,19 @@ pub fn hardware(p: &Profile, path: &Path) -> Hardware {
     };
     let disk_read = pick(&p.disk_read, DEFAULT_DISK_READ, "disk read");
     let disk_write = pick(&p.disk_write, DEFAULT_DISK_WRITE, "disk write");
-    let network = pick(&p.network, DEFAULT_NETWORK, "network");
+    let all_to_all = p
+        .network_all_to_all
+        .as_ref()
+        .and_then(ProbeResult::median)
+        .filter(|v| *v > 0.0);
+    let network = match all_to_all {
+        Some(n) => n,
+        None => pick(&p.network, DEFAULT_NETWORK, "network"),
+    };
     let mut source = format!("profile {}", path.display());
+    if all_to_all.is_some() {
+        source.push_str(" (network: the all-to-all probe between workers)");
+    }
     if !defaults.is_empty() {
         source.push_str(&format!(
             " (defaults for skipped probes: {})",
@@ -205,6 +221,7 @@ mod tests {
             disk_write: ProbeResult::Skipped("no space".into()),
             memory: ProbeResult::Skipped("x".into()),
             network: ProbeResult::Measured(Measurement::from_samples(vec![1e9])),
+            network_all_to_all: None,
         };
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("hw.json");
@@ -218,6 +235,23 @@ mod tests {
             "{}",
             h.source
         );
+        assert_eq!(h.network, 1e9, "loopback without an all-to-all probe");
+        // A profile saved before the all-to-all field existed reads; with
+        // it, the all-to-all rate is the model's N.
+        let mut older = serde_json::to_value(&p).unwrap();
+        older.as_object_mut().unwrap().remove("network_all_to_all");
+        std::fs::write(&path, older.to_string()).unwrap();
+        assert_eq!(Profile::load(&path).unwrap(), p);
+        let with = Profile {
+            network_all_to_all: Some(ProbeResult::Measured(Measurement::from_samples(vec![
+                110e6,
+            ]))),
+            ..p.clone()
+        };
+        with.save(&path).unwrap();
+        let h = hardware(&Profile::load(&path).unwrap(), &path);
+        assert_eq!(h.network, 110e6);
+        assert!(h.source.contains("all-to-all"), "{}", h.source);
         std::fs::write(&path, "{not json").unwrap();
         assert!(Profile::load(&path)
             .unwrap_err()

@@ -66,6 +66,13 @@ pub struct ProbeArgs {
     /// times; prints the medians.
     #[arg(long)]
     network: bool,
+    /// With --network: every live worker sends --link-size bytes to
+    /// every other at once, as a shuffle does (seed 004's all-to-all
+    /// probe), --reps times; prints each worker's receive and send rate
+    /// and receive skew, and saves the median worker's receive rate into
+    /// the profile (--out) as the model's network rate N.
+    #[arg(long, requires = "network")]
+    all_to_all: bool,
     /// Bytes per link probe, with --network.
     #[arg(long, default_value = "64MB", value_parser = parse_size)]
     link_size: u64,
@@ -78,6 +85,10 @@ pub struct ProbeArgs {
 }
 
 pub fn probe(args: &ProbeArgs) -> anyhow::Result<()> {
+    if args.all_to_all {
+        let out = args.out.clone().unwrap_or_else(default_profile_path);
+        return crate::links::probe_all_to_all(&args.conn, args.link_size, args.reps, &out);
+    }
     if args.network {
         return crate::links::probe_links(
             &args.conn,
@@ -126,6 +137,11 @@ pub fn probe(args: &ProbeArgs) -> anyhow::Result<()> {
         disk_write,
         memory: probe_memory(&opts),
         network: probe_network(&opts),
+        // A cluster's all-to-all rate, from an earlier `--all-to-all`
+        // saved into this profile, outlives a new local probe.
+        network_all_to_all: Profile::load(&args.out.clone().unwrap_or_else(default_profile_path))
+            .ok()
+            .and_then(|p| p.network_all_to_all),
     };
     for (name, r) in [
         ("disk read", &profile.disk_read),
