@@ -45,10 +45,15 @@ impl Default for TextSpec {
 }
 
 /// A Zipf-weighted vocabulary, sampled in constant time with an alias
-/// table.
+/// table. The words live in one arena (a vocabulary of tens of millions
+/// of words as one allocation each took gigabytes and most of a
+/// generation's time).
 #[derive(Debug, Clone)]
 pub struct Vocabulary {
-    words: Vec<Vec<u8>>,
+    /// Every word's bytes, one after another.
+    bytes: Vec<u8>,
+    /// Where each word starts in `bytes`, and one past the last word.
+    starts: Vec<u32>,
     alias: WeightedAliasIndex<f64>,
 }
 
@@ -56,28 +61,80 @@ impl Vocabulary {
     /// `n` distinct words drawn from `seed`, weighted `1 / rank^s`.
     pub fn new(n: usize, s: f64, seed: u64) -> Self {
         let mut rng = Pcg64Mcg::seed_from_u64(part_seed(seed, u64::MAX));
-        let mut seen = std::collections::HashSet::with_capacity(n);
-        let mut words = Vec::with_capacity(n);
-        while words.len() < n.max(1) {
-            let rank = words.len() + 1;
+        let n = n.max(1);
+        let mut v = Vocabulary {
+            bytes: Vec::new(),
+            starts: vec![0],
+            alias: WeightedAliasIndex::new(vec![1.0]).expect("one weight"),
+        };
+        let mut seen = Distinct::with_capacity(n);
+        let mut w = Vec::with_capacity(16);
+        while v.len() < n {
+            let rank = v.len() + 1;
             let base = 1 + ((rank as f64).ln() * 0.8) as usize;
             let len = (base + rng.gen_range(0..3)).min(16);
-            let w: Vec<u8> = (0..len).map(|_| b'a' + rng.gen_range(0..26u8)).collect();
-            if seen.insert(w.clone()) {
-                words.push(w);
+            w.clear();
+            w.extend((0..len).map(|_| b'a' + rng.gen_range(0..26u8)));
+            if seen.insert(&w, &v) {
+                v.bytes.extend_from_slice(&w);
+                let end = u32::try_from(v.bytes.len()).expect("a vocabulary under 4 GiB");
+                v.starts.push(end);
             }
         }
-        let weights = (1..=words.len())
-            .map(|r| 1.0 / (r as f64).powf(s))
-            .collect();
-        let alias = WeightedAliasIndex::new(weights).expect("positive finite weights");
-        Vocabulary { words, alias }
+        let weights = (1..=v.len()).map(|r| 1.0 / (r as f64).powf(s)).collect();
+        v.alias = WeightedAliasIndex::new(weights).expect("positive finite weights");
+        v
+    }
+
+    /// Words in the vocabulary.
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Whether it has no words (never: it has at least one).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn word(&self, i: usize) -> &[u8] {
+        &self.bytes[self.starts[i] as usize..self.starts[i + 1] as usize]
     }
 
     /// Draws one word.
     #[inline]
     pub fn sample(&self, rng: &mut impl Rng) -> &[u8] {
-        &self.words[self.alias.sample(rng)]
+        self.word(self.alias.sample(rng))
+    }
+}
+
+/// The words a vocabulary has so far, by a 64-bit hash of each pointing
+/// at its index; the rare word whose hash another word has goes to a set
+/// of its own, so the test stays exact.
+struct Distinct {
+    by_hash: std::collections::HashMap<u64, u32>,
+    clashes: std::collections::HashSet<Vec<u8>>,
+}
+
+impl Distinct {
+    fn with_capacity(n: usize) -> Self {
+        Distinct {
+            by_hash: std::collections::HashMap::with_capacity(n),
+            clashes: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Records `w` as the next word of `v`; false if `v` has it already.
+    fn insert(&mut self, w: &[u8], v: &Vocabulary) -> bool {
+        use std::collections::hash_map::Entry;
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let h = BuildHasherDefault::<DefaultHasher>::default().hash_one(w);
+        match self.by_hash.entry(h) {
+            Entry::Vacant(e) => {
+                e.insert(v.len() as u32);
+                true
+            }
+            Entry::Occupied(e) => v.word(*e.get() as usize) != w && self.clashes.insert(w.to_vec()),
+        }
     }
 }
 
@@ -154,6 +211,19 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(sa.files, 3);
         assert!(sa.bytes >= 300_000 && sa.bytes < 300_000 + 3 * 300);
+    }
+
+    #[test]
+    fn a_vocabulary_has_n_distinct_words_fixed_by_its_seed() {
+        let v = Vocabulary::new(50_000, 1.0, 9);
+        assert_eq!(v.len(), 50_000);
+        let words: std::collections::HashSet<&[u8]> = (0..v.len()).map(|i| v.word(i)).collect();
+        assert_eq!(words.len(), 50_000);
+        assert!(words.iter().all(|w| !w.is_empty() && w.len() <= 16));
+        let again = Vocabulary::new(50_000, 1.0, 9);
+        assert!((0..v.len()).all(|i| v.word(i) == again.word(i)));
+        assert_ne!(Vocabulary::new(50_000, 1.0, 10).word(0), v.word(0));
+        assert_eq!(Vocabulary::new(0, 1.0, 9).len(), 1, "never empty");
     }
 
     #[test]
