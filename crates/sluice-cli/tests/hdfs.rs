@@ -124,17 +124,6 @@ impl Dfs {
     }
 }
 
-/// The local part files of an output, `_SUCCESS` and hidden files left out.
-fn parts_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    part_files(dir)
-        .into_iter()
-        .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&p).unwrap())
-        })
-        .collect()
-}
-
 fn wc_args<'a>(input: &'a str, output: &'a str) -> Vec<&'a str> {
     vec![
         "run",
@@ -173,7 +162,7 @@ fn word_count_and_terasort_read_and_commit_hdfs_paths() {
         .output()
         .unwrap());
     let got = h.get("/out", &d.path().join("got"));
-    assert_eq!(parts_of(&got), parts_of(&want));
+    assert_eq!(named_parts(&got), named_parts(&want));
     assert!(got.join("_SUCCESS").exists());
     // One split (and map) a block, the gzip file one.
     let len = std::fs::metadata(local_in.join("part-00000"))
@@ -190,7 +179,7 @@ fn word_count_and_terasort_read_and_commit_hdfs_paths() {
     let (glob, out_glob) = (h.at("/in/*"), h.at("/out-glob"));
     ok(h.sluice().args(wc_args(&glob, &out_glob)).output().unwrap());
     let got = h.get("/out-glob", &d.path().join("got-glob"));
-    assert_eq!(parts_of(&got), parts_of(&want));
+    assert_eq!(named_parts(&got), named_parts(&want));
     h.cmd("rm /out-glob");
 
     // The same output again: refused, and the first answer stays.
@@ -212,7 +201,7 @@ fn word_count_and_terasort_read_and_commit_hdfs_paths() {
         &["wordcount", "--reducers", "2"],
     );
     let got = h.get("/out", &d.path().join("got-again"));
-    assert_eq!(parts_of(&got), parts_of(&want_small));
+    assert_eq!(named_parts(&got), named_parts(&want_small));
     assert_eq!(h.ls("/"), ["in", "out"]);
 
     // TeraSort from and to HDFS: the same sorted records as on local
@@ -299,8 +288,8 @@ fn hdfs_errors_are_clear_and_a_killed_commit_shows_nothing() {
     ok(h.sluice().args(wc_args(&input, &out)).output().unwrap());
     let want = local(d.path(), &data, &["wordcount", "--reducers", "2"]);
     assert_eq!(
-        parts_of(&h.get("/out", &d.path().join("got"))),
-        parts_of(&want)
+        named_parts(&h.get("/out", &d.path().join("got"))),
+        named_parts(&want)
     );
 }
 
@@ -345,7 +334,7 @@ fn a_stopped_datanode_fails_over_to_a_replica_or_fails_clearly() {
     std::thread::sleep(Duration::from_millis(300));
     h.cmd("stop-datanode 0");
     ok(job.wait_with_output().unwrap());
-    assert_eq!(parts_of(&out), parts_of(&want));
+    assert_eq!(named_parts(&out), named_parts(&want));
 
     // An HDFS output whose write pipeline meets the stopped DataNode: a
     // clear error, and nothing at the output.
@@ -406,7 +395,7 @@ fn cluster_maps_run_on_the_hosts_of_their_hdfs_blocks() {
             .unwrap(),
     );
     let got = h.get("/out", &d.path().join("got"));
-    assert_eq!(parts_of(&got), parts_of(&want));
+    assert_eq!(named_parts(&got), named_parts(&want));
     let r = read_report(&report);
     let len = std::fs::metadata(part_files(&data)[0].clone())
         .unwrap()

@@ -136,16 +136,6 @@ impl Moto {
     }
 }
 
-fn local_parts(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    part_files(dir)
-        .into_iter()
-        .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&p).unwrap())
-        })
-        .collect()
-}
-
 fn wc(m: &Moto, input: &str, output: &str, extra: &[&str]) -> std::process::Output {
     wc_cmd(m, input, output).args(extra).output().unwrap()
 }
@@ -189,7 +179,7 @@ fn word_count_reads_and_commits_s3_paths() {
     );
 
     ok(wc(&m, "s3://data/in", "s3://data/out", &[]));
-    assert_eq!(m.output("out"), local_parts(&want));
+    assert_eq!(m.output("out"), named_parts(&want));
 
     // Refused when committed, unless --overwrite, which replaces it whole.
     let err = fails(wc(&m, "s3://data/in/part-00000", "s3://data/out", &[]));
@@ -316,7 +306,7 @@ fn a_cluster_puts_from_and_gets_to_s3() {
     // The same as getting it to local files.
     let local_out = d.path().join("counts-local");
     get_local(&c, "counts", &local_out);
-    let want: Vec<(String, Vec<u8>)> = local_parts(&local_out);
+    let want: Vec<(String, Vec<u8>)> = named_parts(&local_out);
     assert_eq!(m.output("counts"), want);
     // A committed path is not overwritten.
     let mut again = c.cmd(&["get", "counts", "s3://data/counts"]);
@@ -352,7 +342,7 @@ fn a_cluster_job_reads_and_commits_s3_paths_directly() {
     m.env(&mut job);
     let report = d.path().join("report.json");
     ok(job.arg("--report").arg(&report).output().unwrap());
-    assert_eq!(m.output("counts"), local_parts(&want));
+    assert_eq!(m.output("counts"), named_parts(&want));
     // One map a split of the object (no packing across 256 KB splits).
     let r = read_report(&report);
     let len = std::fs::metadata(part_files(&data)[0].clone())

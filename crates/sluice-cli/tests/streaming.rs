@@ -13,30 +13,11 @@ mod support;
 use common::{ok, sluice};
 use support::*;
 
-const MAP: &str = r#"import sys
-for line in sys.stdin:
-    for w in line.split():
-        print(f"{w}\t1")
-"#;
-
-const REDUCE: &str = r#"import sys
-cur, n = None, 0
-for line in sys.stdin:
-    k, v = line.rstrip("\n").split("\t", 1)
-    if k != cur:
-        if cur is not None:
-            print(f"{cur}\t{n}")
-        cur, n = k, 0
-    n += int(v)
-if cur is not None:
-    print(f"{cur}\t{n}")
-"#;
-
 /// The scripts, written under `dir`.
 fn scripts(dir: &Path) -> (PathBuf, PathBuf) {
     let (m, r) = (dir.join("map.py"), dir.join("reduce.py"));
-    std::fs::write(&m, MAP).unwrap();
-    std::fs::write(&r, REDUCE).unwrap();
+    std::fs::write(&m, MAP_PY).unwrap();
+    std::fs::write(&r, REDUCE_PY).unwrap();
     (m, r)
 }
 

@@ -19,25 +19,6 @@ mod support;
 
 use support::*;
 
-const MAP_PY: &str = r#"import sys
-for line in sys.stdin:
-    for w in line.split():
-        print(f"{w}\t1")
-"#;
-
-const REDUCE_PY: &str = r#"import sys
-cur, n = None, 0
-for line in sys.stdin:
-    k, v = line.rstrip("\n").split("\t", 1)
-    if k != cur:
-        if cur is not None:
-            print(f"{cur}\t{n}")
-        cur, n = k, 0
-    n += int(v)
-if cur is not None:
-    print(f"{cur}\t{n}")
-"#;
-
 /// Words of generated text, and a file of awkward lines: tabs, empty
 /// lines, a line of blanks, CR LF ends, UTF-8, no final newline.
 fn input(dir: &Path) -> PathBuf {
@@ -94,20 +75,9 @@ fn both(dir: &Path, data: &Path, name: &str, s: &Scripts<'_>) -> (PathBuf, PathB
     (hadoop, ours)
 }
 
-/// The part files of `dir` by name (`_SUCCESS` and hidden files aside).
-fn parts(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    part_files(dir)
-        .into_iter()
-        .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&p).unwrap())
-        })
-        .collect()
-}
-
 fn identical(dir: &Path, data: &Path, name: &str, s: &Scripts<'_>) {
     let (hadoop, ours) = both(dir, data, name, s);
-    let (h, o) = (parts(&hadoop), parts(&ours));
+    let (h, o) = (named_parts(&hadoop), named_parts(&ours));
     assert_eq!(h.len(), s.reducers as usize, "{name}: Hadoop's parts");
     assert!(h.iter().any(|(_, b)| !b.is_empty()), "{name}: some output");
     for ((hn, hb), (on, ob)) in h.iter().zip(&o) {

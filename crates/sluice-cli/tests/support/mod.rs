@@ -304,6 +304,38 @@ pub fn part_files(dir: &Path) -> Vec<PathBuf> {
     parts
 }
 
+/// The part files of `dir` by name with their bytes, in name order.
+pub fn named_parts(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    part_files(dir)
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect()
+}
+
+/// A Streaming mapper in Python: `word<TAB>1` for every word.
+pub const MAP_PY: &str = r#"import sys
+for line in sys.stdin:
+    for w in line.split():
+        print(f"{w}\t1")
+"#;
+
+/// A Streaming reducer in Python: the sum of each run of equal keys.
+pub const REDUCE_PY: &str = r#"import sys
+cur, n = None, 0
+for line in sys.stdin:
+    k, v = line.rstrip("\n").split("\t", 1)
+    if k != cur:
+        if cur is not None:
+            print(f"{cur}\t{n}")
+        cur, n = k, 0
+    n += int(v)
+if cur is not None:
+    print(f"{cur}\t{n}")
+"#;
+
 /// The part files of `dir` concatenated in name order.
 pub fn concat_parts(dir: &Path) -> Vec<u8> {
     part_files(dir)

@@ -431,6 +431,8 @@ public final class Iterative {
 
   // The driver.
 
+  /** LocalJobRunner with {@code threads} map and reduce slots, every
+   * bench/hadoop job's configuration. */
   static Configuration conf(int threads) {
     Configuration conf = new Configuration();
     conf.set("mapreduce.framework.name", "local");

@@ -132,14 +132,7 @@ public final class Jobs {
 
   public static void main(String[] args) throws Exception {
     String which = args[0];
-    Configuration conf = new Configuration();
-    conf.set("mapreduce.framework.name", "local");
-    conf.set("fs.defaultFS", "file:///");
-    // waitForCompletion polls every 5 s by default: a job would seem to
-    // take a multiple of 5 s.
-    conf.setInt("mapreduce.client.completion.pollinterval", 20);
-    conf.setInt("mapreduce.local.map.tasks.maximum", Integer.parseInt(args[3]));
-    conf.setInt("mapreduce.local.reduce.tasks.maximum", Integer.parseInt(args[3]));
+    Configuration conf = Iterative.conf(Integer.parseInt(args[3]));
     if (args.length > 4) {
       conf.set("grep.pattern", args[4]);
     }

@@ -204,12 +204,7 @@ public final class Streaming {
   }
 
   public static void main(String[] args) throws Exception {
-    Configuration conf = new Configuration();
-    conf.set("mapreduce.framework.name", "local");
-    conf.set("fs.defaultFS", "file:///");
-    conf.setInt("mapreduce.client.completion.pollinterval", 20);
-    conf.setInt("mapreduce.local.map.tasks.maximum", Integer.parseInt(args[2]));
-    conf.setInt("mapreduce.local.reduce.tasks.maximum", Integer.parseInt(args[2]));
+    Configuration conf = Iterative.conf(Integer.parseInt(args[2]));
     conf.set("sluice.streaming.dir", args[4]);
     conf.set("sluice.streaming.mapper", args[5]);
     boolean reduces = !"NONE".equals(args[6]);
