@@ -120,3 +120,70 @@ fn no_copies_are_made_when_re_replication_is_off() {
         "{line}"
     );
 }
+
+#[test]
+fn a_lost_worker_that_returns_leaves_no_block_with_excess_replicas() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "3MB");
+    let c = Cluster::up(d.path(), 3, "--worker-timeout-ms 1000 --heartbeat-ms 100");
+    put(&c, &data, "words", "256KB", "2");
+    let dirs = c.data_dirs();
+    let pid = c.worker_pids()[0];
+    let argv = argv_of(pid);
+    let held = blocks_of(&dirs[0]);
+    assert!(!held.is_empty());
+    signal(pid, "KILL");
+    wait_until_lost(&c, 1);
+    healed(&c, "words", 2);
+    // Worker 0 comes back with its replicas: each of its blocks now has
+    // three live replicas, one more than asked, until one goes.
+    let back = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _back = KillOnDrop(back);
+    let copies = |id: &str| {
+        dirs.iter()
+            .filter(|d| d.join("blocks").join(id).exists())
+            .count()
+    };
+    let all: Vec<String> = {
+        let mut v: Vec<String> = dirs.iter().flat_map(|d| blocks_of(d)).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    poll(|| all.iter().all(|id| copies(id) == 2).then_some(()));
+    // The catalog agrees: every block lists two replicas, all live.
+    let listing = String::from_utf8(ok(c.cmd(&["ls", "words"]).output().unwrap()).stdout).unwrap();
+    let rows: Vec<&str> = listing
+        .lines()
+        .filter(|l| l.contains(" replicas "))
+        .collect();
+    assert_eq!(rows.len(), all.len(), "{listing}");
+    for row in rows {
+        let replicas = row
+            .split(" replicas ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        assert_eq!(replicas.split(',').count(), 2, "{row}");
+    }
+    assert!(ls_line(&c, "words").contains("replicas>=2"));
+    ok(submit_wc(&c, "words", "counts").output().unwrap());
+    counts_match_local(&c, d.path(), &data);
+}
+
+/// A process killed when the test ends (one `cluster down` does not know).
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -16,8 +16,11 @@
 //! frees the block for the next scan, which picks again. A copy not heard
 //! of within [`COPY_TIMEOUT`] is given up the same way. Replicas on lost
 //! workers stay in the catalog (a worker that comes back still has them),
-//! so a block may end up with more replicas than asked; nothing removes
-//! the excess.
+//! so a block may end up with more replicas than asked: the same scan
+//! finds such excess replicas on live workers and names the ones to
+//! remove, as HDFS's NameNode does: from the rack with the most of the
+//! block's replicas, then the worker with the least free space. Blocks
+//! being copied or read by a running job are left alone.
 //!
 //! The module does no I/O; the state calls it and writes what it says.
 
@@ -57,6 +60,17 @@ pub struct Healing {
     failed: HashSet<(String, String)>,
     /// Copies made since the coordinator started.
     pub made: u64,
+    /// Excess replicas the last scan found, for the state to remove.
+    excess: Vec<Excess>,
+}
+
+/// A replica beyond what its data set asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Excess {
+    pub dataset: DatasetName,
+    pub block: String,
+    /// The worker whose replica goes.
+    pub uid: String,
 }
 
 /// A live worker as healing sees it: its uid, rack and address.
@@ -76,9 +90,21 @@ impl Healing {
         self.queued.values().map(VecDeque::len).sum::<usize>() + self.copies.len()
     }
 
+    /// The excess replicas the last scan found (taken).
+    pub fn take_excess(&mut self) -> Vec<Excess> {
+        std::mem::take(&mut self.excess)
+    }
+
     /// Gives up copies not heard of in time; scans the catalog if a scan
-    /// is due. `live` is every live worker by uid.
-    pub fn tick(&mut self, catalog: &Catalog, live: &BTreeMap<String, Live>, now: Instant) {
+    /// is due. `live` is every live worker by uid; `busy` the blocks
+    /// running jobs read, whose excess replicas stay.
+    pub fn tick(
+        &mut self,
+        catalog: &Catalog,
+        live: &BTreeMap<String, Live>,
+        busy: &HashSet<String>,
+        now: Instant,
+    ) {
         let before = self.copies.len();
         self.copies
             .retain(|_, c| now.duration_since(c.since) < COPY_TIMEOUT);
@@ -87,16 +113,24 @@ impl Healing {
             .last_scan
             .is_none_or(|t| now.duration_since(t) >= RESCAN);
         if self.dirty || due {
-            self.scan(catalog, live, now);
+            self.scan(catalog, live, busy, now);
         }
     }
 
-    fn scan(&mut self, catalog: &Catalog, live: &BTreeMap<String, Live>, now: Instant) {
+    fn scan(
+        &mut self,
+        catalog: &Catalog,
+        live: &BTreeMap<String, Live>,
+        busy: &HashSet<String>,
+        now: Instant,
+    ) {
         self.dirty = false;
         self.last_scan = Some(now);
         self.queued.clear();
+        self.excess.clear();
         for d in catalog.datasets.values() {
-            let want = (d.replication.max(1) as usize).min(live.len());
+            let asked = d.replication.max(1) as usize;
+            let want = asked.min(live.len());
             for b in d.blocks() {
                 if self.copies.contains_key(b.id.as_str()) {
                     continue;
@@ -106,6 +140,19 @@ impl Healing {
                     .iter()
                     .filter(|u| live.contains_key(*u))
                     .collect();
+                if holders.len() > asked && !busy.contains(b.id.as_str()) {
+                    self.excess
+                        .extend(
+                            surplus(&holders, asked, live)
+                                .into_iter()
+                                .map(|uid| Excess {
+                                    dataset: d.name.clone(),
+                                    block: b.id.to_string(),
+                                    uid,
+                                }),
+                        );
+                    continue;
+                }
                 if holders.is_empty() || holders.len() >= want {
                     continue;
                 }
@@ -200,6 +247,27 @@ impl Healing {
     pub fn copying(&self, block: &str) -> bool {
         self.copies.contains_key(block)
     }
+}
+
+/// Which of `holders` (live, more than `asked`) lose their replica: one
+/// at a time, from the rack holding the most of those left, then the
+/// worker with the least free space (unknown counts as none), then the
+/// greatest uid.
+fn surplus(holders: &[&String], asked: usize, live: &BTreeMap<String, Live>) -> Vec<String> {
+    let mut left: Vec<&proto::WorkerInfo> = holders.iter().map(|u| &live[*u].info).collect();
+    let mut gone = Vec::new();
+    while left.len() > asked {
+        let on_rack = |w: &proto::WorkerInfo| left.iter().filter(|o| o.rack == w.rack).count();
+        let Some((at, _)) = left
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, w)| (on_rack(w), std::cmp::Reverse(w.free_bytes), w.uid.clone()))
+        else {
+            break;
+        };
+        gone.push(left.remove(at).uid.clone());
+    }
+    gone
 }
 
 fn find<'a>(catalog: &'a Catalog, dataset: &DatasetName, id: &str) -> Option<&'a BlockMeta> {
@@ -307,7 +375,7 @@ mod tests {
                 .collect();
         let now = Instant::now();
         let mut h = Healing::default();
-        h.tick(&c, &live, now);
+        h.tick(&c, &live, &HashSet::new(), now);
         assert_eq!(h.backlog(), 3, "b4 has its two replicas");
         assert!(
             h.assign("b", &c, &live, 2, now).is_empty(),
@@ -352,7 +420,7 @@ mod tests {
             error: "disk full".into(),
         };
         assert_eq!(h.done(&bad), None);
-        h.tick(&c, &live, now);
+        h.tick(&c, &live, &HashSet::new(), now);
         let again = h.assign("a", &c, &live, 2, now);
         let retry = again
             .iter()
@@ -362,16 +430,81 @@ mod tests {
     }
 
     #[test]
+    fn excess_replicas_go_from_the_fullest_rack_and_fullest_worker() {
+        let mut w = vec![
+            worker("a", "r1"),
+            worker("b", "r1"),
+            worker("c", "r2"),
+            worker("d", "r2"),
+        ];
+        for (i, (_, l)) in w.iter_mut().enumerate() {
+            l.info.free_bytes = 100 * (i as u64 + 1);
+        }
+        let mut live: BTreeMap<String, Live> = w.into_iter().collect();
+        // b1: three replicas, two on r1 (a has the least room); b2: all
+        // four; b3: as asked; b4: its third replica on a lost worker "x".
+        let c = catalog(
+            &[
+                ("b1", &["a", "b", "c"]),
+                ("b2", &["a", "b", "c", "d"]),
+                ("b3", &["c", "d"]),
+                ("b4", &["a", "c", "x"]),
+            ],
+            2,
+        );
+        let mut h = Healing::default();
+        let now = Instant::now();
+        h.tick(&c, &live, &HashSet::new(), now);
+        let gone: Vec<(String, String)> = h
+            .take_excess()
+            .into_iter()
+            .map(|e| (e.block, e.uid))
+            .collect();
+        assert_eq!(
+            gone,
+            [
+                ("b1".to_string(), "a".to_string()),
+                ("b2".into(), "a".into()),
+                ("b2".into(), "c".into()),
+            ],
+            "one from each rack of b2, the one with less room first"
+        );
+        assert_eq!(h.backlog(), 0, "no block is short");
+        // A data set a running job reads keeps them; so does a block
+        // being copied (its new replica is not counted yet).
+        let busy: HashSet<String> = ["b1", "b2"].map(String::from).into();
+        h.changed();
+        h.tick(&c, &live, &busy, now);
+        assert!(h.take_excess().is_empty());
+        // The lost worker back: b4 has one replica too many.
+        live.insert("x".into(), worker("x", "r3").1);
+        h.changed();
+        h.tick(&c, &live, &HashSet::new(), now);
+        let b4: Vec<String> = h
+            .take_excess()
+            .into_iter()
+            .filter(|e| e.block == "b4")
+            .map(|e| e.uid)
+            .collect();
+        assert_eq!(b4, ["x"], "one per rack: the one with unknown room goes");
+    }
+
+    #[test]
     fn a_copy_never_reported_is_given_up() {
         let c = catalog(&[("b1", &["a", "c"])], 2);
         let live: BTreeMap<String, Live> =
             [worker("a", "r1"), worker("b", "r1")].into_iter().collect();
         let now = Instant::now();
         let mut h = Healing::default();
-        h.tick(&c, &live, now);
+        h.tick(&c, &live, &HashSet::new(), now);
         assert_eq!(h.assign("a", &c, &live, 2, now).len(), 1);
         assert!(h.copying("b1"));
-        h.tick(&c, &live, now + COPY_TIMEOUT + Duration::from_secs(1));
+        h.tick(
+            &c,
+            &live,
+            &HashSet::new(),
+            now + COPY_TIMEOUT + Duration::from_secs(1),
+        );
         assert!(!h.copying("b1"));
         assert_eq!(h.assign("a", &c, &live, 2, now).len(), 1, "queued again");
     }

@@ -649,6 +649,52 @@ impl State {
         }
     }
 
+    /// The blocks running jobs read (inputs and side inputs).
+    fn blocks_read(&self) -> HashSet<String> {
+        self.jobs
+            .values()
+            .filter(|j| j.is_running())
+            .flat_map(|j| {
+                let side = j.side.iter().flat_map(|(_, b)| b.iter());
+                j.inputs.iter().flat_map(MapInput::blocks).chain(side)
+            })
+            .map(|b| b.id.to_string())
+            .collect()
+    }
+
+    /// Removes the excess replicas healing found: out of the catalog, and
+    /// each holder told to delete its file. Returns whether any went.
+    fn remove_excess(&mut self) -> bool {
+        let excess = self.heal.take_excess();
+        let mut by_dataset: BTreeMap<DatasetName, Vec<crate::heal::Excess>> = BTreeMap::new();
+        for e in excess {
+            by_dataset.entry(e.dataset.clone()).or_default().push(e);
+        }
+        let mut removed = false;
+        for (name, gone) in by_dataset {
+            let Some(mut meta) = self.catalog.datasets.get(&name).cloned() else {
+                continue;
+            };
+            for e in &gone {
+                let block = meta
+                    .files
+                    .iter_mut()
+                    .flat_map(|f| f.blocks.iter_mut())
+                    .find(|b| b.id.as_str() == e.block);
+                if let Some(b) = block {
+                    b.replicas.retain(|u| *u != e.uid);
+                }
+                tracing::info!("block {}: excess replica on {} removed", e.block, e.uid);
+                if let Some(w) = self.worker_by_uid_mut(&e.uid) {
+                    w.deletes.push(e.block.clone());
+                }
+            }
+            self.put_dataset(meta);
+            removed = true;
+        }
+        removed
+    }
+
     /// The uids of the live workers.
     pub(crate) fn live_uids(&self) -> HashSet<String> {
         self.alive().map(|w| w.info.uid.clone()).collect()
@@ -1144,7 +1190,9 @@ impl State {
         let mut changed = !lost.is_empty();
         if cfg.replication_streams > 0 {
             let live = self.live_by_uid();
-            self.heal.tick(&self.catalog, &live, now);
+            let busy = self.blocks_read();
+            self.heal.tick(&self.catalog, &live, &busy, now);
+            changed |= self.remove_excess();
         }
         if self.alive().next().is_some() {
             self.last_alive = now;
