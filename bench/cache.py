@@ -34,7 +34,7 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-S = str(ROOT / "target/release/sluice")
+S = os.environ.get("SLUICE_BIN", str(ROOT / "target/release/sluice"))
 
 # The thesis' change with the cache (negative: faster), per workload.
 THESIS = {

@@ -208,15 +208,10 @@ fn a_full_cache_admits_no_more_and_reads_the_rest_from_disk() {
     }
 }
 
-#[test]
-fn a_damaged_replica_is_never_cached_and_the_job_reads_another() {
-    let d = tempfile::tempdir().unwrap();
-    let data = gen(d.path(), "4MB");
-    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 50");
-    put(&c, &data, "words", "1MB", "2");
-    // Flip a byte in every replica on the first worker.
-    let dirs = c.data_dirs();
-    let damaged: Vec<String> = block_files(&dirs[0])
+/// Flips a byte in every block replica on the cluster's first worker;
+/// returns their file names.
+fn damage_first_worker(c: &Cluster) -> Vec<String> {
+    block_files(&c.data_dirs()[0])
         .iter()
         .map(|f| {
             let mut bytes = std::fs::read(f).unwrap();
@@ -224,7 +219,32 @@ fn a_damaged_replica_is_never_cached_and_the_job_reads_another() {
             std::fs::write(f, bytes).unwrap();
             f.file_name().unwrap().to_string_lossy().into_owned()
         })
-        .collect();
+        .collect()
+}
+
+/// The blocks `sluice cache ls` says the first worker caches.
+fn first_worker_cached(c: &Cluster) -> Vec<(String, bool)> {
+    let (workers, _) = cache_ls(c);
+    let uid0 = std::fs::read_to_string(c.data_dirs()[0].join("uid")).unwrap();
+    let ls =
+        String::from_utf8_lossy(&ok(c.cmd(&["cache", "ls"]).output().unwrap()).stdout).into_owned();
+    let w0 = ls
+        .lines()
+        .find(|l| l.contains(uid0.trim()))
+        .and_then(|l| l.strip_prefix("worker "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    workers[&w0].clone()
+}
+
+#[test]
+fn a_damaged_replica_is_never_cached_and_the_job_reads_another() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "4MB");
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 50");
+    put(&c, &data, "words", "1MB", "2");
+    let damaged = damage_first_worker(&c);
     assert_eq!(damaged.len(), 4);
     ok(c.cmd(&["cache", "add", "words"]).output().unwrap());
     ok(submit_wc(&c, "words", "counts").output().unwrap());
@@ -235,22 +255,43 @@ fn a_damaged_replica_is_never_cached_and_the_job_reads_another() {
         let p = pinned(&c);
         (p.len() == damaged.len()).then_some(())
     });
-    let (workers, _) = cache_ls(&c);
-    let uid0 = std::fs::read_to_string(dirs[0].join("uid")).unwrap();
-    let ls =
-        String::from_utf8_lossy(&ok(c.cmd(&["cache", "ls"]).output().unwrap()).stdout).into_owned();
-    let w0 = ls
-        .lines()
-        .find(|l| l.contains(uid0.trim()))
-        .and_then(|l| l.strip_prefix("worker "))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap()
-        .to_owned();
-    assert!(
-        workers[&w0].is_empty(),
-        "damaged blocks cached: {:?}",
-        workers[&w0]
+    let cached = first_worker_cached(&c);
+    assert!(cached.is_empty(), "damaged blocks cached: {cached:?}");
+}
+
+#[test]
+fn a_map_admitting_a_damaged_replica_blames_it_and_reads_another() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "4MB");
+    // Neither the block scanner nor healing may touch the damage first.
+    let c = Cluster::up_with(
+        d.path(),
+        2,
+        "--heartbeat-ms 50 --replication-streams 0",
+        "--scan-rate 0",
     );
+    put(&c, &data, "words", "1MB", "2");
+    assert_eq!(damage_first_worker(&c).len(), 4);
+    // No directive: the maps admit their blocks on first read, and those
+    // on the first worker find its replicas damaged while filling the
+    // cache.
+    let report = d.path().join("report.json");
+    let mut cmd = submit_wc(&c, "words", "counts");
+    ok(cmd.arg("--report").arg(&report).output().unwrap());
+    counts_match_local(&c, d.path(), &data);
+    let r = read_report(&report);
+    assert_eq!(r["maps"].as_u64().unwrap(), 4, "{r}");
+    let damaged = &r["cluster"]["attempts"]["damaged_replicas"];
+    assert!(damaged.as_u64().unwrap() > 0, "{r}");
+    // The second worker's maps cached the blocks they read; the first
+    // worker's read around their damaged replicas and cached nothing.
+    poll(|| {
+        let (workers, _) = cache_ls(&c);
+        let n: usize = workers.values().map(Vec::len).sum();
+        (n > 0).then_some(())
+    });
+    let cached = first_worker_cached(&c);
+    assert!(cached.is_empty(), "damaged blocks cached: {cached:?}");
 }
 
 #[test]

@@ -1,12 +1,13 @@
 //! The worker's block cache (seed 002): stored blocks held in memory the
 //! OS cannot page out, read by map tasks in place.
 //!
-//! A block enters the cache after a map first reads it here (admission on
-//! first read: the map streams it from disk, and the worker's loading
-//! thread admits it after) or when a cache directive pins it. Either way
-//! it is read from its file through its chunk checksums (a damaged block
-//! is never admitted) into an anonymous mapping that is then made
-//! read-only and locked with `mlock`, as an HDFS DataNode locks the
+//! A block enters the cache when a map first reads it here (admission on
+//! first read: the map that missed reads its block into the cache and then
+//! reads it in place, so the map's own verified read fills the cache) or
+//! when a cache directive pins it (the worker's loading thread reads it).
+//! Either way it is read from its file through its chunk checksums (a
+//! damaged block is never admitted) into an anonymous mapping that is then
+//! made read-only and locked with `mlock`, as an HDFS DataNode locks the
 //! replicas it caches.
 //! Maps read a cached block as a slice of that mapping: no copy, and no
 //! second checksum pass (the bytes were verified when they were loaded
@@ -196,8 +197,8 @@ impl BlockCache {
     }
 
     /// A map's lookup of block `id`: the bytes on a hit; a miss is
-    /// counted (the map reads its block from disk, and may [`admit`] it
-    /// after).
+    /// counted (the map then reads its block from disk, through
+    /// [`admit`] when the policy makes room).
     ///
     /// [`admit`]: BlockCache::admit
     pub fn lookup(&self, id: &str) -> Option<Arc<Locked>> {

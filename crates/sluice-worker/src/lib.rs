@@ -131,7 +131,7 @@ struct Shared {
     reregister: Notify,
     cache: Arc<cache::BlockCache>,
     /// Blocks for the cache's loading thread.
-    loader: Mutex<std::sync::mpsc::Sender<Load>>,
+    loader: Mutex<std::sync::mpsc::Sender<Pin>>,
 }
 
 /// One attempt of one task, as this worker tracks it.
@@ -532,7 +532,7 @@ fn pin_blocks(shared: &Arc<Shared>, blocks: Vec<proto::BlockInfo>) {
         .collect();
     let loader = lock(&shared.loader);
     for b in blocks.into_iter().filter(|b| todo.contains(&b.id)) {
-        let _ = loader.send(Load::Pin(b));
+        let _ = loader.send(Pin(b));
     }
 }
 
@@ -851,21 +851,11 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
             Ok(o)
         })
     };
-    // Damage met while streaming a local replica is that replica's fault;
-    // those read whole and intact are offered to the cache.
-    match &res {
-        Err(e) => {
-            if let Some((path, d)) = damage_of(e) {
-                let local = inputs.iter().filter(|i| matches!(i.from, MapInput::Local));
-                for i in local.filter(|i| i.split.file.path == path) {
-                    report.corrupt.push(shared.own_damage(&i.block.id, &d));
-                }
-            }
-        }
-        Ok(_) => {
-            for i in inputs.iter().filter(|i| matches!(i.from, MapInput::Local)) {
-                let _ = lock(&shared.loader).send(Load::Admit(i.block.clone()));
-            }
+    // Damage met while streaming a local replica is that replica's fault.
+    if let Some((path, d)) = res.as_ref().err().and_then(damage_of) {
+        let local = inputs.iter().filter(|i| matches!(i.from, MapInput::Local));
+        for i in local.filter(|i| i.split.file.path == path) {
+            report.corrupt.push(shared.own_damage(&i.block.id, &d));
         }
     }
     for i in &inputs {
@@ -925,6 +915,9 @@ enum MapInput {
     Local,
     /// This worker's replica of the block, from its cache.
     Cached,
+    /// This worker's replica of the block, read whole into the cache by
+    /// this map (admitted on first read) and then read in place.
+    Admitted,
     /// Another worker's replica, streamed and checked chunk by chunk;
     /// what its reads found goes into the task's report.
     Streamed(Arc<Mutex<stream::Seen>>),
@@ -977,8 +970,15 @@ fn map_input(
             return Ok((s, MapInput::Cached));
         }
         let path = shared.layout.block(&block.id);
-        match sluice_proto::block::open_checked(&shared.layout, &block.id, block.len, block.crc) {
-            Ok(sums) => return Ok((split(path, sums), MapInput::Local)),
+        let local = match admitted_split(shared, block, id.index as usize) {
+            Some(admitted) => admitted.map(|s| (s, MapInput::Admitted)),
+            None => {
+                sluice_proto::block::open_checked(&shared.layout, &block.id, block.len, block.crc)
+                    .map(|sums| (split(path.clone(), sums), MapInput::Local))
+            }
+        };
+        match local {
+            Ok(found) => return Ok(found),
             Err(Unusable::Damaged(d)) => report
                 .corrupt
                 .push(shared.own_damage(&block.id, &d.to_string())),
@@ -992,47 +992,66 @@ fn map_input(
 }
 
 /// The split of a map over this worker's replica of `block` from its
-/// cache, on a hit. On a miss the map reads the replica from disk, and the
-/// block is offered to the cache after ([`Load::Admit`]).
+/// cache, on a hit. On a miss the map may admit it ([`admitted_split`]).
 fn cached_split(shared: &Shared, block: &proto::BlockInfo, index: usize) -> Option<Split> {
     let bytes = shared.cache.lookup(&block.id)?;
+    Some(resident_split(shared, block, index, bytes))
+}
+
+fn resident_split(
+    shared: &Shared,
+    block: &proto::BlockInfo,
+    index: usize,
+    bytes: Arc<cache::Locked>,
+) -> Split {
     let path = shared.layout.block(&block.id);
-    let bytes = sluice_formats::input::Resident(bytes);
-    Some(Split::resident(index, path, bytes))
+    Split::resident(index, path, sluice_formats::input::Resident(bytes))
 }
 
-/// Work for the cache's loading thread.
-enum Load {
-    /// A block a map just read from this worker's disk: admitted if the
-    /// policy makes room (read again, from the page cache, and verified).
-    Admit(proto::BlockInfo),
-    /// A block a directive pins here.
-    Pin(proto::BlockInfo),
+/// Admission on first read, by the map that missed: when the policy makes
+/// room, the map's own read of its replica fills the cache, and the map
+/// then reads the block in place. That read is the one it would make
+/// anyway (a read into memory and a CRC pass per chunk, as the checked
+/// reader does), so admission costs only locking the memory, with no
+/// second read and no second checksum pass. `None`: not admitted (no
+/// room, a concurrent load, memory that cannot be locked); the map reads
+/// the replica from disk as it would with no cache.
+fn admitted_split(
+    shared: &Shared,
+    block: &proto::BlockInfo,
+    index: usize,
+) -> Option<std::result::Result<Split, Unusable>> {
+    match shared
+        .cache
+        .admit(&block.id, block.len, |buf| fill_block(shared, block, buf))
+    {
+        Ok(Some(bytes)) => Some(Ok(resident_split(shared, block, index, bytes))),
+        Ok(None) => None,
+        Err(cache::LoadError::Fill(e)) => Some(Err(e)),
+        Err(cache::LoadError::Memory(m)) => {
+            tracing::warn!("block {} not cached: {m}", block.id);
+            None
+        }
+    }
 }
 
-/// Loads blocks into the cache, one at a time, off the tasks' threads:
-/// a map never waits for its block to be loaded, and keeps reading and
-/// processing it in a stream.
-fn spawn_cache_loader(shared: &Arc<Shared>, work: std::sync::mpsc::Receiver<Load>) {
+/// A block a directive pins here, for the cache's loading thread.
+struct Pin(proto::BlockInfo);
+
+/// Loads pinned blocks into the cache, one at a time, off the tasks'
+/// threads (blocks admitted on first read are loaded by their maps).
+fn spawn_cache_loader(shared: &Arc<Shared>, work: std::sync::mpsc::Receiver<Pin>) {
     let shared = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("cache-loader".into())
         .spawn(move || {
-            for load in work {
-                let (b, pinned) = match load {
-                    Load::Admit(b) => (b, false),
-                    Load::Pin(b) => (b, true),
-                };
+            for Pin(b) in work {
                 let fill = |buf: &mut [u8]| fill_block(&shared, &b, buf);
-                let loaded = if pinned {
-                    shared.cache.load_pinned(&b.id, b.len, fill).map(|ok| {
-                        if !ok {
-                            tracing::warn!("block {}: no room in the cache to pin it", b.id);
-                        }
-                    })
-                } else {
-                    shared.cache.admit(&b.id, b.len, fill).map(|_| ())
-                };
+                let loaded = shared.cache.load_pinned(&b.id, b.len, fill).map(|ok| {
+                    if !ok {
+                        tracing::warn!("block {}: no room in the cache to pin it", b.id);
+                    }
+                });
                 if let Err(e) = loaded {
                     cache_load_failed(&shared, &b.id, e);
                 }
