@@ -5,6 +5,21 @@
 //! A spill of millions of distinct keys spent most of its sort comparing
 //! entries spread over tens of megabytes; the radix passes read and write
 //! the entries in order, and leave runs of a few entries to compare.
+//!
+//! Two forms: [`sort`], least-significant digit first through a second
+//! buffer (the hash collector's 16-byte entries, whose buffer it keeps),
+//! and [`sort_in_place`], most-significant digit first with no second
+//! buffer (the sort collector's 32-byte index entries, where a buffer as
+//! large as the index would take a quarter of the memory its records
+//! have).
+
+/// What the radix passes order by: a partition, then a key prefix.
+pub(crate) trait Keyed: Copy {
+    /// The partition.
+    fn part(&self) -> u32;
+    /// The key's sort prefix.
+    fn prefix(&self) -> u64;
+}
 
 /// An entry to sort: its partition, the key's sort prefix, and the slot it
 /// refers to.
@@ -13,6 +28,17 @@ pub(crate) struct SpillEntry {
     pub prefix: u64,
     pub part: u32,
     pub slot: u32,
+}
+
+impl Keyed for SpillEntry {
+    #[inline]
+    fn part(&self) -> u32 {
+        self.part
+    }
+    #[inline]
+    fn prefix(&self) -> u64 {
+        self.prefix
+    }
 }
 
 /// Bits of one radix pass: 256 buckets, whose write positions stay in L1.
@@ -70,28 +96,92 @@ pub(crate) fn sort(v: &mut Vec<SpillEntry>, scratch: &mut Vec<SpillEntry>) {
 }
 
 /// The radix passes' key, (partition, the top bits of the prefix in use),
-/// and how many 8-bit digits it has.
-fn radix_key(v: &[SpillEntry]) -> (usize, impl Fn(&SpillEntry) -> u64) {
-    let (max_part, any) = v
-        .iter()
-        .fold((0, 0), |(p, o), e| (e.part.max(p), o | e.prefix));
-    let part_bits = (32 - max_part.leading_zeros()) as usize;
-    let used = (64 - any.leading_zeros()) as usize;
+/// and how many 8-bit digits it has: as many as [`sort`]'s passes need.
+fn radix_key<T: Keyed>(v: &[T]) -> (usize, impl Fn(&T) -> u64) {
     // Two passes, three from a million entries (text's prefixes carry
     // under 5 bits a byte, and runs sharing two letters were thousands
     // long), more if many partitions need them.
     let passes = if v.len() < 1 << 20 { 2 } else { 3 };
-    let total = (part_bits + DIGIT)
-        .max(passes * DIGIT)
-        .next_multiple_of(DIGIT);
+    key_of(v, move |part_bits| {
+        (part_bits + DIGIT)
+            .max(passes * DIGIT)
+            .next_multiple_of(DIGIT)
+    })
+}
+
+/// The radix key of at most `total(partition bits)` bits, and its digits.
+fn key_of<T: Keyed>(v: &[T], total: impl Fn(usize) -> usize) -> (usize, impl Fn(&T) -> u64) {
+    let (max_part, any) = v
+        .iter()
+        .fold((0, 0), |(p, o), e| (e.part().max(p), o | e.prefix()));
+    let part_bits = (32 - max_part.leading_zeros()) as usize;
+    let used = (64 - any.leading_zeros()) as usize;
+    let total = total(part_bits).min(64);
     let bits = used.min(total - part_bits);
     let shift = used - bits;
     let digits = (part_bits + bits).div_ceil(DIGIT);
-    let key = move |e: &SpillEntry| {
-        let top = e.prefix.checked_shr(shift as u32).unwrap_or(0);
-        u64::from(e.part).checked_shl(bits as u32).unwrap_or(0) | top
+    let key = move |e: &T| {
+        let top = e.prefix().checked_shr(shift as u32).unwrap_or(0);
+        u64::from(e.part()).checked_shl(bits as u32).unwrap_or(0) | top
     };
     (digits, key)
+}
+
+/// Sorts `v` by (partition, prefix) in place: a most-significant-digit
+/// radix sort (American flag sort: each pass counts one 8-bit digit, then
+/// swaps every entry into its bucket in place) over the partition and as
+/// many of the prefix's top bits as fit in 64, recursing only into buckets
+/// of more than [`SMALL`] entries; smaller buckets, and those left when
+/// the key's digits run out, are sorted by comparison. Not stable.
+pub(crate) fn sort_in_place<T: Keyed>(v: &mut [T]) {
+    if v.len() < SMALL {
+        v.sort_unstable_by_key(|e| (e.part(), e.prefix()));
+        return;
+    }
+    let (digits, key) = key_of(v, |_| 64);
+    flag_sort(v, &key, digits);
+}
+
+/// One pass of [`sort_in_place`] over the digit below `digits` (counted
+/// from the key's low end), then the buckets.
+fn flag_sort<T: Keyed>(v: &mut [T], key: &impl Fn(&T) -> u64, digits: usize) {
+    if digits == 0 || v.len() < SMALL {
+        v.sort_unstable_by_key(|e| (e.part(), e.prefix()));
+        return;
+    }
+    let shift = (digits - 1) * DIGIT;
+    let digit = |e: &T| (key(e) >> shift) as usize & ((1 << DIGIT) - 1);
+    let mut counts = [0usize; 1 << DIGIT];
+    for e in v.iter() {
+        counts[digit(e)] += 1;
+    }
+    let mut starts = [0usize; 1 << DIGIT];
+    let mut sum = 0;
+    for (b, c) in counts.iter().enumerate() {
+        starts[b] = sum;
+        sum += c;
+    }
+    // `next[b]`: the first place in bucket b not yet holding an entry of
+    // its own; every entry met there is swapped on to its bucket's.
+    let mut next = starts;
+    for b in 0..1 << DIGIT {
+        let end = starts[b] + counts[b];
+        while next[b] < end {
+            let d = digit(&v[next[b]]);
+            if d == b {
+                next[b] += 1;
+            } else {
+                v.swap(next[b], next[d]);
+                next[d] += 1;
+            }
+        }
+    }
+    for b in 0..1 << DIGIT {
+        let bucket = &mut v[starts[b]..starts[b] + counts[b]];
+        if bucket.len() > 1 {
+            flag_sort(bucket, key, digits - 1);
+        }
+    }
 }
 
 /// Each digit's bucket counts, from one read of `v`.
@@ -112,13 +202,13 @@ fn histograms(
 
 /// Calls `f` on every run of two or more entries with equal (partition,
 /// prefix) in sorted `v`, whose order the keys themselves must settle.
-pub(crate) fn for_ties(v: &mut [SpillEntry], mut f: impl FnMut(&mut [SpillEntry])) {
+pub(crate) fn for_ties<T: Keyed>(v: &mut [T], mut f: impl FnMut(&mut [T])) {
     let mut start = 0;
     while start < v.len() {
-        let (part, prefix) = (v[start].part, v[start].prefix);
+        let (part, prefix) = (v[start].part(), v[start].prefix());
         let len = v[start..]
             .iter()
-            .take_while(|e| e.part == part && e.prefix == prefix)
+            .take_while(|e| e.part() == part && e.prefix() == prefix)
             .count();
         if len > 1 {
             f(&mut v[start..start + len]);
@@ -144,7 +234,7 @@ mod tests {
     #[test]
     fn sorts_as_a_comparison_sort_does() {
         let mut rand = xorshift(0x9e37_79b9_7f4a_7c15);
-        let mut v: Vec<SpillEntry> = (0..10_000u32)
+        let v: Vec<SpillEntry> = (0..10_000u32)
             .map(|i| {
                 let x = rand();
                 SpillEntry {
@@ -156,15 +246,22 @@ mod tests {
             .collect();
         let mut want = v.clone();
         want.sort_by_key(|e| (e.part, e.prefix));
-        sort(&mut v, &mut Vec::new());
         let key = |e: &SpillEntry| (e.part, e.prefix);
-        assert_eq!(
-            v.iter().map(key).collect::<Vec<_>>(),
-            want.iter().map(key).collect::<Vec<_>>()
-        );
-        let mut slots: Vec<u32> = v.iter().map(|e| e.slot).collect();
-        slots.sort_unstable();
-        assert!(slots.iter().copied().eq(0..10_000), "every entry once");
+        for in_place in [false, true] {
+            let mut v = v.clone();
+            if in_place {
+                sort_in_place(&mut v);
+            } else {
+                sort(&mut v, &mut Vec::new());
+            }
+            assert_eq!(
+                v.iter().map(key).collect::<Vec<_>>(),
+                want.iter().map(key).collect::<Vec<_>>()
+            );
+            let mut slots: Vec<u32> = v.iter().map(|e| e.slot).collect();
+            slots.sort_unstable();
+            assert!(slots.iter().copied().eq(0..10_000), "every entry once");
+        }
     }
 
     /// Every shape of prefix the passes choose bits for: all equal, all
@@ -198,11 +295,17 @@ mod tests {
                         .collect();
                     let mut want = v.clone();
                     want.sort_by_key(|e| (e.part, e.prefix));
+                    let mut w = v.clone();
                     sort(&mut v, &mut Vec::new());
+                    sort_in_place(&mut w);
                     let key = |e: &SpillEntry| (e.part, e.prefix);
                     assert!(
                         v.iter().map(key).eq(want.iter().map(key)),
                         "shape {n}, {parts} partitions, {len} entries"
+                    );
+                    assert!(
+                        w.iter().map(key).eq(want.iter().map(key)),
+                        "in place: shape {n}, {parts} partitions, {len} entries"
                     );
                 }
             }
