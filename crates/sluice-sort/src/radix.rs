@@ -47,6 +47,11 @@ const DIGIT: usize = 8;
 /// Below this many entries a comparison sort is as quick.
 const SMALL: usize = 1 << 12;
 
+/// Buckets of [`sort_in_place`] below this many entries are sorted by
+/// comparison; larger ones take another pass (a pass costs two reads of
+/// the bucket, a comparison sort a dozen comparisons an entry).
+const FLAG_LEAF: usize = 64;
+
 /// Sorts `v` by (partition, prefix), using `scratch` (resized to `v`'s
 /// length) as the second buffer. Stable least-significant-digit radix
 /// passes of 8 bits order the entries by (partition, the prefix's top bits
@@ -131,7 +136,7 @@ fn key_of<T: Keyed>(v: &[T], total: impl Fn(usize) -> usize) -> (usize, impl Fn(
 /// radix sort (American flag sort: each pass counts one 8-bit digit, then
 /// swaps every entry into its bucket in place) over the partition and as
 /// many of the prefix's top bits as fit in 64, recursing only into buckets
-/// of more than [`SMALL`] entries; smaller buckets, and those left when
+/// of [`FLAG_LEAF`] entries or more; smaller buckets, and those left when
 /// the key's digits run out, are sorted by comparison. Not stable.
 pub(crate) fn sort_in_place<T: Keyed>(v: &mut [T]) {
     if v.len() < SMALL {
@@ -145,7 +150,7 @@ pub(crate) fn sort_in_place<T: Keyed>(v: &mut [T]) {
 /// One pass of [`sort_in_place`] over the digit below `digits` (counted
 /// from the key's low end), then the buckets.
 fn flag_sort<T: Keyed>(v: &mut [T], key: &impl Fn(&T) -> u64, digits: usize) {
-    if digits == 0 || v.len() < SMALL {
+    if digits == 0 || v.len() < FLAG_LEAF {
         v.sort_unstable_by_key(|e| (e.part(), e.prefix()));
         return;
     }
@@ -162,18 +167,23 @@ fn flag_sort<T: Keyed>(v: &mut [T], key: &impl Fn(&T) -> u64, digits: usize) {
         sum += c;
     }
     // `next[b]`: the first place in bucket b not yet holding an entry of
-    // its own; every entry met there is swapped on to its bucket's.
+    // its own. An entry met out of place is carried along its cycle: put
+    // where its bucket's next place is, taking the entry found there on,
+    // until one belongs where the cycle began (each entry written once).
     let mut next = starts;
     for b in 0..1 << DIGIT {
         let end = starts[b] + counts[b];
         while next[b] < end {
-            let d = digit(&v[next[b]]);
-            if d == b {
-                next[b] += 1;
-            } else {
-                v.swap(next[b], next[d]);
+            let mut e = v[next[b]];
+            let mut d = digit(&e);
+            while d != b {
+                let at = next[d];
                 next[d] += 1;
+                e = std::mem::replace(&mut v[at], e);
+                d = digit(&e);
             }
+            v[next[b]] = e;
+            next[b] += 1;
         }
     }
     for b in 0..1 << DIGIT {
