@@ -506,7 +506,9 @@ impl Join {
         }
         let table = match ctx.side {
             None => pavlo::RankTable::default(),
-            Some(_) => pavlo::rank_table(&rank_splits, cfg.max_record).map_err(table_err)?,
+            Some(_) => {
+                pavlo::rank_table(&rank_splits, cfg.max_record, cfg.threads).map_err(table_err)?
+            }
         };
         Ok(Built {
             reducers: Some(1),

@@ -30,7 +30,7 @@ use sluice_formats::input::{RecordFormat, Split};
 use sluice_formats::read::{read_split, ReadOptions};
 use sluice_formats::FormatError;
 
-use super::{bad, decode, put_f64, visit, RANKINGS_FIELDS, USERVISITS_FIELDS};
+use super::{bad, decode, put_f64, visit, RankTable, RANKINGS_FIELDS, USERVISITS_FIELDS};
 
 /// First day of the join's date range.
 pub const JOIN_FROM: &[u8] = b"2000-01-15";
@@ -39,41 +39,6 @@ pub const JOIN_TO: &[u8] = b"2000-01-22";
 
 fn in_week(date: &[u8]) -> bool {
     (JOIN_FROM..=JOIN_TO).contains(&date)
-}
-
-/// `pageURL -> pageRank` for the fast join (foldhash: short keys hash
-/// several times faster than with the default SipHash).
-pub type RankTable = HashMap<Vec<u8>, i64, foldhash::fast::FixedState>;
-
-/// Reads Rankings splits into a [`RankTable`].
-pub fn rank_table(splits: &[Split], max_record: usize) -> std::result::Result<RankTable, JobError> {
-    // About 48 bytes per Rankings row: size the table once.
-    let bytes: u64 = splits.iter().map(Split::len).sum();
-    let mut table = RankTable::with_capacity_and_hasher(
-        (bytes / 48) as usize,
-        foldhash::fast::FixedState::with_seed(7),
-    );
-    let mut dec = Decoder::new(b'|');
-    let opts = ReadOptions {
-        max_record,
-        ..ReadOptions::default()
-    };
-    for s in splits {
-        read_split::<FormatError, _>(s, RecordFormat::Lines, &opts, |off, line| {
-            if let Ok(f) = decode(&mut dec, line, RANKINGS_FIELDS) {
-                if let (Ok(url), Ok(rank)) = (f.get(0), f.i64(1)) {
-                    table.insert(url.to_vec(), rank);
-                    return Ok(());
-                }
-            }
-            Err(FormatError::Corrupt {
-                path: s.file.path.clone(),
-                offset: off,
-                detail: "not a Rankings row (pageURL|pageRank|avgDuration)".into(),
-            })
-        })?;
-    }
-    Ok(table)
 }
 
 struct FilterMapper {
@@ -319,7 +284,7 @@ impl Mapper for FastMapper {
         if !in_week(v.date) {
             return Ok(());
         }
-        let Some(&rank) = self.ranks.get(v.url) else {
+        let Some(rank) = self.ranks.get(v.url) else {
             return Ok(());
         };
         SumF64s::encode(&[v.revenue, rank as f64, 1.0], &mut self.value);

@@ -11,13 +11,15 @@
 mod aggregate;
 pub mod binary;
 mod join;
+mod ranks;
 mod scan;
 
 pub use aggregate::{aggregation, aggregation_by, udf, GroupColumn};
 pub use join::{
-    join_aggregate, join_fast, join_fast_by_visits, join_filter, join_top, rank_table, visit_table,
-    RankTable, VisitTable, JOIN_FROM, JOIN_TO,
+    join_aggregate, join_fast, join_fast_by_visits, join_filter, join_top, visit_table, VisitTable,
+    JOIN_FROM, JOIN_TO,
 };
+pub use ranks::{rank_table, RankTable};
 pub use scan::{grep, selection};
 
 use sluice_api::{Error, Result};

@@ -1,0 +1,314 @@
+//! The fast join's table of Rankings, `pageURL -> pageRank`.
+//!
+//! Written here rather than taken as a `HashMap<Vec<u8>, i64>`: that map
+//! gave every URL an allocation of its own, which cost as much to build
+//! (and to free at exit) as the join's whole scan of UserVisits. Here the
+//! URLs live in one arena and the index is an open-addressing table of
+//! 24-byte slots (linear probing, a load factor of at most one half), and
+//! the rows are read by several threads, each over a piece of the files,
+//! before one pass places them.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sluice_formats::delimited::Decoder;
+use sluice_formats::input::{Codec, Split};
+use sluice_formats::read::{read_split, ReadOptions};
+use sluice_formats::FormatError;
+
+use super::{decode, RANKINGS_FIELDS};
+use crate::JobError;
+
+/// Pieces smaller than this are not cut further for more threads.
+const MIN_PIECE: u64 = 4 << 20;
+
+/// One URL: where its bytes are in the arena, its rank, and the high half
+/// of its hash (so most other URLs are told apart without the arena).
+/// `len` is the URL's length plus one: 0 marks an empty slot.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    off: u64,
+    rank: i64,
+    tag: u32,
+    len: u32,
+}
+
+/// `pageURL -> pageRank` for the fast join. A URL met twice keeps the
+/// rank of its last row in input order, as inserting into a map would.
+#[derive(Default)]
+pub struct RankTable {
+    arena: Vec<u8>,
+    slots: Vec<Slot>,
+    rows: usize,
+}
+
+/// The rows one piece of the input gave: their URLs' bytes one after
+/// another, and per row (hash, offset in `arena`, length, rank).
+#[derive(Default)]
+struct Piece {
+    arena: Vec<u8>,
+    rows: Vec<(u64, u64, u32, i64)>,
+}
+
+fn hash(key: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(7).hash_one(key)
+}
+
+impl RankTable {
+    /// The rank of `url`, if Rankings has it.
+    pub fn get(&self, url: &[u8]) -> Option<i64> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let h = hash(url);
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            let s = &self.slots[i];
+            if s.len == 0 {
+                return None;
+            }
+            if s.tag == (h >> 32) as u32 && self.key(s) == url {
+                return Some(s.rank);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// How many distinct URLs it holds.
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    fn key(&self, s: &Slot) -> &[u8] {
+        &self.arena[s.off as usize..s.off as usize + s.len as usize - 1]
+    }
+
+    /// The table of the pieces' rows, later pieces' rows after earlier
+    /// ones'.
+    fn of(pieces: Vec<Piece>) -> RankTable {
+        let rows: usize = pieces.iter().map(|p| p.rows.len()).sum();
+        let mut t = RankTable {
+            arena: Vec::with_capacity(pieces.iter().map(|p| p.arena.len()).sum()),
+            slots: vec![Slot::default(); (rows * 2).next_power_of_two().max(16)],
+            rows: 0,
+        };
+        for p in pieces {
+            let base = t.arena.len() as u64;
+            t.arena.extend_from_slice(&p.arena);
+            for (h, off, len, rank) in p.rows {
+                t.place(h, base + off, len, rank);
+            }
+        }
+        t
+    }
+
+    /// Puts one row in its slot, or overwrites the rank of its URL.
+    fn place(&mut self, h: u64, off: u64, len: u32, rank: i64) {
+        let mask = self.slots.len() - 1;
+        let tag = (h >> 32) as u32;
+        let mut i = h as usize & mask;
+        let key = off as usize..off as usize + len as usize;
+        loop {
+            let s = self.slots[i];
+            if s.len == 0 {
+                self.slots[i] = Slot {
+                    off,
+                    rank,
+                    tag,
+                    len: len + 1,
+                };
+                self.rows += 1;
+                return;
+            }
+            if s.tag == tag && s.len == len + 1 && self.key(&s) == &self.arena[key.clone()] {
+                self.slots[i].rank = rank;
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+/// Reads Rankings splits into a [`RankTable`] on up to `threads` threads,
+/// the files cut into pieces so each thread has some; a malformed row
+/// fails naming its file and offset (the first in input order).
+pub fn rank_table(
+    splits: &[Split],
+    max_record: usize,
+    threads: usize,
+) -> std::result::Result<RankTable, JobError> {
+    let pieces = cut(splits, threads.max(1) * 2);
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, std::result::Result<Piece, FormatError>)> =
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads.clamp(1, pieces.len().max(1)))
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(s) = pieces.get(i) else { break out };
+                            out.push((i, read_piece(s, max_record)));
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap_or_default())
+                .collect()
+        });
+    done.sort_by_key(|(i, _)| *i);
+    let pieces = done
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(RankTable::of(pieces))
+}
+
+/// The splits cut into about `pieces` pieces of whole lines' worth of
+/// bytes (the reader finds the line boundaries), in input order; gzip and
+/// checksummed stored files stay whole.
+fn cut(splits: &[Split], pieces: usize) -> Vec<Split> {
+    let total: u64 = splits.iter().map(Split::len).sum();
+    let step = (total / pieces as u64).max(MIN_PIECE);
+    let mut out = Vec::new();
+    for s in splits {
+        let plain = s.file.codec == Codec::None && s.file.checks.is_none();
+        if !plain || s.len() <= step + step / 10 {
+            out.push(s.clone());
+            continue;
+        }
+        let mut start = s.start;
+        while start < s.end {
+            let end = if s.end - start <= step + step / 10 {
+                s.end
+            } else {
+                start + step
+            };
+            out.push(Split {
+                index: out.len(),
+                file: s.file.clone(),
+                start,
+                end,
+            });
+            start = end;
+        }
+    }
+    out
+}
+
+/// The Rankings rows of one piece.
+fn read_piece(s: &Split, max_record: usize) -> std::result::Result<Piece, FormatError> {
+    let mut p = Piece::default();
+    let mut dec = Decoder::new(b'|');
+    let opts = ReadOptions {
+        max_record,
+        ..ReadOptions::default()
+    };
+    read_split::<FormatError, _>(
+        s,
+        sluice_formats::input::RecordFormat::Lines,
+        &opts,
+        |off, line| {
+            if let Ok(f) = decode(&mut dec, line, RANKINGS_FIELDS) {
+                if let (Ok(url), Ok(rank)) = (f.get(0), f.i64(1)) {
+                    if let Ok(len) = u32::try_from(url.len()) {
+                        p.rows.push((hash(url), p.arena.len() as u64, len, rank));
+                        p.arena.extend_from_slice(url);
+                        return Ok(());
+                    }
+                }
+            }
+            Err(FormatError::Corrupt {
+                path: s.file.path.clone(),
+                offset: off,
+                detail: "not a Rankings row (pageURL|pageRank|avgDuration)".into(),
+            })
+        },
+    )?;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn file(dir: &Path, name: &str, text: &str) -> Split {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        Split::whole(0, path, text.len() as u64)
+    }
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("sluice-ranks-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn every_url_is_found_across_pieces_and_threads() {
+        let d = tmp("all");
+        let rows: String = (0..400_000)
+            .map(|i| format!("http://example.com/{i}/page.html|{}|{}\n", i * 7, i % 9))
+            .collect();
+        let splits = vec![file(&d, "a", &rows)];
+        assert!(splits[0].len() > 4 * MIN_PIECE, "several pieces");
+        for threads in [1, 2, 3] {
+            let t = rank_table(&splits, 1 << 20, threads).unwrap();
+            assert_eq!(t.len(), 400_000);
+            for i in (0..400_000).step_by(997) {
+                let url = format!("http://example.com/{i}/page.html");
+                assert_eq!(t.get(url.as_bytes()), Some(i * 7), "{url}");
+            }
+            assert_eq!(t.get(b"http://example.com/400000/page.html"), None);
+            assert_eq!(t.get(b""), None);
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_url_met_twice_keeps_its_last_rank_in_input_order() {
+        let d = tmp("twice");
+        let first: String = (0..200_000).map(|i| format!("u{i}|1|0\n")).collect();
+        let splits = vec![
+            file(&d, "a", &first),
+            Split {
+                index: 1,
+                ..file(&d, "b", "u5|2|0\n|3|0\nu5|4|0\n")
+            },
+        ];
+        let t = rank_table(&splits, 1 << 20, 2).unwrap();
+        assert_eq!(t.get(b"u5"), Some(4));
+        assert_eq!(t.get(b"u6"), Some(1));
+        assert_eq!(t.get(b""), Some(3), "an empty URL is a URL");
+        assert_eq!(t.len(), 200_001);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_malformed_row_names_its_file_and_the_first_offset() {
+        let d = tmp("bad");
+        // A bad row in the first piece, and only bad rows in the last
+        // pieces (which a thread may reach first).
+        let mut rows: String = (0..100_000).map(|i| format!("u{i}|{i}|0\n")).collect();
+        let at = rows.len();
+        rows.push_str("u|not a number|0\n");
+        rows.extend((0..500_000).map(|i| format!("w{i}|{i}|0\n")));
+        rows.extend((0..500_000).map(|i| format!("v{i}|x|0\n")));
+        let splits = vec![file(&d, "r", &rows)];
+        assert!(cut(&splits, 4).len() >= 3, "several pieces");
+        let e = rank_table(&splits, 1 << 20, 2).err().unwrap().to_string();
+        let want = format!("{}: corrupt at offset {at}: not a Rankings row", d.join("r").display());
+        assert!(e.starts_with(&want), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
