@@ -307,7 +307,10 @@ mod tests {
         let splits = vec![file(&d, "r", &rows)];
         assert!(cut(&splits, 4).len() >= 3, "several pieces");
         let e = rank_table(&splits, 1 << 20, 2).err().unwrap().to_string();
-        let want = format!("{}: corrupt at offset {at}: not a Rankings row", d.join("r").display());
+        let want = format!(
+            "{}: corrupt at offset {at}: not a Rankings row",
+            d.join("r").display()
+        );
         assert!(e.starts_with(&want), "{e}");
         let _ = std::fs::remove_dir_all(&d);
     }
