@@ -1,12 +1,16 @@
 //! Merge passes and the reduce phase.
 //!
-//! When there are more spill runs than the merge factor, runs are merged in
-//! groups of `merge_factor` into new runs (combining on the way, when the
-//! job has a combiner or aggregator) until few enough remain. Then each
-//! worker takes partitions from the queue: a k-way merge over that
-//! partition's segment of every run feeds key groups to a fresh reducer,
-//! which writes `part-r-NNNNN`.
+//! When there are more spill runs than the merge factor, runs are merged
+//! into new runs (combining on the way, when the job has a combiner or
+//! aggregator) until few enough remain: a pass merges only as many runs
+//! as bring their number down to the merge factor, when one pass can
+//! (as Hadoop's first pass does: 66 runs at a factor of 64 merge 4 runs
+//! in groups of two, not 64), else all of them in groups of the factor.
+//! Then each worker takes partitions from the queue: a k-way merge over
+//! that partition's segment of every run feeds key groups to a fresh
+//! reducer, which writes `part-r-NNNNN`.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -42,6 +46,30 @@ pub struct ReduceOutput {
     pub output_bytes: u64,
 }
 
+/// The groups of runs one merge pass merges, as ranges of the `n` runs
+/// (`n` above `factor`); the runs after the last group are kept as they
+/// are. When one pass can bring `n` down to `factor` (`n` at most
+/// `factor` squared), it merges the first `n - factor + k` runs in `k`
+/// groups of at most `factor` (as few groups as that takes, or one per
+/// thread if more): the fewest bytes a pass can move. Otherwise every
+/// run, in groups of `factor` (a last group of one run is kept, not
+/// copied). Groups are contiguous and their outputs take their place in
+/// order, so runs stay in spill order.
+fn pass_groups(n: usize, factor: usize, threads: usize) -> Vec<Range<usize>> {
+    let need = n - factor;
+    let fewest = need.div_ceil(factor - 1);
+    if fewest <= factor {
+        let k = fewest.max(threads.min(need).min(factor));
+        let total = need + k;
+        return (0..k).map(|i| i * total / k..(i + 1) * total / k).collect();
+    }
+    (0..n)
+        .step_by(factor)
+        .map(|s| s..(s + factor).min(n))
+        .filter(|r| r.len() > 1)
+        .collect()
+}
+
 impl ReducePhase<'_> {
     /// Merges `runs` down to the merge factor, counting into `out`. Only
     /// the runs of the groups being merged are open at any time.
@@ -53,7 +81,9 @@ impl ReducePhase<'_> {
         let mut pass = 0;
         while runs.len() > self.cfg.merge_factor {
             pass += 1;
-            let groups: Vec<&[PathBuf]> = runs.chunks(self.cfg.merge_factor).collect();
+            let ranges = pass_groups(runs.len(), self.cfg.merge_factor, self.cfg.threads);
+            let rest = ranges.last().map_or(0, |r| r.end);
+            let groups: Vec<&[PathBuf]> = ranges.iter().map(|r| &runs[r.clone()]).collect();
             let queue = Queue::new(groups.len());
             let merged = Mutex::new(Vec::new());
             let counters = run_workers(self.cfg.threads, &queue, |_| {
@@ -71,7 +101,8 @@ impl ReducePhase<'_> {
             counters.iter().for_each(|c| out.counters.merge(c));
             let mut merged = merged.into_inner().expect("merge list");
             merged.sort_by_key(|(g, _)| *g);
-            runs = merged.into_iter().map(|(_, p)| p).collect();
+            let kept = runs.split_off(rest);
+            runs = merged.into_iter().map(|(_, p)| p).chain(kept).collect();
         }
         out.merge_passes = pass;
         open_runs(&runs)
@@ -216,4 +247,48 @@ pub fn open_runs(paths: &[PathBuf]) -> Result<Vec<SpillFile>> {
         .iter()
         .map(|p| SpillFile::open(p).map_err(EngineError::from))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pass_groups;
+
+    /// After one pass the run count is at most the factor, every group
+    /// has two to `factor` runs, and groups are contiguous from the start.
+    fn check(n: usize, factor: usize, threads: usize) -> usize {
+        let groups = pass_groups(n, factor, threads);
+        let mut at = 0;
+        let mut merged = 0;
+        for g in &groups {
+            assert_eq!(g.start, at, "{n} {factor} {threads}: {groups:?}");
+            assert!((2..=factor).contains(&g.len()), "{groups:?}");
+            at = g.end;
+            merged += g.len();
+        }
+        assert!(at <= n);
+        n - merged + groups.len()
+    }
+
+    #[test]
+    fn a_pass_merges_only_what_brings_the_runs_to_the_factor() {
+        assert_eq!(pass_groups(65, 64, 2), vec![0..2]);
+        assert_eq!(pass_groups(66, 64, 2), vec![0..2, 2..4]);
+        assert_eq!(pass_groups(65, 64, 1), vec![0..2]);
+        assert_eq!(pass_groups(70, 64, 2), vec![0..4, 4..8]);
+        assert_eq!(pass_groups(258, 64, 2).len(), 4, "198 runs in 4 groups");
+        assert_eq!(pass_groups(258, 64, 2).last().unwrap().end, 198);
+        for n in 3..300 {
+            for factor in [2, 3, 10, 64] {
+                for threads in [1, 2, 4] {
+                    if n > factor {
+                        let left = check(n, factor, threads);
+                        assert!(left < n, "a pass makes progress");
+                        if n <= factor * factor {
+                            assert_eq!(left, factor, "{n} {factor} {threads}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
