@@ -91,3 +91,43 @@ fn peak_memory_stays_within_the_budget_on_every_distribution() {
         BUDGET >> 20
     );
 }
+
+/// A record larger than a map thread's share of the budget cannot be
+/// collected within it: the job fails saying the record's size and the
+/// share, and writes no output; with a budget that holds it, it runs.
+#[test]
+fn a_record_larger_than_a_threads_share_is_refused_with_its_size() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    let mut text: String = (0..100).map(|i| format!("w{i} x\n")).collect();
+    text.push_str(&"a".repeat(3 << 20));
+    text.push('\n');
+    std::fs::write(input.join("part-00000"), text).unwrap();
+    let run = |job: &str, memory: &str| {
+        let out = d.path().join(format!("{job}-{memory}"));
+        let o = sluice()
+            .args(["run", job, "-q", "--threads", "2", "--memory", memory])
+            .arg("--input")
+            .arg(&input)
+            .arg("--output")
+            .arg(&out)
+            .output()
+            .unwrap();
+        (o, out)
+    };
+    for (job, bytes) in [("sort", 3 << 20), ("wordcount", (3 << 20) + 8)] {
+        let (o, out) = run(job, "2MB");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{job}: {err}");
+        assert!(
+            err.contains(&format!("a map output record of {bytes} bytes"))
+                && err.contains("700000 bytes of --memory 2000000 bytes over 2 threads"),
+            "{job}: {err}"
+        );
+        assert!(!out.exists(), "{job}: no output at all");
+        let (o, out) = run(job, "16MB");
+        ok(o);
+        assert!(out.join("_SUCCESS").exists(), "{job}");
+    }
+}

@@ -49,6 +49,23 @@ pub enum EngineError {
     /// A setting is out of range.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A map output record larger than a map thread's share of the memory
+    /// budget: collecting it would break the budget's promise.
+    #[error(
+        "a map output record of {bytes} bytes does not fit a map thread's share of the memory \
+         budget ({share} bytes of --memory {memory} bytes over {threads} threads); raise --memory \
+         or lower --threads"
+    )]
+    RecordOverBudget {
+        /// Key and value bytes of the record.
+        bytes: u64,
+        /// A map thread's share of the budget.
+        share: u64,
+        /// The budget.
+        memory: u64,
+        /// Map threads sharing it.
+        threads: usize,
+    },
     /// Another task failed first; this one stopped.
     #[error("cancelled")]
     Cancelled,

@@ -338,6 +338,14 @@ impl Sink for CollectSink<'_> {
             TaskCounter::MapOutputBytes,
             (key.len() + value.len()) as u64,
         );
+        if key.len() + value.len() > self.budget {
+            return Err(self.fail(EngineError::RecordOverBudget {
+                bytes: (key.len() + value.len()) as u64,
+                share: self.budget as u64,
+                memory: self.phase.cfg.memory,
+                threads: self.phase.cfg.threads,
+            }));
+        }
         if let Err(e) = self.collector.collect(key, value) {
             return Err(self.fail(e.into()));
         }
