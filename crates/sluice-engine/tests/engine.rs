@@ -285,26 +285,30 @@ fn existing_output_is_refused_unless_overwrite() {
     assert!(!out.join("keep").exists() && out.join("_SUCCESS").exists());
 }
 
+/// For both groupings: sorted records combined at spill, and the hash
+/// collector's partial aggregates.
 #[test]
 fn a_corrupted_spill_block_fails_the_job_naming_the_file() {
     let d = tempfile::tempdir().unwrap();
     let data = gen_text(d.path(), 2 << 20, 50_000);
-    let out = d.path().join("out");
-    let mut c = cfg(2, 8 << 20, 2);
-    c.spill_hook = Some(Arc::new(|p: &Path| {
-        let mut b = std::fs::read(p).unwrap();
-        b[100] ^= 0xff;
-        std::fs::write(p, b).unwrap();
-    }));
-    let err = run(&sluice_jobs::wordcount(Grouping::Sort), &data, &out, &c)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("checksum mismatch") && err.contains("spill-"),
-        "{err}"
-    );
-    assert!(err.contains("offset"), "{err}");
-    assert_no_output(&out);
+    for grouping in [Grouping::Sort, Grouping::Hash] {
+        let out = d.path().join(format!("out-{grouping:?}"));
+        let mut c = cfg(2, 8 << 20, 2);
+        c.spill_hook = Some(Arc::new(|p: &Path| {
+            let mut b = std::fs::read(p).unwrap();
+            b[100] ^= 0xff;
+            std::fs::write(p, b).unwrap();
+        }));
+        let err = run(&sluice_jobs::wordcount(grouping), &data, &out, &c)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("checksum mismatch") && err.contains("spill-"),
+            "{grouping:?}: {err}"
+        );
+        assert!(err.contains("offset"), "{grouping:?}: {err}");
+        assert_no_output(&out);
+    }
 }
 
 /// Parses `a|b` lines; the second field must be a number.
