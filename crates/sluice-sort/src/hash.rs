@@ -411,8 +411,9 @@ impl HashCollector {
             ..SpillEntry::default()
         }));
         // Long keys lie in the arena in arrival order, not table order.
+        let arena = !self.arena.is_empty();
         for n in 0..order.len() {
-            if let Some(ahead) = order.get(n + AHEAD) {
+            if let Some(ahead) = order.get(n + AHEAD).filter(|_| arena) {
                 self.prefetch_arena(self.table.slot(ahead.slot as usize));
             }
             let s = self.table.slot(order[n].slot as usize);
@@ -506,6 +507,9 @@ impl Collector for HashCollector {
         self.spilling = false;
         drained?;
         let order = self.spill_order();
+        // With nothing in the arena, looking at a slot early to prefetch
+        // its arena bytes would only wait for the slot.
+        let arena = !self.arena.is_empty();
         for (n, e) in order.iter().enumerate() {
             // The slots are read in key order, scattered over the table,
             // and long keys and values over the arena: each slot is
@@ -513,7 +517,7 @@ impl Collector for HashCollector {
             if let Some(next) = order.get(n + 2 * AHEAD) {
                 self.table.prefetch_index(next.slot as usize);
             }
-            if let Some(next) = order.get(n + AHEAD) {
+            if let Some(next) = order.get(n + AHEAD).filter(|_| arena) {
                 self.prefetch_arena(self.table.slot(next.slot as usize));
             }
             let s = self.table.slot(e.slot as usize);
