@@ -605,6 +605,45 @@ fn a_point_of_the_wrong_dimension_is_named_or_skipped() {
     assert_eq!(centres(&out).len(), 5);
 }
 
+/// A point of the wrong dimension among the few the random init picks
+/// from is never made a centre: the iteration names it (or skips it when
+/// asked), whichever seed picks the centres.
+#[test]
+fn the_random_init_never_picks_a_point_of_the_wrong_dimension() {
+    let d = tempfile::tempdir().unwrap();
+    let points = d.path().join("points");
+    std::fs::create_dir_all(&points).unwrap();
+    let good: String = (0..6)
+        .map(|i| format!("{i}.5 {}.25 {}.0\n", i * 2, i * 3))
+        .collect();
+    let offset = good.len();
+    std::fs::write(points.join("part-00000"), format!("{good}7.0 8.0\n")).unwrap();
+    for seed in ["1", "2", "3", "4", "5"] {
+        let run = |extra: &[&str]| {
+            sluice()
+                .args(["run", "kmeans", "--clusters", "6", "--iterations", "1"])
+                .args(["--seed", seed, "-q", "--overwrite", "--input"])
+                .arg(&points)
+                .arg("--output")
+                .arg(d.path().join("c"))
+                .args(extra)
+                .output()
+                .unwrap()
+        };
+        let err = fails(run(&[]));
+        assert!(
+            err.contains("part-00000")
+                && err.contains(&format!("offset {offset}"))
+                && err.contains("2 coordinates"),
+            "seed {seed}: {err}"
+        );
+        ok(run(&["--bad-records", "skip"]));
+        let got = centres(&d.path().join("c"));
+        assert_eq!(got.len(), 6, "seed {seed}");
+        assert!(got.iter().all(|c| c.len() == 3), "seed {seed}: {got:?}");
+    }
+}
+
 #[test]
 fn a_bad_edge_is_skipped_when_asked() {
     let d = tempfile::tempdir().unwrap();
