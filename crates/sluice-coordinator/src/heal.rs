@@ -8,7 +8,9 @@
 //! `streams` copies at once (HDFS's `replication.max-streams`): each names
 //! the block and a target, a live worker without a replica, on another
 //! rack than the live replicas when one is free, with the fewest copies
-//! coming in. The holder verifies its replica and sends it over the data
+//! coming in; in the holder's data center first when the placement policy
+//! keeps copies there (`wan-aware`). A rack is a data center's rack: two
+//! data centers' racks of one name are two racks. The holder verifies its replica and sends it over the data
 //! plane (paced by its `--replication-rate`); the target checks the
 //! block's length and CRC as it does for any write. The holder's next
 //! heartbeat says how it went: a copy made adds the target to the block's
@@ -166,16 +168,22 @@ impl Healing {
         }
     }
 
-    /// The copies `source` sends now: up to `streams` under way from it.
+    /// The copies `source` sends now: up to `streams` under way from it;
+    /// `in_dc`: targets in its data center first.
     pub fn assign(
         &mut self,
         source: &str,
         catalog: &Catalog,
         live: &BTreeMap<String, Live>,
         streams: usize,
+        in_dc: bool,
         now: Instant,
     ) -> Vec<proto::ReplicateCommand> {
         let mut out = Vec::new();
+        let home = live
+            .get(source)
+            .filter(|_| in_dc)
+            .map(|l| l.info.datacenter.clone());
         let busy = self.copies.values().filter(|c| c.source == source).count();
         let Some(queue) = self.queued.get_mut(source) else {
             return out;
@@ -193,7 +201,8 @@ impl Healing {
             if holders >= want.min(live.len()) || !b.replicas.iter().any(|u| u == source) {
                 continue;
             }
-            let Some(target) = pick_target(b, live, &self.copies, &self.failed) else {
+            let Some(target) = pick_target(b, live, &self.copies, &self.failed, home.as_deref())
+            else {
                 continue;
             };
             self.copies.insert(
@@ -257,7 +266,7 @@ fn surplus(holders: &[&String], asked: usize, live: &BTreeMap<String, Live>) -> 
     let mut left: Vec<&proto::WorkerInfo> = holders.iter().map(|u| &live[*u].info).collect();
     let mut gone = Vec::new();
     while left.len() > asked {
-        let on_rack = |w: &proto::WorkerInfo| left.iter().filter(|o| o.rack == w.rack).count();
+        let on_rack = |w: &proto::WorkerInfo| left.iter().filter(|o| rack(o) == rack(w)).count();
         let Some((at, _)) = left
             .iter()
             .enumerate()
@@ -278,21 +287,28 @@ fn find<'a>(catalog: &'a Catalog, dataset: &DatasetName, id: &str) -> Option<&'a
         .find(|b| b.id.as_str() == id)
 }
 
+/// A worker's rack: its data center's and the rack's names.
+fn rack(w: &proto::WorkerInfo) -> (&str, &str) {
+    (&w.datacenter, &w.rack)
+}
+
 /// The target of a copy of `b`: a live worker without a replica or a
-/// damaged one, not already receiving it, that has not failed it; on a
-/// rack the block's live replicas are not on if there is one; then the
-/// one with the fewest copies coming in.
+/// damaged one, not already receiving it, that has not failed it; in
+/// data center `home` if given and one there can take it; on a rack the
+/// block's live replicas are not on if there is one; then the one with
+/// the fewest copies coming in.
 fn pick_target<'a>(
     b: &BlockMeta,
     live: &'a BTreeMap<String, Live>,
     copies: &HashMap<String, Copy>,
     failed: &HashSet<(String, String)>,
+    home: Option<&str>,
 ) -> Option<&'a proto::WorkerInfo> {
-    let racks: HashSet<&str> = b
+    let racks: HashSet<(&str, &str)> = b
         .replicas
         .iter()
         .filter_map(|u| live.get(u))
-        .map(|l| l.info.rack.as_str())
+        .map(|l| rack(&l.info))
         .collect();
     let incoming = |uid: &str| copies.values().filter(|c| c.target == uid).count();
     live.values()
@@ -304,7 +320,8 @@ fn pick_target<'a>(
         })
         .min_by_key(|w| {
             (
-                racks.contains(w.rack.as_str()),
+                home.is_some_and(|dc| w.datacenter != dc),
+                racks.contains(&rack(w)),
                 incoming(&w.uid),
                 w.uid.clone(),
             )
@@ -317,8 +334,13 @@ mod tests {
     use sluice_proto::catalog::{DatasetMeta, FileMeta};
 
     fn worker(uid: &str, rack: &str) -> (String, Live) {
+        worker_at(uid, "", rack)
+    }
+
+    fn worker_at(uid: &str, datacenter: &str, rack: &str) -> (String, Live) {
         let info = proto::WorkerInfo {
             uid: uid.into(),
+            datacenter: datacenter.into(),
             rack: rack.into(),
             data_addr: format!("{uid}:1"),
             alive: true,
@@ -378,10 +400,10 @@ mod tests {
         h.tick(&c, &live, &HashSet::new(), now);
         assert_eq!(h.backlog(), 3, "b4 has its two replicas");
         assert!(
-            h.assign("b", &c, &live, 2, now).is_empty(),
+            h.assign("b", &c, &live, 2, false, now).is_empty(),
             "b holds none of them"
         );
-        let first = h.assign("a", &c, &live, 2, now);
+        let first = h.assign("a", &c, &live, 2, false, now);
         assert_eq!(first.len(), 2, "two streams");
         let targets: Vec<&str> = first
             .iter()
@@ -389,7 +411,7 @@ mod tests {
             .collect();
         assert_eq!(targets, ["d", "d"], "another rack than a's first");
         assert!(
-            h.assign("a", &c, &live, 2, now).is_empty(),
+            h.assign("a", &c, &live, 2, false, now).is_empty(),
             "both streams busy"
         );
         let id = first[0].block.as_ref().unwrap().id.clone();
@@ -409,7 +431,7 @@ mod tests {
             .find(|b| b.id == id)
             .unwrap();
         b.replicas.push("d".into());
-        let third = h.assign("a", &c, &live, 2, now);
+        let third = h.assign("a", &c, &live, 2, false, now);
         assert_eq!(third.len(), 1);
         // A failed copy frees the block and avoids that target next time.
         let id3 = third[0].block.as_ref().unwrap().id.clone();
@@ -421,7 +443,7 @@ mod tests {
         };
         assert_eq!(h.done(&bad), None);
         h.tick(&c, &live, &HashSet::new(), now);
-        let again = h.assign("a", &c, &live, 2, now);
+        let again = h.assign("a", &c, &live, 2, false, now);
         let retry = again
             .iter()
             .find(|x| x.block.as_ref().unwrap().id == id3)
@@ -497,7 +519,7 @@ mod tests {
         let now = Instant::now();
         let mut h = Healing::default();
         h.tick(&c, &live, &HashSet::new(), now);
-        assert_eq!(h.assign("a", &c, &live, 2, now).len(), 1);
+        assert_eq!(h.assign("a", &c, &live, 2, false, now).len(), 1);
         assert!(h.copying("b1"));
         h.tick(
             &c,
@@ -506,6 +528,40 @@ mod tests {
             now + COPY_TIMEOUT + Duration::from_secs(1),
         );
         assert!(!h.copying("b1"));
-        assert_eq!(h.assign("a", &c, &live, 2, now).len(), 1, "queued again");
+        assert_eq!(
+            h.assign("a", &c, &live, 2, false, now).len(),
+            1,
+            "queued again"
+        );
+    }
+
+    /// A copy's target: a data center's rack is its own (two data
+    /// centers' `r1` are two racks); with `in_dc`, the holder's data
+    /// center first, whatever its racks, and another when it has no one.
+    #[test]
+    fn copies_go_to_another_rack_or_stay_in_the_holders_data_center() {
+        let c = catalog(&[("b1", &["a", "x"])], 2);
+        let target = |live: &BTreeMap<String, Live>, in_dc: bool| {
+            let mut h = Healing::default();
+            h.tick(&c, live, &HashSet::new(), Instant::now());
+            let sent = h.assign("a", &c, live, 1, in_dc, Instant::now());
+            sent[0].target.as_ref().unwrap().uid.clone()
+        };
+        // "x" is lost; "b" shares a's data center and rack, "z" has a
+        // rack of the same name in the other data center.
+        let live: BTreeMap<String, Live> = [
+            worker_at("a", "dc1", "r1"),
+            worker_at("b", "dc1", "r1"),
+            worker_at("z", "dc2", "r1"),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(target(&live, false), "z", "dc2's r1 is another rack");
+        assert_eq!(target(&live, true), "b", "wan-aware: a's data center");
+        let away: BTreeMap<String, Live> =
+            [worker_at("a", "dc1", "r1"), worker_at("z", "dc2", "r1")]
+                .into_iter()
+                .collect();
+        assert_eq!(target(&away, true), "z", "no one else in dc1");
     }
 }

@@ -721,7 +721,10 @@ impl State {
         }
         let live = self.live_by_uid();
         let now = self.at.now;
-        let copies = self.heal.assign(&uid, &self.catalog, &live, streams, now);
+        let in_dc = self.cfg.placement.keeps_copies_in_datacenter();
+        let copies = self
+            .heal
+            .assign(&uid, &self.catalog, &live, streams, in_dc, now);
         for c in &copies {
             // The new replica shows in the target's block report before
             // the copy is reported: known, not an orphan.

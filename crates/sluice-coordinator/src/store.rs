@@ -78,6 +78,13 @@ pub trait PlacementPolicy: Send + Sync {
         placed: &mut HashMap<String, usize>,
     ) -> Vec<String>;
 
+    /// Whether copies of a block a worker already holds stay in its data
+    /// center while it has room: re-replication then picks targets there
+    /// first. The default: no, any data center.
+    fn keeps_copies_in_datacenter(&self) -> bool {
+        false
+    }
+
     /// Up to `copies` workers of `live`, other than `holder`, for further
     /// replicas of a block `holder` already has (a task's output). The
     /// default: other racks first, then the least loaded.
@@ -219,6 +226,10 @@ impl PlacementPolicy for WanAware {
             chosen.extend(more);
         }
         chosen
+    }
+
+    fn keeps_copies_in_datacenter(&self) -> bool {
+        true
     }
 
     /// Copies of a task's output: in the holder's data center while it
