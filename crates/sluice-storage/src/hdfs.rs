@@ -288,8 +288,18 @@ impl RemoteSource for HdfsFile {
 
     fn hosts(&self, start: u64, _end: u64) -> Vec<String> {
         let blocks = self.blocks.get_or_init(|| {
-            // Without WebHDFS a job still runs, only without locality.
-            block_hosts(&self.authority, &self.path, self.len).unwrap_or_default()
+            // Without WebHDFS a job still runs, only without locality:
+            // said once a process, so a cluster's operator knows why.
+            block_hosts(&self.authority, &self.path, self.len).unwrap_or_else(|e| {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    tracing::warn!(
+                        "no HDFS block locations, so maps get no NODE locality: {e} \
+                         (set SLUICE_WEBHDFS to the NameNode's WebHDFS address)"
+                    )
+                });
+                Vec::new()
+            })
         });
         blocks
             .iter()
