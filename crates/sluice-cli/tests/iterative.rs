@@ -571,6 +571,14 @@ fn a_tolerance_stops_kmeans_once_no_centre_moves_that_much() {
     close(&got, &numpy(&points, &init, 5));
 }
 
+/// Whether `err` names a point of two coordinates at `offset` of
+/// `part-00000`.
+fn names_a_two_coordinate_point(err: &str, offset: usize) -> bool {
+    err.contains("part-00000")
+        && err.contains(&format!("offset {offset}"))
+        && err.contains("2 coordinates")
+}
+
 #[test]
 fn a_point_of_the_wrong_dimension_is_named_or_skipped() {
     let d = tempfile::tempdir().unwrap();
@@ -594,12 +602,7 @@ fn a_point_of_the_wrong_dimension_is_named_or_skipped() {
             .unwrap()
     };
     let err = fails(run(&[]));
-    assert!(
-        err.contains("part-00000")
-            && err.contains(&format!("offset {offset}"))
-            && err.contains("2 coordinates"),
-        "{err}"
-    );
+    assert!(names_a_two_coordinate_point(&err, offset), "{err}");
     let skipped = ok(run(&["--bad-records", "skip"]));
     assert!(skipped.status.success());
     assert_eq!(centres(&out).len(), 5);
@@ -632,9 +635,7 @@ fn the_random_init_never_picks_a_point_of_the_wrong_dimension() {
         };
         let err = fails(run(&[]));
         assert!(
-            err.contains("part-00000")
-                && err.contains(&format!("offset {offset}"))
-                && err.contains("2 coordinates"),
+            names_a_two_coordinate_point(&err, offset),
             "seed {seed}: {err}"
         );
         ok(run(&["--bad-records", "skip"]));
