@@ -25,8 +25,11 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 # Hadoop's MiniDFSCluster is the HDFS of the HDFS tests: its launcher
 # (tests/minidfs) built by Maven, with hadoop-minicluster from Maven Central.
-[ -f tests/minidfs/target/minidfs-1.0.jar ] ||
+# (Built again when its sources are newer than the jar.)
+jar=tests/minidfs/target/minidfs-1.0.jar
+if [ ! -f "$jar" ] || [ -n "$(find tests/minidfs/src tests/minidfs/pom.xml -newer "$jar")" ]; then
   mvn -q -B -f tests/minidfs/pom.xml package -DskipTests >&2
+fi
 # Hadoop MapReduce (LocalJobRunner) runs the same Streaming scripts as
 # Sluice in the Streaming comparison tests: bench/hadoop's jobs.
 [ -f bench/hadoop/target/hadoop-jobs-1.0.jar ] ||

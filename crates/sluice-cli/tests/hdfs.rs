@@ -285,7 +285,21 @@ fn hdfs_errors_are_clear_and_a_killed_commit_shows_nothing() {
     assert_eq!(killed.status.code(), Some(86));
     assert!(!h.exists("/out"));
     assert!(h.ls("/").iter().all(|n| !n.starts_with("out")));
+    // The dead committer's staging directory, made two hours old, goes at
+    // the next commit to that output; a fresh one (a committer still at
+    // work) stays.
+    let staging = |h: &Dfs| -> Vec<String> {
+        h.ls("/")
+            .into_iter()
+            .filter(|n| n.starts_with(".out.sluice-"))
+            .collect()
+    };
+    let dead = staging(&h);
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    h.cmd(&format!("age /{} 7200", dead[0]));
+    h.cmd("mkdir /.out.sluice-fresh");
     ok(h.sluice().args(wc_args(&input, &out)).output().unwrap());
+    assert_eq!(staging(&h), [".out.sluice-fresh"]);
     let want = local(d.path(), &data, &["wordcount", "--reducers", "2"]);
     assert_eq!(
         named_parts(&h.get("/out", &d.path().join("got"))),

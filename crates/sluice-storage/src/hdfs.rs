@@ -20,7 +20,10 @@
 //! path, so two jobs racing for one output cannot both commit. With
 //! overwrite, the old output is first renamed aside and removed after the
 //! new one is in place. A committer that dies before the rename leaves
-//! only its hidden directory, never a partial output.
+//! only its hidden directory, never a partial output; the next commit to
+//! that output removes such directories once they are older than
+//! [`STALE_STAGING`] (a committer still writing has touched its directory
+//! since, unless one file's upload has taken that long).
 //!
 //! The user is `HADOOP_USER_NAME`, else the login name (simple
 //! authentication, as Hadoop's clients).
@@ -421,6 +424,31 @@ pub(crate) fn check_output(url: &str, overwrite: bool) -> Result<()> {
     Ok(())
 }
 
+/// A staging directory beside an output not modified for this long is a
+/// dead committer's.
+pub const STALE_STAGING: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes the staging directories of `name` in `parent` that are older
+/// than [`STALE_STAGING`]: what committers that died left. Best effort:
+/// what cannot be listed or removed stays for the next commit.
+fn sweep_stale_staging(c: &Client, parent: &str, name: &str) {
+    let prefix = format!(".{name}.sluice-");
+    let Ok(listed) = runtime().block_on(c.list_status(parent, false)) else {
+        return;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let stale = STALE_STAGING.as_millis() as u64;
+    for st in listed {
+        let base = st.path.rsplit('/').next().unwrap_or_default();
+        if st.isdir && base.starts_with(&prefix) && now.saturating_sub(st.modification_time) > stale
+        {
+            let _ = runtime().block_on(c.delete(&st.path, true));
+        }
+    }
+}
+
 /// Commits the finished output in the local directory `local` to `url`
 /// (see the module's documentation); returns the manifest written.
 pub(crate) fn commit(local: &Path, url: &str, overwrite: bool) -> Result<Manifest> {
@@ -438,6 +466,9 @@ pub(crate) fn commit(local: &Path, url: &str, overwrite: bool) -> Result<Manifes
     let (parent, name) = loc.split();
     let staged = join(&parent, &format!(".{name}.sluice-{job}"));
     let result = stage_and_rename(&c, &loc, local, &staged, &job, overwrite);
+    if result.is_ok() {
+        sweep_stale_staging(&c, &parent, &name);
+    }
     result.map_err(|e| {
         let _ = runtime().block_on(c.delete(&staged, true));
         match e {

@@ -35,6 +35,8 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  *     (recursively), {@code exists PATH}
  *     ({@code ok true} or {@code ok false}), {@code ls PATH} (names, one
  *     line, space-separated, hidden ones too).
+ * <li>{@code age PATH SECONDS}: sets PATH's modification time that many
+ *     seconds back.
  * </ul>
  *
  * <p>{@code --hosts} gives the DataNodes host names of their own (they still
@@ -154,6 +156,11 @@ public final class MiniDfs {
                 return "";
             case "mkdir":
                 fs.mkdirs(new Path(w[1]));
+                return "";
+            case "age":
+                // Sets a path's modification time that many seconds back.
+                fs.setTimes(new Path(w[1]),
+                        System.currentTimeMillis() - Long.parseLong(w[2]) * 1000L, -1);
                 return "";
             case "exists":
                 return " " + fs.exists(new Path(w[1]));
