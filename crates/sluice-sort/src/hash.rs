@@ -75,7 +75,6 @@ pub struct HashCollector {
     queued: usize,
     /// The sort buffers of a spill, kept between spills.
     spill_order: Vec<SpillEntry>,
-    spill_scratch: Vec<SpillEntry>,
     /// The memory budget the engine spills at, if it said: the table and
     /// buffers are kept across spills while they hold under three
     /// quarters of it, so a long map phase does not reallocate them at
@@ -114,7 +113,6 @@ impl HashCollector {
             head: 0,
             queued: 0,
             spill_order: Vec::new(),
-            spill_scratch: Vec::new(),
             budget: None,
             grown: false,
             spilling: false,
@@ -135,13 +133,11 @@ impl HashCollector {
         self.arena.clear();
         self.long_keys = 0;
         self.spill_order.clear();
-        self.spill_scratch.clear();
         let keep = self.budget.is_some_and(|b| self.memory() < b / 4 * 3);
         if !keep {
             self.table = Table::default();
             self.arena = Vec::new();
             self.spill_order = Vec::new();
-            self.spill_scratch = Vec::new();
         }
     }
 
@@ -397,10 +393,7 @@ impl HashCollector {
 
     /// Entries the spill's sort buffers hold or will hold, each.
     fn sort_entries(&self) -> usize {
-        self.table
-            .len()
-            .max(self.spill_order.capacity())
-            .max(self.spill_scratch.capacity())
+        self.table.len().max(self.spill_order.capacity())
     }
 
     /// Sorts the distinct keys for a spill: by partition, prefix, then key.
@@ -426,9 +419,7 @@ impl HashCollector {
             };
             order[n].part = self.partitioner.partition(k, self.partitions);
         }
-        let mut scratch = std::mem::take(&mut self.spill_scratch);
-        radix::sort(&mut order, &mut scratch);
-        self.spill_scratch = scratch;
+        radix::sort_in_place(&mut order);
         let (ko, arena, table) = (self.order, &self.arena, &self.table);
         let key = |e: &SpillEntry| Self::key(arena, table.slot(e.slot as usize));
         radix::for_ties(&mut order, |run| {
@@ -483,7 +474,7 @@ impl Collector for HashCollector {
 
     /// What the collector holds now, plus what it would need before it
     /// could hand its memory back: the sort of its entries at a spill
-    /// (two `SpillEntry` buffers), and, when its table is full, the table twice
+    /// (one `SpillEntry` buffer, sorted in place), and, when its table is full, the table twice
     /// the size that the next new key would allocate beside the current
     /// one. So a table grows only if the grown table still fits the
     /// budget, and the engine spills instead. (The queue's few small
@@ -493,7 +484,7 @@ impl Collector for HashCollector {
         let growth = if self.table.is_full() { 2 * table } else { 0 };
         table
             + self.arena.capacity()
-            + 2 * self.sort_entries() * std::mem::size_of::<SpillEntry>()
+            + self.sort_entries() * std::mem::size_of::<SpillEntry>()
             + growth
     }
 

@@ -6,12 +6,12 @@
 //! entries spread over tens of megabytes; the radix passes read and write
 //! the entries in order, and leave runs of a few entries to compare.
 //!
-//! Two forms: [`sort`], least-significant digit first through a second
-//! buffer (the hash collector's 16-byte entries, whose buffer it keeps),
-//! and [`sort_in_place`], most-significant digit first with no second
-//! buffer (the sort collector's 32-byte index entries, where a buffer as
-//! large as the index would take a quarter of the memory its records
-//! have).
+//! [`sort_in_place`] is a most-significant-digit radix sort with no
+//! second buffer: both collectors' spills sort their entries with it (the
+//! sort collector's 32-byte index entries, where a buffer as large as the
+//! index would take a quarter of the memory its records have; the hash
+//! collector's 16-byte entries, whose second buffer had counted against
+//! its table's share of the budget).
 
 /// What the radix passes order by: a partition, then a key prefix.
 pub(crate) trait Keyed: Copy {
@@ -51,68 +51,6 @@ const SMALL: usize = 1 << 12;
 /// comparison; larger ones take another pass (a pass costs two reads of
 /// the bucket, a comparison sort a dozen comparisons an entry).
 const FLAG_LEAF: usize = 64;
-
-/// Sorts `v` by (partition, prefix), using `scratch` (resized to `v`'s
-/// length) as the second buffer. Stable least-significant-digit radix
-/// passes of 8 bits order the entries by (partition, the prefix's top bits
-/// in use), 16 or 24 bits in all (more when the partitions need more than
-/// 8), so that runs sharing those fit in cache; each run is then sorted by
-/// prefix. Passes whose digit is the same in every entry (one partition)
-/// are skipped.
-///
-/// Before, one counting pass scattered into up to 131,072 buckets: each
-/// write went to a bucket of its own, a cache and TLB miss each.
-pub(crate) fn sort(v: &mut Vec<SpillEntry>, scratch: &mut Vec<SpillEntry>) {
-    if v.len() < SMALL {
-        v.sort_unstable_by_key(|e| (e.part, e.prefix));
-        return;
-    }
-    let (digits, key) = radix_key(v);
-    let passes = histograms(v, digits, &key);
-    scratch.clear();
-    scratch.resize(v.len(), SpillEntry::default());
-    for (d, counts) in passes.iter().enumerate() {
-        if counts.contains(&v.len()) {
-            continue; // every entry has this digit
-        }
-        let mut next = [0usize; 1 << DIGIT];
-        let mut sum = 0;
-        for (b, c) in counts.iter().enumerate() {
-            next[b] = sum;
-            sum += c;
-        }
-        let shift = d * DIGIT;
-        for e in v.iter() {
-            let b = (key(e) >> shift) as usize & ((1 << DIGIT) - 1);
-            scratch[next[b]] = *e;
-            next[b] += 1;
-        }
-        std::mem::swap(v, scratch);
-    }
-    let mut start = 0;
-    while start < v.len() {
-        let k = key(&v[start]);
-        let len = v[start..].iter().take_while(|e| key(e) == k).count();
-        if len > 1 {
-            v[start..start + len].sort_unstable_by_key(|e| e.prefix);
-        }
-        start += len;
-    }
-}
-
-/// The radix passes' key, (partition, the top bits of the prefix in use),
-/// and how many 8-bit digits it has: as many as [`sort`]'s passes need.
-fn radix_key<T: Keyed>(v: &[T]) -> (usize, impl Fn(&T) -> u64) {
-    // Two passes, three from a million entries (text's prefixes carry
-    // under 5 bits a byte, and runs sharing two letters were thousands
-    // long), more if many partitions need them.
-    let passes = if v.len() < 1 << 20 { 2 } else { 3 };
-    key_of(v, move |part_bits| {
-        (part_bits + DIGIT)
-            .max(passes * DIGIT)
-            .next_multiple_of(DIGIT)
-    })
-}
 
 /// The radix key of at most `total(partition bits)` bits, and its digits.
 fn key_of<T: Keyed>(v: &[T], total: impl Fn(usize) -> usize) -> (usize, impl Fn(&T) -> u64) {
@@ -194,22 +132,6 @@ fn flag_sort<T: Keyed>(v: &mut [T], key: &impl Fn(&T) -> u64, digits: usize) {
     }
 }
 
-/// Each digit's bucket counts, from one read of `v`.
-fn histograms(
-    v: &[SpillEntry],
-    digits: usize,
-    key: &impl Fn(&SpillEntry) -> u64,
-) -> Vec<[usize; 1 << DIGIT]> {
-    let mut counts = vec![[0usize; 1 << DIGIT]; digits];
-    for e in v {
-        let k = key(e);
-        for (d, c) in counts.iter_mut().enumerate() {
-            c[(k >> (d * DIGIT)) as usize & ((1 << DIGIT) - 1)] += 1;
-        }
-    }
-    counts
-}
-
 /// Calls `f` on every run of two or more entries with equal (partition,
 /// prefix) in sorted `v`, whose order the keys themselves must settle.
 pub(crate) fn for_ties<T: Keyed>(v: &mut [T], mut f: impl FnMut(&mut [T])) {
@@ -257,21 +179,15 @@ mod tests {
         let mut want = v.clone();
         want.sort_by_key(|e| (e.part, e.prefix));
         let key = |e: &SpillEntry| (e.part, e.prefix);
-        for in_place in [false, true] {
-            let mut v = v.clone();
-            if in_place {
-                sort_in_place(&mut v);
-            } else {
-                sort(&mut v, &mut Vec::new());
-            }
-            assert_eq!(
-                v.iter().map(key).collect::<Vec<_>>(),
-                want.iter().map(key).collect::<Vec<_>>()
-            );
-            let mut slots: Vec<u32> = v.iter().map(|e| e.slot).collect();
-            slots.sort_unstable();
-            assert!(slots.iter().copied().eq(0..10_000), "every entry once");
-        }
+        let mut v = v.clone();
+        sort_in_place(&mut v);
+        assert_eq!(
+            v.iter().map(key).collect::<Vec<_>>(),
+            want.iter().map(key).collect::<Vec<_>>()
+        );
+        let mut slots: Vec<u32> = v.iter().map(|e| e.slot).collect();
+        slots.sort_unstable();
+        assert!(slots.iter().copied().eq(0..10_000), "every entry once");
     }
 
     /// Every shape of prefix the passes choose bits for: all equal, all
@@ -293,7 +209,7 @@ mod tests {
         for (n, shape) in shapes.iter().enumerate() {
             for parts in [1u64, 3, 70_000] {
                 for len in [100usize, 5_000, 40_000] {
-                    let mut v: Vec<SpillEntry> = (0..len as u32)
+                    let v: Vec<SpillEntry> = (0..len as u32)
                         .map(|slot| {
                             let r = rand();
                             SpillEntry {
@@ -306,13 +222,8 @@ mod tests {
                     let mut want = v.clone();
                     want.sort_by_key(|e| (e.part, e.prefix));
                     let mut w = v.clone();
-                    sort(&mut v, &mut Vec::new());
                     sort_in_place(&mut w);
                     let key = |e: &SpillEntry| (e.part, e.prefix);
-                    assert!(
-                        v.iter().map(key).eq(want.iter().map(key)),
-                        "shape {n}, {parts} partitions, {len} entries"
-                    );
                     assert!(
                         w.iter().map(key).eq(want.iter().map(key)),
                         "in place: shape {n}, {parts} partitions, {len} entries"
