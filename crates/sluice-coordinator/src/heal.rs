@@ -10,8 +10,9 @@
 //! rack than the live replicas when one is free, with the fewest copies
 //! coming in; in the holder's data center first when the placement policy
 //! keeps copies there (`wan-aware`). A rack is a data center's rack: two
-//! data centers' racks of one name are two racks. The holder verifies its replica and sends it over the data
-//! plane (paced by its `--replication-rate`); the target checks the
+//! data centers' racks of one name are two racks. The holder verifies its
+//! replica and sends it over the data plane (paced by its
+//! `--replication-rate`); the target checks the
 //! block's length and CRC as it does for any write. The holder's next
 //! heartbeat says how it went: a copy made adds the target to the block's
 //! replicas in the catalog; a failure (a damaged source, a refused write)

@@ -73,7 +73,7 @@ pub struct HashCollector {
     /// Index of the oldest queued record, and how many there are.
     head: usize,
     queued: usize,
-    /// The sort buffers of a spill, kept between spills.
+    /// The sort buffer of a spill, kept between spills.
     spill_order: Vec<SpillEntry>,
     /// The memory budget the engine spills at, if it said: the table and
     /// buffers are kept across spills while they hold under three
@@ -474,9 +474,9 @@ impl Collector for HashCollector {
 
     /// What the collector holds now, plus what it would need before it
     /// could hand its memory back: the sort of its entries at a spill
-    /// (one `SpillEntry` buffer, sorted in place), and, when its table is full, the table twice
-    /// the size that the next new key would allocate beside the current
-    /// one. So a table grows only if the grown table still fits the
+    /// (one `SpillEntry` buffer, sorted in place), and, when its table is
+    /// full, the table twice the size that the next new key would
+    /// allocate beside the current one. So a table grows only if the grown table still fits the
     /// budget, and the engine spills instead. (The queue's few small
     /// buffers are left out.)
     fn memory(&self) -> usize {

@@ -52,15 +52,15 @@ const SMALL: usize = 1 << 12;
 /// the bucket, a comparison sort a dozen comparisons an entry).
 const FLAG_LEAF: usize = 64;
 
-/// The radix key of at most `total(partition bits)` bits, and its digits.
-fn key_of<T: Keyed>(v: &[T], total: impl Fn(usize) -> usize) -> (usize, impl Fn(&T) -> u64) {
+/// The radix key, the partition's bits above as many of the prefix's top
+/// bits in use as fit in 64, and its digits.
+fn key_of<T: Keyed>(v: &[T]) -> (usize, impl Fn(&T) -> u64) {
     let (max_part, any) = v
         .iter()
         .fold((0, 0), |(p, o), e| (e.part().max(p), o | e.prefix()));
     let part_bits = (32 - max_part.leading_zeros()) as usize;
     let used = (64 - any.leading_zeros()) as usize;
-    let total = total(part_bits).min(64);
-    let bits = used.min(total - part_bits);
+    let bits = used.min(64 - part_bits);
     let shift = used - bits;
     let digits = (part_bits + bits).div_ceil(DIGIT);
     let key = move |e: &T| {
@@ -81,7 +81,7 @@ pub(crate) fn sort_in_place<T: Keyed>(v: &mut [T]) {
         v.sort_unstable_by_key(|e| (e.part(), e.prefix()));
         return;
     }
-    let (digits, key) = key_of(v, |_| 64);
+    let (digits, key) = key_of(v);
     flag_sort(v, &key, digits);
 }
 

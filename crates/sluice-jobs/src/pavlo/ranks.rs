@@ -60,16 +60,22 @@ impl RankTable {
         if self.slots.is_empty() {
             return None;
         }
-        let h = hash(url);
+        self.probe(hash(url), url).ok().map(|i| self.slots[i].rank)
+    }
+
+    /// The slot of `key`, whose hash is `h`, or the empty slot it would
+    /// take.
+    fn probe(&self, h: u64, key: &[u8]) -> Result<usize, usize> {
         let mask = self.slots.len() - 1;
+        let tag = (h >> 32) as u32;
         let mut i = h as usize & mask;
         loop {
             let s = &self.slots[i];
             if s.len == 0 {
-                return None;
+                return Err(i);
             }
-            if s.tag == (h >> 32) as u32 && self.key(s) == url {
-                return Some(s.rank);
+            if s.tag == tag && self.key(s) == key {
+                return Ok(i);
             }
             i = (i + 1) & mask;
         }
@@ -110,27 +116,18 @@ impl RankTable {
 
     /// Puts one row in its slot, or overwrites the rank of its URL.
     fn place(&mut self, h: u64, off: u64, len: u32, rank: i64) {
-        let mask = self.slots.len() - 1;
-        let tag = (h >> 32) as u32;
-        let mut i = h as usize & mask;
         let key = off as usize..off as usize + len as usize;
-        loop {
-            let s = self.slots[i];
-            if s.len == 0 {
+        match self.probe(h, &self.arena[key]) {
+            Ok(i) => self.slots[i].rank = rank,
+            Err(i) => {
                 self.slots[i] = Slot {
                     off,
                     rank,
-                    tag,
+                    tag: (h >> 32) as u32,
                     len: len + 1,
                 };
                 self.rows += 1;
-                return;
             }
-            if s.tag == tag && s.len == len + 1 && self.key(&s) == &self.arena[key.clone()] {
-                self.slots[i].rank = rank;
-                return;
-            }
-            i = (i + 1) & mask;
         }
     }
 }
@@ -161,7 +158,7 @@ pub fn rank_table(
                 .collect();
             workers
                 .into_iter()
-                .flat_map(|w| w.join().unwrap_or_default())
+                .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect()
         });
     done.sort_by_key(|(i, _)| *i);
@@ -182,7 +179,10 @@ fn cut(splits: &[Split], pieces: usize) -> Vec<Split> {
     for s in splits {
         let plain = s.file.codec == Codec::None && s.file.checks.is_none();
         if !plain || s.len() <= step + step / 10 {
-            out.push(s.clone());
+            out.push(Split {
+                index: out.len(),
+                ..s.clone()
+            });
             continue;
         }
         let mut start = s.start;
