@@ -24,17 +24,31 @@ pub struct Merger {
     prefixes: Vec<u128>,
     /// Whether each source is exhausted.
     done: Vec<bool>,
-    /// `tree[0]`: the winner; `tree[1..k]`: losers; leaves are implicit
-    /// (leaf of source `s` is node `k + s`).
-    tree: Vec<usize>,
+    /// `tree[0]`: the winner; `tree[1..k]`: the loser of each match, with
+    /// its prefix beside it, so a replay reads one node per level and
+    /// never waits on a load that depends on the last match; leaves are
+    /// implicit (leaf of source `s` is node `k + s`).
+    tree: Vec<(u128, usize)>,
     order: KeyOrder,
+}
+
+/// The prefix of an exhausted source: no smaller than any key's, so an
+/// exhausted source loses every match its prefix decides.
+const DONE: u128 = u128::MAX;
+
+/// `(a, b)` when `first` holds, else `(b, a)`, as conditional moves.
+#[inline(always)]
+fn select(first: bool, a: usize, b: usize) -> (usize, usize) {
+    let mask = (first as usize).wrapping_neg();
+    let x = (a ^ b) & mask;
+    (b ^ x, a ^ x)
 }
 
 impl Merger {
     /// A merger over `sources`, each positioned before its first record.
     pub fn new(mut sources: Vec<SegmentReader>, order: KeyOrder) -> Result<Self> {
         let k = sources.len();
-        let mut prefixes = vec![0; k];
+        let mut prefixes = vec![DONE; k];
         let mut done = vec![false; k];
         for (i, s) in sources.iter_mut().enumerate() {
             if s.advance()? {
@@ -47,11 +61,12 @@ impl Merger {
             sources,
             prefixes,
             done,
-            tree: vec![0; k.max(1)],
+            tree: vec![(DONE, 0); k.max(1)],
             order,
         };
         if k > 0 {
-            m.tree[0] = m.build(1);
+            let w = m.build(1);
+            m.tree[0] = (m.prefixes[w], w);
         }
         Ok(m)
     }
@@ -64,12 +79,12 @@ impl Merger {
         }
         let (a, b) = (self.build(2 * node), self.build(2 * node + 1));
         let (winner, loser) = if self.less(a, b) { (a, b) } else { (b, a) };
-        self.tree[node] = loser;
+        self.tree[node] = (self.prefixes[loser], loser);
         winner
     }
 
     fn winner(&self) -> Option<usize> {
-        let w = *self.tree.first()?;
+        let w = self.tree.first()?.1;
         (!self.sources.is_empty() && !self.done[w]).then_some(w)
     }
 
@@ -80,7 +95,10 @@ impl Merger {
             .map(|s| (self.sources[s].key(), self.sources[s].value()))
     }
 
-    /// Moves past the current record.
+    /// Moves past the current record. The replay selects each match's
+    /// winner without a branch: with keys from many runs the outcome of a
+    /// match is a coin toss, and a mispredicted branch per tree level cost
+    /// more than the comparison.
     pub fn advance(&mut self) -> Result<()> {
         let Some(top) = self.winner() else {
             return Ok(());
@@ -89,35 +107,49 @@ impl Merger {
             self.prefixes[top] = prefix16(self.order, self.sources[top].key());
         } else {
             self.done[top] = true;
+            self.prefixes[top] = DONE;
         }
         let k = self.sources.len();
         let mut winner = top;
+        let mut wp = self.prefixes[top];
         let mut node = (top + k) / 2;
         while node > 0 {
-            if self.less(self.tree[node], winner) {
-                std::mem::swap(&mut self.tree[node], &mut winner);
-            }
+            let (op, other) = self.tree[node];
+            let other_wins = if op == wp {
+                self.less(other, winner)
+            } else {
+                op < wp
+            };
+            let (w, l) = select(other_wins, other, winner);
+            let mask = (other_wins as u128).wrapping_neg();
+            let x = (op ^ wp) & mask;
+            self.tree[node] = (op ^ x, l);
+            (wp, winner) = (wp ^ x, w);
             node /= 2;
         }
-        self.tree[0] = winner;
+        self.tree[0] = (wp, winner);
         Ok(())
     }
 
     /// Whether source `a`'s current record sorts before source `b`'s.
+    /// Exhausted sources hold the prefix [`DONE`], so different prefixes
+    /// decide alone; equal ones look at exhaustion, then the keys.
     fn less(&self, a: usize, b: usize) -> bool {
+        let (pa, pb) = (self.prefixes[a], self.prefixes[b]);
+        if pa != pb {
+            return pa < pb;
+        }
         match (self.done[a], self.done[b]) {
             (true, true) => return a < b,
             (true, false) => return false,
             (false, true) => return true,
             (false, false) => {}
         }
-        let ord = self.prefixes[a].cmp(&self.prefixes[b]).then_with(|| {
-            let (ka, kb) = (self.sources[a].key(), self.sources[b].key());
-            match self.order {
-                KeyOrder::Bytewise => prefix16_tie(ka, kb),
-                KeyOrder::Fingerprint => ka.cmp(kb),
-            }
-        });
+        let (ka, kb) = (self.sources[a].key(), self.sources[b].key());
+        let ord = match self.order {
+            KeyOrder::Bytewise => prefix16_tie(ka, kb),
+            KeyOrder::Fingerprint => ka.cmp(kb),
+        };
         ord.then(a.cmp(&b)) == Ordering::Less
     }
 

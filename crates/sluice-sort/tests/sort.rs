@@ -223,11 +223,14 @@ fn the_loser_tree_merges_any_number_of_runs_some_empty() {
         let mut all = Vec::new();
         for r in 0..n {
             let mut c = SortCollector::new(Arc::new(HashPartitioner), 1, KeyOrder::Bytewise, None);
-            // Every third run is empty.
+            // Every third run is empty; the others hold keys whose 16-byte
+            // prefix is all ones, as an exhausted run's is.
             let keys = if r % 3 == 1 {
                 Vec::new()
             } else {
-                tricky(200 + 37 * r, r as u64 + 11)
+                let mut keys = tricky(200 + 37 * r, r as u64 + 11);
+                keys.extend([vec![0xff; 16], vec![0xff; 17 + r], vec![0xff; 15]]);
+                keys
             };
             for k in &keys {
                 c.collect(k, b"").unwrap();
