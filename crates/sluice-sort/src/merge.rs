@@ -155,13 +155,15 @@ impl Merger {
 
     /// Whether the current record's key is `key`, whose sort prefix is
     /// `prefix`: the cached prefixes and the lengths rule most keys out
-    /// without reading key bytes.
+    /// without reading key bytes, and decide alone for bytewise keys of
+    /// at most 16 bytes (their prefix holds every byte).
     fn at_key(&self, key: &[u8], prefix: u128) -> bool {
         let Some(top) = self.winner() else {
             return false;
         };
         let k = self.sources[top].key();
-        self.prefixes[top] == prefix && k.len() == key.len() && k == key
+        let whole = self.order == KeyOrder::Bytewise && k.len() <= 16;
+        self.prefixes[top] == prefix && k.len() == key.len() && (whole || k == key)
     }
 
     /// The sort prefix of the current record's key.
@@ -195,14 +197,17 @@ impl Values for GroupValues<'_> {
         if self.done {
             return None;
         }
-        if self.started {
-            if let Err(e) = self.merger.advance() {
-                self.err = Some(e);
-                self.done = true;
-                return None;
-            }
+        if !self.started {
+            // The merger stands at the record the group's key came from.
+            self.started = true;
+            self.records += 1;
+            return self.merger.current().map(|(_, v)| v);
         }
-        self.started = true;
+        if let Err(e) = self.merger.advance() {
+            self.err = Some(e);
+            self.done = true;
+            return None;
+        }
         if !self.merger.at_key(self.key, self.prefix) {
             self.done = true;
             return None;
