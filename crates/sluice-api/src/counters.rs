@@ -34,11 +34,15 @@ pub enum TaskCounter {
     MapOutputWritten,
     /// Input records that user code rejected and the skip policy skipped.
     BadRecords,
+    /// Map threads (or tasks) of an aggregating job that stopped grouping
+    /// in a hash table because it hardly reduced their records, and sorted
+    /// and combined the rest at spill time.
+    HashGroupingStopped,
 }
 
 impl TaskCounter {
     /// Every framework counter, in report order.
-    pub const ALL: [TaskCounter; 14] = [
+    pub const ALL: [TaskCounter; 15] = [
         TaskCounter::MapInputRecords,
         TaskCounter::MapInputBytes,
         TaskCounter::MapOutputRecords,
@@ -53,6 +57,7 @@ impl TaskCounter {
         TaskCounter::ReduceOutputRecords,
         TaskCounter::MapOutputWritten,
         TaskCounter::BadRecords,
+        TaskCounter::HashGroupingStopped,
     ];
 
     /// The Hadoop-style name, e.g. `MAP_INPUT_RECORDS`.
@@ -72,6 +77,7 @@ impl TaskCounter {
             TaskCounter::ReduceOutputRecords => "REDUCE_OUTPUT_RECORDS",
             TaskCounter::MapOutputWritten => "MAP_OUTPUT_WRITTEN",
             TaskCounter::BadRecords => "BAD_RECORDS",
+            TaskCounter::HashGroupingStopped => "HASH_GROUPING_STOPPED",
         }
     }
 }

@@ -364,9 +364,10 @@ struct RunArgs {
     /// Directory for spill files [default: inside the job's staging directory].
     #[arg(long)]
     spill_dir: Option<PathBuf>,
-    /// Most spill runs merged at once.
-    #[arg(long, default_value_t = 64)]
-    merge_factor: usize,
+    /// Most spill runs merged at once [default: as many as the memory
+    /// budget holds a 64 KiB block for, 64 to 256].
+    #[arg(long)]
+    merge_factor: Option<usize>,
     /// What to do with malformed records.
     #[arg(long, value_enum, default_value = "fail")]
     bad_records: BadRecordsArg,

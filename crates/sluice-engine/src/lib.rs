@@ -103,6 +103,7 @@ pub fn run_job_on(
         splits: &tasks,
         committer: &committer,
         spill_dir: &spill.path,
+        spill_target: cfg.spill_target(total),
         progress,
         spill_seq: AtomicUsize::new(0),
     }

@@ -35,6 +35,9 @@ pub struct MapPhase<'a> {
     pub splits: &'a [MapSplit],
     pub committer: &'a Committer,
     pub spill_dir: &'a Path,
+    /// Bytes a thread's sort collector holds before it spills
+    /// ([`EngineConfig::spill_target`]); at most the collect budget.
+    pub spill_target: usize,
     pub progress: &'a Progress,
     pub spill_seq: AtomicUsize,
 }
@@ -276,6 +279,9 @@ impl<'a> BadRecords<'a> {
 struct CollectSink<'a> {
     phase: &'a MapPhase<'a>,
     collector: AnyCollector,
+    /// Bytes the collector holds before it spills.
+    spill_at: usize,
+    /// The thread's collect share: no record may be larger.
     budget: usize,
     counters: Counters,
     runs: Vec<PathBuf>,
@@ -286,21 +292,28 @@ impl<'a> CollectSink<'a> {
     fn new(phase: &'a MapPhase<'a>) -> Self {
         let job = phase.job;
         let parts = phase.partitions();
-        let collector = match &job.aggregator {
-            Some(agg) => AnyCollector::Hash(
-                HashCollector::new(agg.clone(), job.partitioner.clone(), parts, job.key_order)
-                    .with_budget(phase.cfg.collect_budget()),
+        let (collector, spill_at) = match &job.aggregator {
+            Some(agg) => (
+                AnyCollector::Hash(
+                    HashCollector::new(agg.clone(), job.partitioner.clone(), parts, job.key_order)
+                        .with_budget(phase.cfg.collect_budget()),
+                ),
+                phase.cfg.collect_budget(),
             ),
-            None => AnyCollector::Sort(SortCollector::new(
-                job.partitioner.clone(),
-                parts,
-                job.key_order,
-                job.combiner.clone(),
-            )),
+            None => (
+                AnyCollector::Sort(SortCollector::new(
+                    job.partitioner.clone(),
+                    parts,
+                    job.key_order,
+                    job.combiner.clone(),
+                )),
+                phase.spill_target,
+            ),
         };
         CollectSink {
             phase,
             collector,
+            spill_at,
             budget: phase.cfg.collect_budget(),
             counters: Counters::default(),
             runs: Vec::new(),
@@ -312,7 +325,11 @@ impl<'a> CollectSink<'a> {
         let seq = self.phase.spill_seq.fetch_add(1, Ordering::Relaxed);
         let path = self.phase.spill_dir.join(format!("spill-{seq:06}.run"));
         let mut w = SpillWriter::create(&path, self.phase.partitions())?;
+        let give_up = matches!(&self.collector, AnyCollector::Hash(h) if h.not_reducing());
         self.collector.spill(&mut w, &mut self.counters)?;
+        if give_up {
+            self.stop_hashing();
+        }
         let (segments, size) = w.finish()?;
         let records: u64 = segments.iter().map(|s| s.records).sum();
         self.counters.add(TaskCounter::SpilledRecords, records);
@@ -322,6 +339,25 @@ impl<'a> CollectSink<'a> {
         }
         self.runs.push(path);
         Ok(())
+    }
+
+    /// After a hash spill whose table hardly reduced its records
+    /// ([`HashCollector::not_reducing`]): the rest of the thread's output
+    /// is sorted in a small buffer and combined at spill time instead. The
+    /// answer is the same either way.
+    fn stop_hashing(&mut self) {
+        let Some(agg) = self.phase.job.aggregator.clone() else {
+            return;
+        };
+        let job = self.phase.job;
+        self.collector = AnyCollector::Sort(SortCollector::new(
+            job.partitioner.clone(),
+            self.phase.partitions(),
+            job.key_order,
+            Some(crate::reduce::aggregate_combiner(agg)),
+        ));
+        self.spill_at = self.phase.spill_target;
+        self.counters.add(TaskCounter::HashGroupingStopped, 1);
     }
 
     fn fail(&mut self, e: EngineError) -> ApiError {
@@ -349,7 +385,7 @@ impl Sink for CollectSink<'_> {
         if let Err(e) = self.collector.collect(key, value) {
             return Err(self.fail(e.into()));
         }
-        if self.collector.over(self.budget) {
+        if self.collector.over(self.spill_at) {
             if let Err(e) = self.spill() {
                 return Err(self.fail(e));
             }

@@ -79,9 +79,10 @@ impl ReducePhase<'_> {
         out: &mut ReduceOutput,
     ) -> Result<Vec<SpillFile>> {
         let mut pass = 0;
-        while runs.len() > self.cfg.merge_factor {
+        let fan_in = self.cfg.fan_in();
+        while runs.len() > fan_in {
             pass += 1;
-            let ranges = pass_groups(runs.len(), self.cfg.merge_factor, self.cfg.threads);
+            let ranges = pass_groups(runs.len(), fan_in, self.cfg.threads);
             let rest = ranges.last().map_or(0, |r| r.end);
             let groups: Vec<&[PathBuf]> = ranges.iter().map(|r| &runs[r.clone()]).collect();
             let queue = Queue::new(groups.len());
@@ -151,13 +152,10 @@ impl ReducePhase<'_> {
         if let Some(f) = &self.job.combiner {
             return Some(f());
         }
-        self.job.aggregator.clone().map(|agg| {
-            Box::new(AggregateCombiner {
-                agg,
-                acc: Vec::new(),
-                tmp: Vec::new(),
-            }) as Box<dyn Reducer>
-        })
+        self.job
+            .aggregator
+            .clone()
+            .map(|agg| aggregate_combiner(agg)())
     }
 
     /// Runs every reduce partition over `runs`.
@@ -213,6 +211,21 @@ impl ReducePhase<'_> {
 }
 
 /// An [`Aggregator`] used as a combiner: folds a group's values into one.
+/// A combiner folding each group's values with `agg`: how an aggregating
+/// job combines wherever records meet sorted (merge passes, and map
+/// threads that stopped hashing).
+pub(crate) fn aggregate_combiner(
+    agg: std::sync::Arc<dyn Aggregator>,
+) -> sluice_api::ReducerFactory {
+    std::sync::Arc::new(move || {
+        Box::new(AggregateCombiner {
+            agg: agg.clone(),
+            acc: Vec::new(),
+            tmp: Vec::new(),
+        }) as Box<dyn Reducer>
+    })
+}
+
 struct AggregateCombiner {
     agg: std::sync::Arc<dyn Aggregator>,
     acc: Vec<u8>,

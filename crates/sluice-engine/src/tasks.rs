@@ -85,6 +85,8 @@ fn map_phase(
         splits: std::slice::from_ref(split),
         committer,
         spill_dir,
+        // The map's runs are merged into one: as few as the budget allows.
+        spill_target: cfg.collect_budget(),
         progress: &Progress::default(),
         spill_seq: AtomicUsize::new(0),
     }
@@ -172,7 +174,7 @@ pub fn reduce_task(
         progress: &progress,
     };
     let mut out = ReduceOutput::default();
-    let runs = if inputs.len() > one.merge_factor {
+    let runs = if inputs.len() > one.fan_in() {
         phase.merge_passes(inputs, &mut out)?
     } else {
         open_runs(&inputs)?

@@ -125,7 +125,7 @@ fn wordcount_matches_the_oracle_under_every_grouping_and_memory() {
             i += 1;
             let out = d.path().join(format!("out{i}"));
             let mut c = cfg(threads, memory, reducers);
-            c.merge_factor = merge_factor;
+            c.merge_factor = Some(merge_factor);
             let r = run(&sluice_jobs::wordcount(grouping), &data, &out, &c).unwrap();
             assert_eq!(
                 parse_counts(&out),
@@ -152,6 +152,39 @@ fn wordcount_matches_the_oracle_under_every_grouping_and_memory() {
                 assert!(r.merge_passes > 0);
             }
         }
+    }
+}
+
+/// Word count over words that hardly repeat: each map thread's hash
+/// table gives up once it holds 8 MiB of keys it did not reduce, the rest
+/// is sorted and combined at spill time, and the counts are exact; text
+/// whose words repeat keeps its table.
+#[test]
+fn hash_grouping_that_does_not_reduce_gives_way_to_sorting() {
+    let d = tempfile::tempdir().unwrap();
+    for (vocabulary, stops) in [(4_000_000, true), (1_000, false)] {
+        let data = d.path().join(format!("text-{vocabulary}"));
+        std::fs::create_dir_all(&data).unwrap();
+        let spec = sluice_gen::TextSpec {
+            size: 12 << 20,
+            vocabulary,
+            exponent: 0.01,
+            part_size: 4 << 20,
+            threads: 2,
+            ..Default::default()
+        };
+        sluice_gen::generate_text(&spec, &data, &|_| {}).unwrap();
+        let want = oracle_counts(&input_lines(&data));
+        let out = d.path().join(format!("out-{vocabulary}"));
+        let c = cfg(2, 1 << 30, 2);
+        let r = run(&sluice_jobs::wordcount(Grouping::Hash), &data, &out, &c).unwrap();
+        assert_eq!(parse_counts(&out), want, "vocabulary {vocabulary}");
+        let stopped = r.counter(TaskCounter::HashGroupingStopped);
+        assert_eq!(
+            stopped > 0,
+            stops,
+            "vocabulary {vocabulary}: {stopped} threads stopped"
+        );
     }
 }
 
@@ -204,7 +237,7 @@ fn sort_is_a_total_order_and_a_permutation_with_tiny_memory() {
     )
     .unwrap();
     let mut c = cfg(2, 2 << 20, 3);
-    c.merge_factor = 4;
+    c.merge_factor = Some(4);
     let r = run(&sluice_jobs::sort(sample, 3), &data, &out, &c).unwrap();
     assert_eq!(output_lines(&out, "part-r-"), want);
     assert!(r.merge_passes > 0 && r.spill_files > 4);

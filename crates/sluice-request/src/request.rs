@@ -78,8 +78,9 @@ pub struct EngineSettings {
     /// Pack small splits (locally) or blocks (on a cluster) several to a
     /// map task, up to the split size; `false` gives each its own task.
     pub combine: bool,
-    /// Most spill runs merged at once.
-    pub merge_factor: usize,
+    /// Most spill runs merged at once [default: as many as the memory
+    /// budget holds a block for, 64 to 256].
+    pub merge_factor: Option<usize>,
     /// What to do with a malformed record.
     pub bad_records: BadRecords,
     /// Directory for spill files (local runs).
@@ -93,7 +94,7 @@ impl Default for EngineSettings {
             max_record: 64 << 20,
             split_size: None,
             combine: true,
-            merge_factor: 64,
+            merge_factor: None,
             bad_records: BadRecords::Fail,
             spill_dir: None,
         }
@@ -241,7 +242,7 @@ mod tests {
             (
                 proptest::option::of(1usize..9),
                 1u64..1 << 40,
-                2usize..200,
+                proptest::option::of(2usize..200),
                 any::<bool>(),
             ),
             proptest::collection::btree_map(text(), text(), 0..4),
