@@ -142,8 +142,8 @@ impl EngineConfig {
 
     /// Most runs one merge reads at once: `merge_factor` when set, else as
     /// many as a thread's collect share holds one spill block each for
-    /// (the collectors are gone when merges run), between [`MIN_FAN_IN`]
-    /// and [`MAX_FAN_IN`]. Every merge pass re-reads and re-writes all its
+    /// (the collectors are gone when merges run), between `MIN_FAN_IN`
+    /// and `MAX_FAN_IN`. Every merge pass re-reads and re-writes all its
     /// bytes, so the widest merge the memory allows is the cheapest; the
     /// most keeps open files well under the usual limit of 1,024.
     pub fn fan_in(&self) -> usize {
@@ -155,7 +155,7 @@ impl EngineConfig {
 
     /// Bytes a map thread's sort collector holds before it spills when
     /// its runs go straight to the reduce merges (the local engine), for
-    /// `input` bytes of input: [`SPILL_TARGET`], or more when the runs
+    /// `input` bytes of input: `SPILL_TARGET`, or more when the runs
     /// would not fit in one merge (a collector holds about twice its
     /// input, each record beside a 32-byte index entry, so runs number
     /// about `4 * input / target` over all threads; they are kept to half

@@ -133,7 +133,7 @@ impl HashCollector {
     }
 
     /// Whether the table has folded few of its records since the last
-    /// spill: at least [`GIVE_UP_MIN`] records, of which [`GIVE_UP`] or
+    /// spill: at least `GIVE_UP_MIN` records, of which `GIVE_UP` or
     /// more were new keys. Such a table costs a cache miss per record and
     /// saves next to nothing; sorting a small buffer and combining equal
     /// neighbours does the same work in cache. As Trino's adaptive partial
@@ -491,7 +491,7 @@ impl Collector for HashCollector {
     }
 
     /// Past its budget or its largest table; and, each time the memory
-    /// held doubles past [`PROBE_AT`], when the table is
+    /// held doubles past `PROBE_AT`, when the table is
     /// [`not reducing`](HashCollector::not_reducing) its records, so the
     /// engine learns that early rather than after a table of the whole
     /// budget.
@@ -681,7 +681,7 @@ mod tests {
     }
 
     /// A table whose records are nearly all new keys asks to spill once
-    /// it holds [`PROBE_AT`] bytes, and says it is not reducing; one that
+    /// it holds `PROBE_AT` bytes, and says it is not reducing; one that
     /// folds most of its records grows on.
     #[test]
     fn a_table_that_does_not_reduce_says_so_early() {
