@@ -167,6 +167,7 @@ impl RangeIndex {
                 checks: None,
                 resident: None,
                 remote: None,
+                tee: None,
             }));
         }
         let meets = |c: &&Chunk| {

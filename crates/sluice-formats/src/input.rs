@@ -48,7 +48,29 @@ pub struct InputFile {
     /// Where the bytes are when they are not a local file (an object in
     /// an object store): readers read through it; `path` only names it.
     pub remote: Option<Remote>,
+    /// Where a checked read hands its verified chunks too (a block being
+    /// admitted to a worker's cache as its map reads it).
+    pub tee: Option<TeeTo>,
 }
+
+/// A [`crate::chunked::Tee`] of a file's checked reads.
+#[derive(Clone)]
+pub struct TeeTo(pub Arc<dyn crate::chunked::Tee>);
+
+impl std::fmt::Debug for TeeTo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TeeTo")
+    }
+}
+
+/// Two are equal when they are the same tee.
+impl PartialEq for TeeTo {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for TeeTo {}
 
 /// A file's bytes somewhere other than the local file system, such as an
 /// object in an object store.
@@ -180,6 +202,7 @@ impl Split {
                 checks: None,
                 resident: None,
                 remote: None,
+                tee: None,
             }),
             start: 0,
             end: 0,
@@ -201,6 +224,20 @@ impl Split {
         checks: Option<Arc<crate::chunked::ChunkSums>>,
     ) -> Split {
         Split::whole_of(index, path, len, checks, None)
+    }
+
+    /// Split `index`: the whole of a stored block at `path`, read through
+    /// its chunk checksums, each verified chunk handed to `tee` as well.
+    pub fn whole_teed(
+        index: usize,
+        path: PathBuf,
+        len: u64,
+        checks: Arc<crate::chunked::ChunkSums>,
+        tee: TeeTo,
+    ) -> Split {
+        let mut s = Split::whole_checked(index, path, len, Some(checks));
+        Arc::get_mut(&mut s.file).expect("just made").tee = Some(tee);
+        s
     }
 
     /// Split `index`: the whole of a block held in memory (its `path`
@@ -226,6 +263,7 @@ impl Split {
                 checks,
                 resident,
                 remote: None,
+                tee: None,
             }),
             start: 0,
             end: len,
@@ -357,6 +395,7 @@ fn input_file(path: &Path) -> Result<InputFile> {
         checks: None,
         resident: None,
         remote: None,
+        tee: None,
     })
 }
 
@@ -582,6 +621,7 @@ mod tests {
             checks: None,
             resident: None,
             remote: None,
+            tee: None,
         };
         let s = plan_splits(std::slice::from_ref(&f), 300, RecordFormat::Lines);
         let bounds: Vec<_> = s.iter().map(|s| (s.start, s.end)).collect();
@@ -615,6 +655,7 @@ mod tests {
             checks: None,
             resident: None,
             remote: Some(Remote(Arc::new(Blocked(1000)))),
+            tee: None,
         };
         let bounds = |size, format| -> Vec<(u64, u64)> {
             plan_splits(std::slice::from_ref(&f), size, format)
@@ -657,6 +698,7 @@ mod tests {
                 checks: None,
                 resident: None,
                 remote: None,
+                tee: None,
             })
             .collect();
         plan_splits(&files, 1000, RecordFormat::Lines)
@@ -702,7 +744,7 @@ mod props {
             target in 1u64..4000,
         ) {
             let files: Vec<InputFile> = lens.iter().enumerate().map(|(i, &len)| InputFile {
-                path: format!("f{i}").into(), len, codec: Codec::None, checks: None, resident: None, remote: None,
+                path: format!("f{i}").into(), len, codec: Codec::None, checks: None, resident: None, remote: None, tee: None,
             }).collect();
             let tasks = combine(plan_splits(&files, target, RecordFormat::Lines), target);
             let mut covered: Vec<Vec<(u64, u64)>> = vec![Vec::new(); files.len()];

@@ -111,7 +111,10 @@ fn open_at(split: &Split, format: RecordFormat) -> Result<(Source, u64, u64)> {
     if let Some(sums) = &split.file.checks {
         // Checked blocks are read whole, from their first chunk.
         debug_assert_eq!(split.start, 0, "a checked block is one split");
-        let r = CheckedReader::open(path, sums.clone())?;
+        let mut r = CheckedReader::open(path, sums.clone())?;
+        if let Some(tee) = &split.file.tee {
+            r = r.with_tee(tee.0.clone());
+        }
         return Ok((Source::Checked(Box::new(r)), 0, split.end));
     }
     let first = match format {

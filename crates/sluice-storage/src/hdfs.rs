@@ -229,6 +229,7 @@ fn input_file(c: &Arc<Client>, loc: &HdfsPath, st: &hdfs_native::client::FileSta
         codec: Codec::of_name(&st.path),
         checks: None,
         resident: None,
+        tee: None,
         remote: Some(Remote(Arc::new(HdfsFile {
             client: c.clone(),
             authority: loc.authority.clone(),

@@ -86,25 +86,101 @@ impl Locked {
         len: usize,
         fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
     ) -> Result<Self, LoadError<E>> {
-        // Populated at once: one fault-in of the whole range, not one fault
-        // per page as it is filled.
-        let mut map = memmap2::MmapOptions::new()
+        let mut map = Self::room(len).map_err(LoadError::Memory)?;
+        fill(&mut map).map_err(LoadError::Fill)?;
+        Self::seal(map).map_err(LoadError::Memory)
+    }
+
+    /// `len` bytes of fresh memory, populated at once: one fault-in of the
+    /// whole range, not one fault per page as it is filled.
+    fn room(len: usize) -> Result<memmap2::MmapMut, String> {
+        memmap2::MmapOptions::new()
             .len(len)
             .populate()
             .map_anon()
-            .map_err(|e| LoadError::Memory(format!("mapping {len} bytes: {e}")))?;
-        fill(&mut map).map_err(LoadError::Fill)?;
+            .map_err(|e| format!("mapping {len} bytes: {e}"))
+    }
+
+    /// Filled memory made read-only and locked.
+    fn seal(map: memmap2::MmapMut) -> Result<Self, String> {
+        let len = map.len();
         let map = map
             .make_read_only()
-            .map_err(|e| LoadError::Memory(format!("protecting {len} bytes: {e}")))?;
+            .map_err(|e| format!("protecting {len} bytes: {e}"))?;
         map.lock().map_err(|e| {
-            LoadError::Memory(format!(
+            format!(
                 "locking {len} bytes in memory: {e} (RLIMIT_MEMLOCK is {}; raise it with \
                  `ulimit -l` or lower --cache-size)",
                 memlock_limit().map_or("unknown".into(), |l| l.to_string())
-            ))
+            )
         })?;
         Ok(Locked(map))
+    }
+}
+
+/// A block being admitted by the map that reads it: its room in the cache
+/// is reserved and its memory mapped; the map's checked reader hands it
+/// every chunk it verified ([`Tee`](sluice_formats::chunked::Tee)), and
+/// once all `len` bytes have arrived the block is sealed and cached. A
+/// filling dropped before that (the map failed, or met a damaged chunk,
+/// which is never handed on) gives its room back: nothing partial or
+/// unverified is ever cached.
+pub struct Filling {
+    inner: Arc<Mutex<Inner>>,
+    id: String,
+    len: u64,
+    state: Mutex<FillState>,
+}
+
+struct FillState {
+    /// The memory, until it is sealed (or given back).
+    map: Option<memmap2::MmapMut>,
+    /// Bytes copied in so far (chunks come in order, once each).
+    filled: u64,
+}
+
+impl sluice_formats::chunked::Tee for Filling {
+    fn verified(&self, offset: u64, bytes: &[u8]) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let end = offset + bytes.len() as u64;
+        let Some(map) = s.map.as_mut().filter(|_| end <= self.len) else {
+            return;
+        };
+        map[offset as usize..end as usize].copy_from_slice(bytes);
+        s.filled += bytes.len() as u64;
+        if s.filled == self.len {
+            let map = s.map.take().expect("checked above");
+            let sealed = Locked::seal(map);
+            if let Err(m) = &sealed {
+                tracing::warn!("block {} not cached: {m}", self.id);
+            }
+            settle(&self.inner, &self.id, self.len, sealed.ok().map(Arc::new));
+        }
+    }
+}
+
+impl Drop for Filling {
+    fn drop(&mut self) {
+        let s = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if s.map.take().is_some() {
+            settle(&self.inner, &self.id, self.len, None);
+        }
+    }
+}
+
+/// Ends the load of block `id`, whose `len` bytes were reserved: caches
+/// it, or gives the room back when it did not load.
+fn settle(inner: &Mutex<Inner>, id: &str, len: u64, loaded: Option<Arc<Locked>>) {
+    let mut c = inner.lock().unwrap_or_else(|p| p.into_inner());
+    c.loading.remove(id);
+    match loaded {
+        Some(bytes) => {
+            c.clock += 1;
+            let last_use = c.clock;
+            c.entries.insert(id.to_owned(), Entry { bytes, last_use });
+            c.changed = true;
+        }
+        None => c.used -= len,
     }
 }
 
@@ -156,7 +232,7 @@ pub struct BlockCache {
     /// small blocks would exhaust it long before the bytes run out.
     max_blocks: usize,
     policy: Policy,
-    inner: Mutex<Inner>,
+    inner: Arc<Mutex<Inner>>,
 }
 
 /// The share of the process's memory mappings the cache may take.
@@ -185,10 +261,10 @@ impl BlockCache {
             capacity,
             max_blocks: max_blocks.max(1),
             policy,
-            inner: Mutex::new(Inner {
+            inner: Arc::new(Mutex::new(Inner {
                 changed: true,
                 ..Inner::default()
-            }),
+            })),
         }
     }
 
@@ -235,6 +311,33 @@ impl BlockCache {
             }
         }
         self.load(id, len, fill).map(Some)
+    }
+
+    /// Reserves room for block `id` of `len` bytes if it is not cached and
+    /// the policy makes room, for the map about to read it to fill
+    /// ([`Filling`]). `None`: not admitted.
+    pub fn reserve(&self, id: &str, len: u64) -> Result<Option<Filling>, String> {
+        {
+            let mut c = self.lock();
+            if c.entries.contains_key(id) || !self.make_room(&mut c, id, len, false) {
+                return Ok(None);
+            }
+        }
+        match Locked::room(len as usize) {
+            Ok(map) => Ok(Some(Filling {
+                inner: self.inner.clone(),
+                id: id.to_owned(),
+                len,
+                state: Mutex::new(FillState {
+                    map: Some(map),
+                    filled: 0,
+                }),
+            })),
+            Err(m) => {
+                settle(&self.inner, id, len, None);
+                Err(m)
+            }
+        }
     }
 
     /// Loads pinned block `id` unless it is cached or loading; returns
@@ -306,18 +409,7 @@ impl BlockCache {
         fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
     ) -> Result<Arc<Locked>, LoadError<E>> {
         let loaded = Locked::load(len as usize, fill).map(Arc::new);
-        let mut c = self.lock();
-        c.loading.remove(id);
-        match &loaded {
-            Ok(bytes) => {
-                c.clock += 1;
-                let last_use = c.clock;
-                let bytes = bytes.clone();
-                c.entries.insert(id.to_owned(), Entry { bytes, last_use });
-                c.changed = true;
-            }
-            Err(_) => c.used -= len,
-        }
+        settle(&self.inner, id, len, loaded.as_ref().ok().cloned());
         loaded
     }
 
@@ -514,6 +606,37 @@ mod tests {
 
     fn hit(c: &BlockCache, id: &str) -> bool {
         matches!(c.read(id, 100, fill(1)).unwrap(), Read::Hit(_))
+    }
+
+    /// A block filled through the tee is cached once every byte has
+    /// arrived, with those bytes; one dropped part-filled gives its room
+    /// back and is not cached.
+    #[test]
+    fn a_filling_caches_a_whole_block_and_gives_back_a_partial_one() {
+        use sluice_formats::chunked::Tee;
+        let c = BlockCache::new(100, Policy::FirstCome);
+        let f = c.reserve("a", 100).unwrap().expect("room");
+        assert!(c.reserve("a", 100).unwrap().is_none(), "already loading");
+        f.verified(0, &[7; 60]);
+        assert!(c.lookup("a").is_none(), "not cached before its last byte");
+        f.verified(60, &[8; 40]);
+        let bytes = c.lookup("a").expect("cached");
+        let b: &[u8] = (*bytes).as_ref();
+        assert_eq!(&b[..60], &[7; 60][..]);
+        assert_eq!(&b[60..], &[8; 40][..]);
+        drop(f);
+        assert!(
+            c.lookup("a").is_some(),
+            "dropping a sealed filling keeps it"
+        );
+
+        let c = BlockCache::new(100, Policy::FirstCome);
+        let f = c.reserve("b", 100).unwrap().expect("room");
+        assert!(c.reserve("c", 100).unwrap().is_none(), "room reserved");
+        f.verified(0, &[1; 50]);
+        drop(f);
+        assert!(c.lookup("b").is_none(), "a partial block is not cached");
+        assert!(c.reserve("c", 100).unwrap().is_some(), "its room is back");
     }
 
     #[test]

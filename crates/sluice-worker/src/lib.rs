@@ -853,7 +853,9 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
     };
     // Damage met while streaming a local replica is that replica's fault.
     if let Some((path, d)) = res.as_ref().err().and_then(damage_of) {
-        let local = inputs.iter().filter(|i| matches!(i.from, MapInput::Local));
+        let local = inputs
+            .iter()
+            .filter(|i| matches!(i.from, MapInput::Local | MapInput::Admitted));
         for i in local.filter(|i| i.split.file.path == path) {
             report.corrupt.push(shared.own_damage(&i.block.id, &d));
         }
@@ -915,8 +917,9 @@ enum MapInput {
     Local,
     /// This worker's replica of the block, from its cache.
     Cached,
-    /// This worker's replica of the block, read whole into the cache by
-    /// this map (admitted on first read) and then read in place.
+    /// This worker's replica of the block, read through its checksums by
+    /// this map, whose reader fills the cache as it goes (admitted on
+    /// first read).
     Admitted,
     /// Another worker's replica, streamed and checked chunk by chunk;
     /// what its reads found goes into the task's report.
@@ -1009,30 +1012,36 @@ fn resident_split(
 }
 
 /// Admission on first read, by the map that missed: when the policy makes
-/// room, the map's own read of its replica fills the cache, and the map
-/// then reads the block in place. That read is the one it would make
-/// anyway (a read into memory and a CRC pass per chunk, as the checked
-/// reader does), so admission costs only locking the memory, with no
-/// second read and no second checksum pass. `None`: not admitted (no
-/// room, a concurrent load, memory that cannot be locked); the map reads
+/// room, the map reads its replica through the chunk checksums as it
+/// would with no cache, streaming, and its checked reader hands every
+/// verified chunk to the cache too (a tee, [`cache::Filling`]); the block
+/// is cached once all of it has arrived. So admission costs a copy of the
+/// bytes and locking their memory: no second read, no second checksum
+/// pass, and the map does not wait for the whole block before it starts.
+/// A damaged chunk fails the map as it would with no cache and is never
+/// handed on, so nothing damaged is cached. `None`: not admitted (no
+/// room, a concurrent load, memory that cannot be mapped); the map reads
 /// the replica from disk as it would with no cache.
 fn admitted_split(
     shared: &Shared,
     block: &proto::BlockInfo,
     index: usize,
 ) -> Option<std::result::Result<Split, Unusable>> {
-    match shared
-        .cache
-        .admit(&block.id, block.len, |buf| fill_block(shared, block, buf))
-    {
-        Ok(Some(bytes)) => Some(Ok(resident_split(shared, block, index, bytes))),
-        Ok(None) => None,
-        Err(cache::LoadError::Fill(e)) => Some(Err(e)),
-        Err(cache::LoadError::Memory(m)) => {
+    let filling = match shared.cache.reserve(&block.id, block.len) {
+        Ok(Some(f)) => f,
+        Ok(None) => return None,
+        Err(m) => {
             tracing::warn!("block {} not cached: {m}", block.id);
-            None
+            return None;
         }
-    }
+    };
+    let checked =
+        sluice_proto::block::open_checked(&shared.layout, &block.id, block.len, block.crc);
+    Some(checked.map(|sums| {
+        let path = shared.layout.block(&block.id);
+        let tee = sluice_formats::input::TeeTo(Arc::new(filling));
+        Split::whole_teed(index, path, block.len, sums, tee)
+    }))
 }
 
 /// A block a directive pins here, for the cache's loading thread.

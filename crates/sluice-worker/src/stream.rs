@@ -65,6 +65,7 @@ impl Streamed {
             checks: None,
             resident: None,
             remote: Some(Remote(Arc::new(me))),
+            tee: None,
         };
         let split = Split {
             index,
