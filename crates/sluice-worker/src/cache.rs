@@ -148,10 +148,18 @@ struct FillState {
 impl sluice_formats::chunked::Tee for Filling {
     fn verified(&self, offset: u64, bytes: &[u8]) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let end = offset + bytes.len() as u64;
-        let Some(map) = s.map.as_mut().filter(|_| end <= self.len) else {
+        if s.map.is_none() {
             return;
-        };
+        }
+        let end = offset + bytes.len() as u64;
+        if offset != s.filled || end > self.len {
+            // Not the next bytes (a reader that started again): what has
+            // arrived cannot be trusted to be the whole block.
+            s.map = None;
+            settle(&self.inner, &self.id, self.len, None);
+            return;
+        }
+        let map = s.map.as_mut().expect("checked above");
         map[offset as usize..end as usize].copy_from_slice(bytes);
         s.filled += bytes.len() as u64;
         if s.filled == self.len {
@@ -643,6 +651,19 @@ mod tests {
         drop(f);
         assert!(c.lookup("b").is_none(), "a partial block is not cached");
         assert!(c.reserve("c", 100).unwrap().is_some(), "its room is back");
+
+        // Bytes out of order (a reader that started again) are never
+        // sealed, even when as many bytes as the block's have arrived.
+        let c = BlockCache::new(100, Policy::FirstCome);
+        let f = c.reserve("d", 100).unwrap().expect("room");
+        f.verified(0, &[1; 50]);
+        f.verified(0, &[1; 50]);
+        f.verified(50, &[1; 50]);
+        assert!(c.lookup("d").is_none(), "a restarted read is not cached");
+        let e = c.reserve("e", 100).unwrap().expect("its room is back");
+        drop(f);
+        assert!(c.reserve("f", 1).unwrap().is_none(), "room given back once");
+        drop(e);
     }
 
     #[test]
