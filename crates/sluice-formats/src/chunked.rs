@@ -498,7 +498,11 @@ mod tests {
     }
 
     fn read_all(path: &Path, s: &ChunkSums, piece: usize) -> Result<Vec<u8>> {
-        let mut r = CheckedReader::open(path, Arc::new(s.clone()))?;
+        read_through(CheckedReader::open(path, Arc::new(s.clone()))?, piece)
+    }
+
+    /// Everything `r` hands out, read `piece` bytes at a time.
+    fn read_through(mut r: CheckedReader, piece: usize) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         let mut buf = vec![0u8; piece];
         loop {
@@ -532,21 +536,10 @@ mod tests {
         let s = Arc::new(ChunkSums::of(&d));
         let teed = |piece: usize| {
             let kept = Arc::new(Kept::default());
-            let mut r = CheckedReader::open(&p, s.clone())
+            let r = CheckedReader::open(&p, s.clone())
                 .unwrap()
                 .with_tee(kept.clone());
-            let mut buf = vec![0u8; piece];
-            let mut res = Ok(());
-            loop {
-                match r.read_into(&mut buf) {
-                    Ok(0) => break,
-                    Ok(_) => {}
-                    Err(e) => {
-                        res = Err(e);
-                        break;
-                    }
-                }
-            }
+            let res = read_through(r, piece);
             let got = std::mem::take(&mut *kept.0.lock().unwrap());
             (res, got)
         };

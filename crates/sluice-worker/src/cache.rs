@@ -287,10 +287,9 @@ impl BlockCache {
     }
 
     /// A map's lookup of block `id`: the bytes on a hit; a miss is
-    /// counted (the map then reads its block from disk, through
-    /// [`admit`] when the policy makes room).
-    ///
-    /// [`admit`]: BlockCache::admit
+    /// counted (the map then reads its block from disk, filling the cache
+    /// as it goes through [`BlockCache::reserve`] when the policy makes
+    /// room).
     pub fn lookup(&self, id: &str) -> Option<Arc<Locked>> {
         let mut c = self.lock();
         c.clock += 1;
@@ -305,26 +304,6 @@ impl BlockCache {
         let bytes = e.bytes.clone();
         c.hits += 1;
         Some(bytes)
-    }
-
-    /// Admits block `id` of `len` bytes if it is not cached and the
-    /// policy makes room, loading it with `fill` (which must verify what
-    /// it reads). `None`: not admitted. A block that cannot be loaded
-    /// (damaged, or memory not lockable) is not admitted and the error is
-    /// returned.
-    pub fn admit<E>(
-        &self,
-        id: &str,
-        len: u64,
-        fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
-    ) -> Result<Option<Arc<Locked>>, LoadError<E>> {
-        {
-            let mut c = self.lock();
-            if c.entries.contains_key(id) || !self.make_room(&mut c, id, len, false) {
-                return Ok(None);
-            }
-        }
-        self.load(id, len, fill).map(Some)
     }
 
     /// Reserves room for block `id` of `len` bytes if it is not cached and
@@ -589,6 +568,26 @@ mod tests {
     }
 
     impl BlockCache {
+        /// Admits block `id` of `len` bytes if it is not cached and the
+        /// policy makes room, loading it with `fill` (which must verify what
+        /// it reads). `None`: not admitted. A block that cannot be loaded
+        /// (damaged, or memory not lockable) is not admitted and the error is
+        /// returned.
+        fn admit<E>(
+            &self,
+            id: &str,
+            len: u64,
+            fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
+        ) -> Result<Option<Arc<Locked>>, LoadError<E>> {
+            {
+                let mut c = self.lock();
+                if c.entries.contains_key(id) || !self.make_room(&mut c, id, len, false) {
+                    return Ok(None);
+                }
+            }
+            self.load(id, len, fill).map(Some)
+        }
+
         /// A lookup, and on a miss an admission at once: what a read that
         /// waits for its block to be loaded sees.
         fn read<E>(
