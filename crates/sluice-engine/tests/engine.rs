@@ -301,6 +301,25 @@ fn missing_input_fails_and_leaves_nothing() {
     assert_no_output(&out);
 }
 
+/// A merge factor below two is refused before anything is written; an
+/// unset one is taken from the budget.
+#[test]
+fn a_merge_factor_below_two_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen_text(d.path(), 64 << 10, 100);
+    let out = d.path().join("out");
+    let mut c = cfg(1, 1 << 20, 1);
+    c.merge_factor = Some(1);
+    match run(&sluice_jobs::wordcount(Grouping::Sort), &data, &out, &c) {
+        Err(EngineError::Config(m)) => assert!(m.contains("merge factor"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert_no_output(&out);
+    c.merge_factor = None;
+    run(&sluice_jobs::wordcount(Grouping::Sort), &data, &out, &c).unwrap();
+    assert_eq!(parse_counts(&out), oracle_counts(&input_lines(&data)));
+}
+
 #[test]
 fn existing_output_is_refused_unless_overwrite() {
     let d = tempfile::tempdir().unwrap();
