@@ -416,6 +416,7 @@ pub fn kmeans_iterate(centres: Arc<Centres>, tolerance: f64) -> JobSpec {
         IterReducer {
             centres: centres.clone(),
             tolerance,
+            partials: Vec::new(),
             next: 0,
             buf: Vec::new(),
         }
@@ -473,9 +474,11 @@ impl Mapper for IterMapper {
 
     fn cleanup(&mut self, ctx: &mut MapContext<'_>) -> Result<()> {
         let d = self.centres.dims;
-        let mut value = Vec::with_capacity(8 + 8 * d);
+        let task = ctx.task() as u64;
+        let mut value = Vec::with_capacity(PARTIAL_HEAD + 8 * d);
         for (c, &n) in self.counts.iter().enumerate().filter(|(_, n)| **n > 0) {
             value.clear();
+            value.extend_from_slice(&task.to_le_bytes());
             value.extend_from_slice(&n.to_le_bytes());
             for x in &self.sums[c * d..(c + 1) * d] {
                 value.extend_from_slice(&x.to_le_bytes());
@@ -486,9 +489,15 @@ impl Mapper for IterMapper {
     }
 }
 
+/// A partial sum's bytes before its coordinates: the map task's index and
+/// the count of its points, each a little-endian `u64`.
+const PARTIAL_HEAD: usize = 16;
+
 struct IterReducer {
     centres: Arc<Centres>,
     tolerance: f64,
+    /// A centre's partial sums, by map task (reused).
+    partials: Vec<Vec<u8>>,
     /// The next centre index to write (centres no point chose are written
     /// as they were).
     next: usize,
@@ -529,13 +538,27 @@ impl Reducer for IterReducer {
             return Err(Error::user(format!("no centre {c}")));
         }
         self.unchosen(c, ctx)?;
-        let (mut n, mut sum) = (0u64, vec![0.0; d]);
+        // The partial sums arrive in the order their maps finished, which
+        // varies from run to run; adding them in map task order makes the
+        // centres the same in every run, to the last bit.
+        let mut used = 0;
         while let Some(v) = values.next_value() {
-            if v.len() != 8 + 8 * d {
+            if v.len() != PARTIAL_HEAD + 8 * d {
                 return Err(Error::user("a k-means partial sum of the wrong size"));
             }
-            n += u64::from_le_bytes(v[..8].try_into().expect("8 bytes"));
-            for (s, x) in sum.iter_mut().zip(v[8..].chunks_exact(8)) {
+            if used == self.partials.len() {
+                self.partials.push(Vec::new());
+            }
+            self.partials[used].clear();
+            self.partials[used].extend_from_slice(v);
+            used += 1;
+        }
+        let partials = &mut self.partials[..used];
+        partials.sort_unstable_by_key(|v| u64::from_le_bytes(v[..8].try_into().expect("8 bytes")));
+        let (mut n, mut sum) = (0u64, vec![0.0; d]);
+        for v in partials.iter() {
+            n += u64::from_le_bytes(v[8..16].try_into().expect("8 bytes"));
+            for (s, x) in sum.iter_mut().zip(v[PARTIAL_HEAD..].chunks_exact(8)) {
                 *s += f64::from_le_bytes(x.try_into().expect("8 bytes"));
             }
         }
@@ -1006,6 +1029,73 @@ mod tests {
         }
         assert_eq!(m.best.len(), INIT_DIMS);
         assert!(m.best.iter().any(|c| c.dims == 4 && c.count == 3));
+    }
+
+    /// Emitted pairs, and raw output as keys.
+    struct Pairs(Vec<(Vec<u8>, Vec<u8>)>);
+
+    impl sluice_api::Sink for Pairs {
+        fn emit(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+            self.0.push((key.to_vec(), value.to_vec()));
+            Ok(())
+        }
+    }
+
+    /// Values handed in a given order.
+    struct Given(Vec<Vec<u8>>, usize);
+
+    impl Values for Given {
+        fn next_value(&mut self) -> Option<&[u8]> {
+            let i = self.1;
+            self.1 += 1;
+            self.0.get(i).map(|v| &v[..])
+        }
+    }
+
+    /// The new centres are the same whatever order the maps' partial sums
+    /// arrive in: they are added in map task order. Here the order matters
+    /// to the last bit (1e16 + 1 + 1 is 1e16, 1 + 1 + 1e16 is not).
+    #[test]
+    fn an_iteration_adds_partial_sums_in_map_task_order() {
+        use sluice_api::Counters;
+        let centres = Arc::new(Centres {
+            dims: 1,
+            points: vec![vec![0.0]],
+        });
+        let job = kmeans_iterate(centres, 0.0);
+        let mut counters = Counters::default();
+        let mut partials = Vec::new();
+        for (task, x) in [(0, b"1e16"), (1, b"1.00"), (2, b"1.00")] {
+            let mut out = Pairs(Vec::new());
+            let mut m = (job.mapper)();
+            let mut ctx = MapContext::new(&mut out, &mut counters).for_task(task);
+            m.setup(&mut ctx).unwrap();
+            m.map(0, x, &mut ctx).unwrap();
+            m.cleanup(&mut ctx).unwrap();
+            partials.push(out.0.pop().unwrap().1);
+        }
+        let mut reduce = |order: Vec<Vec<u8>>| {
+            let mut out = Pairs(Vec::new());
+            let mut r = (job.reducer.as_ref().unwrap())();
+            let mut ctx = ReduceContext::new(&mut out, &mut counters);
+            r.reduce(&0u32.to_be_bytes(), &mut Given(order, 0), &mut ctx)
+                .unwrap();
+            out.0
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>()
+                .concat()
+        };
+        let forward = reduce(partials.clone());
+        partials.reverse();
+        let backward = reduce(partials);
+        assert_eq!(
+            String::from_utf8_lossy(&forward),
+            String::from_utf8_lossy(&backward)
+        );
+        let (in_order, reversed) = ((1e16 + 1.0 + 1.0) / 3.0, (1.0 + 1.0 + 1e16) / 3.0);
+        assert_ne!(in_order, reversed, "the order matters here");
+        assert_eq!(forward, format!("0\t{in_order}\n").into_bytes());
     }
 
     #[test]
