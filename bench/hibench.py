@@ -18,16 +18,19 @@ iterations. Sluice is built in release mode first.
 
 Hadoop: the jobs of bench/hadoop (`sluice.bench.Iterative`, built with
 Maven from Maven Central on first use), written by hand with Sluice's
-logic: k-means one job per iteration from the same initial centres (passed
-in the job's Configuration; mapper to the nearest centre, combiner partial
-sums, one reducer), PageRank a build job, then a contribute and a map-only
+logic: k-means a map-only job writing the points once as binary vectors
+(a SequenceFile of little-endian doubles; Sluice's points job writes
+fixed-length records of them), then one job per iteration over them from
+the same initial centres (passed in the job's Configuration; mapper to the
+nearest centre, combiner partial sums, one reducer), PageRank a build job, then a contribute and a map-only
 rank job per iteration with the dangling rank passed as a counter; one JVM
 (`-Xmx2g`), LocalJobRunner with --threads map and reduce threads
 (`mapreduce.local.map.tasks.maximum`), default splits. Its whole time is
 the `java` process's (JVM start included).
 
-Per iteration: Sluice's and Hadoop's iteration jobs alone (Sluice's from
-its --report, Hadoop's as its driver times each job), over the iterations;
+Per iteration: Sluice's and Hadoop's iteration jobs, k-means' points job
+counted with them (Sluice's from its --report, Hadoop's as its driver
+times each job), over the iterations;
 Spark's is its whole time over the iterations (its jobs are not apart).
 Answers: k-means centres within 1e-6 relative, PageRank ranks within 1e-9.
 """

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use sluice_formats::input::RecordFormat;
 use sluice_jobs::kmeans::{self, Centres};
 use sluice_jobs::pagerank;
 
@@ -29,6 +30,9 @@ pub enum KmeansStage {
     ParallelPick,
     /// One iteration from `centres`.
     Iterate,
+    /// Write the points in binary for the iterations (a point of `dims`
+    /// coordinates a record).
+    Points,
     /// Copy the centres of its input (the last iteration that ran).
     Copy,
     /// Write each point with its nearest centre from `centres`.
@@ -77,6 +81,10 @@ pub struct KmeansParams {
     pub stage: Option<KmeansStage>,
     /// The centres a stage reads (set by the chain).
     pub centres: Option<String>,
+    /// The points' dimension, from the init job's count (set by the
+    /// chain): the points job writes binary points of it, and an iteration
+    /// with it reads them.
+    pub dims: Option<u64>,
 }
 
 impl Default for KmeansParams {
@@ -93,6 +101,7 @@ impl Default for KmeansParams {
             assignments: None,
             stage: None,
             centres: None,
+            dims: None,
         }
     }
 }
@@ -169,14 +178,27 @@ impl Kmeans {
                 jobs.push(stage(KmeansStage::ParallelPick, Some(prev), out_at(0)));
             }
         }
+        // The init job (always the first) counts the centres' dimension.
+        let dims = format!("@0:{}.{}", kmeans::COUNTER_GROUP, kmeans::DIMS);
+        let mut prev = jobs.len() - 1;
+        let points = jobs.len();
+        if iterations > 0 {
+            let mut job = stage(KmeansStage::Points, None, "");
+            job.params["dims"] = dims.clone().into();
+            jobs.push(job);
+        }
         for i in 1..=iterations {
-            let prev = jobs.len() - 1;
-            let mut job = stage(KmeansStage::Iterate, Some(format!("@{prev}")), out_at(i));
+            let mut job = JobRequest {
+                input: format!("@{points}"),
+                ..stage(KmeansStage::Iterate, Some(format!("@{prev}")), out_at(i))
+            };
+            job.params["dims"] = dims.clone().into();
             if stop_early && i > 1 {
                 let moved = format!("@{prev}:{}.{}", kmeans::COUNTER_GROUP, kmeans::MOVED);
                 job.params["moved"] = moved.into();
             }
             jobs.push(job);
+            prev = jobs.len() - 1;
         }
         if stop_early {
             let last = jobs.len() - 1;
@@ -189,6 +211,17 @@ impl Kmeans {
             jobs.push(stage(KmeansStage::Assign, Some(req.output.clone()), a));
         }
         jobs
+    }
+
+    /// The binary points' dimension of a stage that reads or writes them.
+    fn dims(p: &KmeansParams) -> Result<usize, RequestError> {
+        match p.dims {
+            Some(d) if d > 0 => Ok(d as usize),
+            _ => Err(RequestError::params(
+                "kmeans",
+                "the points' dimension is unknown (the init job counted none)",
+            )),
+        }
     }
 
     /// The centres a stage reads, from its side input's files (none when
@@ -256,10 +289,18 @@ impl JobKind for Kmeans {
                 p.clusters,
                 p.seed,
             ))),
-            Some(KmeansStage::Iterate) => Ok(one(kmeans::kmeans_iterate(
-                Self::centres(ctx)?,
-                p.tolerance,
-            ))),
+            Some(KmeansStage::Points) => Ok(Built::lines(kmeans::kmeans_points(Self::dims(&p)?))),
+            Some(KmeansStage::Iterate) => {
+                let spec =
+                    kmeans::kmeans_iterate(Self::centres(ctx)?, p.tolerance, p.dims.is_some());
+                Ok(match p.dims {
+                    None => one(spec),
+                    Some(_) => Built {
+                        format: RecordFormat::Fixed(8 * Self::dims(&p)?),
+                        ..one(spec)
+                    },
+                })
+            }
             Some(KmeansStage::Copy) => Ok(Built::lines(kmeans::kmeans_copy())),
             Some(KmeansStage::Assign) => {
                 Ok(Built::lines(kmeans::kmeans_assign(Self::centres(ctx)?)))

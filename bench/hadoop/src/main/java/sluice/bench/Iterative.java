@@ -5,6 +5,8 @@ import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -14,6 +16,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.io.BytesWritable;
 import org.apache.hadoop.io.IntWritable;
 import org.apache.hadoop.io.LongWritable;
 import org.apache.hadoop.io.NullWritable;
@@ -23,13 +26,18 @@ import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.Mapper;
 import org.apache.hadoop.mapreduce.Reducer;
 import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
+import org.apache.hadoop.mapreduce.lib.input.SequenceFileInputFormat;
 import org.apache.hadoop.mapreduce.lib.output.FileOutputFormat;
+import org.apache.hadoop.mapreduce.lib.output.SequenceFileOutputFormat;
 
 /**
  * k-means and PageRank as chains of Hadoop MapReduce jobs, the same logic
  * as Sluice's built-in ones, for LocalJobRunner.
  *
- * <p>k-means: one job per iteration from the given initial centres (lines
+ * <p>k-means: a map-only job writing the text points once as binary
+ * vectors (a SequenceFile of little-endian doubles, as Sluice's points job
+ * writes them and as HiBench's Mahout input is binary), then one job per
+ * iteration over them from the given initial centres (lines
  * {@code index TAB coordinates}), passed to the job in its Configuration;
  * the mapper adds each point to its nearest centre (squared Euclidean
  * distance, lowest index on a tie), the combiner sums partial sums, one
@@ -138,8 +146,52 @@ public final class Iterative {
     }
   }
 
-  /** Each point to its nearest centre, as a partial sum of one point. */
-  public static class NearestMapper extends Mapper<LongWritable, Text, IntWritable, PartialSum> {
+  /** The index of the centre nearest to {@code point} (lowest on a tie). */
+  static int nearest(double[][] centres, double[] point) {
+    int best = 0;
+    double bestD = Double.POSITIVE_INFINITY;
+    for (int c = 0; c < centres.length; c++) {
+      double[] q = centres[c];
+      double d = 0;
+      for (int i = 0; i < q.length; i++) {
+        double t = q[i] - point[i];
+        d += t * t;
+      }
+      if (d < bestD) {
+        bestD = d;
+        best = c;
+      }
+    }
+    return best;
+  }
+
+  /** Each text point as its coordinates in binary (little-endian doubles). */
+  public static class PointsMapper extends Mapper<LongWritable, Text, NullWritable, BytesWritable> {
+    private double[] point;
+    private ByteBuffer buf;
+    private final BytesWritable value = new BytesWritable();
+
+    @Override
+    protected void setup(Context ctx) {
+      int dims = ctx.getConfiguration().getInt("kmeans.dims", 0);
+      point = new double[dims];
+      buf = ByteBuffer.allocate(8 * dims).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    @Override
+    public void map(LongWritable offset, Text line, Context ctx) throws IOException, InterruptedException {
+      parsePoint(line.toString(), point, point.length);
+      buf.clear();
+      for (double x : point) {
+        buf.putDouble(x);
+      }
+      value.set(buf.array(), 0, buf.capacity());
+      ctx.write(NullWritable.get(), value);
+    }
+  }
+
+  /** Each binary point to its nearest centre, as a partial sum of one point. */
+  public static class NearestMapper extends Mapper<NullWritable, BytesWritable, IntWritable, PartialSum> {
     private double[][] centres;
     private double[] point;
     private final IntWritable key = new IntWritable();
@@ -154,23 +206,15 @@ public final class Iterative {
     }
 
     @Override
-    public void map(LongWritable offset, Text line, Context ctx) throws IOException, InterruptedException {
-      parsePoint(line.toString(), point, point.length);
-      int best = 0;
-      double bestD = Double.POSITIVE_INFINITY;
-      for (int c = 0; c < centres.length; c++) {
-        double[] q = centres[c];
-        double d = 0;
-        for (int i = 0; i < q.length; i++) {
-          double t = q[i] - point[i];
-          d += t * t;
-        }
-        if (d < bestD) {
-          bestD = d;
-          best = c;
-        }
+    public void map(NullWritable none, BytesWritable bytes, Context ctx) throws IOException, InterruptedException {
+      if (bytes.getLength() != 8 * point.length) {
+        throw new IOException("a binary point of " + bytes.getLength() + " bytes");
       }
-      key.set(best);
+      ByteBuffer b = ByteBuffer.wrap(bytes.getBytes(), 0, bytes.getLength()).order(ByteOrder.LITTLE_ENDIAN);
+      for (int i = 0; i < point.length; i++) {
+        point[i] = b.getDouble();
+      }
+      key.set(nearest(centres, point));
       ctx.write(key, value);
     }
   }
@@ -476,7 +520,7 @@ public final class Iterative {
   }
 
   static void kmeans(String[] a) throws Exception {
-    Path points = new Path(a[1]);
+    Path pointsText = new Path(a[1]);
     int threads = Integer.parseInt(a[4]);
     int iterations = Integer.parseInt(a[5]);
     Configuration base = conf(threads);
@@ -484,11 +528,26 @@ public final class Iterative {
     String centres = readParts(fs, new Path(a[2]));
     Path out = new Path(a[3]);
     fs.delete(out, true);
+    Path binary = new Path(out.toString() + ".points");
+    fs.delete(binary, true);
+    Configuration pc = new Configuration(base);
+    pc.setInt("kmeans.dims", parseCentres(centres)[0].length);
+    Job points = Job.getInstance(pc, "kmeans-points");
+    points.setJarByClass(Iterative.class);
+    points.setMapperClass(PointsMapper.class);
+    points.setNumReduceTasks(0);
+    points.setOutputKeyClass(NullWritable.class);
+    points.setOutputValueClass(BytesWritable.class);
+    points.setOutputFormatClass(SequenceFileOutputFormat.class);
+    FileInputFormat.addInputPath(points, pointsText);
+    FileOutputFormat.setOutputPath(points, binary);
+    run(points, "kmeans-points");
     for (int i = 1; i <= iterations; i++) {
       Configuration c = new Configuration(base);
       c.set("kmeans.centres", centres);
       Job job = Job.getInstance(c, "kmeans-" + i);
       job.setJarByClass(Iterative.class);
+      job.setInputFormatClass(SequenceFileInputFormat.class);
       job.setMapperClass(NearestMapper.class);
       job.setCombinerClass(SumCombiner.class);
       job.setReducerClass(CentreReducer.class);
@@ -497,7 +556,7 @@ public final class Iterative {
       job.setOutputKeyClass(Text.class);
       job.setOutputValueClass(NullWritable.class);
       job.setNumReduceTasks(1);
-      FileInputFormat.addInputPath(job, points);
+      FileInputFormat.addInputPath(job, binary);
       Path o = i == iterations ? out : new Path(out.toString() + ".iter" + i);
       FileOutputFormat.setOutputPath(job, o);
       run(job, "kmeans-iterate");
@@ -506,6 +565,7 @@ public final class Iterative {
         fs.delete(o, true);
       }
     }
+    fs.delete(binary, true);
   }
 
   static void pagerank(String[] a) throws Exception {
