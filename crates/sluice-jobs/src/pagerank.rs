@@ -34,6 +34,13 @@ pub const DANGLING: &str = "DANGLING";
 pub const FIXED_ONE: f64 = (1u64 << 60) as f64;
 
 fn number(field: &[u8], what: &str) -> Result<u64> {
+    // Plain digits, the usual case (every destination of every page in
+    // every iteration), without a UTF-8 check and a trim first.
+    if (1..=19).contains(&field.len()) && field.iter().all(u8::is_ascii_digit) {
+        return Ok(field
+            .iter()
+            .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0')));
+    }
     std::str::from_utf8(field)
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -276,6 +283,17 @@ mod tests {
     #[test]
     fn lines_parse_or_are_bad_records() {
         assert_eq!(parse_edge(b"3\t17").unwrap(), (3, 17));
+        assert_eq!(
+            parse_edge(b"18446744073709551615\t9999999999999999999").unwrap(),
+            (u64::MAX, 9_999_999_999_999_999_999)
+        );
+        assert!(matches!(
+            parse_edge(b"18446744073709551616\t1"),
+            Err(Error::BadRecord(_))
+        ));
+        assert_eq!(number(b" 12 ", "page").unwrap(), 12);
+        assert!(matches!(number(b"", "page"), Err(Error::BadRecord(_))));
+        assert!(matches!(number(b"1x", "page"), Err(Error::BadRecord(_))));
         assert_eq!(parse_edge(b"3 17").unwrap(), (3, 17));
         assert!(matches!(parse_edge(b"3"), Err(Error::BadRecord(_))));
         assert!(matches!(parse_edge(b"3\tx"), Err(Error::BadRecord(_))));
