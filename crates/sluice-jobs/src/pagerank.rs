@@ -208,7 +208,7 @@ impl Reducer for ContributeReducer {
         ctx: &mut ReduceContext<'_>,
     ) -> Result<()> {
         let page = page_key(key)?;
-        let mut sum = 0.0;
+        let mut sum = ExactSum::default();
         let mut known = false;
         self.dsts.clear();
         while let Some(v) = values.next_value() {
@@ -221,7 +221,7 @@ impl Reducer for ContributeReducer {
                     let b: [u8; 8] = x
                         .try_into()
                         .map_err(|_| Error::user("a share not 8 bytes"))?;
-                    sum += f64::from_le_bytes(b);
+                    sum.add(f64::from_le_bytes(b));
                 }
                 _ => return Err(Error::user("a PageRank value of no known kind")),
             }
@@ -231,11 +231,71 @@ impl Reducer for ContributeReducer {
                 "page {page} is linked to but has no state line"
             )));
         }
+        let sum = sum.value();
         self.buf.clear();
         let _ = write!(self.buf, "{page}\t{sum}\t");
         self.buf.extend_from_slice(&self.dsts);
         self.buf.push(b'\n');
         ctx.write_raw(&self.buf)
+    }
+}
+
+/// A sum of shares that does not depend on their order: the values arrive
+/// in the order their map tasks spilled, which varies from run to run, and
+/// a floating-point sum in arrival order varied in its last bits with it.
+/// Each share is added exactly as a fixed-point number of 2^-80 units in
+/// 128 bits (all 53 significant bits of shares from 2^-27 up to
+/// [`EXACT_MAX`]; smaller ones lose their bits below 2^-80, the same way
+/// whatever the order), and the total is rounded to the nearest `f64`
+/// once. A share of [`EXACT_MAX`] or more (ranks never are: they are at
+/// most 1), or a total past 2^127 units, turns the sum into a plain one.
+#[derive(Default)]
+struct ExactSum {
+    fixed: i128,
+    /// A plain sum, once a share did not fit.
+    plain: Option<f64>,
+}
+
+/// The fixed point's unit: 2^-[`EXACT_SCALE`].
+const EXACT_SCALE: i32 = 80;
+/// Shares below this (2^8, under 2^88 units) add exactly: 2^39 of them
+/// fit in 128 bits.
+const EXACT_MAX: f64 = 256.0;
+
+impl ExactSum {
+    fn add(&mut self, x: f64) {
+        if let Some(p) = &mut self.plain {
+            *p += x;
+            return;
+        }
+        if !x.is_finite() || x.abs() >= EXACT_MAX {
+            self.plain = Some(self.value() + x);
+            return;
+        }
+        let bits = x.to_bits();
+        let exp = ((bits >> 52) & 0x7ff) as i32;
+        let mant = (bits & ((1 << 52) - 1)) | if exp == 0 { 0 } else { 1 << 52 };
+        // x = mant * 2^(max(exp, 1) - 1075), in units of 2^-EXACT_SCALE.
+        let shift = exp.max(1) - 1075 + EXACT_SCALE;
+        let units = if shift >= 0 {
+            i128::from(mant) << shift
+        } else {
+            i128::from(mant >> (-shift).min(63))
+        };
+        let sum = if bits >> 63 == 1 {
+            self.fixed.checked_sub(units)
+        } else {
+            self.fixed.checked_add(units)
+        };
+        match sum {
+            Some(f) => self.fixed = f,
+            None => self.plain = Some(self.value() + x),
+        }
+    }
+
+    fn value(&self) -> f64 {
+        self.plain
+            .unwrap_or_else(|| self.fixed as f64 / 2f64.powi(EXACT_SCALE))
     }
 }
 
@@ -279,6 +339,38 @@ impl Mapper for RankMapper {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shares_sum_the_same_in_any_order() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let shares: Vec<f64> = (0..1000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 11) as f64 / (1u64 << 53) as f64 * 1e-3
+            })
+            .collect();
+        let sum = |v: &[f64]| {
+            let mut s = ExactSum::default();
+            v.iter().for_each(|&x| s.add(x));
+            s.value()
+        };
+        let mut reversed = shares.clone();
+        reversed.reverse();
+        // A plain sum differs between the orders here; the exact one does
+        // not, and is within an ulp of the plain sums.
+        let plain = |v: &[f64]| v.iter().sum::<f64>();
+        assert_ne!(plain(&shares), plain(&reversed));
+        assert_eq!(sum(&shares), sum(&reversed));
+        assert!((sum(&shares) - plain(&shares)).abs() <= 1e-15 * plain(&shares));
+        assert_eq!(sum(&[0.1, 0.2]), 0.1 + 0.2);
+        assert_eq!(sum(&[]), 0.0);
+        assert_eq!(sum(&[1.5, -0.5, 5e-324]), 1.0);
+        assert_eq!(sum(&[1e30, 1.0]), 1e30 + 1.0, "out of range: a plain sum");
+        assert_eq!(sum(&[1.0, 300.0, 2.0]), 303.0);
+        assert_eq!(sum(&[-1e-30, 1e-30]), 0.0);
+    }
 
     #[test]
     fn lines_parse_or_are_bad_records() {
