@@ -197,3 +197,42 @@ fn failing_stopping_and_missing_commands_fail_the_job_and_leave_nothing() {
     let bad = fails(streaming(&["-input", "x", "-bogus", "y"]).output().unwrap());
     assert!(bad.contains("unknown option -bogus"), "{bad}");
 }
+
+#[test]
+fn a_command_that_stops_making_progress_is_killed_after_the_task_timeout() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("in.txt");
+    std::fs::write(&input, "a b\n".repeat(100_000)).unwrap();
+    // Neither reads its input nor writes: stuck on the first batch. Then
+    // one that reads it all and hangs before it ends, its output closed.
+    for (i, cmd) in ["sleep 600", "cat >/dev/null; exec >&-; sleep 600"]
+        .iter()
+        .enumerate()
+    {
+        let out = d.path().join(format!("out{i}"));
+        let err = fails(
+            streaming(&["-D", "mapreduce.task.timeout=300", "-input"])
+                .arg(&input)
+                .arg("-output")
+                .arg(&out)
+                .args(["-mapper", cmd, "-reducer", "NONE"])
+                .output()
+                .unwrap(),
+        );
+        assert!(
+            err.contains("made no progress") && err.contains("mapreduce.task.timeout is 300 ms"),
+            "{cmd}: {err}"
+        );
+        assert!(!out.exists(), "{cmd}: no output");
+    }
+    let bad = fails(
+        streaming(&["-D", "mapreduce.task.timeout=soon", "-input"])
+            .arg(&input)
+            .arg("-output")
+            .arg(d.path().join("out-bad"))
+            .args(["-mapper", "cat"])
+            .output()
+            .unwrap(),
+    );
+    assert!(bad.contains("not a number of milliseconds"), "{bad}");
+}

@@ -23,6 +23,10 @@
 //!   its exit status and the last lines of its standard error. One that
 //!   exits (zero) before reading all its input fails it too, as Hadoop's
 //!   broken pipe does.
+//! - A command that makes no progress (reads no input, writes no output and
+//!   no standard error) for `mapreduce.task.timeout` milliseconds (`-D`;
+//!   600,000 as in Hadoop; 0: never) is killed and fails the attempt, as
+//!   Hadoop kills a task that stopped reporting.
 //!
 //! Records go to the process and come back through threads of their own
 //! and bounded queues, in batches; the task's thread hands input over and
@@ -31,12 +35,14 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sluice_api::{Error, JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, Values};
 
@@ -69,6 +75,52 @@ const BATCH: usize = 64 << 10;
 const QUEUED: usize = 16;
 /// Standard error lines kept for an error message.
 const STDERR_TAIL: usize = 20;
+/// Hadoop's `mapreduce.task.timeout` default, in milliseconds.
+const TASK_TIMEOUT_MS: u64 = 600_000;
+/// How often a task waiting on its process looks at the clock.
+const TICK: Duration = Duration::from_millis(5);
+
+/// When a process last made progress: milliseconds since it started, set
+/// by the threads that feed it, drain it and read its standard error.
+#[derive(Clone)]
+struct Progress {
+    start: Instant,
+    last: Arc<AtomicU64>,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress {
+            start: Instant::now(),
+            last: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    fn made(&self) {
+        let now = self.start.elapsed().as_millis() as u64;
+        self.last.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// Milliseconds since the last progress.
+    fn idle_ms(&self) -> u64 {
+        (self.start.elapsed().as_millis() as u64).saturating_sub(self.last.load(Ordering::Relaxed))
+    }
+}
+
+/// The job's `mapreduce.task.timeout` (milliseconds, 0: none) from its
+/// `-D` properties (in the environment list, dots turned into underscores).
+fn task_timeout(env: &[(String, String)]) -> Result<Option<u64>> {
+    let Some((_, v)) = env.iter().find(|(k, _)| k == "mapreduce_task_timeout") else {
+        return Ok(Some(TASK_TIMEOUT_MS));
+    };
+    match v.trim().parse::<u64>() {
+        Ok(0) => Ok(None),
+        Ok(ms) => Ok(Some(ms)),
+        Err(_) => Err(Error::user(format!(
+            "mapreduce.task.timeout is {v:?}, not a number of milliseconds"
+        ))),
+    }
+}
 
 /// The job: mappers (and combiners, reducers) that run the commands.
 pub fn streaming(s: Streaming) -> JobSpec {
@@ -99,6 +151,9 @@ struct Pipe {
     reader: Option<JoinHandle<()>>,
     errors: Option<JoinHandle<()>>,
     stderr: Arc<Mutex<Stderr>>,
+    progress: Progress,
+    /// `mapreduce.task.timeout` in milliseconds, if any.
+    timeout: Option<u64>,
     pending: Vec<u8>,
     /// The leftover of the last output batch (a line not yet ended).
     partial: Vec<u8>,
@@ -123,6 +178,7 @@ impl Pipe {
         map: bool,
         input: Option<(&Path, u64, u64)>,
     ) -> Result<Pipe> {
+        let timeout = task_timeout(&s.env)?;
         let dir = WorkDir::new(&s.files)?;
         let mut cmd = Command::new("sh");
         cmd.arg("-c")
@@ -131,6 +187,8 @@ impl Pipe {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // A group of its own, so that stopping it stops what it started.
+            .process_group(0)
             .envs(s.env.iter().map(|(k, v)| (k, v)))
             .env("mapreduce_task_id", task)
             .env("mapreduce_task_partition", partition.to_string())
@@ -149,10 +207,12 @@ impl Pipe {
         let (input, to_write) = sync_channel::<Vec<u8>>(QUEUED);
         let (read, output) = sync_channel::<Vec<u8>>(QUEUED);
         let stderr = Arc::new(Mutex::new(Stderr::default()));
-        let writer = std::thread::spawn(move || feed(stdin, to_write));
-        let reader = std::thread::spawn(move || drain(stdout, read));
+        let progress = Progress::new();
+        let (p1, p2, p3) = (progress.clone(), progress.clone(), progress.clone());
+        let writer = std::thread::spawn(move || feed(stdin, to_write, &p1));
+        let reader = std::thread::spawn(move || drain(stdout, read, &p2));
         let tail = stderr.clone();
-        let errors = std::thread::spawn(move || watch(stderr_pipe, &tail));
+        let errors = std::thread::spawn(move || watch(stderr_pipe, &tail, &p3));
         Ok(Pipe {
             command: command.to_owned(),
             child,
@@ -162,6 +222,8 @@ impl Pipe {
             reader: Some(reader),
             errors: Some(errors),
             stderr,
+            progress,
+            timeout,
             pending: Vec::with_capacity(BATCH),
             partial: Vec::new(),
             _dir: dir,
@@ -198,12 +260,49 @@ impl Pipe {
                 // end says why.
                 Err(TrySendError::Disconnected(_)) => return Ok(()),
             }
-            match self.output.recv_timeout(Duration::from_millis(5)) {
+            match self.output.recv_timeout(TICK) {
                 Ok(out) => self.lines(out, emit)?,
-                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Timeout) => self.check_progress()?,
                 Err(RecvTimeoutError::Disconnected) => std::thread::yield_now(),
             }
         }
+    }
+
+    /// Kills the process and fails the task when it made no progress for
+    /// the task timeout.
+    fn check_progress(&mut self) -> Result<()> {
+        let Some(ms) = self.timeout else {
+            return Ok(());
+        };
+        if self.progress.idle_ms() < ms {
+            return Ok(());
+        }
+        self.kill();
+        let tail = self.tail();
+        Err(Error::user(format!(
+            "`{}` made no progress for {:.1} s (read no input, wrote no output or standard \
+             error; mapreduce.task.timeout is {ms} ms): killed; its last standard error lines:\n{}",
+            self.command,
+            ms as f64 / 1000.0,
+            tail.join("\n")
+        )))
+    }
+
+    /// Kills the process and every process in its group (`sh -c` runs a
+    /// command list's commands as its children; killing the shell alone
+    /// left them running, holding the pipes).
+    fn kill(&mut self) {
+        let _ = rustix::process::kill_process_group(
+            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Signal::KILL,
+        );
+        let _ = self.child.kill();
+    }
+
+    /// The last standard error lines so far.
+    fn tail(&self) -> Vec<String> {
+        let said = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
+        said.tail.iter().cloned().collect()
     }
 
     /// Emits the whole lines of an output batch.
@@ -246,21 +345,36 @@ impl Pipe {
             self.hand_over(last, emit)?;
         }
         self.input = None;
-        while let Ok(out) = self.output.recv() {
-            self.lines(out, emit)?;
+        loop {
+            match self.output.recv_timeout(TICK) {
+                Ok(out) => self.lines(out, emit)?,
+                Err(RecvTimeoutError::Timeout) => self.check_progress()?,
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
         }
         if !self.partial.is_empty() {
             let rest = std::mem::take(&mut self.partial);
             self.line(&rest, emit)?;
         }
+        // Waited for before the feeder: a process that closed its output
+        // but neither reads nor exits leaves the feeder blocked in a write.
+        let status = loop {
+            let done = self
+                .child
+                .try_wait()
+                .map_err(|e| Error::user(format!("waiting for `{}`: {e}", self.command)))?;
+            match done {
+                Some(status) => break status,
+                None => {
+                    std::thread::sleep(TICK);
+                    self.check_progress()?;
+                }
+            }
+        };
         let fed = self.writer.take().map(|w| w.join());
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
-        let status = self
-            .child
-            .wait()
-            .map_err(|e| Error::user(format!("waiting for `{}`: {e}", self.command)))?;
         if let Some(e) = self.errors.take() {
             let _ = e.join();
         }
@@ -290,26 +404,32 @@ impl Drop for Pipe {
         // A task that failed elsewhere: stop the process.
         self.input = None;
         if self.writer.is_some() {
-            let _ = self.child.kill();
+            self.kill();
             let _ = self.child.wait();
         }
     }
 }
 
-fn feed(mut stdin: ChildStdin, batches: Receiver<Vec<u8>>) -> std::io::Result<()> {
+fn feed(
+    mut stdin: ChildStdin,
+    batches: Receiver<Vec<u8>>,
+    progress: &Progress,
+) -> std::io::Result<()> {
     for b in batches {
         stdin.write_all(&b)?;
+        progress.made();
     }
     stdin.flush()
 }
 
-fn drain(stdout: impl Read, out: SyncSender<Vec<u8>>) {
+fn drain(stdout: impl Read, out: SyncSender<Vec<u8>>, progress: &Progress) {
     let mut r = stdout;
     loop {
         let mut buf = vec![0; BATCH];
         match r.read(&mut buf) {
             Ok(0) | Err(_) => return,
             Ok(n) => {
+                progress.made();
                 buf.truncate(n);
                 if out.send(buf).is_err() {
                     return;
@@ -319,9 +439,10 @@ fn drain(stdout: impl Read, out: SyncSender<Vec<u8>>) {
     }
 }
 
-fn watch(stderr: impl Read, said: &Mutex<Stderr>) {
+fn watch(stderr: impl Read, said: &Mutex<Stderr>, progress: &Progress) {
     for line in BufReader::new(stderr).lines() {
         let Ok(line) = line else { return };
+        progress.made();
         let mut s = said.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = line.strip_prefix("reporter:counter:") {
             let f: Vec<&str> = c.splitn(3, ',').collect();
