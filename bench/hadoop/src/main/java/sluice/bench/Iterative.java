@@ -44,7 +44,8 @@ import org.apache.hadoop.mapreduce.lib.output.SequenceFileOutputFormat;
  * reducer writes the new centres; a centre no point chose stays.
  *
  * <p>PageRank: a build job (each page's out-links, deduplicated), then per
- * iteration a contribute job (ranks split over out-links, summed per page;
+ * iteration a contribute job (ranks split over out-links, summed per page,
+ * a combiner summing them per map as Sluice's does;
  * the dangling pages' rank counted in fixed point, 2^60 a unit) and a
  * map-only rank job: rank' = (1 - d) / N + d * (sum + D / N), networkx's
  * formula.
@@ -367,20 +368,18 @@ public final class Iterative {
     @Override
     public void write(DataOutput out) throws IOException {
       out.writeBoolean(structure);
+      out.writeDouble(share);
       if (structure) {
         Text.writeString(out, dsts);
-      } else {
-        out.writeDouble(share);
       }
     }
 
     @Override
     public void readFields(DataInput in) throws IOException {
       structure = in.readBoolean();
+      share = in.readDouble();
       if (structure) {
         dsts = Text.readString(in);
-      } else {
-        share = in.readDouble();
       }
     }
   }
@@ -406,6 +405,7 @@ public final class Iterative {
       double rank = f[1].isEmpty() ? 1.0 / pages : Double.parseDouble(f[1]);
       k.set(page);
       v.structure = true;
+      v.share = 0;
       v.dsts = f[2];
       ctx.write(k, v);
       if (f[2].isEmpty()) {
@@ -422,6 +422,26 @@ public final class Iterative {
     }
   }
 
+  /** Sums a page's shares, keeping its state line's destinations (the combiner). */
+  public static class ContributeCombiner extends Reducer<LongWritable, Contribution, LongWritable, Contribution> {
+    private final Contribution out = new Contribution();
+
+    @Override
+    public void reduce(LongWritable page, Iterable<Contribution> values, Context ctx)
+        throws IOException, InterruptedException {
+      out.structure = false;
+      out.share = 0;
+      for (Contribution v : values) {
+        out.share += v.share;
+        if (v.structure) {
+          out.structure = true;
+          out.dsts = v.dsts;
+        }
+      }
+      ctx.write(page, out);
+    }
+  }
+
   /** Each page's summed shares: {@code page TAB sum TAB dsts}. */
   public static class ContributeReducer extends Reducer<LongWritable, Contribution, Text, NullWritable> {
     private final Text line = new Text();
@@ -432,10 +452,9 @@ public final class Iterative {
       double sum = 0;
       String dsts = null;
       for (Contribution v : values) {
+        sum += v.share;
         if (v.structure) {
           dsts = v.dsts;
-        } else {
-          sum += v.share;
         }
       }
       if (dsts == null) {
@@ -598,6 +617,7 @@ public final class Iterative {
       Job contribute = Job.getInstance(c, "pagerank-contribute");
       contribute.setJarByClass(Iterative.class);
       contribute.setMapperClass(ContributeMapper.class);
+      contribute.setCombinerClass(ContributeCombiner.class);
       contribute.setReducerClass(ContributeReducer.class);
       contribute.setMapOutputKeyClass(LongWritable.class);
       contribute.setMapOutputValueClass(Contribution.class);
