@@ -452,8 +452,17 @@ impl JobKind for Pagerank {
 mod tests {
     use super::*;
 
+    /// A stage as the driver runs it, its `@0:KMEANS.DIMS` resolved.
+    fn resolved(job: &JobRequest) -> JobRequest {
+        let mut job = job.clone();
+        if job.params["dims"].is_string() {
+            job.params["dims"] = 20.into();
+        }
+        job
+    }
+
     #[test]
-    fn a_run_is_init_then_iterations_reading_the_last_centres() {
+    fn a_run_is_init_then_points_then_iterations_reading_the_last_centres() {
         let p = KmeansParams {
             clusters: 3,
             iterations: 2,
@@ -464,24 +473,41 @@ mod tests {
         let Plan::Chain(jobs) = Kmeans.plan(&req).unwrap() else {
             panic!("not a chain");
         };
-        let steps: Vec<(Option<KmeansStage>, Option<String>, String)> = jobs
+        let steps: Vec<(Option<KmeansStage>, Option<String>, String, String)> = jobs
             .iter()
             .map(|j| {
-                let q: KmeansParams = j.params().unwrap();
-                (q.stage, q.centres, j.output.clone())
+                let q: KmeansParams = resolved(j).params().unwrap();
+                (q.stage, q.centres, j.input.clone(), j.output.clone())
             })
             .collect();
         use KmeansStage::*;
+        let s = |x: &str| x.to_string();
         assert_eq!(
             steps,
             vec![
-                (Some(Init), None, String::new()),
-                (Some(Iterate), Some("@0".into()), String::new()),
-                (Some(Iterate), Some("@1".into()), "centres".into()),
-                (Some(Assign), Some("centres".into()), "assigned".into()),
+                (Some(Init), None, s("points"), s("")),
+                (Some(Points), None, s("points"), s("")),
+                (Some(Iterate), Some(s("@0")), s("@1"), s("")),
+                (Some(Iterate), Some(s("@2")), s("@1"), s("centres")),
+                (Some(Assign), Some(s("centres")), s("points"), s("assigned")),
             ]
         );
-        assert_eq!(Kmeans.side_inputs(&jobs[2]).unwrap(), ["@1"]);
+        // The points job and the iterations take the init's count of the
+        // dimension; an iteration with it reads binary points.
+        for j in &jobs[1..4] {
+            assert_eq!(j.params["dims"], "@0:KMEANS.DIMS");
+        }
+        assert_eq!(Kmeans.side_inputs(&resolved(&jobs[3])).unwrap(), ["@2"]);
+        let ctx = BuildContext::default();
+        let built = Kmeans.build(&resolved(&jobs[2]), &ctx).unwrap();
+        assert_eq!(built.format, RecordFormat::Fixed(160));
+        let mut unknown = resolved(&jobs[1]);
+        unknown.params["dims"] = 0.into();
+        assert!(Kmeans
+            .build(&unknown, &ctx)
+            .unwrap_err()
+            .to_string()
+            .contains("dimension is unknown"));
         let none = JobRequest::new("kmeans", &KmeansParams::default(), "p", "c");
         assert!(Kmeans
             .plan(&none)
@@ -528,21 +554,22 @@ mod tests {
                 "parallel-round 3 @0 - temp",
                 "parallel-round 3 @1 - temp",
                 "parallel-pick 3 @2 - temp",
+                "points 3 - - temp",
                 "iterate 3 @3 - temp",
-                "iterate 3 @4 @4:KMEANS.MOVED temp",
                 "iterate 3 @5 @5:KMEANS.MOVED temp",
+                "iterate 3 @6 @6:KMEANS.MOVED temp",
                 "copy 3 - - centres",
             ]
         );
-        assert_eq!(jobs[7].input, "@6");
+        assert_eq!(jobs[8].input, "@7");
         assert_eq!(jobs[1].params["round"], 1);
         assert_eq!(jobs[2].params["round"], 2);
         // The driver skips an iteration once the one before moved nothing.
-        let mut it = jobs[5].clone();
+        let mut it = resolved(&jobs[6]);
         it.params["moved"] = 0.into();
         assert!(Kmeans.skip(&it).unwrap());
         it.params["moved"] = 2.into();
         assert!(!Kmeans.skip(&it).unwrap());
-        assert!(!Kmeans.skip(&jobs[4]).unwrap());
+        assert!(!Kmeans.skip(&resolved(&jobs[5])).unwrap());
     }
 }
