@@ -1863,14 +1863,20 @@ mod tests {
             None,
             "no estimate yet"
         );
+        // Each map takes a second: with the clock read at each call, a
+        // release build's maps took nanoseconds, the maps left seemed to
+        // finish before any copy, and the test failed.
+        let t0 = Instant::now();
         for i in 0..4 {
             let w = if i < 2 { &a } else { &b };
-            j.launch(chosen(MAP, i, Node, false), w, Instant::now());
+            let start = t0 + Duration::from_secs(i as u64);
+            j.launch(chosen(MAP, i, Node, false), w, start);
             let mut r = ok(MAP, i as u32, 0);
             r.input_bytes = 1000;
             r.partition_bytes = vec![5, 5];
-            j.finish(MAP, i, r, &s, Instant::now());
-            let pick = j.pick(&a, REDUCE, &s, Instant::now(), &topo);
+            let end = start + Duration::from_secs(1);
+            j.finish(MAP, i, r, &s, end);
+            let pick = j.pick(&a, REDUCE, &s, end, &topo);
             if i < 3 {
                 assert_eq!(pick, None, "1% of the input is an aggregating job's output");
             } else {
