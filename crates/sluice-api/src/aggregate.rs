@@ -98,6 +98,48 @@ impl Aggregator for SumF64s {
     }
 }
 
+/// A combiner folding each group's values with `agg` into one: how an
+/// aggregating job combines wherever records meet sorted (merge passes,
+/// map threads that stopped hashing), and a job's combiner when its fold
+/// is cheaper after a sort than in a hash table.
+pub fn aggregate_combiner(agg: std::sync::Arc<dyn Aggregator>) -> crate::ReducerFactory {
+    std::sync::Arc::new(move || {
+        Box::new(AggregateCombiner {
+            agg: agg.clone(),
+            acc: Vec::new(),
+            tmp: Vec::new(),
+        }) as Box<dyn crate::Reducer>
+    })
+}
+
+struct AggregateCombiner {
+    agg: std::sync::Arc<dyn Aggregator>,
+    acc: Vec<u8>,
+    tmp: Vec<u8>,
+}
+
+impl crate::Reducer for AggregateCombiner {
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn crate::Values,
+        ctx: &mut crate::ReduceContext<'_>,
+    ) -> crate::Result<()> {
+        self.acc.clear();
+        if let Some(first) = values.next_value() {
+            self.acc.extend_from_slice(first);
+        }
+        while let Some(v) = values.next_value() {
+            if !self.agg.fold_in_place(&mut self.acc, v) {
+                self.tmp.clear();
+                self.agg.fold(&self.acc, v, &mut self.tmp);
+                std::mem::swap(&mut self.acc, &mut self.tmp);
+            }
+        }
+        ctx.write(key, &self.acc)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ mod error;
 mod job;
 mod partition;
 
-pub use aggregate::{Aggregator, SumF64s, SumU64};
+pub use aggregate::{aggregate_combiner, Aggregator, SumF64s, SumU64};
 pub use context::{MapContext, ReduceContext, Sink, Values};
 pub use counters::{Counters, TaskCounter};
 pub use error::Error;

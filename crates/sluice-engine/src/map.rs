@@ -354,7 +354,7 @@ impl<'a> CollectSink<'a> {
             job.partitioner.clone(),
             self.phase.partitions(),
             job.key_order,
-            Some(crate::reduce::aggregate_combiner(agg)),
+            Some(sluice_api::aggregate_combiner(agg)),
         ));
         self.spill_at = self.phase.spill_target;
         self.counters.add(TaskCounter::HashGroupingStopped, 1);

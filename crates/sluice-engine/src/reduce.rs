@@ -14,7 +14,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use sluice_api::{Aggregator, Counters, JobSpec, ReduceContext, Reducer, TaskCounter, Values};
+use sluice_api::{Counters, JobSpec, Reducer, TaskCounter};
 use sluice_formats::spill::{SpillFile, SpillWriter};
 use sluice_sort::{reduce_groups, Merger, SpillSink};
 
@@ -155,7 +155,7 @@ impl ReducePhase<'_> {
         self.job
             .aggregator
             .clone()
-            .map(|agg| aggregate_combiner(agg)())
+            .map(|agg| sluice_api::aggregate_combiner(agg)())
     }
 
     /// Runs every reduce partition over `runs`.
@@ -207,50 +207,6 @@ impl ReducePhase<'_> {
         out.output_records += records;
         out.output_bytes += bytes;
         Ok(())
-    }
-}
-
-/// An [`Aggregator`] used as a combiner: folds a group's values into one.
-/// A combiner folding each group's values with `agg`: how an aggregating
-/// job combines wherever records meet sorted (merge passes, and map
-/// threads that stopped hashing).
-pub(crate) fn aggregate_combiner(
-    agg: std::sync::Arc<dyn Aggregator>,
-) -> sluice_api::ReducerFactory {
-    std::sync::Arc::new(move || {
-        Box::new(AggregateCombiner {
-            agg: agg.clone(),
-            acc: Vec::new(),
-            tmp: Vec::new(),
-        }) as Box<dyn Reducer>
-    })
-}
-
-struct AggregateCombiner {
-    agg: std::sync::Arc<dyn Aggregator>,
-    acc: Vec<u8>,
-    tmp: Vec<u8>,
-}
-
-impl Reducer for AggregateCombiner {
-    fn reduce(
-        &mut self,
-        key: &[u8],
-        values: &mut dyn Values,
-        ctx: &mut ReduceContext<'_>,
-    ) -> sluice_api::Result<()> {
-        self.acc.clear();
-        if let Some(first) = values.next_value() {
-            self.acc.extend_from_slice(first);
-        }
-        while let Some(v) = values.next_value() {
-            if !self.agg.fold_in_place(&mut self.acc, v) {
-                self.tmp.clear();
-                self.agg.fold(&self.acc, v, &mut self.tmp);
-                std::mem::swap(&mut self.acc, &mut self.tmp);
-            }
-        }
-        ctx.write(key, &self.acc)
     }
 }
 

@@ -155,47 +155,18 @@ fn parse_state(line: &[u8]) -> Result<(u64, Option<f64>, &[u8])> {
 /// values. (Folding at emit time in a hash table took fewer values still
 /// but cost more than the sort: 400,000 pages' entries miss the cache.)
 pub fn pagerank_contribute(pages: u64) -> JobSpec {
-    JobSpec::new("pagerank-contribute", move || ContributeMapper {
+    let mut spec = JobSpec::new("pagerank-contribute", move || ContributeMapper {
         pages,
         value: Vec::new(),
     })
     .reducer(|| ContributeReducer {
         buf: Vec::new(),
         dsts: Vec::new(),
-    })
-    .combiner(|| ShareCombiner {
-        acc: Vec::new(),
-        out: Vec::new(),
-    })
-}
-
-/// Folds a spill's values of one page with [`ShareSum`].
-struct ShareCombiner {
-    acc: Vec<u8>,
-    out: Vec<u8>,
-}
-
-impl Reducer for ShareCombiner {
-    fn reduce(
-        &mut self,
-        key: &[u8],
-        values: &mut dyn Values,
-        ctx: &mut ReduceContext<'_>,
-    ) -> Result<()> {
-        use sluice_api::Aggregator;
-        self.acc.clear();
-        if let Some(v) = values.next_value() {
-            self.acc.extend_from_slice(v);
-        }
-        while let Some(v) = values.next_value() {
-            if !ShareSum.fold_in_place(&mut self.acc, v) {
-                self.out.clear();
-                ShareSum.fold(&self.acc, v, &mut self.out);
-                std::mem::swap(&mut self.acc, &mut self.out);
-            }
-        }
-        ctx.write(key, &self.acc)
-    }
+    });
+    spec.combiner = Some(sluice_api::aggregate_combiner(std::sync::Arc::new(
+        ShareSum,
+    )));
+    spec
 }
 
 struct ContributeMapper {
