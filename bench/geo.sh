@@ -20,20 +20,24 @@
 #   fair      The fair scheduler shared by a long word count (pool batch)
 #             and three short TeraSorts (pool short), early start against
 #             ARTS for both.
-# WAN delay is not emulated: this kernel has no netem, and Toxiproxy would
-# need a proxy per worker and data center in front of each data-plane
-# address, which a worker does not advertise per reader (see
-# docs/PERFORMANCE.md).
+# WAN delay: every packet between data centers passes a delay line in the
+# router namespace (bench/wandelay, a TUN device the router's policy
+# routing sends them to; this kernel has no netem), --wan-delay each way.
+# The round trip between data centers is measured (TCP connects from dc2
+# to the coordinator) and written to the results.
 #
-# Needs root. Usage: bench/geo.sh [--workers N] [--wan RATE] [--size SIZE]
-#   [--reps R] [--experiments terasort,split,dfsio,fair] [--out DIR]
-# Defaults: 3 workers per data center, --wan 100mbit, --size 512MB, 3 reps.
+# Needs root, and Go for the delay line. Usage: bench/geo.sh [--workers N]
+#   [--wan RATE] [--wan-delay DURATION] [--size SIZE] [--reps R]
+#   [--experiments terasort,split,dfsio,fair] [--out DIR]
+# Defaults: 3 workers per data center, --wan 100mbit, --wan-delay 20ms
+# (a 40 ms round trip; 0 for none), --size 512MB, 3 reps.
 set -euo pipefail
-WORKERS=3 WAN=100mbit SIZE=512MB REPS=3 EXPS=terasort,split,dfsio,fair OUT=
+WORKERS=3 WAN=100mbit DELAY=20ms SIZE=512MB REPS=3 EXPS=terasort,split,dfsio,fair OUT=
 while [ $# -gt 0 ]; do
   case $1 in
     --workers) WORKERS=$2; shift 2 ;;
     --wan) WAN=$2; shift 2 ;;
+    --wan-delay) DELAY=$2; shift 2 ;;
     --size) SIZE=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
     --experiments) EXPS=$2; shift 2 ;;
@@ -47,6 +51,9 @@ S=$PWD/target/release/sluice
 W=$(mktemp -d)
 OUT=${OUT:-$W/results}
 mkdir -p "$OUT"
+if [ "$DELAY" != 0 ]; then
+  (cd bench/wandelay && go build -o "$W/wandelay" .)
+fi
 R=sgwan          # the router namespace
 DCS=2
 pids=()
@@ -90,6 +97,23 @@ host() { # DC I
 }
 host 1 0
 for d in $(seq $DCS); do for i in $(seq "$WORKERS"); do host "$d" "$i"; done; done
+# The delay line: packets that reach the router from a data center's
+# bridge go to wan0 (table 100), come back from it DELAY later and are
+# routed on (the main table) to their data center's bridge, whose tbf
+# limits them. Reverse-path filtering would drop them coming back from
+# wan0.
+if [ "$DELAY" != 0 ]; then
+  ip -n $R tuntap add dev wan0 mode tun
+  ip -n $R link set wan0 up txqueuelen 10000
+  for k in all default wan0; do ip netns exec $R sysctl -qw "net.ipv4.conf.$k.rp_filter=0"; done
+  ip -n $R route add default dev wan0 table 100
+  for d in $(seq $DCS); do
+    ip netns exec $R sysctl -qw "net.ipv4.conf.br$d.rp_filter=0"
+    ip -n $R rule add iif "br$d" lookup 100
+  done
+  ip netns exec $R "$W/wandelay" -dev wan0 -delay "$DELAY" >"$W/wandelay.log" 2>&1 &
+  pids+=($!)
+fi
 
 export SLUICE_SECRET
 SLUICE_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -123,6 +147,19 @@ for d in $(seq $DCS); do
 done
 coordinator --dc-local-maps --placement wan-aware
 in_dc1 "$S" cluster status "${C[@]}"
+# The round trip between data centers: TCP connects from dc2 to the
+# coordinator in dc1 (a connect takes one round trip), the median of 5.
+rtt=$(ip netns exec sg2-1 python3 -c '
+import socket, statistics, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+ts = []
+for _ in range(5):
+    t = time.perf_counter()
+    socket.create_connection((host, int(port))).close()
+    ts.append((time.perf_counter() - t) * 1000)
+print(f"{statistics.median(ts):.1f}")' "$CADDR")
+echo "round trip between data centers: $rtt ms (WAN $WAN, delay $DELAY each way)" |
+  tee "$OUT/rtt.txt"
 
 # The WAN's bytes so far: every byte routed into a data center.
 wan_bytes() {
@@ -239,7 +276,7 @@ if [[ $EXPS == *fair* ]]; then
 fi
 
 echo
-echo "medians ($DCS data centers x $WORKERS workers, WAN $WAN, $SIZE):"
+echo "medians ($DCS data centers x $WORKERS workers, WAN $WAN, round trip $rtt ms, $SIZE):"
 for key in $(awk -F'\t' 'NR > 1 {print $1 "/" $2}' "$RESULTS" | sort -u); do
   t=$(awk -F'\t' -v k="$key" 'NR > 1 && $1 "/" $2 == k {print $4}' "$RESULTS" | median)
   b=$(awk -F'\t' -v k="$key" 'NR > 1 && $1 "/" $2 == k {print $6}' "$RESULTS" | median)

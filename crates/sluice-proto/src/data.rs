@@ -961,13 +961,63 @@ pub fn fetch(
     let f = File::create(out).map_err(|e| crate::block::local_write_error(out, e))?;
     let mut w = BufWriter::with_capacity(256 << 10, f);
     let mut r = BufReader::with_capacity(256 << 10, &s);
-    copy_blocks(&mut r, &mut w, (len, watch), addr, out)?;
+    let counted = watch.received.load(std::sync::atomic::Ordering::Relaxed);
+    let copied = copy_blocks(&mut r, &mut w, (len, watch), addr, out);
+    count_unread(&s, watch, counted);
+    copied?;
     let mut f = w
         .into_inner()
         .map_err(|e| crate::block::local_write_error(out, e.into_error()))?;
     spill::seal_segment(&mut f, len, records)
         .map_err(|e| crate::block::local_write_error(out, e))?;
     Ok(len)
+}
+
+/// Adds to `watch.received` what this connection received beyond what
+/// the fetch counted since `counted`, as the kernel counts it: a fetch
+/// stopped between blocks (its attempt killed) leaves data that crossed
+/// the network unread in its buffers, the socket's receive buffer among
+/// them (several megabytes on a link with delay), and the reports' bytes
+/// between data centers would miss it. Concurrent fetches of the same
+/// attempt can only make the difference smaller, never count a byte twice.
+fn count_unread(s: &TcpStream, watch: &FetchWatch, counted: u64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(kernel) = tcp_bytes_received(s) else {
+        return;
+    };
+    let ours = watch.received.load(Relaxed).saturating_sub(counted);
+    watch
+        .received
+        .fetch_add(kernel.saturating_sub(ours), Relaxed);
+}
+
+/// Payload bytes the connection has received (`TCP_INFO`'s
+/// `tcpi_bytes_received`, Linux 4.1 and later); `None` where unknown.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn tcp_bytes_received(s: &TcpStream) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `info` is a plain C struct the kernel fills up to `len`
+    // bytes (it never writes more than it is given); both live for the
+    // call, and the descriptor is the stream's own.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    let need = std::mem::offset_of!(libc::tcp_info, tcpi_bytes_received) + 8;
+    (rc == 0 && len as usize >= need).then_some(info.tcpi_bytes_received)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tcp_bytes_received(_: &TcpStream) -> Option<u64> {
+    None
 }
 
 /// Copies `len` bytes of spill blocks to `out` (through `w`), checking
@@ -1197,6 +1247,43 @@ mod tests {
         assert!(r.advance().unwrap());
         assert_eq!((r.key(), r.value()), (&b"b"[..], &b"2"[..]));
         assert!(!r.advance().unwrap());
+    }
+
+    /// A fetch stopped before its first block (its attempt was killed)
+    /// still counts the bytes that reached this host: the kernel's count,
+    /// here at least the answer's header, which the fetch read before it
+    /// saw the stop.
+    #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn a_stopped_fetch_counts_the_bytes_that_crossed() {
+        let (addr, d, layout) = server();
+        std::fs::create_dir_all(layout.shuffle_dir(7)).unwrap();
+        let path = layout.map_output(7, 0, 0);
+        let mut w = spill::SpillWriter::create(&path, 1).unwrap();
+        for i in 0..100_000u32 {
+            w.append(0, &i.to_be_bytes(), &[7; 40]).unwrap();
+        }
+        w.finish().unwrap();
+        let req = Request::Fetch {
+            job: 7,
+            map: 0,
+            attempt: 0,
+            part: 0,
+        };
+        let watch = FetchWatch::default();
+        watch.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let e = fetch(
+            &addr,
+            &secret().job_token(7),
+            &req,
+            &d.path().join("x"),
+            &watch,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("stopped"), "{e}");
+        let got = watch.received.into_inner();
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(got > 0 && got <= size + 64, "{got} of {size}");
     }
 
     #[test]

@@ -1,0 +1,3 @@
+module sluice.local/wandelay
+
+go 1.22
