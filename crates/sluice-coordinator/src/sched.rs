@@ -785,10 +785,11 @@ impl Job {
         self.straggler(REDUCE, w, s, now).map(|i| reduce(i, true))
     }
 
-    /// ARTS's partition for `w` of `open`, if it starts one now: one whose
-    /// output is mostly elsewhere waits until the job has waited, since it
-    /// last started a reduce at home, as long as copying the partition to
-    /// `w`'s data center would take.
+    /// ARTS's partition for `w` of `open`, if it starts one now: one homed
+    /// elsewhere (its copy would end sooner there, [`crate::arts::homed`])
+    /// waits until the job has waited, since it last started a reduce at
+    /// home, as long as copying the partition to `w`'s data center would
+    /// take.
     fn pick_arts(
         &mut self,
         w: &Asker<'_>,
@@ -797,15 +798,16 @@ impl Job {
         now: Instant,
     ) -> Option<usize> {
         let dc = &w.place.datacenter;
-        let (i, _) = crate::arts::decide(&self.progress(w), dc, open, &s.links);
-        let i = i?;
+        let progress = self.progress(w);
+        let (i, _) = crate::arts::decide(&progress, dc, open, &s.links);
+        let (i, queued) = (i?, progress.queued);
         let by_dc = &self.map_outputs.by_dc;
-        if crate::arts::homed(by_dc, dc, i) {
+        if crate::arts::homed(by_dc, &queued, dc, i, &s.links) {
             self.remote_wait = None;
             return Some(i);
         }
         let since = *self.remote_wait.get_or_insert(now);
-        let copy = crate::arts::copy_time(by_dc, i, dc, &s.links);
+        let copy = crate::arts::copy_time(by_dc, &queued, i, dc, &s.links);
         (now.saturating_duration_since(since).as_secs_f64() >= copy).then_some(i)
     }
 
@@ -823,7 +825,19 @@ impl Job {
             reduces: self.reduces.len(),
             running_reduces: self.running(REDUCE),
             output: &o.by_dc,
+            queued: crate::arts::Queued::of(&o.by_dc, self.copying()),
         }
+    }
+
+    /// The partitions its running reduce attempts copy, and where: one
+    /// attempt a partition (a backup copies what the first does).
+    fn copying(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.reduces.iter().enumerate().filter_map(|(i, t)| {
+            t.attempts
+                .iter()
+                .find(|a| a.state == AttemptState::Running)
+                .map(|a| (i, a.datacenter.as_str()))
+        })
     }
 
     fn pick_map(
