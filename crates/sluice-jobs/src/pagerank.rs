@@ -442,6 +442,63 @@ mod tests {
         assert_eq!(share_value(&out), None);
     }
 
+    /// Records a map emits.
+    struct Kept(Vec<(Vec<u8>, Vec<u8>)>);
+
+    impl sluice_api::Sink for Kept {
+        fn emit(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+            self.0.push((key.to_vec(), value.to_vec()));
+            Ok(())
+        }
+    }
+
+    /// The contribute map of one state line over 4 pages: what it emits
+    /// and the dangling rank it counts.
+    fn contribute(line: &[u8]) -> (Result<()>, Vec<(u64, u8, i128)>, u64) {
+        let job = pagerank_contribute(4);
+        let mut counters = sluice_api::Counters::default();
+        let mut out = Kept(Vec::new());
+        let mut m = (job.mapper)();
+        let r = m.map(0, line, &mut MapContext::new(&mut out, &mut counters));
+        let got = out
+            .0
+            .iter()
+            .map(|(k, v)| {
+                let (tag, units) = share_value(v).unwrap();
+                (page_key(k).unwrap(), tag, units)
+            })
+            .collect();
+        (r, got, counters.user(COUNTER_GROUP, DANGLING))
+    }
+
+    /// A page's state line is passed on and its rank split over its
+    /// out-links (1/N before the first iteration); a dangling page's rank
+    /// is counted; a rank whose shares cannot be summed exactly is a bad
+    /// record, not a wrong answer.
+    #[test]
+    fn the_contribute_map_splits_ranks_and_refuses_ranks_out_of_range() {
+        let (r, got, dangling) = contribute(b"1\t\t2,3");
+        assert!(r.is_ok());
+        let eighth = units(0.125).unwrap();
+        assert_eq!(
+            got,
+            [(1, STRUCTURE, 0), (2, SHARE, eighth), (3, SHARE, eighth)]
+        );
+        assert_eq!(dangling, 0);
+        let (r, got, dangling) = contribute(b"3\t0.5\t");
+        assert!(r.is_ok());
+        assert_eq!(got, [(3, STRUCTURE, 0)]);
+        assert_eq!(dangling, (0.5 * FIXED_ONE) as u64);
+        for rank in ["1e300", "inf", "NaN"] {
+            let line = format!("1\t{rank}\t2");
+            let (r, _, _) = contribute(line.as_bytes());
+            assert!(
+                matches!(&r, Err(Error::BadRecord(m)) if m.contains("out of range")),
+                "{rank}: {r:?}"
+            );
+        }
+    }
+
     #[test]
     fn lines_parse_or_are_bad_records() {
         assert_eq!(parse_edge(b"3\t17").unwrap(), (3, 17));
