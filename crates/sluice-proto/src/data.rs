@@ -963,7 +963,9 @@ pub fn fetch(
     let mut r = BufReader::with_capacity(256 << 10, &s);
     let counted = watch.received.load(std::sync::atomic::Ordering::Relaxed);
     let copied = copy_blocks(&mut r, &mut w, (len, watch), addr, out);
-    count_unread(&s, watch, counted);
+    if copied.is_err() {
+        count_unread(&s, watch, counted);
+    }
     copied?;
     let mut f = w
         .into_inner()
@@ -973,13 +975,16 @@ pub fn fetch(
     Ok(len)
 }
 
-/// Adds to `watch.received` what this connection received beyond what
-/// the fetch counted since `counted`, as the kernel counts it: a fetch
-/// stopped between blocks (its attempt killed) leaves data that crossed
-/// the network unread in its buffers, the socket's receive buffer among
-/// them (several megabytes on a link with delay), and the reports' bytes
-/// between data centers would miss it. Concurrent fetches of the same
-/// attempt can only make the difference smaller, never count a byte twice.
+/// For a fetch cut short: adds to `watch.received` what this connection
+/// received beyond what the fetch counted since `counted`, as the kernel
+/// counts it. A fetch stopped between blocks (its attempt killed) leaves
+/// data that crossed the network unread in its buffers, the socket's
+/// receive buffer among them (several megabytes on a link with delay),
+/// and the reports' bytes between data centers would miss it. (A fetch
+/// that ends well has counted every byte of its data; the answer's few
+/// bytes of header are left out, as TCP's are.) Concurrent fetches of the
+/// same attempt can only make the difference smaller, never count a byte
+/// twice.
 fn count_unread(s: &TcpStream, watch: &FetchWatch, counted: u64) {
     use std::sync::atomic::Ordering::Relaxed;
     let Some(kernel) = tcp_bytes_received(s) else {
