@@ -10,9 +10,10 @@
 //! ```text
 //! remaining  = total maps - completed - running
 //! map_finish = ceil(remaining / map slots) * mean map time
-//! Rx         = the unscheduled partition whose largest share of output
-//!              is in D, else the one with most output in D
+//! Rx         = the unscheduled partition homed in D (below) with the
+//!              most output in D, else the one with most output in D
 //! copy_time  = sum over data centers d of output(Rx in d) / bandwidth(d -> D)
+//!              (each behind the copies queued on d -> D: see below)
 //! copy_time > map_finish          -> start Rx here (its copy is the longer)
 //! output / input < THRESHOLD      -> wait (an aggregating job: its output
 //!                                    is small, copies are quick later)
