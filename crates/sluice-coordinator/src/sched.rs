@@ -832,12 +832,10 @@ impl Job {
     /// The partitions its running reduce attempts copy, and where: one
     /// attempt a partition (a backup copies what the first does).
     fn copying(&self) -> impl Iterator<Item = (usize, &str)> {
-        self.reduces.iter().enumerate().filter_map(|(i, t)| {
-            t.attempts
-                .iter()
-                .find(|a| a.state == AttemptState::Running)
-                .map(|a| (i, a.datacenter.as_str()))
-        })
+        self.reduces
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.running().next().map(|a| (i, a.datacenter.as_str())))
     }
 
     fn pick_map(
