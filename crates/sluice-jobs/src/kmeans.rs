@@ -1098,15 +1098,7 @@ mod tests {
         assert!(m.best.iter().any(|c| c.dims == 4 && c.count == 3));
     }
 
-    /// Emitted pairs, and raw output as keys.
-    struct Pairs(Vec<(Vec<u8>, Vec<u8>)>);
-
-    impl sluice_api::Sink for Pairs {
-        fn emit(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-            self.0.push((key.to_vec(), value.to_vec()));
-            Ok(())
-        }
-    }
+    use crate::testing::Pairs;
 
     /// Values handed in a given order.
     struct Given(Vec<Vec<u8>>, usize);

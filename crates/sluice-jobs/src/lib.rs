@@ -24,6 +24,9 @@ pub mod streaming;
 pub mod tera;
 mod wordcount;
 
+#[cfg(test)]
+mod testing;
+
 pub use error::JobError;
 pub use grep::grep;
 pub use sort::{sort, sort_by};

@@ -442,22 +442,12 @@ mod tests {
         assert_eq!(share_value(&out), None);
     }
 
-    /// Records a map emits.
-    struct Kept(Vec<(Vec<u8>, Vec<u8>)>);
-
-    impl sluice_api::Sink for Kept {
-        fn emit(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-            self.0.push((key.to_vec(), value.to_vec()));
-            Ok(())
-        }
-    }
-
     /// The contribute map of one state line over 4 pages: what it emits
     /// and the dangling rank it counts.
     fn contribute(line: &[u8]) -> (Result<()>, Vec<(u64, u8, i128)>, u64) {
         let job = pagerank_contribute(4);
         let mut counters = sluice_api::Counters::default();
-        let mut out = Kept(Vec::new());
+        let mut out = crate::testing::Pairs(Vec::new());
         let mut m = (job.mapper)();
         let r = m.map(0, line, &mut MapContext::new(&mut out, &mut counters));
         let got = out
