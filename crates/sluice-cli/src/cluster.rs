@@ -305,19 +305,22 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn init_logs() {
+/// Logs to standard error at `SLUICE_LOG`'s filter, else at `default`
+/// (daemons `info`, commands `warn`: a command says only what went wrong
+/// or around, e.g. a damaged HDFS replica read past).
+pub(crate) fn init_logs(default: &str) {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-                .unwrap_or_else(|_| "info".into()),
+                .unwrap_or_else(|_| default.into()),
         )
         .try_init();
 }
 
 /// `sluice coordinator`.
 pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
-    init_logs();
+    init_logs("info");
     let mut settings = sluice_coordinator::sched_settings(
         a.max_attempts,
         sluice_coordinator::sched::Delay {
@@ -382,7 +385,7 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
 
 /// `sluice worker`.
 pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
-    init_logs();
+    init_logs("info");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let memory = a.memory.unwrap_or_else(|| embedded::host_memory() / 2);
     let (datacenter, rack, host) = worker_place(a)?;

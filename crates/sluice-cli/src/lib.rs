@@ -411,6 +411,9 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
     pin_mmap_threshold();
     let _ = JOBS.set(Arc::new(jobs));
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Coordinator(_) | Command::Worker(_)) {
+        cluster::init_logs("warn");
+    }
     let r = match cli.command {
         Command::Gen { kind } => gen::run(kind),
         Command::Run(args) => run::run(&args).map(|_| ()),

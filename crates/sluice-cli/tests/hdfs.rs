@@ -448,3 +448,141 @@ fn cluster_maps_run_on_the_hosts_of_their_hdfs_blocks() {
     // A one-file data set is committed under its name.
     assert!(std::fs::read(copy.join("words")).unwrap() == concat_parts(&data));
 }
+
+/// The replica files (`blk_<id>`, not their `.meta`) under `dir`.
+fn replica_files(dir: &Path) -> std::collections::BTreeSet<PathBuf> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if p.is_dir() {
+                todo.push(p);
+            } else if name.starts_with("blk_") && !name.ends_with(".meta") {
+                out.insert(p);
+            }
+        }
+    }
+    out
+}
+
+/// Flips one byte in the middle of each file.
+fn damage(files: &[&PathBuf]) {
+    for f in files {
+        let mut b = std::fs::read(f).unwrap();
+        let mid = b.len() / 2;
+        b[mid] ^= 0x5a;
+        std::fs::write(f, b).unwrap();
+    }
+}
+
+/// Short-circuit reads (the DataNodes here allow them to the user that
+/// runs the cluster): on by default, every block read from the disk;
+/// off with `SLUICE_HDFS_SHORT_CIRCUIT=0`; a user the DataNodes refuse
+/// reads over the network. A damaged replica is blamed and never part of
+/// an answer: with a good copy elsewhere the answer is unchanged, with
+/// none the job fails and commits nothing.
+#[test]
+fn short_circuit_reads_check_every_chunk_and_blame_a_damaged_replica() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "4MB");
+    let want = local(d.path(), &data, &["wordcount", "--reducers", "2"]);
+    let one = d.path().join("one");
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::copy(&part_files(&data)[0], one.join("part-00000")).unwrap();
+    let want_one = local(
+        &d.path().join("w1"),
+        &one,
+        &["wordcount", "--reducers", "2"],
+    );
+    let h = dfs(&[
+        "--datanodes",
+        "2",
+        "--block-size",
+        "1048576",
+        "--replication",
+        "2",
+    ]);
+    h.put(&data, "/in");
+    let run = |input: &str, name: &str, env: &[(&str, &str)]| {
+        let out = d.path().join(name);
+        let mut c = h.sluice();
+        c.env("SLUICE_LOG", "sluice_storage=debug");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c
+            .args(wc_args(&h.at(input), out.to_str().unwrap()))
+            .args(["--split-size", "1MB"])
+            .output()
+            .unwrap();
+        (o, out)
+    };
+    let said = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+
+    let (o, out) = run("/in", "sc", &[]);
+    let err = said(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("HDFS short-circuit read of"), "{err}");
+    assert!(!err.contains("over the network"), "{err}");
+    assert_eq!(named_parts(&out), named_parts(&want));
+
+    let (o, out) = run("/in", "net", &[("SLUICE_HDFS_SHORT_CIRCUIT", "0")]);
+    let err = said(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("short-circuit"), "{err}");
+    assert_eq!(named_parts(&out), named_parts(&want));
+
+    let (o, out) = run("/in", "refused", &[("HADOOP_USER_NAME", "not-allowed")]);
+    let err = said(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("refused by the DataNode")
+            && err.contains("dfs.block.local-path-access.user")
+            && !err.contains("HDFS short-circuit read of"),
+        "{err}"
+    );
+    assert_eq!(named_parts(&out), named_parts(&want));
+
+    // One replica of each block damaged, the other good: whichever a
+    // read meets first, the answer is the same.
+    let dfs_data = h._dir.path().join("data");
+    let before = replica_files(&dfs_data);
+    h.put(&one, "/two");
+    let two: Vec<_> = replica_files(&dfs_data)
+        .difference(&before)
+        .cloned()
+        .collect();
+    let blocks = std::fs::metadata(one.join("part-00000"))
+        .unwrap()
+        .len()
+        .div_ceil(1 << 20) as usize;
+    assert_eq!(two.len(), 2 * blocks, "two replicas a block: {two:?}");
+    // DataNode 0 keeps its blocks under data1 and data2.
+    let (dn0, dn1): (Vec<_>, Vec<_>) = two.iter().partition(|p| {
+        let s = p.to_string_lossy();
+        s.contains("/data1/") || s.contains("/data2/")
+    });
+    assert_eq!((dn0.len(), dn1.len()), (blocks, blocks), "{two:?}");
+    damage(&dn0);
+    let (o, out) = run("/two", "two", &[]);
+    let err = said(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(named_parts(&out), named_parts(&want_one));
+
+    // Every replica damaged: blamed by name, and the job fails with
+    // nothing committed.
+    let before = replica_files(&dfs_data);
+    h.put(&one, "/bad");
+    let bad: Vec<_> = replica_files(&dfs_data)
+        .difference(&before)
+        .cloned()
+        .collect();
+    assert_eq!(bad.len(), 2 * blocks, "{bad:?}");
+    damage(&bad.iter().collect::<Vec<_>>());
+    let (o, out) = run("/bad", "bad", &[]);
+    let err = fails(o);
+    assert!(err.contains("is damaged: checksum mismatch"), "{err}");
+    assert!(!out.exists(), "{err}");
+}

@@ -42,10 +42,13 @@ use sluice_formats::input::{Codec, InputFile, Remote, RemoteSource};
 use crate::commit::{local_files, Manifest, ManifestFile, MANIFEST};
 use crate::object::runtime;
 use crate::ranged::{reader, Chunks, RangeSource};
+use crate::short_circuit::{self, located_blocks, Located};
 use crate::StorageError;
 
 type Result<T> = std::result::Result<T, StorageError>;
 
+/// HDFS's default NameNode RPC port, when a path names none.
+const NAMENODE_PORT: u16 = 8020;
 /// Hadoop 3's default NameNode HTTP port (WebHDFS).
 const WEBHDFS_PORT: u16 = 9870;
 /// Bytes of a local file written to HDFS at a time.
@@ -239,6 +242,7 @@ fn input_file(c: &Arc<Client>, loc: &HdfsPath, st: &hdfs_native::client::FileSta
             block_size: st.blocksize,
             reader: Arc::default(),
             blocks: Arc::default(),
+            located: Arc::default(),
         }))),
     }
 }
@@ -256,6 +260,9 @@ pub struct HdfsFile {
     reader: Arc<Mutex<Option<Arc<FileReader>>>>,
     /// Its blocks' hosts from WebHDFS, once.
     blocks: Arc<OnceLock<Vec<BlockHosts>>>,
+    /// Its blocks with their ids and DataNodes, for short-circuit reads
+    /// (none when the NameNode did not give them), once.
+    located: Arc<OnceLock<Option<Arc<Vec<Located>>>>>,
 }
 
 /// One block of a file and the hosts holding its replicas.
@@ -279,11 +286,50 @@ impl HdfsFile {
         *r = Some(opened.clone());
         Ok(opened)
     }
+
+    /// The file's located blocks, when short-circuit reads are on and
+    /// the NameNode gives them.
+    fn located(&self) -> Option<Arc<Vec<Located>>> {
+        if !short_circuit::enabled() {
+            return None;
+        }
+        let namenode = if self.authority.contains(':') {
+            self.authority.clone()
+        } else {
+            format!("{}:{NAMENODE_PORT}", self.authority)
+        };
+        self.located
+            .get_or_init(
+                || match located_blocks(&namenode, &user(), &self.path, self.len) {
+                    Ok(b) => Some(Arc::new(b)),
+                    Err(e) => {
+                        tracing::debug!("no short-circuit reads of {}: {e}", self.url);
+                        None
+                    }
+                },
+            )
+            .clone()
+    }
 }
 
 impl RemoteSource for HdfsFile {
     fn open_at(&self, offset: u64, hint_end: u64) -> std::io::Result<Box<dyn Read + Send>> {
-        Ok(reader(Arc::new(self.clone()), offset, hint_end))
+        let me = Arc::new(self.clone());
+        if let Some(blocks) = self
+            .located()
+            .filter(|b| short_circuit::starts_local(b, offset))
+        {
+            let network: short_circuit::Network =
+                Box::new(move |at| reader(me.clone(), at, hint_end.max(at)));
+            return Ok(Box::new(short_circuit::Reader::new(
+                blocks,
+                self.len,
+                offset,
+                user(),
+                network,
+            )));
+        }
+        Ok(reader(me, offset, hint_end))
     }
 
     fn block_size(&self) -> Option<u64> {

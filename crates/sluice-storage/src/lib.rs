@@ -36,9 +36,11 @@
 
 mod commit;
 mod error;
+mod hadoop_ipc;
 pub mod hdfs;
 mod object;
 mod ranged;
+mod short_circuit;
 
 use std::path::Path;
 

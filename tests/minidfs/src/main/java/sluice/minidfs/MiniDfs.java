@@ -72,6 +72,10 @@ public final class MiniDfs {
         // A stopped DataNode is not waited for long by the NameNode's
         // clients (replication monitors run every second).
         conf.setInt("dfs.namenode.replication.interval", 1);
+        // Short-circuit reads (ClientDatanodeProtocol.getBlockLocalPathInfo)
+        // allowed to the user running the cluster, as an operator allows
+        // them to the users of a host's jobs.
+        conf.set("dfs.block.local-path-access.user", System.getProperty("user.name"));
         for (int i = 1; i < args.length; i++) {
             String v = i + 1 < args.length ? args[i + 1] : "";
             switch (args[i]) {
