@@ -526,6 +526,8 @@ fn short_circuit_reads_check_every_chunk_and_blame_a_damaged_replica() {
     assert!(o.status.success(), "{err}");
     assert!(err.contains("HDFS short-circuit read of"), "{err}");
     assert!(!err.contains("over the network"), "{err}");
+    // The directory's files' blocks came with one listing.
+    assert!(err.contains("listed /in with its files' blocks"), "{err}");
     assert_eq!(named_parts(&out), named_parts(&want));
 
     let (o, out) = run("/in", "net", &[("SLUICE_HDFS_SHORT_CIRCUIT", "0")]);

@@ -171,6 +171,47 @@ struct GetBlockLocationsResponse {
     locations: Option<LocatedBlocks>,
 }
 
+#[derive(Clone, PartialEq, Message)]
+struct GetListingRequest {
+    #[prost(string, required, tag = "1")]
+    src: String,
+    #[prost(bytes = "vec", required, tag = "2")]
+    start_after: Vec<u8>,
+    #[prost(bool, required, tag = "3")]
+    need_location: bool,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct GetListingResponse {
+    #[prost(message, optional, tag = "1")]
+    dir_list: Option<DirectoryListing>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct DirectoryListing {
+    #[prost(message, repeated, tag = "1")]
+    partial_listing: Vec<FileStatus>,
+    #[prost(uint32, required, tag = "2")]
+    remaining_entries: u32,
+}
+
+/// `hadoop.hdfs.HdfsFileStatusProto` (the fields read).
+#[derive(Clone, PartialEq, Message)]
+pub(crate) struct FileStatus {
+    /// `IS_DIR` 1, `IS_FILE` 2, `IS_SYMLINK` 3.
+    #[prost(int32, required, tag = "1")]
+    pub file_type: i32,
+    /// The name within its directory.
+    #[prost(bytes = "vec", required, tag = "2")]
+    pub path: Vec<u8>,
+    #[prost(message, optional, tag = "12")]
+    pub locations: Option<LocatedBlocks>,
+    #[prost(bytes = "vec", optional, tag = "15")]
+    pub file_encryption_info: Option<Vec<u8>>,
+    #[prost(bytes = "vec", optional, tag = "17")]
+    pub ec_policy: Option<Vec<u8>>,
+}
+
 /// `hadoop.hdfs.LocatedBlocksProto`: a file's blocks (the fields read).
 #[derive(Clone, PartialEq, Message)]
 pub(crate) struct LocatedBlocks {
@@ -294,6 +335,37 @@ pub(crate) fn block_locations(
     response
         .locations
         .ok_or_else(|| CallError::Malformed(format!("no blocks for {path}")))
+}
+
+/// Asks the NameNode at `addr`, as `user`, for the entries of the
+/// directory `dir` with each file's blocks (`getListing` with
+/// `needLocation`, page after page).
+pub(crate) fn listing_with_blocks(
+    addr: SocketAddr,
+    user: &str,
+    dir: &str,
+) -> Result<Vec<FileStatus>, CallError> {
+    let mut out = Vec::new();
+    let mut after = Vec::new();
+    loop {
+        let request = GetListingRequest {
+            src: dir.into(),
+            start_after: after,
+            need_location: true,
+        };
+        let response: GetListingResponse = call(addr, user, NAMENODE, "getListing", &request)?;
+        let list = response
+            .dir_list
+            .ok_or_else(|| CallError::Malformed(format!("no listing of {dir}")))?;
+        after = match list.partial_listing.last() {
+            Some(last) => last.path.clone(),
+            None => return Ok(out),
+        };
+        out.extend(list.partial_listing);
+        if list.remaining_entries == 0 {
+            return Ok(out);
+        }
+    }
 }
 
 /// One call of `protocol`'s `method`, on a connection kept from an

@@ -162,7 +162,7 @@ pub(crate) fn resolve_entry(entry: &str, out: &mut Vec<InputFile>) -> Result<()>
             if st.isdir {
                 list_dir(&c, &loc, &st.path, out)?;
             } else {
-                out.push(input_file(&c, &loc, &st));
+                out.push(input_file(&c, &loc, &st, None));
             }
         }
         return Ok(());
@@ -180,7 +180,7 @@ pub(crate) fn resolve_entry(entry: &str, out: &mut Vec<InputFile>) -> Result<()>
         }
         Ok(())
     } else {
-        out.push(input_file(&c, &loc, &st));
+        out.push(input_file(&c, &loc, &st, None));
         Ok(())
     }
 }
@@ -191,11 +191,16 @@ fn list_dir(c: &Arc<Client>, loc: &HdfsPath, dir: &str, out: &mut Vec<InputFile>
         .block_on(c.list_status(dir, false))
         .map_err(|e| StorageError::hdfs("listing", &loc.url_of(dir), e))?;
     listed.sort_by(|a, b| a.path.cmp(&b.path));
+    let siblings = Arc::new(short_circuit::Directory::new(
+        namenode(&loc.authority),
+        user(),
+        dir.to_owned(),
+    ));
     for st in listed {
         if st.isdir || hidden(&st.path) {
             continue;
         }
-        out.push(input_file(c, loc, &st));
+        out.push(input_file(c, loc, &st, Some(siblings.clone())));
     }
     Ok(())
 }
@@ -214,7 +219,7 @@ pub(crate) fn open_file(url: &str) -> Result<InputFile> {
     let loc = HdfsPath::parse(url)?;
     let c = client(&loc.authority)?;
     match runtime().block_on(c.get_file_info(&loc.path)) {
-        Ok(st) if !st.isdir => Ok(input_file(&c, &loc, &st)),
+        Ok(st) if !st.isdir => Ok(input_file(&c, &loc, &st, None)),
         Ok(_) => Err(StorageError::BadPath(format!(
             "{url} (a directory, not a file)"
         ))),
@@ -223,7 +228,15 @@ pub(crate) fn open_file(url: &str) -> Result<InputFile> {
     }
 }
 
-fn input_file(c: &Arc<Client>, loc: &HdfsPath, st: &hdfs_native::client::FileStatus) -> InputFile {
+/// An HDFS file as an input file; `dir` is its directory when the job
+/// reads the whole directory (its files' blocks are then asked for
+/// together).
+fn input_file(
+    c: &Arc<Client>,
+    loc: &HdfsPath,
+    st: &hdfs_native::client::FileStatus,
+    dir: Option<Arc<short_circuit::Directory>>,
+) -> InputFile {
     let url = loc.url_of(&st.path);
     let len = st.length as u64;
     InputFile {
@@ -243,6 +256,7 @@ fn input_file(c: &Arc<Client>, loc: &HdfsPath, st: &hdfs_native::client::FileSta
             reader: Arc::default(),
             blocks: Arc::default(),
             located: Arc::default(),
+            dir,
         }))),
     }
 }
@@ -263,6 +277,8 @@ pub struct HdfsFile {
     /// Its blocks with their ids and DataNodes, for short-circuit reads
     /// (none when the NameNode did not give them), once.
     located: Arc<OnceLock<Option<Arc<Vec<Located>>>>>,
+    /// Its directory, when the job reads all of it.
+    dir: Option<Arc<short_circuit::Directory>>,
 }
 
 /// One block of a file and the hosts holding its replicas.
@@ -293,22 +309,27 @@ impl HdfsFile {
         if !short_circuit::enabled() {
             return None;
         }
-        let namenode = if self.authority.contains(':') {
-            self.authority.clone()
-        } else {
-            format!("{}:{NAMENODE_PORT}", self.authority)
-        };
         self.located
-            .get_or_init(
-                || match located_blocks(&namenode, &user(), &self.path, self.len) {
-                    Ok(b) => Some(Arc::new(b)),
-                    Err(e) => {
-                        tracing::debug!("no short-circuit reads of {}: {e}", self.url);
-                        None
-                    }
-                },
-            )
+            .get_or_init(|| {
+                let listed = self.dir.as_ref().and_then(|d| d.blocks(&self.path));
+                let blocks = listed.unwrap_or_else(|| {
+                    located_blocks(&namenode(&self.authority), &user(), &self.path, self.len)
+                        .map(Arc::new)
+                });
+                blocks
+                    .map_err(|e| tracing::debug!("no short-circuit reads of {}: {e}", self.url))
+                    .ok()
+            })
             .clone()
+    }
+}
+
+/// The NameNode's RPC address for a path's authority.
+fn namenode(authority: &str) -> String {
+    if authority.contains(':') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:{NAMENODE_PORT}")
     }
 }
 

@@ -42,7 +42,8 @@ use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::hadoop_ipc::{
-    block_local_paths, block_locations, CallError, ExtendedBlock, LocalPaths, LocatedBlocks, Token,
+    block_local_paths, block_locations, listing_with_blocks, CallError, ExtendedBlock, LocalPaths,
+    LocatedBlocks, Token,
 };
 
 /// Bytes of a block read and checked at a time when the reader's own
@@ -86,14 +87,79 @@ pub(crate) fn located_blocks(
     path: &str,
     len: u64,
 ) -> Result<Vec<Located>, String> {
-    let addr = namenode
+    let lb = block_locations(namenode_addr(namenode)?, user, path, len)
+        .map_err(|e| format!("the blocks of {path} from the NameNode {namenode}: {e}"))?;
+    located(lb, path)
+}
+
+fn namenode_addr(namenode: &str) -> Result<SocketAddr, String> {
+    namenode
         .to_socket_addrs()
         .map_err(|e| format!("the NameNode {namenode}: {e}"))?
         .next()
-        .ok_or_else(|| format!("the NameNode {namenode} has no address"))?;
-    let lb = block_locations(addr, user, path, len)
-        .map_err(|e| format!("the blocks of {path} from the NameNode {namenode}: {e}"))?;
-    located(lb, path)
+        .ok_or_else(|| format!("the NameNode {namenode} has no address"))
+}
+
+/// A file's blocks, or why it is not read short-circuit.
+pub(crate) type FileBlocks = Result<Arc<Vec<Located>>, String>;
+
+/// The located blocks of every file of a directory, asked for in one
+/// listing when the first of them is read (a job reads them all; one
+/// `getListing` in place of a `getBlockLocations` a file).
+pub(crate) struct Directory {
+    namenode: String,
+    user: String,
+    dir: String,
+    /// Each file's blocks by path, or why not; empty when the listing
+    /// failed.
+    listed: OnceLock<HashMap<String, FileBlocks>>,
+}
+
+impl Directory {
+    pub(crate) fn new(namenode: String, user: String, dir: String) -> Directory {
+        Directory {
+            namenode,
+            user,
+            dir,
+            listed: OnceLock::new(),
+        }
+    }
+
+    /// The blocks of the file at `path` in this directory, if the
+    /// listing gave them.
+    pub(crate) fn blocks(&self, path: &str) -> Option<FileBlocks> {
+        self.listed.get_or_init(|| self.list()).get(path).cloned()
+    }
+
+    fn list(&self) -> HashMap<String, FileBlocks> {
+        let listed = namenode_addr(&self.namenode)
+            .and_then(|a| listing_with_blocks(a, &self.user, &self.dir).map_err(|e| e.to_string()));
+        let entries = match listed {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::debug!("no listing of {} with its blocks: {e}", self.dir);
+                return HashMap::new();
+            }
+        };
+        tracing::debug!("listed {} with its files' blocks", self.dir);
+        let dir = self.dir.trim_end_matches('/');
+        entries
+            .into_iter()
+            .filter(|st| st.file_type == 2)
+            .filter_map(|st| {
+                let path = format!("{dir}/{}", String::from_utf8(st.path).ok()?);
+                let blocks = if st.file_encryption_info.is_some() || st.ec_policy.is_some() {
+                    Err(format!("{path} is encrypted or erasure-coded"))
+                } else {
+                    st.locations
+                        .ok_or_else(|| format!("no blocks of {path} in the listing"))
+                        .and_then(|lb| located(lb, &path))
+                        .map(Arc::new)
+                };
+                Some((path, blocks))
+            })
+            .collect()
+    }
 }
 
 fn located(lb: LocatedBlocks, path: &str) -> Result<Vec<Located>, String> {
