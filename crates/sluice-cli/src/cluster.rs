@@ -308,9 +308,14 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 /// Logs to standard error at `SLUICE_LOG`'s filter, else at `default`
 /// (daemons `info`, commands `warn`: a command says only what went wrong
 /// or around, e.g. a damaged HDFS replica read past).
+///
+/// A standard error that cannot be written (a closed pipe) loses the
+/// lines and nothing else: the subscriber's own report of the failure
+/// would print to it and panic the thread that logged.
 pub(crate) fn init_logs(default: &str) {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .log_internal_errors(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
                 .unwrap_or_else(|_| default.into()),

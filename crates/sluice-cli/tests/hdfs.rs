@@ -530,6 +530,19 @@ fn short_circuit_reads_check_every_chunk_and_blame_a_damaged_replica() {
     assert!(err.contains("listed /in with its files' blocks"), "{err}");
     assert_eq!(named_parts(&out), named_parts(&want));
 
+    // A standard error closed under the job (`2>&1 | head -1`) loses the
+    // log lines, not the job (the log's own complaint used to panic it).
+    let closed = d.path().join("closed");
+    let mut c = h.sluice();
+    c.env("SLUICE_LOG", "debug")
+        .args(wc_args(&h.at("/in"), closed.to_str().unwrap()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    drop(child.stderr.take());
+    assert!(child.wait().unwrap().success());
+    assert_eq!(named_parts(&closed), named_parts(&want));
+
     let (o, out) = run("/in", "net", &[("SLUICE_HDFS_SHORT_CIRCUIT", "0")]);
     let err = said(&o);
     assert!(o.status.success(), "{err}");
