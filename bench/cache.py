@@ -316,6 +316,7 @@ def mix(a, work, oracle):
         # From the first submission to the last job's end.
         makespan = max(e for _, e in spans) - min(s for s, _ in spans)
         # Answers, after the timed part.
+        work_done = {"map_slot_s": 0.0, "reduce_slot_s": 0.0, "maps_by_level": {}}
         for name, *_ in MIX:
             for i in range(a.repeat):
                 out = f"{name}-{mode}-{i}"
@@ -323,8 +324,11 @@ def mix(a, work, oracle):
                 sh(S, "get", out, got, *conn)
                 check(name, got, oracle)
                 hits.append(hit_ratio(work / f"{out}.json"))
+                add_work(work_done, work / f"{out}.json")
+        # Slot-seconds the tasks took and the levels their maps ran at:
+        # with the makespan, whether a mode costs work or waiting.
         results[mode] = {"makespan_s": makespan, "times": times,
-                         "mean_hit_ratio": statistics.mean(hits)}
+                         "mean_hit_ratio": statistics.mean(hits), **work_done}
         print(json.dumps({mode: results[mode]}), flush=True)
     cluster(work, False)
     base = results["none"]
@@ -369,6 +373,17 @@ def run(work, name, job, input_set, tag):
     got = work / f"got-{out}"
     sh(S, "get", out, got, *conn)
     return secs, got, hit_ratio(report)
+
+
+def add_work(into, report):
+    """Adds a job's task slot-seconds and maps by level to `into`."""
+    r = json.load(open(report))
+    for s in (r if isinstance(r, list) else [r]):
+        c = s["cluster"]
+        into["map_slot_s"] += c["slots"]["map_slot_s"]
+        into["reduce_slot_s"] += c["slots"]["reduce_slot_s"]
+        for level, n in c.get("maps_by_level", {}).items():
+            into["maps_by_level"][level] = into["maps_by_level"].get(level, 0) + n
 
 
 def hit_ratio(report):

@@ -239,6 +239,25 @@ fn local_datanodes(b: &Located) -> impl Iterator<Item = SocketAddr> + '_ {
         .filter(move |d| is_local(d.ip()) && !refused.contains(d))
 }
 
+/// Why a reader stops reading short-circuit.
+#[derive(Debug)]
+enum Stop {
+    /// The replica is damaged (a chunk that does not match its checksum,
+    /// a file shorter than its block): said as a warning, naming it.
+    Damaged(String),
+    /// Short-circuit reading is not possible here (no local replica, a
+    /// refusal, a file that cannot be opened): the network is the way.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Damaged(why) | Stop::Unavailable(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Which checksum a `.meta` file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sum {
@@ -322,19 +341,24 @@ fn replica_at(b: &Located, dn: SocketAddr, user: &str) -> Result<Replica, String
         }
     };
     let opened = open_paths(&paths);
-    if opened.is_err() {
+    if let Err(e) = &opened {
         // Moved or gone since it was asked for: ask again next time.
         known_paths()
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&b.block);
+        if e.contains("Permission denied") {
+            // The DataNode's directories are not this user's to read.
+            refused_by(dn, "its block files", e);
+        }
     }
     opened
 }
 
 fn open_paths(p: &LocalPaths) -> Result<Replica, String> {
-    let data = File::open(&p.data).map_err(|e| format!("{}: {e}", p.data))?;
-    let meta = File::open(&p.meta).map_err(|e| format!("{}: {e}", p.meta))?;
+    let open = |path: &str| File::open(path).map_err(|e| format!("{path}: {e}"));
+    let data = open(&p.data)?;
+    let meta = open(&p.meta)?;
     let (kind, per_chunk) = meta_header(&meta, &p.meta)?;
     Ok(Replica {
         data,
@@ -406,12 +430,12 @@ impl Reader {
     }
 
     /// Opens the replica of the block holding `pos` unless it is open.
-    fn open_current(&mut self) -> Result<(), String> {
+    fn open_current(&mut self) -> Result<(), Stop> {
         let i = block_at(&self.blocks, self.pos)
-            .ok_or_else(|| format!("no block holds offset {}", self.pos))?;
+            .ok_or_else(|| Stop::Unavailable(format!("no block holds offset {}", self.pos)))?;
         if self.current.as_ref().is_none_or(|(c, _)| *c != i) {
             self.current = None;
-            let r = open_replica(&self.blocks[i], &self.user)?;
+            let r = open_replica(&self.blocks[i], &self.user).map_err(Stop::Unavailable)?;
             tracing::debug!("HDFS short-circuit read of {}", r.path);
             self.current = Some((i, r));
         }
@@ -421,7 +445,7 @@ impl Reader {
     /// Reads and checks the next chunks: straight into `out` when the
     /// read starts on a chunk and `out` holds one, else into the buffer.
     /// Returns the bytes placed in `out` (0 when they went to the buffer).
-    fn next_chunks(&mut self, out: &mut [u8]) -> Result<usize, String> {
+    fn next_chunks(&mut self, out: &mut [u8]) -> Result<usize, Stop> {
         self.open_current()?;
         let (i, r) = self.current.as_ref().expect("opened");
         let b = &self.blocks[*i];
@@ -444,13 +468,19 @@ impl Reader {
         Ok(0)
     }
 
-    /// Stops reading short-circuit: says why, blaming the replica, and
-    /// goes on over the network from where the reader is.
-    fn fall_back(&mut self, why: &str) {
-        tracing::warn!(
-            "HDFS short-circuit read stopped at offset {}: {why}; reading over the network",
-            self.pos
-        );
+    /// Stops reading short-circuit: says why (a warning that blames a
+    /// damaged replica), and goes on over the network from where the
+    /// reader is.
+    fn fall_back(&mut self, why: &Stop) {
+        let pos = self.pos;
+        match why {
+            Stop::Damaged(_) => tracing::warn!(
+                "HDFS short-circuit read stopped at offset {pos}: {why}; reading over the network"
+            ),
+            Stop::Unavailable(_) => {
+                tracing::debug!("HDFS short-circuit read stopped at offset {pos}: {why}")
+            }
+        }
         self.current = None;
         self.start = 0;
         self.end = 0;
@@ -460,13 +490,14 @@ impl Reader {
 
 /// Reads `out.len()` bytes of `r`'s block from `first` (a chunk's start)
 /// and checks each chunk against the `.meta` file.
-fn read_checked(r: &Replica, first: u64, out: &mut [u8], sums: &mut Vec<u8>) -> Result<(), String> {
-    let damaged = |what: String| format!("the replica {} is damaged: {what}", r.path);
+fn read_checked(r: &Replica, first: u64, out: &mut [u8], sums: &mut Vec<u8>) -> Result<(), Stop> {
+    let damaged =
+        |what: String| Stop::Damaged(format!("the replica {} is damaged: {what}", r.path));
     r.data.read_exact_at(out, first).map_err(|e| {
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
             damaged("shorter than its block".into())
         } else {
-            format!("{}: {e}", r.path)
+            Stop::Unavailable(format!("{}: {e}", r.path))
         }
     })?;
     let chunk0 = first / r.per_chunk;
@@ -639,6 +670,8 @@ mod tests {
         let r = open_paths(&p).unwrap();
         let mut out = vec![0; 3000];
         let e = read_checked(&r, 0, &mut out, &mut Vec::new()).unwrap_err();
+        assert!(matches!(e, Stop::Damaged(_)), "{e}");
+        let e = e.to_string();
         assert!(
             e.contains("blk_1 is damaged") && e.contains("chunk at 1024"),
             "{e}"
@@ -647,7 +680,8 @@ mod tests {
         read_checked(&r, 0, &mut out[..1024], &mut Vec::new()).unwrap();
         std::fs::write(&p.data, &data[..2000]).unwrap();
         let e = read_checked(&r, 0, &mut out, &mut Vec::new()).unwrap_err();
-        assert!(e.contains("shorter than its block"), "{e}");
+        assert!(matches!(e, Stop::Damaged(_)), "{e}");
+        assert!(e.to_string().contains("shorter than its block"), "{e}");
         std::fs::write(&p.meta, [0, 1, 9, 0, 0, 2, 0]).unwrap();
         assert!(open_paths(&p).err().unwrap().contains("checksum type 9"));
     }
