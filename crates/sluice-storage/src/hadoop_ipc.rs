@@ -703,15 +703,6 @@ mod tests {
         (addr, conns)
     }
 
-    fn token() -> Token {
-        Token {
-            identifier: Vec::new(),
-            password: Vec::new(),
-            kind: String::new(),
-            service: String::new(),
-        }
-    }
-
     #[test]
     fn calls_share_a_connection_and_survive_its_close() {
         use std::sync::atomic::Ordering;
@@ -721,7 +712,9 @@ mod tests {
                 block_id: id,
                 ..block()
             };
-            block_local_paths(addr, "u", &b, &token()).unwrap().data
+            block_local_paths(addr, "u", &b, &Token::default())
+                .unwrap()
+                .data
         };
         // Two calls on one connection; the server then closes it, and the
         // third call is made again on a new one.
@@ -733,7 +726,7 @@ mod tests {
         assert_eq!(conns.load(Ordering::SeqCst), 2);
         // Another user: a connection of its own.
         let b = block();
-        assert!(block_local_paths(addr, "v", &b, &token()).is_ok());
+        assert!(block_local_paths(addr, "v", &b, &Token::default()).is_ok());
         assert_eq!(conns.load(Ordering::SeqCst), 3);
     }
 }

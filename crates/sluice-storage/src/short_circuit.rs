@@ -574,16 +574,7 @@ mod tests {
                     },
                 })
                 .collect(),
-            block_token: empty_token(),
-        }
-    }
-
-    fn empty_token() -> Token {
-        Token {
-            identifier: Vec::new(),
-            password: Vec::new(),
-            kind: String::new(),
-            service: String::new(),
+            block_token: Token::default(),
         }
     }
 
@@ -702,7 +693,7 @@ mod tests {
                 generation_stamp: 1,
                 num_bytes: Some(len),
             },
-            token: empty_token(),
+            token: Token::default(),
             datanodes: Vec::new(),
         }]);
         r
