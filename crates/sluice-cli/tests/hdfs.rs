@@ -528,6 +528,7 @@ fn short_circuit_reads_check_every_chunk_and_blame_a_damaged_replica() {
     assert!(!err.contains("over the network"), "{err}");
     // The directory's files' blocks came with one listing.
     assert!(err.contains("listed /in with its files' blocks"), "{err}");
+    assert!(!err.contains("from getBlockLocations"), "{err}");
     assert_eq!(named_parts(&out), named_parts(&want));
 
     // A standard error closed under the job (`2>&1 | head -1`) loses the

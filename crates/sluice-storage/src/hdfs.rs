@@ -313,6 +313,7 @@ impl HdfsFile {
             .get_or_init(|| {
                 let listed = self.dir.as_ref().and_then(|d| d.blocks(&self.path));
                 let blocks = listed.unwrap_or_else(|| {
+                    tracing::debug!("the blocks of {} from getBlockLocations", self.url);
                     located_blocks(&namenode(&self.authority), &user(), &self.path, self.len)
                         .map(Arc::new)
                 });
