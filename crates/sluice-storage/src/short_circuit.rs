@@ -453,15 +453,19 @@ impl Reader {
         let first = in_block / r.per_chunk * r.per_chunk;
         let skip = (in_block - first) as usize;
         let left = b.len - first;
+        // Whole chunks only (each checksum covers its whole chunk), or
+        // the block's last, short chunk whole.
         if skip == 0 && out.len() as u64 >= r.per_chunk.min(left) {
-            let whole = (out.len().min(DIRECT) as u64 / r.per_chunk * r.per_chunk).max(1);
-            let n = whole.min(left) as usize;
+            let whole = out.len().min(DIRECT) as u64 / r.per_chunk * r.per_chunk;
+            let n = if whole == 0 { left } else { whole.min(left) } as usize;
             read_checked(r, first, &mut out[..n], &mut self.sums)?;
             self.pos += n as u64;
             return Ok(n);
         }
-        let n = (BUFFER as u64).min(left) as usize;
-        self.buf.resize(BUFFER, 0);
+        let n = ((BUFFER as u64 / r.per_chunk).max(1) * r.per_chunk).min(left) as usize;
+        if self.buf.len() < n {
+            self.buf.resize(n, 0);
+        }
         read_checked(r, first, &mut self.buf[..n], &mut self.sums)?;
         self.start = skip;
         self.end = n;
@@ -697,6 +701,50 @@ mod tests {
             datanodes: Vec::new(),
         }]);
         r
+    }
+
+    /// Reads all of `r` with reads of `sizes` bytes at most, in turn.
+    fn read_in(r: &mut Reader, sizes: &[usize]) -> Vec<u8> {
+        let mut got = Vec::new();
+        for size in sizes.iter().cycle() {
+            let mut buf = vec![0; *size];
+            let n = r.read(&mut buf).unwrap();
+            if n == 0 {
+                return got;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        unreachable!()
+    }
+
+    #[test]
+    fn reads_of_any_size_meet_whole_chunks_and_the_short_last_one() {
+        let d = tempfile::tempdir().unwrap();
+        // 70,480 bytes: 512-byte chunks end with one of 336; 1,000-byte
+        // chunks (not a divisor of the 64 KiB staging buffer) with one
+        // of 480.
+        let len = 70_480;
+        let data = bytes(len);
+        for per_chunk in [512, 1000] {
+            let p = replica(d.path(), &data, per_chunk);
+            let last = (len / per_chunk * per_chunk) as u64;
+            let cases: &[(u64, &[usize])] = &[
+                (0, &[500]),
+                (0, &[1]),
+                (3, &[7, 4096]),
+                (0, &[1 << 20]),
+                // To the last chunk's start, then a read smaller than a
+                // chunk and larger than the last one.
+                (0, &[last as usize, 490]),
+                (last - 10, &[10, 490]),
+            ];
+            for (from, sizes) in cases {
+                let mut r = reader_of(&p, len as u64, *from, vec![0xee; len]);
+                let got = read_in(&mut r, sizes);
+                assert!(r.fallback.is_none(), "{per_chunk} {from} {sizes:?}");
+                assert_eq!(got, data[*from as usize..], "{per_chunk} {from} {sizes:?}");
+            }
+        }
     }
 
     #[test]
