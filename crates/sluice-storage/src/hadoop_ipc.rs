@@ -55,8 +55,10 @@ const RPC_PROTOCOL_BUFFER: i32 = 2;
 const CONTEXT_CALL: i32 = -3;
 /// How long a local DataNode may take to connect or answer.
 const TIMEOUT: Duration = Duration::from_secs(5);
-/// The largest answer read (a path pair is a few hundred bytes).
-const MAX_ANSWER: u32 = 1 << 20;
+/// The largest answer read: Hadoop's own client's limit
+/// (`ipc.maximum.response.length`); a page of a listing with its files'
+/// blocks can pass a megabyte.
+const MAX_ANSWER: u32 = 128 << 20;
 
 #[derive(Clone, PartialEq, Message)]
 struct RpcRequestHeader {
