@@ -601,4 +601,17 @@ fn short_circuit_reads_check_every_chunk_and_blame_a_damaged_replica() {
     let err = fails(o);
     assert!(err.contains("is damaged: checksum mismatch"), "{err}");
     assert!(!out.exists(), "{err}");
+    // Each damaged replica read was reported to the NameNode, as
+    // Hadoop's client reports a checksum failure.
+    assert!(err.contains("damaged to the NameNode"), "{err}");
+    // (The NameNode's count is refreshed by its redundancy monitor, every
+    // second here.)
+    let t = Instant::now();
+    while h.cmd("corrupt-replicas") == "0" {
+        assert!(
+            t.elapsed() < Duration::from_secs(15),
+            "no corrupt replica: {err}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

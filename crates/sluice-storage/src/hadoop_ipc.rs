@@ -232,7 +232,8 @@ pub(crate) struct LocatedBlocks {
     pub ec_policy: Option<Vec<u8>>,
 }
 
-/// `hadoop.hdfs.LocatedBlockProto`.
+/// `hadoop.hdfs.LocatedBlockProto` (its required fields: it is also
+/// sent back to report a damaged replica).
 #[derive(Clone, PartialEq, Message)]
 pub(crate) struct LocatedBlock {
     #[prost(message, required, tag = "1")]
@@ -241,6 +242,8 @@ pub(crate) struct LocatedBlock {
     pub offset: u64,
     #[prost(message, repeated, tag = "3")]
     pub locs: Vec<DatanodeInfo>,
+    #[prost(bool, required, tag = "4")]
+    pub corrupt: bool,
     #[prost(message, required, tag = "5")]
     pub block_token: Token,
 }
@@ -252,14 +255,31 @@ pub(crate) struct DatanodeInfo {
     pub id: DatanodeId,
 }
 
-/// `hadoop.hdfs.DatanodeIDProto` (the fields read).
+/// `hadoop.hdfs.DatanodeIDProto` (its required fields).
 #[derive(Clone, PartialEq, Message)]
 pub(crate) struct DatanodeId {
     #[prost(string, required, tag = "1")]
     pub ip_addr: String,
+    #[prost(string, required, tag = "2")]
+    pub host_name: String,
+    #[prost(string, required, tag = "3")]
+    pub datanode_uuid: String,
+    #[prost(uint32, required, tag = "4")]
+    pub xfer_port: u32,
+    #[prost(uint32, required, tag = "5")]
+    pub info_port: u32,
     #[prost(uint32, required, tag = "6")]
     pub ipc_port: u32,
 }
+
+#[derive(Clone, PartialEq, Message)]
+struct ReportBadBlocksRequest {
+    #[prost(message, repeated, tag = "1")]
+    blocks: Vec<LocatedBlock>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ReportBadBlocksResponse {}
 
 /// Where a replica lies on this host's disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -368,6 +388,22 @@ pub(crate) fn listing_with_blocks(
             return Ok(out);
         }
     }
+}
+
+/// Tells the NameNode at `addr`, as `user`, that the replicas of
+/// `block` on its `locs` are damaged (`reportBadBlocks`, as Hadoop's
+/// client does on a checksum failure): the NameNode marks them corrupt
+/// and copies a good replica in their place.
+pub(crate) fn report_bad_block(
+    addr: SocketAddr,
+    user: &str,
+    block: LocatedBlock,
+) -> Result<(), CallError> {
+    let request = ReportBadBlocksRequest {
+        blocks: vec![block],
+    };
+    let _: ReportBadBlocksResponse = call(addr, user, NAMENODE, "reportBadBlocks", &request)?;
+    Ok(())
 }
 
 /// One call of `protocol`'s `method`, on a connection kept from an

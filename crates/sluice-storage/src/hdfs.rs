@@ -347,7 +347,7 @@ impl RemoteSource for HdfsFile {
                 blocks,
                 self.len,
                 offset,
-                user(),
+                (namenode(&self.authority), user()),
                 network,
             )));
         }

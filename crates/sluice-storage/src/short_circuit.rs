@@ -29,8 +29,10 @@
 //! ```
 //!
 //! all big-endian. A chunk that does not match, or a replica file shorter
-//! than its block, blames that replica: it is said (naming the file) and
-//! the rest of the read goes over the network, where the client checks
+//! than its block, blames that replica: it is said (naming the file),
+//! reported to the NameNode (`reportBadBlocks`, which marks it corrupt
+//! and re-replicates the block from a good copy), and the rest of the
+//! read goes over the network, where the client checks
 //! every packet again and moves to another replica if that one is bad
 //! too. Nothing unchecked reaches the reader.
 
@@ -42,8 +44,8 @@ use std::os::unix::fs::FileExt;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::hadoop_ipc::{
-    block_local_paths, block_locations, listing_with_blocks, CallError, ExtendedBlock, LocalPaths,
-    LocatedBlocks, Token,
+    block_local_paths, block_locations, listing_with_blocks, report_bad_block, CallError,
+    DatanodeInfo, ExtendedBlock, LocalPaths, LocatedBlock, LocatedBlocks, Token,
 };
 
 /// Bytes of a block read and checked at a time when the reader's own
@@ -68,13 +70,15 @@ pub(crate) fn enabled() -> bool {
 
 /// One block of a file: where it starts, what it is, and the IPC
 /// addresses of the DataNodes holding it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Located {
     pub offset: u64,
     pub len: u64,
     pub block: ExtendedBlock,
     pub token: Token,
     pub datanodes: Vec<SocketAddr>,
+    /// The block as the NameNode gave it, to report a damaged replica.
+    pub given: LocatedBlock,
 }
 
 /// The blocks of the file at `path` (of `len` bytes) from the NameNode
@@ -90,6 +94,31 @@ pub(crate) fn located_blocks(
     let lb = block_locations(namenode_addr(namenode)?, user, path, len)
         .map_err(|e| format!("the blocks of {path} from the NameNode {namenode}: {e}"))?;
     located(lb, path)
+}
+
+/// A DataNode's IPC address.
+fn ipc_addr(d: &DatanodeInfo) -> Option<SocketAddr> {
+    let ip: IpAddr = d.id.ip_addr.parse().ok()?;
+    Some(SocketAddr::new(ip, u16::try_from(d.id.ipc_port).ok()?))
+}
+
+/// Reports the replica of `b` on the DataNode at `dn` damaged to the
+/// NameNode (said if the report fails: the read goes on regardless).
+fn report_damaged(namenode: &str, user: &str, b: &Located, dn: SocketAddr) {
+    let mut given = b.given.clone();
+    given.locs.retain(|l| ipc_addr(l) == Some(dn));
+    let reported = namenode_addr(namenode)
+        .and_then(|a| report_bad_block(a, user, given).map_err(|e| e.to_string()));
+    match reported {
+        Ok(()) => tracing::warn!(
+            "reported the replica of block {} on the DataNode at {dn} damaged to the NameNode",
+            b.block.block_id
+        ),
+        Err(e) => tracing::warn!(
+            "could not report the damaged replica of block {} to the NameNode: {e}",
+            b.block.block_id
+        ),
+    }
 }
 
 fn namenode_addr(namenode: &str) -> Result<SocketAddr, String> {
@@ -178,16 +207,10 @@ fn located(lb: LocatedBlocks, path: &str) -> Result<Vec<Located>, String> {
         .map(|b| Located {
             offset: b.offset,
             len: b.b.num_bytes.unwrap_or(0),
-            datanodes: b
-                .locs
-                .iter()
-                .filter_map(|l| {
-                    let ip: IpAddr = l.id.ip_addr.parse().ok()?;
-                    Some(SocketAddr::new(ip, u16::try_from(l.id.ipc_port).ok()?))
-                })
-                .collect(),
-            block: b.b,
-            token: b.block_token,
+            datanodes: b.locs.iter().filter_map(ipc_addr).collect(),
+            block: b.b.clone(),
+            token: b.block_token.clone(),
+            given: b,
         })
         .collect();
     out.sort_by_key(|b| b.offset);
@@ -213,9 +236,10 @@ fn refused() -> &'static Mutex<HashSet<SocketAddr>> {
     REFUSED.get_or_init(Default::default)
 }
 
-/// Replicas' local paths already asked for, by block.
-fn known_paths() -> &'static Mutex<HashMap<ExtendedBlock, LocalPaths>> {
-    static PATHS: OnceLock<Mutex<HashMap<ExtendedBlock, LocalPaths>>> = OnceLock::new();
+/// Replicas' local paths already asked for, by block and DataNode.
+fn known_paths() -> &'static Mutex<HashMap<(ExtendedBlock, SocketAddr), LocalPaths>> {
+    static PATHS: OnceLock<Mutex<HashMap<(ExtendedBlock, SocketAddr), LocalPaths>>> =
+        OnceLock::new();
     PATHS.get_or_init(Default::default)
 }
 
@@ -282,6 +306,8 @@ struct Replica {
     per_chunk: u64,
     /// The replica's data file, for messages.
     path: String,
+    /// The DataNode that named it (unknown in unit tests).
+    datanode: Option<SocketAddr>,
 }
 
 /// Reads a `.meta` file's header: the checksum and bytes per chunk.
@@ -320,7 +346,7 @@ fn replica_at(b: &Located, dn: SocketAddr, user: &str) -> Result<Replica, String
     let cached = known_paths()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .get(&b.block)
+        .get(&(b.block.clone(), dn))
         .cloned();
     let paths = match cached {
         Some(p) => p,
@@ -336,17 +362,20 @@ fn replica_at(b: &Located, dn: SocketAddr, user: &str) -> Result<Replica, String
             known_paths()
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(b.block.clone(), p.clone());
+                .insert((b.block.clone(), dn), p.clone());
             p
         }
     };
-    let opened = open_paths(&paths);
+    let opened = open_paths(&paths).map(|r| Replica {
+        datanode: Some(dn),
+        ..r
+    });
     if let Err(e) = &opened {
         // Moved or gone since it was asked for: ask again next time.
         known_paths()
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&b.block);
+            .remove(&(b.block.clone(), dn));
         if e.contains("Permission denied") {
             // The DataNode's directories are not this user's to read.
             refused_by(dn, "its block files", e);
@@ -366,6 +395,7 @@ fn open_paths(p: &LocalPaths) -> Result<Replica, String> {
         kind,
         per_chunk,
         path: p.data.clone(),
+        datanode: None,
     })
 }
 
@@ -393,6 +423,8 @@ pub(crate) struct Reader {
     blocks: Arc<Vec<Located>>,
     len: u64,
     pos: u64,
+    /// The NameNode (`HOST:PORT`) a damaged replica is reported to.
+    namenode: String,
     user: String,
     /// The block being read and its replica.
     current: Option<(usize, Replica)>,
@@ -411,13 +443,14 @@ impl Reader {
         blocks: Arc<Vec<Located>>,
         len: u64,
         pos: u64,
-        user: String,
+        (namenode, user): (String, String),
         network: Network,
     ) -> Reader {
         Reader {
             blocks,
             len,
             pos,
+            namenode,
             user,
             current: None,
             buf: Vec::new(),
@@ -478,9 +511,20 @@ impl Reader {
     fn fall_back(&mut self, why: &Stop) {
         let pos = self.pos;
         match why {
-            Stop::Damaged(_) => tracing::warn!(
-                "HDFS short-circuit read stopped at offset {pos}: {why}; reading over the network"
-            ),
+            Stop::Damaged(_) => {
+                tracing::warn!(
+                    "HDFS short-circuit read stopped at offset {pos}: {why}; reading over the network"
+                );
+                if let Some((
+                    i,
+                    Replica {
+                        datanode: Some(dn), ..
+                    },
+                )) = &self.current
+                {
+                    report_damaged(&self.namenode, &self.user, &self.blocks[*i], *dn);
+                }
+            }
             Stop::Unavailable(_) => {
                 tracing::debug!("HDFS short-circuit read stopped at offset {pos}: {why}")
             }
@@ -575,9 +619,11 @@ mod tests {
                     id: DatanodeId {
                         ip_addr: (*ip).into(),
                         ipc_port: *port,
+                        ..Default::default()
                     },
                 })
                 .collect(),
+            corrupt: false,
             block_token: Token::default(),
         }
     }
@@ -684,9 +730,13 @@ mod tests {
     /// A reader of one local "block" whose network fallback serves
     /// `net` (so a test sees which path each byte came through).
     fn reader_of(p: &LocalPaths, len: u64, pos: u64, net: Vec<u8>) -> Reader {
-        let mut r = Reader::new(Arc::new(Vec::new()), len, pos, "u".into(), {
-            Box::new(move |at| Box::new(std::io::Cursor::new(net[at as usize..].to_vec())))
-        });
+        let mut r = Reader::new(
+            Arc::new(Vec::new()),
+            len,
+            pos,
+            ("nn:1".into(), "u".into()),
+            Box::new(move |at| Box::new(std::io::Cursor::new(net[at as usize..].to_vec()))),
+        );
         r.current = Some((0, open_paths(p).unwrap()));
         r.blocks = Arc::new(vec![Located {
             offset: 0,
@@ -699,6 +749,7 @@ mod tests {
             },
             token: Token::default(),
             datanodes: Vec::new(),
+            given: block(1, 0, len, &[]),
         }]);
         r
     }

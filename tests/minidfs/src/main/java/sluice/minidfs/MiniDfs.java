@@ -37,6 +37,8 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  *     line, space-separated, hidden ones too).
  * <li>{@code age PATH SECONDS}: sets PATH's modification time that many
  *     seconds back.
+ * <li>{@code corrupt-replicas}: how many blocks have a replica the
+ *     NameNode holds corrupt ({@code ok N}).
  * </ul>
  *
  * <p>{@code --hosts} gives the DataNodes host names of their own (they still
@@ -168,6 +170,9 @@ public final class MiniDfs {
                 return "";
             case "exists":
                 return " " + fs.exists(new Path(w[1]));
+            case "corrupt-replicas":
+                // Blocks with a replica the NameNode holds corrupt.
+                return " " + cluster.getNamesystem().getCorruptReplicaBlocks();
             case "ls": {
                 StringBuilder b = new StringBuilder();
                 for (FileStatus st : fs.listStatus(new Path(w[1]))) {
