@@ -1,16 +1,20 @@
-//! Two calls of Hadoop's IPC, what HDFS's "legacy" short-circuit reads
-//! (HDFS-2246) need: the NameNode's `ClientProtocol.getBlockLocations`
-//! (a file's blocks, their ids, tokens and DataNodes) and a DataNode's
+//! The calls of Hadoop's IPC that HDFS's "legacy" short-circuit reads
+//! (HDFS-2246) need: the NameNode's `ClientProtocol.getListing` (with
+//! `needLocation`: a directory's files and their blocks),
+//! `getBlockLocations` (one file's blocks: ids, tokens and DataNodes) and
+//! `reportBadBlocks` (a damaged replica), and a DataNode's
 //! `ClientDatanodeProtocol.getBlockLocalPathInfo` (where its replica of a
 //! block and the replica's checksums lie on this host's disk).
 //!
 //! Written by hand because no crate offers it: `hdfs-native` speaks the
 //! NameNode's protocol and the DataNodes' transfer protocol but keeps its
 //! RPC client and protobuf messages private, and it has no short-circuit
-//! reads. Only what these calls need is here (messages keep only the
-//! fields read; protobuf skips the others), one call a connection, with
-//! simple authentication (a cluster with Kerberos refuses it anyway: its
-//! DataNodes allow the call only over a Kerberos connection).
+//! reads. Only what these calls need is here (messages keep the fields
+//! read, and a block's required fields, which a report sends back;
+//! protobuf skips the others), on a connection kept per server, user and
+//! protocol, with simple authentication (a cluster with Kerberos refuses
+//! it anyway: its DataNodes allow the call only over a Kerberos
+//! connection).
 //!
 //! **The exchange** (Hadoop 3's `ipc.Server` and `ProtobufRpcEngine2`;
 //! every number big-endian, "delimited" is a protobuf message after its
