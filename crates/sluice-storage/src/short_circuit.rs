@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::hadoop_ipc::{
     block_local_paths, block_locations, listing_with_blocks, report_bad_block, CallError,
-    DatanodeInfo, ExtendedBlock, LocalPaths, LocatedBlock, LocatedBlocks, Token,
+    DatanodeInfo, ExtendedBlock, LocalPaths, LocatedBlock, LocatedBlocks,
 };
 
 /// Bytes of a block read and checked at a time when the reader's own
@@ -74,10 +74,9 @@ pub(crate) fn enabled() -> bool {
 pub(crate) struct Located {
     pub offset: u64,
     pub len: u64,
-    pub block: ExtendedBlock,
-    pub token: Token,
     pub datanodes: Vec<SocketAddr>,
-    /// The block as the NameNode gave it, to report a damaged replica.
+    /// The block as the NameNode gave it: its id and token, and what a
+    /// report of a damaged replica sends back.
     pub given: LocatedBlock,
 }
 
@@ -112,11 +111,11 @@ fn report_damaged(namenode: &str, user: &str, b: &Located, dn: SocketAddr) {
     match reported {
         Ok(()) => tracing::warn!(
             "reported the replica of block {} on the DataNode at {dn} damaged to the NameNode",
-            b.block.block_id
+            b.given.b.block_id
         ),
         Err(e) => tracing::warn!(
             "could not report the damaged replica of block {} to the NameNode: {e}",
-            b.block.block_id
+            b.given.b.block_id
         ),
     }
 }
@@ -208,8 +207,6 @@ fn located(lb: LocatedBlocks, path: &str) -> Result<Vec<Located>, String> {
             offset: b.offset,
             len: b.b.num_bytes.unwrap_or(0),
             datanodes: b.locs.iter().filter_map(ipc_addr).collect(),
-            block: b.b.clone(),
-            token: b.block_token.clone(),
             given: b,
         })
         .collect();
@@ -256,11 +253,13 @@ fn block_at(blocks: &[Located], offset: u64) -> Option<usize> {
 }
 
 fn local_datanodes(b: &Located) -> impl Iterator<Item = SocketAddr> + '_ {
-    let refused = refused().lock().unwrap_or_else(|p| p.into_inner()).clone();
-    b.datanodes
-        .iter()
-        .copied()
-        .filter(move |d| is_local(d.ip()) && !refused.contains(d))
+    b.datanodes.iter().copied().filter(|d| {
+        is_local(d.ip())
+            && !refused()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(d)
+    })
 }
 
 /// Why a reader stops reading short-circuit.
@@ -346,12 +345,12 @@ fn replica_at(b: &Located, dn: SocketAddr, user: &str) -> Result<Replica, String
     let cached = known_paths()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .get(&(b.block.clone(), dn))
+        .get(&(b.given.b.clone(), dn))
         .cloned();
     let paths = match cached {
         Some(p) => p,
         None => {
-            let p = block_local_paths(dn, user, &b.block, &b.token).map_err(|e| {
+            let p = block_local_paths(dn, user, &b.given.b, &b.given.block_token).map_err(|e| {
                 if let CallError::Remote { class, message } = &e {
                     if class.ends_with("AccessControlException") {
                         refused_by(dn, class, message);
@@ -362,7 +361,7 @@ fn replica_at(b: &Located, dn: SocketAddr, user: &str) -> Result<Replica, String
             known_paths()
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert((b.block.clone(), dn), p.clone());
+                .insert((b.given.b.clone(), dn), p.clone());
             p
         }
     };
@@ -375,7 +374,7 @@ fn replica_at(b: &Located, dn: SocketAddr, user: &str) -> Result<Replica, String
         known_paths()
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&(b.block.clone(), dn));
+            .remove(&(b.given.b.clone(), dn));
         if e.contains("Permission denied") {
             // The DataNode's directories are not this user's to read.
             refused_by(dn, "its block files", e);
@@ -596,6 +595,7 @@ impl Read for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hadoop_ipc::Token;
     use std::io::Write;
 
     fn block(
@@ -641,7 +641,7 @@ mod tests {
             ec_policy: None,
         };
         let b = located(lb.clone(), "/f").unwrap();
-        assert_eq!((b[0].offset, b[0].len, b[0].block.block_id), (0, 2000, 1));
+        assert_eq!((b[0].offset, b[0].len, b[0].given.b.block_id), (0, 2000, 1));
         assert_eq!(b[0].datanodes, ["10.0.0.9:9867".parse().unwrap()]);
         assert_eq!(b[1].datanodes, ["127.0.0.1:43555".parse().unwrap()]);
         assert_eq!(block_at(&b, 1999), Some(0));
@@ -741,13 +741,6 @@ mod tests {
         r.blocks = Arc::new(vec![Located {
             offset: 0,
             len,
-            block: ExtendedBlock {
-                pool_id: "BP".into(),
-                block_id: 1,
-                generation_stamp: 1,
-                num_bytes: Some(len),
-            },
-            token: Token::default(),
             datanodes: Vec::new(),
             given: block(1, 0, len, &[]),
         }]);
