@@ -3,11 +3,22 @@
 and Hadoop MapReduce, on the same file, answers checked.
 
 Usage: .venv/bin/python bench/streaming.py [--size 50MB] [--runs 3]
-       [--no-hadoop] [--package-only]
+       [--no-hadoop] [--package-only] [--streaming-only]
+       [--hadoop-streaming-jar JAR]
 
 --package-only measures the sluice Python package against PySpark alone,
 with the package as installed in the venv (no build, no Streaming, no
-Hadoop).
+Hadoop). --streaming-only measures the Streaming rows alone (Sluice's,
+Hadoop's pipes, and Hadoop's own Streaming when its jar is given).
+
+--hadoop-streaming-jar (or HADOOP_STREAMING_JAR) names Hadoop's own
+hadoop-streaming jar (`$HADOOP_HOME/share/hadoop/tools/lib/` of a Hadoop
+installation; it is not on the registry this project uses, so nothing
+here fetches or builds it): the same map.py and reduce.py then also run
+through `org.apache.hadoop.streaming.HadoopStreaming` on LocalJobRunner
+with `bench/hadoop`'s Hadoop 3.4.1 jars on the class path, 2 map and 2
+reduce slots, its job poll at 20 ms as the other Hadoop jobs here, and
+its part files must equal Sluice Streaming's byte for byte.
 
 - Sluice: `sluice streaming` with a Python mapper and reducer shipped with
   -file (one process per task, lines through pipes, as Hadoop Streaming),
@@ -83,6 +94,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-hadoop", action="store_true")
     ap.add_argument("--package-only", action="store_true")
+    ap.add_argument("--streaming-only", action="store_true")
+    ap.add_argument("--hadoop-streaming-jar", default=os.environ.get("HADOOP_STREAMING_JAR", ""))
     a = ap.parse_args()
     if a.package_only:
         a.no_hadoop = True
@@ -103,18 +116,15 @@ def main():
         want = counts(w / "want")
         rows = []
 
-        def streaming(combine):
-            args = [S, "streaming", "-input", data, "-output", w / "out", "--overwrite",
-                    "-mapper", "python3 map.py", "-reducer", "python3 reduce.py",
-                    "-file", w / "map.py", "-file", w / "reduce.py", "-numReduceTasks", "2"]
-            if combine:
-                args += ["-combiner", "python3 reduce.py"]
-            sh(*args)
-
         for combine in () if a.package_only else (False, True):
-            t = statistics.median(timed(lambda: streaming(combine)) for _ in range(a.runs))
+            t = statistics.median(timed(lambda: streaming_once(w, data, combine)) for _ in range(a.runs))
             assert counts(w / "out") == want, "Sluice Streaming's answer differs"
             rows.append((f"Sluice Streaming{' + combiner' if combine else ''}", t))
+
+        if a.streaming_only:
+            hadoop_rows(a, w, data, want, rows)
+            report(rows, data, a.runs)
+            return
 
         # The same functions through the sluice Python package: lines in
         # batches to a Python process per running task (or, in process, to
@@ -165,40 +175,94 @@ def main():
                      statistics.median(timed(spark_pipe) for _ in range(a.runs))))
         spark.stop()
 
-        if not a.no_hadoop:
-            hd = ROOT / "bench" / "hadoop"
-            if not (hd / "target" / "hadoop-jobs-1.0.jar").exists():
-                sh("mvn", "-q", "-B", "-f", hd / "pom.xml", "package", "-DskipTests")
-            cp = f"{hd}/target/hadoop-jobs-1.0.jar:{hd}/target/lib/*"
-
-            def hadoop():
-                shutil.rmtree(w / "hout", ignore_errors=True)
-                sh("java", "-Xmx2g", "-cp", cp, "sluice.bench.Jobs", "wordcount", data, w / "hout", "2")
-
-            t = statistics.median(timed(hadoop) for _ in range(a.runs))
-            assert counts(w / "hout") == want, "Hadoop's answer differs"
-            rows.append(("Hadoop MapReduce WordCount (Java)", t))
-
-            def hadoop_streaming(combine):
-                shutil.rmtree(w / "hsout", ignore_errors=True)
-                args = ["java", "-Xmx2g", "-cp", cp, "sluice.bench.Streaming", data, w / "hsout",
-                        "2", "2", w, "python3 map.py", "python3 reduce.py"]
-                sh(*(args + (["python3 reduce.py"] if combine else [])))
-
-            for combine in (False, True):
-                t = statistics.median(timed(lambda: hadoop_streaming(combine))
-                                      for _ in range(a.runs))
-                assert counts(w / "hsout") == want, "Hadoop Streaming's answer differs"
-                rows.append((f"Hadoop MapReduce with Streaming's pipes{' + combiner' if combine else ''}",
-                             t))
-
-        size = sum(p.stat().st_size for p in data.glob("part-*"))
-        print(f"word count over {size / 1e6:.0f} MB of text, medians of {a.runs}")
-        for what, t in rows:
-            print(f"| {what} | {t:.2f} |")
-        print("every answer matched Sluice's built-in word count")
+        hadoop_rows(a, w, data, want, rows)
+        report(rows, data, a.runs)
     finally:
         shutil.rmtree(w, ignore_errors=True)
+
+
+def streaming_once(w, data, combine):
+    """Sluice Streaming's word count of DATA into W/out."""
+    args = [S, "streaming", "-input", data, "-output", w / "out", "--overwrite",
+            "-mapper", "python3 map.py", "-reducer", "python3 reduce.py",
+            "-file", w / "map.py", "-file", w / "reduce.py", "-numReduceTasks", "2"]
+    if combine:
+        args += ["-combiner", "python3 reduce.py"]
+    sh(*args)
+
+
+def parts(out):
+    """The bytes of OUT's part files, in partition order."""
+    return [p.read_bytes() for p in sorted(out.glob("part-*"))]
+
+
+def hadoop_rows(a, w, data, want, rows):
+    """Hadoop's Java WordCount and the scripts through Hadoop's pipes (and
+    Hadoop's own Streaming, given its jar), appended to ROWS."""
+    if a.no_hadoop:
+        return
+    hd = ROOT / "bench" / "hadoop"
+    if not (hd / "target" / "hadoop-jobs-1.0.jar").exists():
+        sh("mvn", "-q", "-B", "-f", hd / "pom.xml", "package", "-DskipTests")
+    cp = f"{hd}/target/hadoop-jobs-1.0.jar:{hd}/target/lib/*"
+
+    def hadoop():
+        shutil.rmtree(w / "hout", ignore_errors=True)
+        sh("java", "-Xmx2g", "-cp", cp, "sluice.bench.Jobs", "wordcount", data, w / "hout", "2")
+
+    t = statistics.median(timed(hadoop) for _ in range(a.runs))
+    assert counts(w / "hout") == want, "Hadoop's answer differs"
+    rows.append(("Hadoop MapReduce WordCount (Java)", t))
+
+    def hadoop_streaming(combine):
+        shutil.rmtree(w / "hsout", ignore_errors=True)
+        args = ["java", "-Xmx2g", "-cp", cp, "sluice.bench.Streaming", data, w / "hsout",
+                "2", "2", w, "python3 map.py", "python3 reduce.py"]
+        sh(*(args + (["python3 reduce.py"] if combine else [])))
+
+    for combine in (False, True):
+        t = statistics.median(timed(lambda: hadoop_streaming(combine))
+                              for _ in range(a.runs))
+        assert counts(w / "hsout") == want, "Hadoop Streaming's answer differs"
+        rows.append((f"Hadoop MapReduce with Streaming's pipes{' + combiner' if combine else ''}",
+                     t))
+
+    if a.hadoop_streaming_jar:
+        jar = pathlib.Path(a.hadoop_streaming_jar).resolve()
+
+        def hadoop_real(combine):
+            shutil.rmtree(w / "hrout", ignore_errors=True)
+            args = ["java", "-Xmx2g", "-cp", f"{jar}:{cp}",
+                    "org.apache.hadoop.streaming.HadoopStreaming",
+                    "-D", "mapreduce.framework.name=local",
+                    "-D", "mapreduce.local.map.tasks.maximum=2",
+                    "-D", "mapreduce.local.reduce.tasks.maximum=2",
+                    "-D", "mapreduce.client.progressmonitor.pollinterval=20",
+                    "-input", data, "-output", w / "hrout",
+                    "-mapper", "python3 map.py", "-reducer", "python3 reduce.py",
+                    "-file", w / "map.py", "-file", w / "reduce.py", "-numReduceTasks", "2"]
+            if combine:
+                args += ["-combiner", "python3 reduce.py"]
+            sh(*args, cwd=w)
+
+        for combine in (False, True):
+            t = statistics.median(timed(lambda: hadoop_real(combine)) for _ in range(a.runs))
+            assert counts(w / "hrout") == want, "Hadoop Streaming's answer differs"
+            if not combine:
+                # Sluice Streaming's last output was with the combiner:
+                # run it once more without, to compare part files.
+                streaming_once(w, data, False)
+                assert parts(w / "hrout") == parts(w / "out"), \
+                    "Hadoop Streaming's part files differ from Sluice Streaming's"
+            rows.append((f"Hadoop Streaming (its own jar){' + combiner' if combine else ''}", t))
+
+
+def report(rows, data, runs):
+    size = sum(p.stat().st_size for p in data.glob("part-*"))
+    print(f"word count over {size / 1e6:.0f} MB of text, medians of {runs}")
+    for what, t in rows:
+        print(f"| {what} | {t:.2f} |")
+    print("every answer matched Sluice's built-in word count")
 
 
 if __name__ == "__main__":

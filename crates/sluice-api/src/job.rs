@@ -94,6 +94,12 @@ pub struct JobSpec {
     pub reducer: Option<ReducerFactory>,
     /// Creates combiners, applied when spilling and when merging.
     pub combiner: Option<ReducerFactory>,
+    /// Each combiner instance is costly to start (a process, as a
+    /// Streaming combiner is: one per spilled partition). The local
+    /// engine's maps then collect up to their whole collect budget before
+    /// they spill, as Hadoop's one sort buffer does, where in-process
+    /// combiners do best with small spills that stay in the caches.
+    pub costly_combiner: bool,
     /// Combines values at emit time into a hash table (Phoenix++ style)
     /// instead of sorting map output; needs no combiner.
     pub aggregator: Option<Arc<dyn Aggregator>>,
@@ -116,6 +122,7 @@ impl JobSpec {
             mapper: Arc::new(move || Box::new(mapper())),
             reducer: None,
             combiner: None,
+            costly_combiner: false,
             aggregator: None,
             partitioner: Arc::new(HashPartitioner),
             key_order: KeyOrder::Bytewise,
@@ -140,6 +147,17 @@ impl JobSpec {
     {
         self.combiner = Some(Arc::new(move || Box::new(combiner())));
         self
+    }
+
+    /// Sets a combiner that is costly to start ([`JobSpec::costly_combiner`]).
+    pub fn costly_combiner<R, F>(self, combiner: F) -> Self
+    where
+        R: Reducer + 'static,
+        F: Fn() -> R + Send + Sync + 'static,
+    {
+        let mut spec = self.combiner(combiner);
+        spec.costly_combiner = true;
+        spec
     }
 
     /// Sets the emit-time aggregator (enables hash grouping).
@@ -172,6 +190,7 @@ impl std::fmt::Debug for JobSpec {
             .field("name", &self.name)
             .field("map_only", &self.is_map_only())
             .field("combiner", &self.combiner.is_some())
+            .field("costly_combiner", &self.costly_combiner)
             .field("aggregator", &self.aggregator.is_some())
             .field("key_order", &self.key_order)
             .finish()

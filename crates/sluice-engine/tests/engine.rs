@@ -155,6 +155,27 @@ fn wordcount_matches_the_oracle_under_every_grouping_and_memory() {
     }
 }
 
+/// A combiner that is costly to start (a Streaming process per spilled
+/// partition) makes each map thread collect up to its whole budget
+/// before it spills: one run a thread here, where the small spills that
+/// suit an in-process combiner make several; the counts are the same.
+#[test]
+fn a_costly_combiner_spills_once_a_thread_when_the_budget_allows() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen_text(d.path(), 4 << 20, 20_000);
+    let want = oracle_counts(&input_lines(&data));
+    let c = cfg(2, 1 << 30, 2);
+    let cheap = sluice_jobs::wordcount(Grouping::Sort);
+    let mut costly = cheap.clone();
+    costly.costly_combiner = true;
+    let small = run(&cheap, &data, &d.path().join("cheap"), &c).unwrap();
+    let whole = run(&costly, &data, &d.path().join("costly"), &c).unwrap();
+    assert_eq!(parse_counts(&d.path().join("cheap")), want);
+    assert_eq!(parse_counts(&d.path().join("costly")), want);
+    assert!(small.spill_files > 2, "{} runs", small.spill_files);
+    assert_eq!(whole.spill_files, 2, "one run a thread");
+}
+
 /// Word count over words that hardly repeat: each map thread's hash
 /// table gives up once it holds 8 MiB of keys it did not reduce, the rest
 /// is sorted and combined at spill time, and the counts are exact; text

