@@ -270,13 +270,30 @@ impl ChunkHasher {
     }
 }
 
-/// Where a [`CheckedReader`] hands every chunk it has verified, in order:
-/// a block being admitted to a cache by the map that reads it (a tee), so
-/// the cache is filled from the map's own read and check.
-pub trait Tee: Send + Sync {
-    /// `bytes` of the block from `offset` on, each chunk of them verified
-    /// against its checksum.
-    fn verified(&self, offset: u64, bytes: &[u8]);
+/// Memory a stored block is read into by the map that reads it, when the
+/// block is being admitted to a worker's cache: the map's reader reads
+/// the block's chunks straight into it, verifies each there, and scans
+/// its records in place as they arrive (no copy into a buffer of the
+/// map's own), then hands the memory back whole ([`Fill::filled`]). A
+/// reader that fails drops the memory instead, and nothing is cached.
+pub trait Fill: Send + Sync {
+    /// The block's memory, exactly its length, to read into; `None` once
+    /// taken.
+    fn take(&self) -> Option<Box<dyn FillMemory>>;
+
+    /// Every byte of `memory` has been read and verified against its
+    /// chunk's checksum.
+    fn filled(&self, memory: Box<dyn FillMemory>);
+}
+
+/// The memory of a [`Fill`].
+pub trait FillMemory: Send {
+    /// Its bytes.
+    fn bytes(&self) -> &[u8];
+    /// Its bytes, to read into.
+    fn bytes_mut(&mut self) -> &mut [u8];
+    /// Itself, for [`Fill::filled`] to take its own type back.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
 }
 
 /// Reads a block file, handing out only bytes of chunks whose CRC has been
@@ -292,8 +309,6 @@ pub struct CheckedReader {
     buf: Vec<u8>,
     lo: usize,
     hi: usize,
-    /// Given every verified chunk, if set.
-    tee: Option<Arc<dyn Tee>>,
 }
 
 impl fmt::Debug for CheckedReader {
@@ -301,7 +316,6 @@ impl fmt::Debug for CheckedReader {
         f.debug_struct("CheckedReader")
             .field("path", &self.path)
             .field("next", &self.next)
-            .field("tee", &self.tee.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -338,14 +352,7 @@ impl CheckedReader {
             buf: Vec::new(),
             lo: 0,
             hi: 0,
-            tee: None,
         })
-    }
-
-    /// Hands every chunk verified from now on to `tee` as well.
-    pub fn with_tee(mut self, tee: Arc<dyn Tee>) -> Self {
-        self.tee = Some(tee);
-        self
     }
 
     /// Reads verified bytes into `out`; 0 at the end of the block. Whole
@@ -380,9 +387,6 @@ impl CheckedReader {
                 let n = self.sums.chunk_len(self.next + i) as usize;
                 self.check(self.next + i, &out[start..start + n])?;
             }
-            if let Some(t) = &self.tee {
-                t.verified(self.next * chunk, &out[..bytes]);
-            }
             self.next += fit;
             return Ok(bytes);
         }
@@ -392,9 +396,6 @@ impl CheckedReader {
         buf.resize(n, 0);
         self.fill(&mut buf)?;
         self.check(self.next, &buf)?;
-        if let Some(t) = &self.tee {
-            t.verified(self.next * chunk, &buf);
-        }
         self.buf = buf;
         self.next += 1;
         self.lo = 0;
@@ -511,60 +512,6 @@ mod tests {
                 return Ok(out);
             }
             out.extend_from_slice(&buf[..n]);
-        }
-    }
-
-    /// A tee that keeps what it is handed, with each offset.
-    #[derive(Default)]
-    struct Kept(std::sync::Mutex<Vec<(u64, Vec<u8>)>>);
-
-    impl Tee for Kept {
-        fn verified(&self, offset: u64, bytes: &[u8]) {
-            self.0.lock().unwrap().push((offset, bytes.to_vec()));
-        }
-    }
-
-    /// The tee gets the block's bytes in order, each once, whatever the
-    /// reader's buffer; of a damaged block only the chunks before the
-    /// damage.
-    #[test]
-    fn the_tee_gets_every_verified_chunk_and_nothing_else() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("b");
-        let d = data(5 * CHUNK as usize + 123);
-        std::fs::write(&p, &d).unwrap();
-        let s = Arc::new(ChunkSums::of(&d));
-        let teed = |piece: usize| {
-            let kept = Arc::new(Kept::default());
-            let r = CheckedReader::open(&p, s.clone())
-                .unwrap()
-                .with_tee(kept.clone());
-            let res = read_through(r, piece);
-            let got = std::mem::take(&mut *kept.0.lock().unwrap());
-            (res, got)
-        };
-        for piece in [1, 4096, CHUNK as usize, 3 * CHUNK as usize + 5, 1 << 22] {
-            let (res, got) = teed(piece);
-            res.unwrap();
-            let mut at = 0;
-            for (offset, bytes) in &got {
-                assert_eq!(*offset, at, "{piece}");
-                at += bytes.len() as u64;
-            }
-            let all: Vec<u8> = got.into_iter().flat_map(|(_, b)| b).collect();
-            assert_eq!(all, d, "{piece}");
-        }
-        let mut bad = d.clone();
-        bad[2 * CHUNK as usize + 9] ^= 1;
-        std::fs::write(&p, &bad).unwrap();
-        for piece in [4096, CHUNK as usize, 1 << 22] {
-            let (res, got) = teed(piece);
-            assert!(res.is_err(), "{piece}");
-            let end = got.last().map_or(0, |(o, b)| o + b.len() as u64);
-            assert!(
-                end <= 2 * u64::from(CHUNK),
-                "{piece}: {end} bytes handed on"
-            );
         }
     }
 

@@ -167,7 +167,7 @@ impl RangeIndex {
                 checks: None,
                 resident: None,
                 remote: None,
-                tee: None,
+                fill: None,
             }));
         }
         let meets = |c: &&Chunk| {

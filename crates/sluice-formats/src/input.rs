@@ -48,29 +48,29 @@ pub struct InputFile {
     /// Where the bytes are when they are not a local file (an object in
     /// an object store): readers read through it; `path` only names it.
     pub remote: Option<Remote>,
-    /// Where a checked read hands its verified chunks too (a block being
-    /// admitted to a worker's cache as its map reads it).
-    pub tee: Option<TeeTo>,
+    /// Memory a checked read reads the file into and scans in place (a
+    /// block being admitted to a worker's cache as its map reads it).
+    pub fill: Option<FillTo>,
 }
 
-/// A [`crate::chunked::Tee`] of a file's checked reads.
+/// The [`crate::chunked::Fill`] of a file's checked read.
 #[derive(Clone)]
-pub struct TeeTo(pub Arc<dyn crate::chunked::Tee>);
+pub struct FillTo(pub Arc<dyn crate::chunked::Fill>);
 
-impl std::fmt::Debug for TeeTo {
+impl std::fmt::Debug for FillTo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("TeeTo")
+        f.write_str("FillTo")
     }
 }
 
-/// Two are equal when they are the same tee.
-impl PartialEq for TeeTo {
+/// Two are equal when they are the same fill.
+impl PartialEq for FillTo {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
-impl Eq for TeeTo {}
+impl Eq for FillTo {}
 
 /// A file's bytes somewhere other than the local file system, such as an
 /// object in an object store.
@@ -202,7 +202,7 @@ impl Split {
                 checks: None,
                 resident: None,
                 remote: None,
-                tee: None,
+                fill: None,
             }),
             start: 0,
             end: 0,
@@ -227,16 +227,16 @@ impl Split {
     }
 
     /// Split `index`: the whole of a stored block at `path`, read through
-    /// its chunk checksums, each verified chunk handed to `tee` as well.
-    pub fn whole_teed(
+    /// its chunk checksums into the memory of `fill` and scanned there.
+    pub fn whole_filling(
         index: usize,
         path: PathBuf,
         len: u64,
         checks: Arc<crate::chunked::ChunkSums>,
-        tee: TeeTo,
+        fill: FillTo,
     ) -> Split {
         let mut s = Split::whole_checked(index, path, len, Some(checks));
-        Arc::get_mut(&mut s.file).expect("just made").tee = Some(tee);
+        Arc::get_mut(&mut s.file).expect("just made").fill = Some(fill);
         s
     }
 
@@ -263,7 +263,7 @@ impl Split {
                 checks,
                 resident,
                 remote: None,
-                tee: None,
+                fill: None,
             }),
             start: 0,
             end: len,
@@ -395,7 +395,7 @@ fn input_file(path: &Path) -> Result<InputFile> {
         checks: None,
         resident: None,
         remote: None,
-        tee: None,
+        fill: None,
     })
 }
 
@@ -621,7 +621,7 @@ mod tests {
             checks: None,
             resident: None,
             remote: None,
-            tee: None,
+            fill: None,
         };
         let s = plan_splits(std::slice::from_ref(&f), 300, RecordFormat::Lines);
         let bounds: Vec<_> = s.iter().map(|s| (s.start, s.end)).collect();
@@ -655,7 +655,7 @@ mod tests {
             checks: None,
             resident: None,
             remote: Some(Remote(Arc::new(Blocked(1000)))),
-            tee: None,
+            fill: None,
         };
         let bounds = |size, format| -> Vec<(u64, u64)> {
             plan_splits(std::slice::from_ref(&f), size, format)
@@ -698,7 +698,7 @@ mod tests {
                 checks: None,
                 resident: None,
                 remote: None,
-                tee: None,
+                fill: None,
             })
             .collect();
         plan_splits(&files, 1000, RecordFormat::Lines)
@@ -744,7 +744,7 @@ mod props {
             target in 1u64..4000,
         ) {
             let files: Vec<InputFile> = lens.iter().enumerate().map(|(i, &len)| InputFile {
-                path: format!("f{i}").into(), len, codec: Codec::None, checks: None, resident: None, remote: None, tee: None,
+                path: format!("f{i}").into(), len, codec: Codec::None, checks: None, resident: None, remote: None, fill: None,
             }).collect();
             let tasks = combine(plan_splits(&files, target, RecordFormat::Lines), target);
             let mut covered: Vec<Vec<(u64, u64)>> = vec![Vec::new(); files.len()];

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use flate2::read::MultiGzDecoder;
 
-use crate::chunked::CheckedReader;
+use crate::chunked::{CheckedReader, Fill, FillMemory};
 use crate::input::{Codec, RecordFormat, Split};
 use crate::{FormatError, Result};
 
@@ -55,7 +55,13 @@ where
 {
     let path = split.file.path.as_path();
     if let Some(r) = &split.file.resident {
-        return scan_resident(r.bytes(), path, format, opts, f);
+        return scan_resident(r.bytes(), 0, path, format, opts, f);
+    }
+    if let Some((fill, memory)) = filling(split) {
+        let mut f = f;
+        return fill_and_scan(split, fill, memory, opts, format, |data, base| {
+            scan_resident(data, base, path, format, opts, &mut f)
+        });
     }
     let (src, first, end) = open_at(split, format)?;
     match format {
@@ -111,10 +117,7 @@ fn open_at(split: &Split, format: RecordFormat) -> Result<(Source, u64, u64)> {
     if let Some(sums) = &split.file.checks {
         // Checked blocks are read whole, from their first chunk.
         debug_assert_eq!(split.start, 0, "a checked block is one split");
-        let mut r = CheckedReader::open(path, sums.clone())?;
-        if let Some(tee) = &split.file.tee {
-            r = r.with_tee(tee.0.clone());
-        }
+        let r = CheckedReader::open(path, sums.clone())?;
         return Ok((Source::Checked(Box::new(r)), 0, split.end));
     }
     let first = match format {
@@ -309,7 +312,17 @@ where
 {
     let path = split.file.path.as_path();
     if let Some(r) = &split.file.resident {
-        return resident_line_blocks(r.bytes(), path, opts, f);
+        return resident_line_blocks(r.bytes(), 0, path, opts, f);
+    }
+    if let Some((fill, memory)) = filling(split) {
+        return fill_and_scan(
+            split,
+            fill,
+            memory,
+            opts,
+            RecordFormat::Lines,
+            |data, base| resident_line_blocks(data, base, path, opts, &mut f),
+        );
     }
     let (mut src, first, end) = open_at(split, RecordFormat::Lines)?;
     let mut w = Window::new(opts.buffer_size.min(opts.max_record + 1), first, end);
@@ -357,6 +370,7 @@ where
 /// same record limits and errors.
 fn scan_resident<E, F>(
     data: &[u8],
+    base: u64,
     path: &Path,
     format: RecordFormat,
     opts: &ReadOptions,
@@ -370,13 +384,15 @@ where
         RecordFormat::Lines => {
             let mut at = 0usize;
             for end in memchr::memchr_iter(b'\n', data) {
-                check_len(path, at as u64, end - at, opts.max_record)?;
-                f(at as u64, strip_cr(&data[at..end]))?;
+                let off = base + at as u64;
+                check_len(path, off, end - at, opts.max_record)?;
+                f(off, strip_cr(&data[at..end]))?;
                 at = end + 1;
             }
             if at < data.len() {
-                check_len(path, at as u64, data.len() - at, opts.max_record)?;
-                f(at as u64, strip_cr(&data[at..]))?;
+                let off = base + at as u64;
+                check_len(path, off, data.len() - at, opts.max_record)?;
+                f(off, strip_cr(&data[at..]))?;
             }
             return Ok(data.len() as u64);
         }
@@ -386,14 +402,14 @@ where
     let records = data.chunks_exact(size);
     let trailing = records.remainder().len();
     for (i, r) in records.enumerate() {
-        let at = (i * size) as u64;
+        let at = base + (i * size) as u64;
         match format {
             RecordFormat::Paged(_) => crate::paged::page_records(path, at, r, &mut f)?,
             _ => f(at, r)?,
         }
     }
     if trailing > 0 {
-        let at = (data.len() - trailing) as u64;
+        let at = base + (data.len() - trailing) as u64;
         let detail = format!("{trailing} trailing bytes, records are {size} bytes");
         return Err(FormatError::truncated(path, at, detail).into());
     }
@@ -404,6 +420,7 @@ where
 /// lines of about `opts.buffer_size` bytes, each a slice of it.
 fn resident_line_blocks<E, F>(
     data: &[u8],
+    base: u64,
     path: &Path,
     opts: &ReadOptions,
     mut f: F,
@@ -420,11 +437,86 @@ where
             Some(j) => step.min(rest.len()) + j,
             None => rest.len(),
         };
-        check_len(path, at as u64, longest_line(&rest[..len]), opts.max_record)?;
-        f(at as u64, &rest[..len])?;
+        let off = base + at as u64;
+        check_len(path, off, longest_line(&rest[..len]), opts.max_record)?;
+        f(off, &rest[..len])?;
         at += len;
     }
     Ok(data.len() as u64)
+}
+
+/// The fill of a split being admitted to a cache, and its memory, if the
+/// split has one not taken yet.
+fn filling(split: &Split) -> Option<(&dyn Fill, Box<dyn FillMemory>)> {
+    let fill = split.file.fill.as_ref()?;
+    let memory = fill.0.take()?;
+    Some((fill.0.as_ref(), memory))
+}
+
+/// Reads a stored block straight into `memory` (a [`Fill`]'s: the block
+/// being admitted to a cache), a window of whole chunks at a time, each
+/// chunk verified there ([`CheckedReader`]), and hands `scan` every run of
+/// whole records as soon as it has arrived: `scan(records, offset)`. The
+/// records are scanned where they will be cached, with no copy into a
+/// buffer of the reader's own, and the scan keeps pace with the disk as
+/// a streaming read does. Once every byte is in, the memory goes to
+/// [`Fill::filled`]; a failure drops it.
+fn fill_and_scan<E>(
+    split: &Split,
+    fill: &dyn Fill,
+    mut memory: Box<dyn FillMemory>,
+    opts: &ReadOptions,
+    format: RecordFormat,
+    mut scan: impl FnMut(&[u8], u64) -> std::result::Result<u64, E>,
+) -> std::result::Result<u64, E>
+where
+    E: From<FormatError>,
+{
+    let path = split.file.path.as_path();
+    let sums = split
+        .file
+        .checks
+        .as_ref()
+        .expect("a filling split is a checked block");
+    let mut reader = CheckedReader::open(path, sums.clone())?;
+    let len = memory.bytes().len();
+    // Windows of whole chunks, so the reader verifies them in place.
+    let chunk = sums.chunk.max(1) as usize;
+    let window = opts.buffer_size.max(1).div_ceil(chunk) * chunk;
+    let (mut filled, mut done) = (0usize, 0usize);
+    loop {
+        if filled < len {
+            let end = (filled + window).min(len);
+            let n = reader.read_into(&mut memory.bytes_mut()[filled..end])?;
+            if n == 0 {
+                let detail = "the block ends before its checksums do";
+                return Err(FormatError::truncated(path, filled as u64, detail).into());
+            }
+            filled += n;
+        }
+        let data = &memory.bytes()[done..filled];
+        let whole = if filled == len {
+            data.len()
+        } else {
+            match format {
+                RecordFormat::Lines => memchr::memrchr(b'\n', data).map_or(0, |i| i + 1),
+                RecordFormat::Fixed(n) => data.len() / n.max(1) * n.max(1),
+                RecordFormat::Paged(n) => {
+                    let n = n.max(crate::paged::PAGE_HEADER);
+                    data.len() / n * n
+                }
+            }
+        };
+        if whole > 0 {
+            scan(&data[..whole], done as u64)?;
+            done += whole;
+        }
+        if filled == len {
+            break;
+        }
+    }
+    fill.filled(memory);
+    Ok(len as u64)
 }
 
 /// The length of the longest line in `block` (without its `\n`).
@@ -534,6 +626,7 @@ where
 #[cfg(test)]
 mod tests {
     use std::io::Write;
+    use std::sync::Arc;
 
     use super::*;
     use crate::input::{plan_splits, resolve};
@@ -614,6 +707,134 @@ mod tests {
         };
         let e = read_line_blocks::<FormatError, _>(&split, &tight, |_, _| Ok(())).unwrap_err();
         assert!(matches!(e, FormatError::RecordTooLarge { .. }), "{e}");
+    }
+
+    /// A fill of plain memory that keeps what is handed back.
+    struct VecFill {
+        memory: std::sync::Mutex<Option<Vec<u8>>>,
+        back: std::sync::Mutex<Option<Vec<u8>>>,
+    }
+
+    struct VecMemory(Vec<u8>);
+
+    impl FillMemory for VecMemory {
+        fn bytes(&self) -> &[u8] {
+            &self.0
+        }
+        fn bytes_mut(&mut self) -> &mut [u8] {
+            &mut self.0
+        }
+        fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+            self
+        }
+    }
+
+    impl Fill for VecFill {
+        fn take(&self) -> Option<Box<dyn FillMemory>> {
+            let m = self.memory.lock().unwrap().take()?;
+            Some(Box::new(VecMemory(m)))
+        }
+        fn filled(&self, memory: Box<dyn FillMemory>) {
+            let m = memory.into_any().downcast::<VecMemory>().unwrap();
+            *self.back.lock().unwrap() = Some(m.0);
+        }
+    }
+
+    /// A block read into a fill's memory gives the records a checked read
+    /// of it gives, at the same offsets, in both read modes, and hands the
+    /// memory back holding the block; a damaged chunk fails the read, no
+    /// record of it or after it is seen, and nothing is handed back.
+    #[test]
+    fn a_filling_read_scans_in_place_what_a_checked_read_gives() {
+        use crate::chunked::{ChunkSums, CHUNK};
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("blk");
+        let mut text = Vec::new();
+        let mut i = 0u64;
+        while text.len() < 3 * CHUNK as usize + 777 {
+            let _ = writeln!(text, "{}", "w".repeat((i * 7919 % 3000) as usize));
+            i += 1;
+        }
+        text.truncate(3 * CHUNK as usize + 777); // the last line unended
+        let fixed: Vec<u8> = (0..7 * 30_000u32).map(|x| (x % 251) as u8).collect();
+        let opts = ReadOptions {
+            buffer_size: 100,
+            max_record: 1 << 20,
+        };
+        for (bytes, format) in [
+            (&text, RecordFormat::Lines),
+            (&fixed, RecordFormat::Fixed(7)),
+        ] {
+            std::fs::write(&p, bytes).unwrap();
+            let sums = Arc::new(ChunkSums::of(bytes));
+            let len = bytes.len() as u64;
+            let fill = Arc::new(VecFill {
+                memory: std::sync::Mutex::new(Some(vec![0; bytes.len()])),
+                back: std::sync::Mutex::new(None),
+            });
+            let read = |split: &Split| {
+                let mut out = Vec::new();
+                read_split::<FormatError, _>(split, format, &opts, |o, r| {
+                    out.push((o, r.to_vec()));
+                    Ok(())
+                })
+                .map(|_| out)
+            };
+            let checked = read(&Split::whole_checked(0, p.clone(), len, Some(sums.clone())));
+            let split = Split::whole_filling(
+                0,
+                p.clone(),
+                len,
+                sums.clone(),
+                crate::input::FillTo(fill.clone()),
+            );
+            assert_eq!(read(&split).unwrap(), checked.unwrap(), "{format:?}");
+            assert_eq!(fill.back.lock().unwrap().as_deref(), Some(&bytes[..]));
+            // Taken once: a second read reads the file as a checked one.
+            assert!(fill.take().is_none());
+            let again = read(&Split::whole_checked(0, p.clone(), len, Some(sums)));
+            assert_eq!(read(&split).unwrap(), again.unwrap());
+        }
+        // Line blocks: whole lines, covering the block once.
+        std::fs::write(&p, &text).unwrap();
+        let sums = Arc::new(ChunkSums::of(&text));
+        let fill = || {
+            let f = Arc::new(VecFill {
+                memory: std::sync::Mutex::new(Some(vec![0; text.len()])),
+                back: std::sync::Mutex::new(None),
+            });
+            let split = Split::whole_filling(
+                0,
+                p.clone(),
+                text.len() as u64,
+                sums.clone(),
+                crate::input::FillTo(f.clone()),
+            );
+            let mut seen = Vec::new();
+            let r = read_line_blocks::<FormatError, _>(&split, &opts, |o, b| {
+                assert_eq!(o as usize, seen.len(), "blocks in order");
+                assert!(o == 0 || text[o as usize - 1] == b'\n', "block at {o}");
+                seen.extend_from_slice(b);
+                Ok(())
+            });
+            let back = f.back.lock().unwrap().take();
+            (r, seen, back)
+        };
+        let (r, seen, back) = fill();
+        r.unwrap();
+        assert_eq!(seen, text);
+        assert_eq!(back.as_deref(), Some(&text[..]));
+        let mut bad = text.clone();
+        bad[2 * CHUNK as usize + 5] ^= 1;
+        std::fs::write(&p, &bad).unwrap();
+        let (r, seen, back) = fill();
+        assert!(matches!(r, Err(FormatError::Damaged { .. })), "{r:?}");
+        assert!(
+            seen.len() <= 2 * CHUNK as usize,
+            "{} bytes seen",
+            seen.len()
+        );
+        assert_eq!(back, None, "a damaged block is not handed back");
     }
 
     #[test]

@@ -245,7 +245,7 @@ fn input_file(
         codec: Codec::of_name(&st.path),
         checks: None,
         resident: None,
-        tee: None,
+        fill: None,
         remote: Some(Remote(Arc::new(HdfsFile {
             client: c.clone(),
             authority: loc.authority.clone(),

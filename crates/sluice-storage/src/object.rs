@@ -231,7 +231,7 @@ fn input_file(loc: &Location, store: Arc<dyn ObjectStore>, key: &str, len: u64) 
         codec,
         checks: None,
         resident: None,
-        tee: None,
+        fill: None,
         remote: Some(Remote(Arc::new(Object {
             store,
             path: ObjPath::from(key),

@@ -151,11 +151,12 @@ impl Locked {
 }
 
 /// A block being admitted by the map that reads it: its room in the cache
-/// is reserved and its memory mapped; the map's checked reader hands it
-/// every chunk it verified ([`Tee`](sluice_formats::chunked::Tee)), and
-/// once all `len` bytes have arrived the block is sealed and cached. A
-/// filling dropped before that (the map failed, or met a damaged chunk,
-/// which is never handed on) gives its room back: nothing partial or
+/// is reserved and its memory mapped; the map's reader takes the memory,
+/// reads the block's chunks straight into it, verifies each there and
+/// scans the records in place ([`Fill`](sluice_formats::chunked::Fill)),
+/// then gives it back whole, and the block is sealed and cached. A
+/// filling whose memory never comes back whole (the map failed, or met a
+/// damaged chunk) gives its room back when dropped: nothing partial or
 /// unverified is ever cached.
 pub struct Filling {
     inner: Arc<Mutex<Inner>>,
@@ -165,44 +166,63 @@ pub struct Filling {
 }
 
 struct FillState {
-    /// The memory, until it is sealed (or given back).
+    /// The memory, until a reader takes it.
     map: Option<memmap2::MmapMut>,
-    /// Bytes copied in so far (chunks come in order, once each).
-    filled: u64,
+    /// The block was cached or its room given back.
+    settled: bool,
 }
 
-impl sluice_formats::chunked::Tee for Filling {
-    fn verified(&self, offset: u64, bytes: &[u8]) {
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if s.map.is_none() {
+/// A filling's memory, lent to the reader.
+struct FillMemory(memmap2::MmapMut);
+
+impl sluice_formats::chunked::FillMemory for FillMemory {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+impl Filling {
+    fn state(&self) -> std::sync::MutexGuard<'_, FillState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl sluice_formats::chunked::Fill for Filling {
+    fn take(&self) -> Option<Box<dyn sluice_formats::chunked::FillMemory>> {
+        let map = self.state().map.take()?;
+        Some(Box::new(FillMemory(map)))
+    }
+
+    fn filled(&self, memory: Box<dyn sluice_formats::chunked::FillMemory>) {
+        let mut s = self.state();
+        if s.settled {
             return;
         }
-        let end = offset + bytes.len() as u64;
-        if offset != s.filled || end > self.len {
-            // Not the next bytes (a reader that started again): what has
-            // arrived cannot be trusted to be the whole block.
-            s.map = None;
-            settle(&self.inner, &self.id, self.len, None);
-            return;
+        s.settled = true;
+        let sealed = match memory.into_any().downcast::<FillMemory>() {
+            Ok(m) if m.0.len() as u64 == self.len => Locked::seal(m.0),
+            _ => Err("the memory handed back is not the block's".to_owned()),
+        };
+        if let Err(m) = &sealed {
+            tracing::warn!("block {} not cached: {m}", self.id);
         }
-        let map = s.map.as_mut().expect("checked above");
-        map[offset as usize..end as usize].copy_from_slice(bytes);
-        s.filled += bytes.len() as u64;
-        if s.filled == self.len {
-            let map = s.map.take().expect("checked above");
-            let sealed = Locked::seal(map);
-            if let Err(m) = &sealed {
-                tracing::warn!("block {} not cached: {m}", self.id);
-            }
-            settle(&self.inner, &self.id, self.len, sealed.ok().map(Arc::new));
-        }
+        settle(&self.inner, &self.id, self.len, sealed.ok().map(Arc::new));
     }
 }
 
 impl Drop for Filling {
     fn drop(&mut self) {
         let s = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if s.map.take().is_some() {
+        if !s.settled {
+            s.settled = true;
             settle(&self.inner, &self.id, self.len, None);
         }
     }
@@ -350,7 +370,7 @@ impl BlockCache {
                 len,
                 state: Mutex::new(FillState {
                     map: Some(map),
-                    filled: 0,
+                    settled: false,
                 }),
             })),
             Err(m) => {
@@ -662,18 +682,36 @@ mod tests {
         matches!(c.read(id, 100, fill(1)).unwrap(), Read::Hit(_))
     }
 
-    /// A block filled through the tee is cached once every byte has
-    /// arrived, with those bytes; one dropped part-filled gives its room
-    /// back and is not cached.
+    /// What a map's reader does with a filling: takes its memory, writes
+    /// `parts` into it in order, and hands it back when `whole`.
+    fn fill_in(f: &Filling, parts: &[&[u8]], whole: bool) {
+        use sluice_formats::chunked::Fill;
+        let mut m = f.take().expect("memory to fill");
+        let mut at = 0;
+        for p in parts {
+            m.bytes_mut()[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        if whole {
+            f.filled(m);
+        }
+    }
+
+    /// A block whose memory comes back whole is cached with the bytes
+    /// written into it; memory taken and never given back (a read that
+    /// failed) leaves nothing cached and the room is given back once.
     #[test]
     fn a_filling_caches_a_whole_block_and_gives_back_a_partial_one() {
-        use sluice_formats::chunked::Tee;
+        use sluice_formats::chunked::Fill;
         let c = BlockCache::new(100, Policy::FirstCome);
         let f = c.reserve("a", 100).unwrap().expect("room");
         assert!(c.reserve("a", 100).unwrap().is_none(), "already loading");
-        f.verified(0, &[7; 60]);
-        assert!(c.lookup("a").is_none(), "not cached before its last byte");
-        f.verified(60, &[8; 40]);
+        let mut m = f.take().expect("memory");
+        assert!(f.take().is_none(), "taken once");
+        m.bytes_mut()[..60].copy_from_slice(&[7; 60]);
+        assert!(c.lookup("a").is_none(), "not cached before it is back");
+        m.bytes_mut()[60..].copy_from_slice(&[8; 40]);
+        f.filled(m);
         let bytes = c.lookup("a").expect("cached");
         let b: &[u8] = (*bytes).as_ref();
         assert_eq!(&b[..60], &[7; 60][..]);
@@ -687,23 +725,17 @@ mod tests {
         let c = BlockCache::new(100, Policy::FirstCome);
         let f = c.reserve("b", 100).unwrap().expect("room");
         assert!(c.reserve("c", 100).unwrap().is_none(), "room reserved");
-        f.verified(0, &[1; 50]);
+        fill_in(&f, &[&[1; 50]], false);
+        assert!(c.reserve("c", 100).unwrap().is_none(), "still reserved");
         drop(f);
         assert!(c.lookup("b").is_none(), "a partial block is not cached");
-        assert!(c.reserve("c", 100).unwrap().is_some(), "its room is back");
-
-        // Bytes out of order (a reader that started again) are never
-        // sealed, even when as many bytes as the block's have arrived.
-        let c = BlockCache::new(100, Policy::FirstCome);
-        let f = c.reserve("d", 100).unwrap().expect("room");
-        f.verified(0, &[1; 50]);
-        f.verified(0, &[1; 50]);
-        f.verified(50, &[1; 50]);
-        assert!(c.lookup("d").is_none(), "a restarted read is not cached");
-        let e = c.reserve("e", 100).unwrap().expect("its room is back");
-        drop(f);
-        assert!(c.reserve("f", 1).unwrap().is_none(), "room given back once");
+        let e = c.reserve("c", 100).unwrap().expect("its room is back");
+        assert!(c.reserve("d", 1).unwrap().is_none(), "room given back once");
         drop(e);
+        // A filling never read is given back too.
+        let f = c.reserve("e", 100).unwrap().expect("room");
+        drop(f);
+        assert!(c.reserve("e", 100).unwrap().is_some());
     }
 
     /// Under LRU a block admitted in place of an evicted one of the same
@@ -712,19 +744,17 @@ mod tests {
     /// fresh memory.
     #[test]
     fn lru_reuses_an_evicted_blocks_memory_that_no_reader_holds() {
-        use sluice_formats::chunked::Tee;
         let c = BlockCache::new(150, Policy::Lru);
         let at = |b: &Arc<Locked>| (**b).as_ref().as_ptr() as usize;
         let a = {
             let f = c.reserve("a", 100).unwrap().expect("room");
-            f.verified(0, &[1; 100]);
+            fill_in(&f, &[&[1; 100]], true);
             let a = c.lookup("a").expect("cached");
             at(&a)
         };
         let f = c.reserve("b", 100).unwrap().expect("a evicted");
         assert!(c.lookup("a").is_none());
-        f.verified(0, &[2; 40]);
-        f.verified(40, &[3; 60]);
+        fill_in(&f, &[&[2; 40], &[3; 60]], true);
         let b = c.lookup("b").expect("cached");
         assert_eq!(at(&b), a, "a's memory reused");
         let bytes: &[u8] = (*b).as_ref();
@@ -732,7 +762,7 @@ mod tests {
 
         // A map still reads b: c gets new memory and b's bytes stay.
         let f = c.reserve("c", 100).unwrap().expect("b evicted");
-        f.verified(0, &[4; 100]);
+        fill_in(&f, &[&[4; 100]], true);
         let cb = c.lookup("c").expect("cached");
         assert_ne!(at(&cb), at(&b));
         assert!((*cb).as_ref().iter().all(|&x| x == 4));
@@ -740,7 +770,7 @@ mod tests {
         // Another length never takes it.
         drop((b, cb));
         let f = c.reserve("d", 60).unwrap().expect("c evicted");
-        f.verified(0, &[5; 60]);
+        fill_in(&f, &[&[5; 60]], true);
         assert_eq!((*c.lookup("d").expect("cached")).as_ref(), &[5; 60][..]);
         assert_eq!(c.report(true).unwrap().evicted, 3);
     }

@@ -1012,14 +1012,14 @@ fn resident_split(
 }
 
 /// Admission on first read, by the map that missed: when the policy makes
-/// room, the map reads its replica through the chunk checksums as it
-/// would with no cache, streaming, and its checked reader hands every
-/// verified chunk to the cache too (a tee, [`cache::Filling`]); the block
-/// is cached once all of it has arrived. So admission costs a copy of the
-/// bytes and locking their memory: no second read, no second checksum
-/// pass, and the map does not wait for the whole block before it starts.
-/// A damaged chunk fails the map as it would with no cache and is never
-/// handed on, so nothing damaged is cached. `None`: not admitted (no
+/// room, the map reads its replica straight into the cache's memory for
+/// it ([`cache::Filling`]), a window of chunks at a time, verifying each
+/// chunk there and scanning its records in place as they arrive; the
+/// block is cached once all of it has arrived. So admission costs
+/// locking the memory, and nothing else: no copy, no second read, no
+/// second checksum pass, and the map does not wait for the whole block
+/// before it starts. A damaged chunk fails the map as it would with no
+/// cache, and a block that did not arrive whole is never cached. `None`: not admitted (no
 /// room, a concurrent load, memory that cannot be mapped); the map reads
 /// the replica from disk as it would with no cache.
 fn admitted_split(
@@ -1039,8 +1039,8 @@ fn admitted_split(
         sluice_proto::block::open_checked(&shared.layout, &block.id, block.len, block.crc);
     Some(checked.map(|sums| {
         let path = shared.layout.block(&block.id);
-        let tee = sluice_formats::input::TeeTo(Arc::new(filling));
-        Split::whole_teed(index, path, block.len, sums, tee)
+        let fill = sluice_formats::input::FillTo(Arc::new(filling));
+        Split::whole_filling(index, path, block.len, sums, fill)
     }))
 }
 

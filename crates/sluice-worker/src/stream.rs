@@ -65,7 +65,7 @@ impl Streamed {
             checks: None,
             resident: None,
             remote: Some(Remote(Arc::new(me))),
-            tee: None,
+            fill: None,
         };
         let split = Split {
             index,
