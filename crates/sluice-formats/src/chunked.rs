@@ -286,7 +286,8 @@ pub trait Fill: Send + Sync {
     fn filled(&self, memory: Box<dyn FillMemory>);
 }
 
-/// The memory of a [`Fill`].
+/// The memory of a [`Fill`]: any owned, mutable run of bytes (a memory
+/// mapping, a `Vec<u8>`).
 pub trait FillMemory: Send {
     /// Its bytes.
     fn bytes(&self) -> &[u8];
@@ -294,6 +295,20 @@ pub trait FillMemory: Send {
     fn bytes_mut(&mut self) -> &mut [u8];
     /// Itself, for [`Fill::filled`] to take its own type back.
     fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+
+impl<T: std::ops::DerefMut<Target = [u8]> + Send + 'static> FillMemory for T {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
 }
 
 /// Reads a block file, handing out only bytes of chunks whose CRC has been

@@ -646,6 +646,16 @@ mod tests {
 
     type Records = Vec<(u64, Vec<u8>)>;
 
+    /// Every record `read_split` gives of `split`, with its offset.
+    fn records(split: &Split, format: RecordFormat, opts: &ReadOptions) -> Result<Records> {
+        let mut out = Vec::new();
+        read_split::<FormatError, _>(split, format, opts, |o, r| {
+            out.push((o, r.to_vec()));
+            Ok(())
+        })
+        .map(|_| out)
+    }
+
     /// Every record of the whole file at `p`, read from the file and from
     /// the same bytes held in memory.
     fn from_file_and_memory(p: &Path, format: RecordFormat) -> (Result<Records>, Result<Records>) {
@@ -655,14 +665,7 @@ mod tests {
             buffer_size: 7,
             max_record: 1 << 20,
         };
-        let read = |split: &Split| {
-            let mut out = Vec::new();
-            read_split::<FormatError, _>(split, format, &opts, |o, r| {
-                out.push((o, r.to_vec()));
-                Ok(())
-            })
-            .map(|_| out)
-        };
+        let read = |split: &Split| records(split, format, &opts);
         let resident = crate::input::Resident(std::sync::Arc::new(bytes));
         let file = read(&Split::whole(0, p.to_owned(), len));
         let memory = read(&Split::resident(0, p.to_owned(), resident));
@@ -715,28 +718,14 @@ mod tests {
         back: std::sync::Mutex<Option<Vec<u8>>>,
     }
 
-    struct VecMemory(Vec<u8>);
-
-    impl FillMemory for VecMemory {
-        fn bytes(&self) -> &[u8] {
-            &self.0
-        }
-        fn bytes_mut(&mut self) -> &mut [u8] {
-            &mut self.0
-        }
-        fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-            self
-        }
-    }
-
     impl Fill for VecFill {
         fn take(&self) -> Option<Box<dyn FillMemory>> {
             let m = self.memory.lock().unwrap().take()?;
-            Some(Box::new(VecMemory(m)))
+            Some(Box::new(m))
         }
         fn filled(&self, memory: Box<dyn FillMemory>) {
-            let m = memory.into_any().downcast::<VecMemory>().unwrap();
-            *self.back.lock().unwrap() = Some(m.0);
+            let m = memory.into_any().downcast::<Vec<u8>>().unwrap();
+            *self.back.lock().unwrap() = Some(*m);
         }
     }
 
@@ -772,14 +761,7 @@ mod tests {
                 memory: std::sync::Mutex::new(Some(vec![0; bytes.len()])),
                 back: std::sync::Mutex::new(None),
             });
-            let read = |split: &Split| {
-                let mut out = Vec::new();
-                read_split::<FormatError, _>(split, format, &opts, |o, r| {
-                    out.push((o, r.to_vec()));
-                    Ok(())
-                })
-                .map(|_| out)
-            };
+            let read = |split: &Split| records(split, format, &opts);
             let checked = read(&Split::whole_checked(0, p.clone(), len, Some(sums.clone())));
             let split = Split::whole_filling(
                 0,

@@ -172,23 +172,6 @@ struct FillState {
     settled: bool,
 }
 
-/// A filling's memory, lent to the reader.
-struct FillMemory(memmap2::MmapMut);
-
-impl sluice_formats::chunked::FillMemory for FillMemory {
-    fn bytes(&self) -> &[u8] {
-        &self.0
-    }
-
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.0
-    }
-
-    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
-        self
-    }
-}
-
 impl Filling {
     fn state(&self) -> std::sync::MutexGuard<'_, FillState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -198,7 +181,7 @@ impl Filling {
 impl sluice_formats::chunked::Fill for Filling {
     fn take(&self) -> Option<Box<dyn sluice_formats::chunked::FillMemory>> {
         let map = self.state().map.take()?;
-        Some(Box::new(FillMemory(map)))
+        Some(Box::new(map))
     }
 
     fn filled(&self, memory: Box<dyn sluice_formats::chunked::FillMemory>) {
@@ -207,8 +190,8 @@ impl sluice_formats::chunked::Fill for Filling {
             return;
         }
         s.settled = true;
-        let sealed = match memory.into_any().downcast::<FillMemory>() {
-            Ok(m) if m.0.len() as u64 == self.len => Locked::seal(m.0),
+        let sealed = match memory.into_any().downcast::<memmap2::MmapMut>() {
+            Ok(m) if m.len() as u64 == self.len => Locked::seal(*m),
             _ => Err("the memory handed back is not the block's".to_owned()),
         };
         if let Err(m) = &sealed {
