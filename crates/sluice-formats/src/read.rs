@@ -15,10 +15,11 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
 
-use crate::chunked::{CheckedReader, Fill, FillMemory};
+use crate::chunked::{CheckedReader, ChunkSums, Fill, FillMemory};
 use crate::input::{Codec, RecordFormat, Split};
 use crate::{FormatError, Result};
 
@@ -57,9 +58,9 @@ where
     if let Some(r) = &split.file.resident {
         return scan_resident(r.bytes(), 0, path, format, opts, f);
     }
-    if let Some((fill, memory)) = filling(split) {
+    if let Some(into) = filling(split) {
         let mut f = f;
-        return fill_and_scan(split, fill, memory, opts, format, |data, base| {
+        return fill_and_scan(split, into, opts, format, |data, base| {
             scan_resident(data, base, path, format, opts, &mut f)
         });
     }
@@ -314,15 +315,10 @@ where
     if let Some(r) = &split.file.resident {
         return resident_line_blocks(r.bytes(), 0, path, opts, f);
     }
-    if let Some((fill, memory)) = filling(split) {
-        return fill_and_scan(
-            split,
-            fill,
-            memory,
-            opts,
-            RecordFormat::Lines,
-            |data, base| resident_line_blocks(data, base, path, opts, &mut f),
-        );
+    if let Some(into) = filling(split) {
+        return fill_and_scan(split, into, opts, RecordFormat::Lines, |data, base| {
+            resident_line_blocks(data, base, path, opts, &mut f)
+        });
     }
     let (mut src, first, end) = open_at(split, RecordFormat::Lines)?;
     let mut w = Window::new(opts.buffer_size.min(opts.max_record + 1), first, end);
@@ -446,11 +442,26 @@ where
 }
 
 /// The fill of a split being admitted to a cache, and its memory, if the
-/// split has one not taken yet.
-fn filling(split: &Split) -> Option<(&dyn Fill, Box<dyn FillMemory>)> {
+/// split has one not taken yet, of its checked block's length (memory of
+/// another length is dropped, the fill's room given back, and the block
+/// read as a checked one).
+fn filling(split: &Split) -> Option<Filling<'_>> {
     let fill = split.file.fill.as_ref()?;
+    let sums = split.file.checks.as_ref()?;
     let memory = fill.0.take()?;
-    Some((fill.0.as_ref(), memory))
+    (memory.bytes().len() as u64 == sums.len).then_some(Filling {
+        fill: fill.0.as_ref(),
+        memory,
+        sums,
+    })
+}
+
+/// A block to read into a fill's memory: the fill, the memory, and the
+/// block's chunk checksums.
+struct Filling<'a> {
+    fill: &'a dyn Fill,
+    memory: Box<dyn FillMemory>,
+    sums: &'a Arc<ChunkSums>,
 }
 
 /// Reads a stored block straight into `memory` (a [`Fill`]'s: the block
@@ -463,8 +474,7 @@ fn filling(split: &Split) -> Option<(&dyn Fill, Box<dyn FillMemory>)> {
 /// [`Fill::filled`]; a failure drops it.
 fn fill_and_scan<E>(
     split: &Split,
-    fill: &dyn Fill,
-    mut memory: Box<dyn FillMemory>,
+    into: Filling<'_>,
     opts: &ReadOptions,
     format: RecordFormat,
     mut scan: impl FnMut(&[u8], u64) -> std::result::Result<u64, E>,
@@ -473,11 +483,11 @@ where
     E: From<FormatError>,
 {
     let path = split.file.path.as_path();
-    let sums = split
-        .file
-        .checks
-        .as_ref()
-        .expect("a filling split is a checked block");
+    let Filling {
+        fill,
+        mut memory,
+        sums,
+    } = into;
     let mut reader = CheckedReader::open(path, sums.clone())?;
     let len = memory.bytes().len();
     // Windows of whole chunks, so the reader verifies them in place.
@@ -774,8 +784,17 @@ mod tests {
             assert_eq!(fill.back.lock().unwrap().as_deref(), Some(&bytes[..]));
             // Taken once: a second read reads the file as a checked one.
             assert!(fill.take().is_none());
-            let again = read(&Split::whole_checked(0, p.clone(), len, Some(sums)));
+            let again = read(&Split::whole_checked(0, p.clone(), len, Some(sums.clone())));
             assert_eq!(read(&split).unwrap(), again.unwrap());
+            // Memory of another length is not read into.
+            let short = Arc::new(VecFill {
+                memory: std::sync::Mutex::new(Some(vec![0; bytes.len() - 1])),
+                back: std::sync::Mutex::new(None),
+            });
+            let to_short = crate::input::FillTo(short.clone());
+            let split = Split::whole_filling(0, p.clone(), len, sums, to_short);
+            assert_eq!(read(&split).unwrap(), read(&split).unwrap());
+            assert!(short.back.lock().unwrap().is_none() && short.take().is_none());
         }
         // Line blocks: whole lines, covering the block once.
         std::fs::write(&p, &text).unwrap();
