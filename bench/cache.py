@@ -316,7 +316,8 @@ def mix(a, work, oracle):
         # From the first submission to the last job's end.
         makespan = max(e for _, e in spans) - min(s for s, _ in spans)
         # Answers, after the timed part.
-        work_done = {"map_slot_s": 0.0, "reduce_slot_s": 0.0, "maps_by_level": {}}
+        work_done = {"map_slot_s": 0.0, "reduce_slot_s": 0.0, "maps_by_level": {},
+                     "map_s_by_level": {}}
         for name, *_ in MIX:
             for i in range(a.repeat):
                 out = f"{name}-{mode}-{i}"
@@ -324,7 +325,7 @@ def mix(a, work, oracle):
                 sh(S, "get", out, got, *conn)
                 check(name, got, oracle)
                 hits.append(hit_ratio(work / f"{out}.json"))
-                add_work(work_done, work / f"{out}.json")
+                add_work(work_done, work / f"{out}.json", name)
         # Slot-seconds the tasks took and the levels their maps ran at:
         # with the makespan, whether a mode costs work or waiting.
         results[mode] = {"makespan_s": makespan, "times": times,
@@ -341,6 +342,14 @@ def mix(a, work, oracle):
         norm = [statistics.mean(r["times"][n]) / statistics.mean(base["times"][n]) for n, *_ in MIX]
         print(f"| {mode} | {r['makespan_s']:.2f} | {r['makespan_s'] / base['makespan_s'] - 1:+.1%} | "
               + " | ".join(f"{x:.2f}" for x in norm) + f" | {r['mean_hit_ratio']:.0%} |")
+    print("\nmean seconds of a map, by the level it was launched at (maps):")
+    for mode, r in results.items():
+        cells = []
+        for n, *_ in MIX:
+            by = r["map_s_by_level"].get(n, {})
+            cells.append(f"{n} " + ", ".join(f"{lvl} {s / k:.3f} ({k})"
+                                             for lvl, (s, k) in sorted(by.items())))
+        print(f"  {mode}: " + "; ".join(cells))
     if a.plot:
         import matplotlib
         matplotlib.use("Agg")
@@ -375,8 +384,12 @@ def run(work, name, job, input_set, tag):
     return secs, got, hit_ratio(report)
 
 
-def add_work(into, report):
-    """Adds a job's task slot-seconds and maps by level to `into`."""
+def add_work(into, report, app):
+    """Adds a job's task slot-seconds and maps by level to `into`, and
+    its successful map attempts' seconds and count by application and the
+    level they were launched at (`map_s_by_level[app][level] = [s, n]`):
+    what a map costs when it hits, when it misses (and admits), and with
+    no cache."""
     r = json.load(open(report))
     for s in (r if isinstance(r, list) else [r]):
         c = s["cluster"]
@@ -384,6 +397,12 @@ def add_work(into, report):
         into["reduce_slot_s"] += c["slots"]["reduce_slot_s"]
         for level, n in c.get("maps_by_level", {}).items():
             into["maps_by_level"][level] = into["maps_by_level"].get(level, 0) + n
+        by = into["map_s_by_level"].setdefault(app, {})
+        for span in c.get("timeline", []):
+            if span["task"].startswith("m") and span["outcome"] == "succeeded":
+                acc = by.setdefault(span["level"], [0.0, 0])
+                acc[0] += span["end_s"] - span["start_s"]
+                acc[1] += 1
 
 
 def hit_ratio(report):
