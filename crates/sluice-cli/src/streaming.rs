@@ -38,6 +38,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         let conn = Conn::new(p.coordinator.clone(), p.cluster.clone(), None);
         sluice_tools::conn::submit_request(&conn, &req, 1)?
     } else {
+        stop_commands_on_signals();
         sluice_tools::local::run_request(&req)?
     };
     if let Some(path) = &p.report {
@@ -130,6 +131,27 @@ fn request(p: &Parsed) -> anyhow::Result<JobRequest> {
         req.properties.insert(k.clone(), v.clone());
     }
     Ok(req)
+}
+
+/// On SIGINT, SIGTERM or SIGHUP, kills the commands the local job runs
+/// (each runs in a process group of its own, which a terminal's Ctrl-C
+/// does not reach) before this process ends as the signal would end it.
+/// Nothing is committed: the job's output is committed only when it ends
+/// well.
+fn stop_commands_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                sluice_jobs::streaming::stop_all();
+                let _ = signal_hook::low_level::emulate_default_handler(sig);
+                std::process::exit(128 + sig);
+            }
+        });
 }
 
 #[cfg(test)]

@@ -236,3 +236,72 @@ fn a_command_that_stops_making_progress_is_killed_after_the_task_timeout() {
     );
     assert!(bad.contains("not a number of milliseconds"), "{bad}");
 }
+
+/// Whether process `pid` is gone (or a zombie no one has reaped yet).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Ctrl-C (SIGINT) on a local Streaming job stops the commands it runs,
+/// which are in process groups of their own that a terminal's Ctrl-C does
+/// not reach, with what they started; the job ends as the signal ends a
+/// process and commits nothing.
+#[test]
+fn an_interrupted_job_stops_its_commands_and_commits_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("in.txt");
+    std::fs::write(&input, "a b\n".repeat(1000)).unwrap();
+    let pidfile = d.path().join("pid");
+    let out = d.path().join("out");
+    // The command starts a child and waits for it.
+    let cmd = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    let mut job = streaming(&["-input"])
+        .arg(&input)
+        .arg("-output")
+        .arg(&out)
+        .args(["-mapper", &cmd, "-reducer", "NONE"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut pid = None;
+    for _ in 0..400 {
+        pid = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok());
+        if pid.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = pid.expect("the command started its child");
+    assert!(!gone(pid));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &job.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = job.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGINT), "{status:?}");
+    let mut stopped = false;
+    for _ in 0..100 {
+        if gone(pid) {
+            stopped = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if !stopped {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(stopped, "the command's child {pid} outlived the job");
+    assert!(!out.join("_SUCCESS").exists(), "nothing committed");
+}

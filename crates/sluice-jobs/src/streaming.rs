@@ -66,6 +66,27 @@ pub struct Streaming {
     pub key_fields: usize,
 }
 
+/// The process groups of the commands this process runs (each command is
+/// the leader of a group of its own), for [`stop_all`].
+static GROUPS: Mutex<std::collections::BTreeSet<i32>> =
+    Mutex::new(std::collections::BTreeSet::new());
+
+fn groups() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<i32>> {
+    GROUPS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Kills every command this process has started and not yet reaped, with
+/// everything each started: for a signal that stops this process (Ctrl-C
+/// reaches only the terminal's foreground group, and each command runs in
+/// a group of its own so that a timeout can kill all it started).
+pub fn stop_all() {
+    for &g in groups().iter() {
+        if let Some(pid) = rustix::process::Pid::from_raw(g) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
 /// Where a task puts the key and value of each line its process writes.
 type Emit<'e> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'e;
 
@@ -204,6 +225,7 @@ impl Pipe {
         let mut child = cmd
             .spawn()
             .map_err(|e| Error::user(format!("cannot start `{command}`: {e}")))?;
+        groups().insert(child.id() as i32);
         let stdin = child.stdin.take().expect("piped");
         let stdout = child.stdout.take().expect("piped");
         let stderr_pipe = child.stderr.take().expect("piped");
@@ -367,7 +389,10 @@ impl Pipe {
                 .try_wait()
                 .map_err(|e| Error::user(format!("waiting for `{}`: {e}", self.command)))?;
             match done {
-                Some(status) => break status,
+                Some(status) => {
+                    groups().remove(&(self.child.id() as i32));
+                    break status;
+                }
                 None => {
                     std::thread::sleep(TICK);
                     self.check_progress()?;
@@ -410,6 +435,7 @@ impl Drop for Pipe {
             self.kill();
             let _ = self.child.wait();
         }
+        groups().remove(&(self.child.id() as i32));
     }
 }
 
