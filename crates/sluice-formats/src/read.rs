@@ -434,7 +434,12 @@ where
             None => rest.len(),
         };
         let off = base + at as u64;
-        check_len(path, off, longest_line(&rest[..len]), opts.max_record)?;
+        // A block no longer than the limit holds no line over it; the
+        // longest line of a larger one is looked for (a pass over every
+        // line of it: as long again as grep's scan of a cached block).
+        if len > opts.max_record {
+            check_len(path, off, longest_line(&rest[..len]), opts.max_record)?;
+        }
         f(off, &rest[..len])?;
         at += len;
     }
