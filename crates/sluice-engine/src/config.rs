@@ -164,8 +164,14 @@ impl EngineConfig {
     /// A smaller buffer is faster, not only leaner: it stays in the caches
     /// while it is sorted and its pages are reused instead of faulted in
     /// (TeraSort over 269 MB on two threads took 0.43 s with 8 MiB a
-    /// thread and 0.59-0.76 s with its whole 375 MB share).
-    pub fn spill_target(&self, input: u64) -> usize {
+    /// thread and 0.59-0.76 s with its whole 375 MB share). A job whose
+    /// combiner is costly to start (`costly_combiner`: a process per
+    /// spilled partition) spills at the whole collect budget instead, so
+    /// that few start.
+    pub fn spill_target(&self, input: u64, costly_combiner: bool) -> usize {
+        if costly_combiner {
+            return self.collect_budget();
+        }
         let runs = (self.fan_in() / 2).max(1) as u64;
         let wanted = (input.saturating_mul(4) / runs).max(SPILL_TARGET as u64);
         usize::try_from(wanted)

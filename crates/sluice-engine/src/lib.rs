@@ -103,11 +103,7 @@ pub fn run_job_on(
         splits: &tasks,
         committer: &committer,
         spill_dir: &spill.path,
-        spill_target: if job.costly_combiner {
-            cfg.collect_budget()
-        } else {
-            cfg.spill_target(total)
-        },
+        spill_target: cfg.spill_target(total, job.costly_combiner),
         progress,
         spill_seq: AtomicUsize::new(0),
     }

@@ -392,8 +392,7 @@ where
             }
             return Ok(data.len() as u64);
         }
-        RecordFormat::Fixed(n) => n.max(1),
-        RecordFormat::Paged(n) => n.max(crate::paged::PAGE_HEADER),
+        RecordFormat::Fixed(_) | RecordFormat::Paged(_) => record_size(format),
     };
     let records = data.chunks_exact(size);
     let trailing = records.remainder().len();
@@ -444,6 +443,16 @@ where
         at += len;
     }
     Ok(data.len() as u64)
+}
+
+/// Bytes of one fixed-length record (a page of paged records is one);
+/// lines have no size and give 1.
+fn record_size(format: RecordFormat) -> usize {
+    match format {
+        RecordFormat::Lines => 1,
+        RecordFormat::Fixed(n) => n.max(1),
+        RecordFormat::Paged(n) => n.max(crate::paged::PAGE_HEADER),
+    }
 }
 
 /// The fill of a split being admitted to a cache, and its memory, if the
@@ -515,9 +524,8 @@ where
         } else {
             match format {
                 RecordFormat::Lines => memchr::memrchr(b'\n', data).map_or(0, |i| i + 1),
-                RecordFormat::Fixed(n) => data.len() / n.max(1) * n.max(1),
-                RecordFormat::Paged(n) => {
-                    let n = n.max(crate::paged::PAGE_HEADER);
+                RecordFormat::Fixed(_) | RecordFormat::Paged(_) => {
+                    let n = record_size(format);
                     data.len() / n * n
                 }
             }
@@ -622,7 +630,7 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
-    let size = page.max(crate::paged::PAGE_HEADER);
+    let size = record_size(RecordFormat::Paged(page));
     let chunk = (opts.buffer_size / size).max(1) * size;
     scan_fixed(
         src,

@@ -313,6 +313,12 @@ impl Pipe {
         )))
     }
 
+    /// The process was waited for: its group is no longer [`stop_all`]'s
+    /// to kill (its number may be another's next).
+    fn reaped(&self) {
+        groups().remove(&(self.child.id() as i32));
+    }
+
     /// Kills the process and every process in its group (`sh -c` runs a
     /// command list's commands as its children; killing the shell alone
     /// left them running, holding the pipes).
@@ -390,7 +396,7 @@ impl Pipe {
                 .map_err(|e| Error::user(format!("waiting for `{}`: {e}", self.command)))?;
             match done {
                 Some(status) => {
-                    groups().remove(&(self.child.id() as i32));
+                    self.reaped();
                     break status;
                 }
                 None => {
@@ -435,7 +441,7 @@ impl Drop for Pipe {
             self.kill();
             let _ = self.child.wait();
         }
-        groups().remove(&(self.child.id() as i32));
+        self.reaped();
     }
 }
 
