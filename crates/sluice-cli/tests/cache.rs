@@ -208,6 +208,84 @@ fn a_full_cache_admits_no_more_and_reads_the_rest_from_disk() {
     }
 }
 
+/// Blocks cached and blocks evicted, over all workers, as `sluice cache
+/// ls` counts them.
+fn cached_and_evicted(c: &Cluster) -> (usize, u64) {
+    let cached = cache_ls(c).0.values().map(Vec::len).sum();
+    let out = ok(c.cmd(&["cache", "ls"]).output().unwrap());
+    let evicted = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("worker "))
+        .map(|l| {
+            let n = l.trim_end().strip_suffix(" evicted").unwrap();
+            n.rsplit(' ').next().unwrap().parse::<u64>().unwrap()
+        })
+        .sum();
+    (cached, evicted)
+}
+
+/// `-D sluice.cache.admit=false` reads the input without admitting it;
+/// a chain's temporaries, each read once by the next stage, are not
+/// admitted either (they would be evicted unread when removed), while
+/// the chain's own input is.
+#[test]
+fn input_read_once_is_not_admitted() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "4MB");
+    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 50");
+    put(&c, &data, "words", "1MB", "1");
+    let mut wc = submit_wc(&c, "words", "counts");
+    ok(wc
+        .args(["-D", "sluice.cache.admit=false"])
+        .output()
+        .unwrap());
+    counts_match_local(&c, d.path(), &data);
+    // A few heartbeats, for any cache report to arrive.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(cached_and_evicted(&c), (0, 0), "{:?}", cache_ls(&c).0);
+    // The same job admitting: every block.
+    ok(submit_wc(&c, "words", "counts2").output().unwrap());
+    poll(|| (cached_and_evicted(&c).0 == 4).then_some(()));
+    assert_eq!(cached_and_evicted(&c), (4, 0));
+
+    let graph = d.path().join("graph");
+    ok(sluice()
+        .args(["gen", "graph", "--pages", "20000", "--seed", "3", "--out"])
+        .arg(&graph)
+        .output()
+        .unwrap());
+    put(&c, &graph, "graph", "256KB", "1");
+    let blocks = ok(c.cmd(&["ls", "graph"]).output().unwrap());
+    let graph_blocks = String::from_utf8_lossy(&blocks.stdout)
+        .lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .next()
+                .is_some_and(|w| w.parse::<u32>().is_ok())
+        })
+        .count();
+    assert!(
+        graph_blocks > 1,
+        "{}",
+        String::from_utf8_lossy(&blocks.stdout)
+    );
+    let mut pr = c.submit(&["pagerank", "--iterations", "2", "--reducers", "2"]);
+    ok(pr
+        .args(["--input", "graph", "--output", "ranks"])
+        .output()
+        .unwrap());
+    // The graph's blocks are cached; no temporary was, so none was evicted
+    // when the chain removed them.
+    poll(|| (cached_and_evicted(&c).0 >= 4 + graph_blocks).then_some(()));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        cached_and_evicted(&c),
+        (4 + graph_blocks, 0),
+        "{:?}",
+        cache_ls(&c).0
+    );
+}
+
 /// Flips a byte in every block replica on the cluster's first worker;
 /// returns their file names.
 fn damage_first_worker(c: &Cluster) -> Vec<String> {

@@ -2003,6 +2003,7 @@ fn assignment(
         job_token: job.token.to_vec(),
         reducers: job.reducers,
         maps: job.maps.len() as u32,
+        no_admit: !job.request.admits_to_cache(),
         ..Default::default()
     };
     // Only a map's index names an input (a job may have more reducers

@@ -14,7 +14,7 @@ mod local;
 mod report;
 mod sample;
 
-use sluice_request::{JobRequest, Plan, Registry};
+use sluice_request::{JobRequest, Plan, Registry, CACHE_ADMIT_PROPERTY};
 
 pub use cluster::{get_to_store, ClusterTarget, StatusWatch};
 pub use error::DriverError;
@@ -76,12 +76,19 @@ fn chain(
         Target::Local(_) => local::temp_outputs(&last.output, stages.len())?,
         Target::Cluster(_) => cluster::temp_outputs(stages.len()),
     };
+    let reads = input_reads(&stages);
     let mut reports = Vec::new();
     let mut run_all = || -> Result<(), DriverError> {
         // Each stage's output, and the index of its report.
         let mut outputs = temps.clone();
         let mut report_of: Vec<usize> = Vec::new();
         for (n, mut stage) in stages.clone().into_iter().enumerate() {
+            if reads_once(&stage.input, &reads, &report_of, &outputs, &temps) {
+                stage
+                    .properties
+                    .entry(CACHE_ADMIT_PROPERTY.to_owned())
+                    .or_insert_with(|| "false".to_owned());
+            }
             stage.input = resolve_refs(&stage.input, &outputs)?;
             let done: Vec<&JobReport> = report_of.iter().map(|&r| &reports[r]).collect();
             resolve_param_refs(&mut stage.params, &outputs, &done)?;
@@ -108,6 +115,52 @@ fn chain(
         Target::Cluster(t) => t.remove_temps(&temps),
     }
     done.map(|()| reports)
+}
+
+/// How many stages read each stage's output as their input (`@N` items;
+/// side inputs are read from the block store, not through the caches).
+fn input_reads(stages: &[JobRequest]) -> Vec<usize> {
+    let mut reads = vec![0; stages.len()];
+    for s in stages {
+        for item in s.input.split(',') {
+            if let Some(n) = item.strip_prefix('@').and_then(|n| n.parse::<usize>().ok()) {
+                if let Some(r) = reads.get_mut(n) {
+                    *r += 1;
+                }
+            }
+        }
+    }
+    reads
+}
+
+/// Whether a stage's `input` is only temporaries that no other stage
+/// reads as input: its maps then read them without admitting them to the
+/// block caches ([`CACHE_ADMIT_PROPERTY`]): a chain's stage output read
+/// once by the next stage, cached, would hold memory never read again.
+/// A stage its kind skipped shares its predecessor's output, so the
+/// reads of a data set are those of every stage that names it; `report_of`
+/// tells, for each stage run or skipped so far, which report (hence which
+/// stage's run) its output is.
+fn reads_once(
+    input: &str,
+    reads: &[usize],
+    report_of: &[usize],
+    outputs: &[String],
+    temps: &[String],
+) -> bool {
+    input.split(',').all(|item| {
+        let Some(k) = item.strip_prefix('@').and_then(|n| n.parse::<usize>().ok()) else {
+            return false;
+        };
+        let (Some(&run), Some(out)) = (report_of.get(k), outputs.get(k)) else {
+            return false;
+        };
+        let total: usize = (0..report_of.len())
+            .filter(|&j| report_of[j] == run)
+            .map(|j| reads[j])
+            .sum();
+        total == 1 && temps.contains(out)
+    })
 }
 
 /// The string parameters `@N` (a side input naming stage N's output)
@@ -182,4 +235,44 @@ fn resolve_refs(input: &str, temps: &[String]) -> Result<String, DriverError> {
         })
         .collect::<Result<Vec<_>, _>>()
         .map(|v| v.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stages(inputs: &[&str]) -> Vec<JobRequest> {
+        inputs
+            .iter()
+            .map(|i| JobRequest {
+                input: (*i).to_owned(),
+                ..JobRequest::new("wordcount", &serde_json::Value::Null, "", "")
+            })
+            .collect()
+    }
+
+    /// A temporary read as input by one stage alone is read once; one
+    /// read by two, the user's input, a mixed input, or an output that
+    /// is not a temporary is not; a skipped stage's readers read its
+    /// predecessor's output.
+    #[test]
+    fn a_temporary_named_by_one_stage_alone_is_read_once() {
+        let s = stages(&["data", "@0", "@1", "@1", "@3,data", "@4", "@5"]);
+        let reads = input_reads(&s);
+        assert_eq!(reads, [1, 2, 0, 1, 1, 1, 0]);
+        let temps: Vec<String> = (0..7).map(|i| format!("t{i}")).collect();
+        let once = |n: usize, report_of: &[usize]| {
+            reads_once(&s[n].input, &reads, report_of, &temps, &temps)
+        };
+        assert!(!once(0, &[]), "the user's input");
+        assert!(once(1, &[0]));
+        assert!(!once(2, &[0, 1]), "@1 is read twice");
+        assert!(!once(4, &[0, 1, 2, 3]), "mixed with the user's data");
+        assert!(once(5, &[0, 1, 2, 3, 4]));
+        // Stage 5 skipped: 6 reads stage 4's output, which 5 named too.
+        assert!(!once(6, &[0, 1, 2, 3, 4, 4]));
+        // Not a temporary (a stage writing the user's output).
+        let outputs: Vec<String> = (0..7).map(|i| format!("out{i}")).collect();
+        assert!(!reads_once("@0", &reads, &[0], &outputs, &temps));
+    }
 }

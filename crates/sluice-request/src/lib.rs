@@ -38,4 +38,6 @@ pub use registry::{
     engine_config, settings, BuildContext, Built, JobKind, KeyRange, Plan, Registry, Sampling,
     DEFAULT_MEMORY,
 };
-pub use request::{BadRecords, EngineSettings, JobRequest, Key, REQUEST_VERSION};
+pub use request::{
+    BadRecords, EngineSettings, JobRequest, Key, CACHE_ADMIT_PROPERTY, REQUEST_VERSION,
+};

@@ -27,6 +27,15 @@ pub const REQUEST_VERSION: u32 = 1;
 
 const MAGIC: &[u8; 4] = b"SLJR";
 
+/// The job property that keeps its maps from admitting the blocks they
+/// read to the workers' block caches (`-D sluice.cache.admit=false`):
+/// for input read once, such as a scan, or a chain's temporary read by
+/// the next stage alone, whose blocks would fill the cache with memory
+/// never read again (and on a virtual machine whose fresh pages are
+/// dear, cost each map that admits them). Blocks already cached are
+/// still read from the cache.
+pub const CACHE_ADMIT_PROPERTY: &str = "sluice.cache.admit";
+
 /// One job as a user asked for it: what to run, on what, with which
 /// settings. Built once from the user's flags; both the local engine and
 /// the cluster receive it.
@@ -211,6 +220,12 @@ impl JobRequest {
     /// A user property.
     pub fn property(&self, key: &str) -> Option<&str> {
         self.properties.get(key).map(String::as_str)
+    }
+
+    /// Whether its maps may admit the blocks they read to the workers'
+    /// block caches: yes unless [`CACHE_ADMIT_PROPERTY`] is `false`.
+    pub fn admits_to_cache(&self) -> bool {
+        self.property(CACHE_ADMIT_PROPERTY) != Some("false")
     }
 
     /// One line for listings: the job, its input and its output.

@@ -973,7 +973,12 @@ fn map_input(
             return Ok((s, MapInput::Cached));
         }
         let path = shared.layout.block(&block.id);
-        let local = match admitted_split(shared, block, id.index as usize) {
+        let admitted = if a.no_admit {
+            None
+        } else {
+            admitted_split(shared, block, id.index as usize)
+        };
+        let local = match admitted {
             Some(admitted) => admitted.map(|s| (s, MapInput::Admitted)),
             None => {
                 sluice_proto::block::open_checked(&shared.layout, &block.id, block.len, block.crc)
