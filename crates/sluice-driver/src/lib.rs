@@ -14,7 +14,7 @@ mod local;
 mod report;
 mod sample;
 
-use sluice_request::{JobRequest, Plan, Registry, CACHE_ADMIT_PROPERTY};
+use sluice_request::{JobRequest, Plan, Registry, CACHE_ADMIT_PROPERTY, OUTPUT_SYNC_PROPERTY};
 
 pub use cluster::{get_to_store, ClusterTarget, StatusWatch};
 pub use error::DriverError;
@@ -84,10 +84,7 @@ fn chain(
         let mut report_of: Vec<usize> = Vec::new();
         for (n, mut stage) in stages.clone().into_iter().enumerate() {
             if reads_once(&stage.input, &reads, &report_of, &outputs, &temps) {
-                stage
-                    .properties
-                    .entry(CACHE_ADMIT_PROPERTY.to_owned())
-                    .or_insert_with(|| "false".to_owned());
+                set_default(&mut stage, CACHE_ADMIT_PROPERTY, "false");
             }
             stage.input = resolve_refs(&stage.input, &outputs)?;
             let done: Vec<&JobReport> = report_of.iter().map(|&r| &reports[r]).collect();
@@ -99,8 +96,7 @@ fn chain(
                 continue;
             }
             if stage.output.is_empty() {
-                stage.output = temps[n].clone();
-                stage.overwrite = true;
+                to_temporary(&mut stage, &temps[n]);
             }
             outputs[n] = stage.output.clone();
             let plan = kind.plan(&stage)?;
@@ -115,6 +111,23 @@ fn chain(
         Target::Cluster(t) => t.remove_temps(&temps),
     }
     done.map(|()| reports)
+}
+
+/// Makes `stage` write temporary `temp`: overwritten if a stale one is
+/// there, and not synced (the stages after read it, and it is removed
+/// whatever happens).
+fn to_temporary(stage: &mut JobRequest, temp: &str) {
+    stage.output = temp.to_owned();
+    stage.overwrite = true;
+    set_default(stage, OUTPUT_SYNC_PROPERTY, "false");
+}
+
+/// Sets property `key` of `stage` to `value` unless the user set it.
+fn set_default(stage: &mut JobRequest, key: &str, value: &str) {
+    stage
+        .properties
+        .entry(key.to_owned())
+        .or_insert_with(|| value.to_owned());
 }
 
 /// How many stages read each stage's output as their input (`@N` items;
@@ -274,5 +287,23 @@ mod tests {
         // Not a temporary (a stage writing the user's output).
         let outputs: Vec<String> = (0..7).map(|i| format!("out{i}")).collect();
         assert!(!reads_once("@0", &reads, &[0], &outputs, &temps));
+    }
+
+    /// A stage writing a temporary overwrites it and does not sync it,
+    /// unless the user said to; the engine takes the property.
+    #[test]
+    fn temporaries_are_not_synced() {
+        let mut s = stages(&["data"]).remove(0);
+        assert!(s.syncs_output());
+        to_temporary(&mut s, "t0");
+        assert_eq!((s.output.as_str(), s.overwrite), ("t0", true));
+        assert!(!s.syncs_output());
+        assert!(!sluice_request::settings(&s).sync_output);
+        let mut kept = stages(&["data"]).remove(0);
+        kept.properties
+            .insert(OUTPUT_SYNC_PROPERTY.to_owned(), "true".to_owned());
+        to_temporary(&mut kept, "t1");
+        assert!(kept.syncs_output() && sluice_request::settings(&kept).sync_output);
+        assert!(sluice_request::settings(&stages(&["data"])[0]).sync_output);
     }
 }

@@ -53,6 +53,9 @@ pub struct EngineConfig {
     pub format: RecordFormat,
     /// Replace an existing output directory.
     pub overwrite: bool,
+    /// Sync each output file before its task commits (`false` for a
+    /// chain's temporaries, which need no durability).
+    pub sync_output: bool,
     /// Called after each spill file is written.
     pub spill_hook: Option<SpillHook>,
     /// Disk and network rates for the performance model; `None` leaves the
@@ -75,6 +78,7 @@ impl Default for EngineConfig {
             bad_records: BadRecordPolicy::Fail,
             format: RecordFormat::Lines,
             overwrite: false,
+            sync_output: true,
             spill_hook: None,
             hardware: None,
         }
@@ -87,6 +91,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("threads", &self.threads)
             .field("memory", &self.memory)
             .field("reducers", &self.reducers)
+            .field("sync_output", &self.sync_output)
             .field("split_size", &self.split_size)
             .field("max_record", &self.max_record)
             .field("merge_factor", &self.merge_factor)

@@ -103,7 +103,8 @@ impl MapPhase<'_> {
 
     fn map_only_split(&self, split: &MapSplit, queue: &Queue, out: &mut MapOutput) -> Result<()> {
         let name = format!("part-m-{:05}", split.index);
-        let mut sink = TextOutput::create(&self.committer.attempt_path(&name, 0)?)?;
+        let path = self.committer.attempt_path(&name, 0)?;
+        let mut sink = TextOutput::create(&path, self.cfg.sync_output)?;
         self.run_split(split, &mut sink, queue, &mut out.counters)?;
         let (records, bytes) = sink.finish()?;
         out.counters.add(TaskCounter::MapOutputWritten, records);
@@ -257,7 +258,7 @@ impl<'a> BadRecords<'a> {
         counters.add(TaskCounter::BadRecords, 1);
         if self.out.is_none() {
             let p = self.phase.committer.attempt_path(&self.name, 0)?;
-            self.out = Some(TextOutput::create(&p)?);
+            self.out = Some(TextOutput::create(&p, self.phase.cfg.sync_output)?);
         }
         let out = self.out.as_mut().expect("created above");
         if out.emit_key(rec).is_err() {

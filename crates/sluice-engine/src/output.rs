@@ -22,11 +22,12 @@ pub struct TextOutput {
 }
 
 impl TextOutput {
-    /// Creates `path`.
-    pub fn create(path: &Path) -> Result<Self, EngineError> {
+    /// Creates `path`, to be synced when finished if `sync` (see
+    /// [`crate::EngineConfig::sync_output`]).
+    pub fn create(path: &Path, sync: bool) -> Result<Self, EngineError> {
         let f = File::create(path).map_err(|e| EngineError::io("creating", path, e))?;
         Ok(TextOutput {
-            w: BufWriter::with_capacity(1 << 20, Writeback::new(f)),
+            w: BufWriter::with_capacity(1 << 20, Writeback::new(f, sync)),
             path: path.to_owned(),
             err: None,
             records: 0,
@@ -49,7 +50,8 @@ impl TextOutput {
         Ok(())
     }
 
-    /// Flushes and syncs the file; returns a kept write error if there was one.
+    /// Flushes and syncs the file (unless created not to); returns a kept
+    /// write error if there was one.
     pub fn finish(mut self) -> Result<(u64, u64), EngineError> {
         if let Some(e) = self.err.take() {
             return Err(EngineError::io("writing", &self.path, e));
@@ -59,9 +61,11 @@ impl TextOutput {
             .w
             .into_inner()
             .map_err(|e| EngineError::io("writing", &path, e.into_error()))?;
-        f.file
-            .sync_all()
-            .map_err(|e| EngineError::io("syncing", &path, e))?;
+        if f.sync {
+            f.file
+                .sync_all()
+                .map_err(|e| EngineError::io("syncing", &path, e))?;
+        }
         Ok((self.records, self.bytes))
     }
 }
@@ -76,16 +80,20 @@ struct Writeback {
     file: File,
     written: u64,
     started: u64,
+    /// The file is synced at the end, so writing back early pays: an
+    /// unsynced one is left to the kernel.
+    sync: bool,
 }
 
 impl Writeback {
     const EVERY: u64 = 8 << 20;
 
-    fn new(file: File) -> Self {
+    fn new(file: File, sync: bool) -> Self {
         Writeback {
             file,
             written: 0,
             started: 0,
+            sync,
         }
     }
 
@@ -115,7 +123,7 @@ impl Write for Writeback {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(buf)?;
         self.written += n as u64;
-        if self.written - self.started >= Self::EVERY {
+        if self.sync && self.written - self.started >= Self::EVERY {
             self.start_writeback();
         }
         Ok(n)

@@ -190,7 +190,8 @@ impl ReducePhase<'_> {
         runs: &[SpillFile],
         out: &mut ReduceOutput,
     ) -> Result<()> {
-        let mut sink = TextOutput::create(&self.committer.attempt_path(name, 0)?)?;
+        let path = self.committer.attempt_path(name, 0)?;
+        let mut sink = TextOutput::create(&path, self.cfg.sync_output)?;
         let shuffle: u64 = runs.iter().map(|f| f.segments()[p as usize].len).sum();
         let readers = runs.iter().map(|f| f.reader(p)).collect();
         let mut m = Merger::new(readers, self.job.key_order)?;

@@ -39,5 +39,6 @@ pub use registry::{
     DEFAULT_MEMORY,
 };
 pub use request::{
-    BadRecords, EngineSettings, JobRequest, Key, CACHE_ADMIT_PROPERTY, REQUEST_VERSION,
+    BadRecords, EngineSettings, JobRequest, Key, CACHE_ADMIT_PROPERTY, OUTPUT_SYNC_PROPERTY,
+    REQUEST_VERSION,
 };

@@ -242,6 +242,7 @@ pub fn settings(req: &JobRequest) -> EngineConfig {
     cfg.spill_dir = e.spill_dir.clone();
     cfg.merge_factor = e.merge_factor;
     cfg.overwrite = req.overwrite;
+    cfg.sync_output = req.syncs_output();
     cfg.format = RecordFormat::Lines;
     cfg.bad_records = match e.bad_records {
         BadRecords::Fail => BadRecordPolicy::Fail,

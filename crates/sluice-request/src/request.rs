@@ -36,6 +36,14 @@ const MAGIC: &[u8; 4] = b"SLJR";
 /// still read from the cache.
 pub const CACHE_ADMIT_PROPERTY: &str = "sluice.cache.admit";
 
+/// The job property that leaves its output files unsynced
+/// (`-D sluice.output.sync=false`): the driver sets it on a chain's
+/// stages that write temporaries, which are read by the next stage and
+/// removed whatever happens, so their durability buys nothing (a crash
+/// ends the chain anyway), as Hadoop's and Spark's intermediate data are
+/// never synced. A job's own output is synced before it is committed.
+pub const OUTPUT_SYNC_PROPERTY: &str = "sluice.output.sync";
+
 /// One job as a user asked for it: what to run, on what, with which
 /// settings. Built once from the user's flags; both the local engine and
 /// the cluster receive it.
@@ -226,6 +234,12 @@ impl JobRequest {
     /// block caches: yes unless [`CACHE_ADMIT_PROPERTY`] is `false`.
     pub fn admits_to_cache(&self) -> bool {
         self.property(CACHE_ADMIT_PROPERTY) != Some("false")
+    }
+
+    /// Whether its output files are synced before they are committed: yes
+    /// unless [`OUTPUT_SYNC_PROPERTY`] is `false`.
+    pub fn syncs_output(&self) -> bool {
+        self.property(OUTPUT_SYNC_PROPERTY) != Some("false")
     }
 
     /// One line for listings: the job, its input and its output.
