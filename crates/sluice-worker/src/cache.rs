@@ -87,7 +87,7 @@ impl Locked {
 /// page; tiny blocks exactly). Blocks are cut at record ends, so the
 /// blocks of a data set differ in length by a few bytes; rounded, they
 /// hold the same length, and under LRU a block evicted for another takes
-/// its memory over (see [`Locked::room_from`]). The cache counts what is
+/// its memory over (`Locked::room_from`). The cache counts what is
 /// held, so its capacity bounds the memory it locks; the rounding costs
 /// at most a 64th of it.
 pub fn held(len: u64) -> u64 {
