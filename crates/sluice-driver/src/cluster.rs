@@ -72,11 +72,12 @@ impl ClusterTarget {
         let overwrite = req.overwrite;
         sluice_storage::check_output(&url, overwrite)?;
         let temp = format!("{}-out", temp_outputs(1).remove(0));
-        let staged = JobRequest {
+        let mut staged = JobRequest {
             output: temp.clone(),
             overwrite: false,
             ..req
         };
+        crate::unsynced(&mut staged);
         let result = self.run_to_dataset(staged, plan).and_then(|mut report| {
             get_to_store(&self.connect()?, &temp, &url, overwrite)?;
             report.output = url;

@@ -119,7 +119,15 @@ fn chain(
 fn to_temporary(stage: &mut JobRequest, temp: &str) {
     stage.output = temp.to_owned();
     stage.overwrite = true;
-    set_default(stage, OUTPUT_SYNC_PROPERTY, "false");
+    unsynced(stage);
+}
+
+/// Leaves `req`'s output files unsynced unless the user said otherwise:
+/// for output that is read once and removed (a chain's temporaries, the
+/// staging of output bound for an external store, whose durability is
+/// the store's).
+pub(crate) fn unsynced(req: &mut JobRequest) {
+    set_default(req, OUTPUT_SYNC_PROPERTY, "false");
 }
 
 /// Sets property `key` of `stage` to `value` unless the user set it.
@@ -130,20 +138,24 @@ fn set_default(stage: &mut JobRequest, key: &str, value: &str) {
         .or_insert_with(|| value.to_owned());
 }
 
-/// How many stages read each stage's output as their input (`@N` items;
-/// side inputs are read from the block store, not through the caches).
+/// How many times the stages name each stage's output as an input item
+/// (`@N`; an input naming it twice reads it twice; side inputs are read
+/// from the block store, not through the caches).
 fn input_reads(stages: &[JobRequest]) -> Vec<usize> {
     let mut reads = vec![0; stages.len()];
     for s in stages {
-        for item in s.input.split(',') {
-            if let Some(n) = item.strip_prefix('@').and_then(|n| n.parse::<usize>().ok()) {
-                if let Some(r) = reads.get_mut(n) {
-                    *r += 1;
-                }
+        for n in s.input.split(',').filter_map(stage_ref) {
+            if let Some(r) = reads.get_mut(n) {
+                *r += 1;
             }
         }
     }
     reads
+}
+
+/// The stage an input item `@N` names.
+fn stage_ref(item: &str) -> Option<usize> {
+    item.strip_prefix('@')?.parse().ok()
 }
 
 /// Whether a stage's `input` is only temporaries that no other stage
@@ -162,15 +174,17 @@ fn reads_once(
     temps: &[String],
 ) -> bool {
     input.split(',').all(|item| {
-        let Some(k) = item.strip_prefix('@').and_then(|n| n.parse::<usize>().ok()) else {
+        let Some(k) = stage_ref(item) else {
             return false;
         };
         let (Some(&run), Some(out)) = (report_of.get(k), outputs.get(k)) else {
             return false;
         };
-        let total: usize = (0..report_of.len())
-            .filter(|&j| report_of[j] == run)
-            .map(|j| reads[j])
+        let total: usize = report_of
+            .iter()
+            .zip(reads)
+            .filter(|(r, _)| **r == run)
+            .map(|(_, n)| n)
             .sum();
         total == 1 && temps.contains(out)
     })
@@ -270,10 +284,10 @@ mod tests {
     /// predecessor's output.
     #[test]
     fn a_temporary_named_by_one_stage_alone_is_read_once() {
-        let s = stages(&["data", "@0", "@1", "@1", "@3,data", "@4", "@5"]);
+        let s = stages(&["data", "@0", "@1", "@1", "@3,data", "@4", "@5", "@6,@6"]);
         let reads = input_reads(&s);
-        assert_eq!(reads, [1, 2, 0, 1, 1, 1, 0]);
-        let temps: Vec<String> = (0..7).map(|i| format!("t{i}")).collect();
+        assert_eq!(reads, [1, 2, 0, 1, 1, 1, 2, 0]);
+        let temps: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
         let once = |n: usize, report_of: &[usize]| {
             reads_once(&s[n].input, &reads, report_of, &temps, &temps)
         };
@@ -284,8 +298,9 @@ mod tests {
         assert!(once(5, &[0, 1, 2, 3, 4]));
         // Stage 5 skipped: 6 reads stage 4's output, which 5 named too.
         assert!(!once(6, &[0, 1, 2, 3, 4, 4]));
+        assert!(!once(7, &[0, 1, 2, 3, 4, 5, 6]), "@6 named twice");
         // Not a temporary (a stage writing the user's output).
-        let outputs: Vec<String> = (0..7).map(|i| format!("out{i}")).collect();
+        let outputs: Vec<String> = (0..8).map(|i| format!("out{i}")).collect();
         assert!(!reads_once("@0", &reads, &[0], &outputs, &temps));
     }
 

@@ -53,15 +53,13 @@ impl LocalTarget {
             .map_err(DriverError::io("creating a staging directory"))?;
         let local = staging.path().join("out");
         let overwrite = req.overwrite;
-        let mut report = self.run_here(
-            jobs,
-            JobRequest {
-                output: local.display().to_string(),
-                overwrite: false,
-                ..req
-            },
-            plan,
-        )?;
+        let mut staged = JobRequest {
+            output: local.display().to_string(),
+            overwrite: false,
+            ..req
+        };
+        crate::unsynced(&mut staged);
+        let mut report = self.run_here(jobs, staged, plan)?;
         sluice_storage::commit(&local, &url, overwrite)?;
         report.output = url;
         Ok(report)

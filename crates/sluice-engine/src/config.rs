@@ -91,12 +91,12 @@ impl std::fmt::Debug for EngineConfig {
             .field("threads", &self.threads)
             .field("memory", &self.memory)
             .field("reducers", &self.reducers)
-            .field("sync_output", &self.sync_output)
             .field("split_size", &self.split_size)
             .field("max_record", &self.max_record)
             .field("merge_factor", &self.merge_factor)
             .field("bad_records", &self.bad_records)
             .field("format", &self.format)
+            .field("sync_output", &self.sync_output)
             .finish_non_exhaustive()
     }
 }

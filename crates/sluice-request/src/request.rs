@@ -30,7 +30,7 @@ const MAGIC: &[u8; 4] = b"SLJR";
 /// The job property that keeps its maps from admitting the blocks they
 /// read to the workers' block caches (`-D sluice.cache.admit=false`):
 /// for input read once, such as a scan, or a chain's temporary read by
-/// the next stage alone, whose blocks would fill the cache with memory
+/// one later stage alone, whose blocks would fill the cache with memory
 /// never read again (and on a virtual machine whose fresh pages are
 /// dear, cost each map that admits them). Blocks already cached are
 /// still read from the cache.
@@ -38,10 +38,13 @@ pub const CACHE_ADMIT_PROPERTY: &str = "sluice.cache.admit";
 
 /// The job property that leaves its output files unsynced
 /// (`-D sluice.output.sync=false`): the driver sets it on a chain's
-/// stages that write temporaries, which are read by the next stage and
+/// stages that write temporaries, which are read by the stages after and
 /// removed whatever happens, so their durability buys nothing (a crash
 /// ends the chain anyway), as Hadoop's and Spark's intermediate data are
-/// never synced. A job's own output is synced before it is committed.
+/// never synced; and on the staging of output bound for an external
+/// store. A job's own output is synced before it is committed. On a
+/// cluster it covers the task's own output file: copies sent to further
+/// replicas are synced by the workers that take them.
 pub const OUTPUT_SYNC_PROPERTY: &str = "sluice.output.sync";
 
 /// One job as a user asked for it: what to run, on what, with which

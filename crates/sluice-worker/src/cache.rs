@@ -94,12 +94,12 @@ pub fn held(len: u64) -> u64 {
     const HUGE_PAGE: u64 = 2 << 20;
     let granule = (len / 64).max(1);
     let granule = (1u64 << granule.ilog2()).min(HUGE_PAGE);
-    len.div_ceil(granule) * granule
+    len.next_multiple_of(granule)
 }
 
 /// A block's memory while it is filled: the block's bytes of a mapping
-/// of [`held`] length.
-pub struct Room {
+/// of [`held`] length (the rest is never read).
+pub(crate) struct Room {
     map: memmap2::MmapMut,
     len: usize,
 }
@@ -188,12 +188,13 @@ impl Locked {
     /// Filled memory made read-only and locked.
     fn seal(room: Room) -> Result<Self, String> {
         let Room { map, len } = room;
+        let held = map.len();
         let map = map
             .make_read_only()
-            .map_err(|e| format!("protecting {len} bytes: {e}"))?;
+            .map_err(|e| format!("protecting {held} bytes: {e}"))?;
         map.lock().map_err(|e| {
             format!(
-                "locking {len} bytes in memory: {e} (RLIMIT_MEMLOCK is {}; raise it with \
+                "locking {held} bytes in memory: {e} (RLIMIT_MEMLOCK is {}; raise it with \
                  `ulimit -l` or lower --cache-size)",
                 memlock_limit().map_or("unknown".into(), |l| l.to_string())
             )
@@ -263,8 +264,8 @@ impl Drop for Filling {
     }
 }
 
-/// Ends the load of block `id`, whose `len` bytes were reserved: caches
-/// it, or gives the room back when it did not load.
+/// Ends the load of block `id` of `len` bytes, whose [`held`] bytes were
+/// reserved: caches it, or gives the room back when it did not load.
 fn settle(inner: &Mutex<Inner>, id: &str, len: u64, loaded: Option<Arc<Locked>>) {
     let mut c = inner.lock().unwrap_or_else(|p| p.into_inner());
     c.loading.remove(id);
@@ -371,12 +372,16 @@ impl BlockCache {
     /// A map's lookup of block `id`: the bytes on a hit; a miss is
     /// counted (the map then reads its block from disk, filling the cache
     /// as it goes through [`BlockCache::reserve`] when the policy makes
-    /// room).
-    pub fn lookup(&self, id: &str) -> Option<Arc<Locked>> {
+    /// room). A map whose job does not admit (`admitting` false: input
+    /// read once) counts as a hit or a miss but not in the frequencies
+    /// TinyLFU admits by.
+    pub fn lookup(&self, id: &str, admitting: bool) -> Option<Arc<Locked>> {
         let mut c = self.lock();
         c.clock += 1;
         c.counted = true;
-        count_read(&mut c, id);
+        if admitting {
+            count_read(&mut c, id);
+        }
         let clock = c.clock;
         let Some(e) = c.entries.get_mut(id) else {
             c.misses += 1;
@@ -388,9 +393,9 @@ impl BlockCache {
         Some(bytes)
     }
 
-    /// Reserves room for block `id` of `len` bytes if it is not cached and
-    /// the policy makes room, for the map about to read it to fill
-    /// ([`Filling`]). `None`: not admitted.
+    /// Reserves room ([`held`] bytes) for block `id` of `len` bytes if it
+    /// is not cached and the policy makes room, for the map about to read
+    /// it to fill ([`Filling`]). `None`: not admitted.
     pub fn reserve(&self, id: &str, len: u64) -> Result<Option<Filling>, String> {
         let mut evicted = Vec::new();
         {
@@ -437,7 +442,7 @@ impl BlockCache {
         self.load(id, len, evicted, fill).map(|_| true)
     }
 
-    /// Reserves `len` bytes for loading `id` if the policy allows,
+    /// Reserves the [`held`] bytes of a block of `len` for loading `id` if the policy allows,
     /// evicting least recently used unpinned blocks under LRU (or for a
     /// pinned block) into `evicted`, for the caller to reuse or unmap
     /// outside the lock.
@@ -690,7 +695,7 @@ mod tests {
             len: u64,
             fill: impl FnOnce(&mut [u8]) -> Result<(), E>,
         ) -> Result<Read, LoadError<E>> {
-            if let Some(bytes) = self.lookup(id) {
+            if let Some(bytes) = self.lookup(id, true) {
                 return Ok(Read::Hit(bytes));
             }
             Ok(match self.admit(id, len, fill)? {
@@ -742,16 +747,19 @@ mod tests {
         let mut m = f.take().expect("memory");
         assert!(f.take().is_none(), "taken once");
         m.bytes_mut()[..60].copy_from_slice(&[7; 60]);
-        assert!(c.lookup("a").is_none(), "not cached before it is back");
+        assert!(
+            c.lookup("a", true).is_none(),
+            "not cached before it is back"
+        );
         m.bytes_mut()[60..].copy_from_slice(&[8; 40]);
         f.filled(m);
-        let bytes = c.lookup("a").expect("cached");
+        let bytes = c.lookup("a", true).expect("cached");
         let b: &[u8] = (*bytes).as_ref();
         assert_eq!(&b[..60], &[7; 60][..]);
         assert_eq!(&b[60..], &[8; 40][..]);
         drop(f);
         assert!(
-            c.lookup("a").is_some(),
+            c.lookup("a", true).is_some(),
             "dropping a sealed filling keeps it"
         );
 
@@ -761,7 +769,10 @@ mod tests {
         fill_in(&f, &[&[1; 50]], false);
         assert!(c.reserve("c", 100).unwrap().is_none(), "still reserved");
         drop(f);
-        assert!(c.lookup("b").is_none(), "a partial block is not cached");
+        assert!(
+            c.lookup("b", true).is_none(),
+            "a partial block is not cached"
+        );
         let e = c.reserve("c", 100).unwrap().expect("its room is back");
         assert!(c.reserve("d", 1).unwrap().is_none(), "room given back once");
         drop(e);
@@ -771,10 +782,10 @@ mod tests {
         assert!(c.reserve("e", 100).unwrap().is_some());
     }
 
-    /// Under LRU a block admitted in place of an evicted one of the same
-    /// length takes its memory when no reader holds it, and holds only its
-    /// own bytes; a reader's block keeps its bytes and the new one gets
-    /// fresh memory.
+    /// Under LRU a block admitted in place of an evicted one that held
+    /// the same length takes its memory when no reader holds it, and
+    /// holds only its own bytes; a reader's block keeps its bytes and the
+    /// new one gets fresh memory.
     #[test]
     fn lru_reuses_an_evicted_blocks_memory_that_no_reader_holds() {
         let c = BlockCache::new(150, Policy::Lru);
@@ -782,13 +793,13 @@ mod tests {
         let a = {
             let f = c.reserve("a", 100).unwrap().expect("room");
             fill_in(&f, &[&[1; 100]], true);
-            let a = c.lookup("a").expect("cached");
+            let a = c.lookup("a", true).expect("cached");
             at(&a)
         };
         let f = c.reserve("b", 100).unwrap().expect("a evicted");
-        assert!(c.lookup("a").is_none());
+        assert!(c.lookup("a", true).is_none());
         fill_in(&f, &[&[2; 40], &[3; 60]], true);
-        let b = c.lookup("b").expect("cached");
+        let b = c.lookup("b", true).expect("cached");
         assert_eq!(at(&b), a, "a's memory reused");
         let bytes: &[u8] = (*b).as_ref();
         assert_eq!((&bytes[..40], &bytes[40..]), (&[2; 40][..], &[3; 60][..]));
@@ -796,7 +807,7 @@ mod tests {
         // A map still reads b: c gets new memory and b's bytes stay.
         let f = c.reserve("c", 100).unwrap().expect("b evicted");
         fill_in(&f, &[&[4; 100]], true);
-        let cb = c.lookup("c").expect("cached");
+        let cb = c.lookup("c", true).expect("cached");
         assert_ne!(at(&cb), at(&b));
         assert!((*cb).as_ref().iter().all(|&x| x == 4));
         assert_eq!(&(*b).as_ref()[..40], &[2; 40][..]);
@@ -804,7 +815,10 @@ mod tests {
         drop((b, cb));
         let f = c.reserve("d", 60).unwrap().expect("c evicted");
         fill_in(&f, &[&[5; 60]], true);
-        assert_eq!((*c.lookup("d").expect("cached")).as_ref(), &[5; 60][..]);
+        assert_eq!(
+            (*c.lookup("d", true).expect("cached")).as_ref(),
+            &[5; 60][..]
+        );
         assert_eq!(c.report(true).unwrap().evicted, 3);
     }
 
@@ -827,10 +841,10 @@ mod tests {
         let at = |b: &Arc<Locked>| (**b).as_ref().as_ptr() as usize;
         let f = c.reserve("a", 6400).unwrap().expect("room");
         fill_in(&f, &[&[1; 6400]], true);
-        let a = at(&c.lookup("a").expect("cached"));
+        let a = at(&c.lookup("a", true).expect("cached"));
         let f = c.reserve("b", 6390).unwrap().expect("a evicted");
         fill_in(&f, &[&[2; 6390]], true);
-        let b = c.lookup("b").expect("cached");
+        let b = c.lookup("b", true).expect("cached");
         assert_eq!(at(&b), a, "a's memory reused");
         assert_eq!((*b).as_ref(), &[2; 6390][..], "the block's bytes only");
         assert_eq!(c.report(true).unwrap().used, 6400, "what it holds");
@@ -909,6 +923,28 @@ mod tests {
             tiny.read("d", 100, fill(1)).unwrap();
         }
         assert!(tiny.report(true).unwrap().blocks.contains(&"d".to_string()));
+    }
+
+    /// Reads of a job that does not admit count as hits and misses, not
+    /// in TinyLFU's frequencies: a scan told not to cache cannot push a
+    /// block in.
+    #[test]
+    fn reads_that_do_not_admit_leave_the_frequencies_alone() {
+        let c = BlockCache::new(250, Policy::TinyLfu);
+        for b in ["a", "b", "a", "b"] {
+            c.read(b, 100, fill(1)).unwrap();
+        }
+        for _ in 0..6 {
+            assert!(c.lookup("d", false).is_none());
+        }
+        c.read("d", 100, fill(1)).unwrap();
+        assert_eq!(
+            cached(&c),
+            ["a", "b"],
+            "d read once as far as TinyLFU knows"
+        );
+        let r = c.report(true).unwrap();
+        assert_eq!((r.hits, r.misses), (2, 9));
     }
 
     #[test]

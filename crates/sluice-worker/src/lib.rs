@@ -969,7 +969,7 @@ fn map_input(
     let split =
         |path: PathBuf, sums| Split::whole_checked(id.index as usize, path, block.len, Some(sums));
     if block.replicas.contains(&shared.uid) {
-        if let Some(s) = cached_split(shared, block, id.index as usize) {
+        if let Some(s) = cached_split(shared, block, id.index as usize, !a.no_admit) {
             return Ok((s, MapInput::Cached));
         }
         let path = shared.layout.block(&block.id);
@@ -1001,8 +1001,13 @@ fn map_input(
 
 /// The split of a map over this worker's replica of `block` from its
 /// cache, on a hit. On a miss the map may admit it ([`admitted_split`]).
-fn cached_split(shared: &Shared, block: &proto::BlockInfo, index: usize) -> Option<Split> {
-    let bytes = shared.cache.lookup(&block.id)?;
+fn cached_split(
+    shared: &Shared,
+    block: &proto::BlockInfo,
+    index: usize,
+    admitting: bool,
+) -> Option<Split> {
+    let bytes = shared.cache.lookup(&block.id, admitting)?;
     Some(resident_split(shared, block, index, bytes))
 }
 
