@@ -18,8 +18,6 @@
 //! receives it as a parameter; the build job counts the pages in
 //! [`PAGES`].
 
-use std::io::Write;
-
 use sluice_api::{Error, JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, Values};
 
 /// The user counter group of PageRank.
@@ -104,7 +102,9 @@ impl Reducer for BuildReducer {
         self.dsts.sort_unstable();
         self.dsts.dedup();
         self.buf.clear();
-        let _ = write!(self.buf, "{page}\t\t");
+        self.buf
+            .extend_from_slice(itoa::Buffer::new().format(page).as_bytes());
+        self.buf.extend_from_slice(b"\t\t");
         write_dsts(&self.dsts, &mut self.buf);
         ctx.counters().incr(COUNTER_GROUP, PAGES, 1);
         ctx.write_raw(&self.buf)
@@ -122,8 +122,29 @@ fn write_dsts(dsts: &[u64], out: &mut Vec<u8>) {
         if i > 0 {
             out.push(b',');
         }
-        let _ = write!(out, "{d}");
+        out.extend_from_slice(itoa::Buffer::new().format(*d).as_bytes());
     }
+    out.push(b'\n');
+}
+
+/// Appends `page TAB rank` to `out`. The rank is printed as its shortest
+/// round-trip decimal by `ryu` (and the page by `itoa`): the same value
+/// `Display` prints, in fewer cycles (formatting and parsing the ranks
+/// were a tenth of an iteration), though with an exponent where
+/// `Display` writes every digit (`1.5e-7`, not `0.00000015`), as Java's
+/// `Double.toString` in Hadoop's output does (`1.5E-7`).
+fn put_page_rank(out: &mut Vec<u8>, page: u64, rank: f64) {
+    out.extend_from_slice(itoa::Buffer::new().format(page).as_bytes());
+    out.push(b'\t');
+    out.extend_from_slice(ryu::Buffer::new().format(rank).as_bytes());
+}
+
+/// Appends a state line `page TAB rank TAB dsts` (the destinations
+/// already comma-separated) to `out`.
+fn state_line(out: &mut Vec<u8>, page: u64, rank: f64, dsts: &[u8]) {
+    put_page_rank(out, page, rank);
+    out.push(b'\t');
+    out.extend_from_slice(dsts);
     out.push(b'\n');
 }
 
@@ -139,9 +160,8 @@ fn parse_state(line: &[u8]) -> Result<(u64, Option<f64>, &[u8])> {
         None
     } else {
         Some(
-            std::str::from_utf8(r)
+            fast_float2::parse::<f64, _>(r)
                 .ok()
-                .and_then(|s| s.parse().ok())
                 .ok_or_else(|| Error::bad_record("a rank that is not a number"))?,
         )
     };
@@ -288,9 +308,7 @@ impl Reducer for ContributeReducer {
         }
         let sum = sum as f64 / 2f64.powi(EXACT_SCALE);
         self.buf.clear();
-        let _ = write!(self.buf, "{page}\t{sum}\t");
-        self.buf.extend_from_slice(&self.dsts);
-        self.buf.push(b'\n');
+        state_line(&mut self.buf, page, sum, &self.dsts);
         ctx.write_raw(&self.buf)
     }
 }
@@ -353,11 +371,10 @@ impl Mapper for RankMapper {
         let rank = self.base + self.damping * sum.unwrap_or(0.0);
         self.buf.clear();
         if self.last {
-            let _ = writeln!(self.buf, "{page}\t{rank}");
-        } else {
-            let _ = write!(self.buf, "{page}\t{rank}\t");
-            self.buf.extend_from_slice(dsts);
+            put_page_rank(&mut self.buf, page, rank);
             self.buf.push(b'\n');
+        } else {
+            state_line(&mut self.buf, page, rank, dsts);
         }
         ctx.emit_raw(&self.buf)
     }
