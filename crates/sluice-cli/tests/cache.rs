@@ -286,6 +286,31 @@ fn input_read_once_is_not_admitted() {
     );
 }
 
+/// A boolean property with a value other than `true` or `false` is
+/// refused before anything runs, naming it; nothing is written.
+#[test]
+fn a_misspelt_cache_or_sync_property_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "1MB");
+    for kv in ["sluice.cache.admit=no", "sluice.output.sync=False"] {
+        let out = d.path().join("out");
+        let err = fails(
+            sluice()
+                .args(["run", "wordcount", "-q", "-D", kv, "--input"])
+                .arg(&data)
+                .arg("--output")
+                .arg(&out)
+                .output()
+                .unwrap(),
+        );
+        assert!(
+            err.contains(kv) && err.contains("`true` or `false`"),
+            "{err}"
+        );
+        assert!(!out.exists(), "{kv}: output written");
+    }
+}
+
 /// Flips a byte in every block replica on the cluster's first worker;
 /// returns their file names.
 fn damage_first_worker(c: &Cluster) -> Vec<String> {

@@ -37,6 +37,7 @@ pub fn run(
     req: &JobRequest,
     target: Target<'_>,
 ) -> Result<Vec<JobReport>, DriverError> {
+    req.check_properties()?;
     let mut req = req.clone();
     if req.reducers.is_none() {
         // One number for every process of the job.

@@ -527,5 +527,15 @@ mod tests {
         assert_eq!((p, r, d), (5, None, &b"1,2"[..]));
         let (p, r, d) = parse_state(b"5\t0.25\t").unwrap();
         assert_eq!((p, r, d), (5, Some(0.25), &b""[..]));
+        // A rank as `state_line` prints it reads back as the same double;
+        // one that is not a whole number is a bad record.
+        let mut line = Vec::new();
+        state_line(&mut line, 7, 5.566728958753238e-7, b"1");
+        assert_eq!(line, b"7\t5.566728958753238e-7\t1\n");
+        let (_, r, _) = parse_state(&line[..line.len() - 1]).unwrap();
+        assert_eq!(r, Some(5.566728958753238e-7));
+        for bad in [&b"5\t0.25x\t1"[..], b"5\tx\t1", b"5\t0.2 5\t1"] {
+            assert!(matches!(parse_state(bad), Err(Error::BadRecord(_))));
+        }
     }
 }

@@ -31,6 +31,14 @@ pub enum RequestError {
         /// What is wrong.
         detail: String,
     },
+    /// A property Sluice reads has a value it does not take.
+    #[error("-D {key}={value}: {key} is `true` or `false`")]
+    Property {
+        /// The property.
+        key: String,
+        /// The value given.
+        value: String,
+    },
     /// The job's constructor refused the request or could not read a
     /// side input.
     #[error("{job}: {source}")]

@@ -209,6 +209,7 @@ impl Registry {
         req: &JobRequest,
         ctx: &BuildContext<'_>,
     ) -> Result<(Built, EngineConfig), RequestError> {
+        req.check_properties()?;
         let built = self.get(&req.job)?.build(req, ctx)?;
         let cfg = engine_config(req, &built);
         Ok((built, cfg))

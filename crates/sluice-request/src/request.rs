@@ -233,6 +233,24 @@ impl JobRequest {
         self.properties.get(key).map(String::as_str)
     }
 
+    /// Refuses a value of a boolean property Sluice reads
+    /// ([`CACHE_ADMIT_PROPERTY`], [`OUTPUT_SYNC_PROPERTY`]) other than
+    /// `true` or `false`, so that a misspelt one is not taken as `true`.
+    pub fn check_properties(&self) -> Result<(), crate::RequestError> {
+        for key in [CACHE_ADMIT_PROPERTY, OUTPUT_SYNC_PROPERTY] {
+            match self.property(key) {
+                None | Some("true") | Some("false") => {}
+                Some(value) => {
+                    return Err(crate::RequestError::Property {
+                        key: key.to_owned(),
+                        value: value.to_owned(),
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether its maps may admit the blocks they read to the workers'
     /// block caches: yes unless [`CACHE_ADMIT_PROPERTY`] is `false`.
     pub fn admits_to_cache(&self) -> bool {
@@ -364,5 +382,21 @@ mod tests {
         assert!(json.contains(r#""split_points":["0aff"]"#), "{json}");
         assert!(Key::from_hex("0g").is_err());
         assert!(Key::from_hex("abc").is_err());
+    }
+
+    #[test]
+    fn boolean_properties_take_true_or_false() {
+        let mut r = JobRequest::new("wordcount", &serde_json::Value::Null, "in", "out");
+        assert!(r.check_properties().is_ok());
+        for v in ["true", "false"] {
+            r.properties.insert(CACHE_ADMIT_PROPERTY.into(), v.into());
+            assert!(r.check_properties().is_ok());
+        }
+        r.properties.insert(OUTPUT_SYNC_PROPERTY.into(), "0".into());
+        let e = r.check_properties().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "-D sluice.output.sync=0: sluice.output.sync is `true` or `false`"
+        );
     }
 }
