@@ -78,6 +78,13 @@ impl MapPhase<'_> {
         self.cfg.reducers
     }
 
+    /// Bytes a thread's sort collector may use for its sort's second
+    /// buffer: what its collect share leaves beyond the spill target (the
+    /// buffer is at most the index, under the bytes it spills at).
+    fn sort_room(&self) -> usize {
+        self.cfg.collect_budget().saturating_sub(self.spill_target)
+    }
+
     fn worker(&self, queue: &Queue) -> Result<MapOutput> {
         let mut out = MapOutput::default();
         if self.job.is_map_only() {
@@ -302,12 +309,15 @@ impl<'a> CollectSink<'a> {
                 phase.cfg.collect_budget(),
             ),
             None => (
-                AnyCollector::Sort(SortCollector::new(
-                    job.partitioner.clone(),
-                    parts,
-                    job.key_order,
-                    job.combiner.clone(),
-                )),
+                AnyCollector::Sort(
+                    SortCollector::new(
+                        job.partitioner.clone(),
+                        parts,
+                        job.key_order,
+                        job.combiner.clone(),
+                    )
+                    .with_sort_room(phase.sort_room()),
+                ),
                 phase.spill_target,
             ),
         };
@@ -351,12 +361,15 @@ impl<'a> CollectSink<'a> {
             return;
         };
         let job = self.phase.job;
-        self.collector = AnyCollector::Sort(SortCollector::new(
-            job.partitioner.clone(),
-            self.phase.partitions(),
-            job.key_order,
-            Some(sluice_api::aggregate_combiner(agg)),
-        ));
+        self.collector = AnyCollector::Sort(
+            SortCollector::new(
+                job.partitioner.clone(),
+                self.phase.partitions(),
+                job.key_order,
+                Some(sluice_api::aggregate_combiner(agg)),
+            )
+            .with_sort_room(self.phase.sort_room()),
+        );
         self.spill_at = self.phase.spill_target;
         self.counters.add(TaskCounter::HashGroupingStopped, 1);
     }

@@ -194,13 +194,23 @@ struct ContributeMapper {
     value: Vec<u8>,
 }
 
-/// Tags of the contribute job's values: `SHARE units` (a sum of shares),
-/// or `STRUCTURE units dsts` (a page's state line's destinations, with the
-/// shares summed into it so far); `units` a little-endian `i128` of
-/// 2^-[`EXACT_SCALE`] (see [`units`]).
+/// The contribute job's values, told apart by their length:
+///
+/// - 8 bytes: a share, the `f64` a map emits (little-endian bits);
+/// - 16 bytes: a sum of shares, a little-endian `i128` in units of
+///   2^-[`EXACT_SCALE`] (see [`units`]), as the combiner folds them;
+/// - [`VALUE_HEAD`] bytes or more: `STRUCTURE`, the `i128` of the shares
+///   summed into it so far, then the page's state line's destinations.
+///
+/// A share travels as 8 bytes, not as its 16-byte exact form: the map
+/// output of this job is almost all shares, and every byte of it is
+/// copied, sorted and spilled. It converts exactly (to 2^-80) when folded.
 const STRUCTURE: u8 = b'S';
-const SHARE: u8 = b'C';
-/// Bytes of a value before its destinations.
+/// Bytes of a share value.
+const SHARE_LEN: usize = 8;
+/// Bytes of a sum value.
+const SUM_LEN: usize = 16;
+/// Bytes of a structure value before its destinations.
 const VALUE_HEAD: usize = 17;
 
 impl Mapper for ContributeMapper {
@@ -218,26 +228,30 @@ impl Mapper for ContributeMapper {
             return Ok(());
         }
         let out = dsts.split(|&b| b == b',').count();
-        let share = units(rank / out as f64).ok_or_else(|| {
-            Error::bad_record(format!("page {page}'s rank {rank} is out of range"))
-        })?;
-        self.value.clear();
-        self.value.push(SHARE);
-        self.value.extend_from_slice(&share.to_le_bytes());
+        let share = rank / out as f64;
+        if units(share).is_none() {
+            return Err(Error::bad_record(format!(
+                "page {page}'s rank {rank} is out of range"
+            )));
+        }
+        let share = share.to_le_bytes();
         for d in dsts.split(|&b| b == b',') {
-            ctx.emit(&number(d, "destination")?.to_be_bytes(), &self.value)?;
+            ctx.emit(&number(d, "destination")?.to_be_bytes(), &share)?;
         }
         Ok(())
     }
 }
 
-/// A value's tag and summed units; `None` if it is not one of this job's.
-fn share_value(v: &[u8]) -> Option<(u8, i128)> {
-    let (&tag, rest) = v.split_first()?;
-    let units = i128::from_le_bytes(rest.get(..16)?.try_into().ok()?);
-    match tag {
-        SHARE if rest.len() == 16 => Some((tag, units)),
-        STRUCTURE => Some((tag, units)),
+/// What a value of this job holds: a share or sum (`false`), or a state
+/// line (`true`), with its shares in exact units; `None` if it is not one
+/// of this job's values.
+fn share_value(v: &[u8]) -> Option<(bool, i128)> {
+    match v.len() {
+        SHARE_LEN => units(f64::from_le_bytes(v.try_into().ok()?)).map(|u| (false, u)),
+        SUM_LEN => Some((false, i128::from_le_bytes(v.try_into().ok()?))),
+        _ if v.len() >= VALUE_HEAD && v[0] == STRUCTURE => {
+            Some((true, i128::from_le_bytes(v[1..VALUE_HEAD].try_into().ok()?)))
+        }
         _ => None,
     }
 }
@@ -251,27 +265,35 @@ pub struct ShareSum;
 
 impl sluice_api::Aggregator for ShareSum {
     fn fold_in_place(&self, acc: &mut [u8], value: &[u8]) -> bool {
-        let (Some((at, a)), Some((vt, v))) = (share_value(acc), share_value(value)) else {
+        let (Some((structure, a)), Some((_, v))) = (share_value(acc), share_value(value)) else {
             return false;
         };
-        if at == SHARE && vt == STRUCTURE {
-            return false;
+        let sum = a.saturating_add(v).to_le_bytes();
+        match (structure, acc.len()) {
+            (true, _) => acc[1..VALUE_HEAD].copy_from_slice(&sum),
+            (false, SUM_LEN) if value.len() <= SUM_LEN => acc.copy_from_slice(&sum),
+            // A share grows into a sum, or into the line it meets.
+            _ => return false,
         }
-        acc[1..VALUE_HEAD].copy_from_slice(&a.saturating_add(v).to_le_bytes());
         true
     }
 
     fn fold(&self, acc: &[u8], value: &[u8], out: &mut Vec<u8>) {
-        let (Some((_, a)), Some((_, v))) = (share_value(acc), share_value(value)) else {
+        let (Some((_, a)), Some((structure, v))) = (share_value(acc), share_value(value)) else {
             // Not this job's values: a value of no kind, which the reducer
             // refuses.
             out.push(0);
             return;
         };
-        // A share met its page's state line: the line, with the share.
-        out.push(STRUCTURE);
-        out.extend_from_slice(&a.saturating_add(v).to_le_bytes());
-        out.extend_from_slice(value.get(VALUE_HEAD..).unwrap_or_default());
+        let sum = a.saturating_add(v).to_le_bytes();
+        if structure {
+            // A share met its page's state line: the line, with the share.
+            out.push(STRUCTURE);
+            out.extend_from_slice(&sum);
+            out.extend_from_slice(&value[VALUE_HEAD..]);
+        } else {
+            out.extend_from_slice(&sum);
+        }
     }
 }
 
@@ -292,11 +314,11 @@ impl Reducer for ContributeReducer {
         let mut known = false;
         self.dsts.clear();
         while let Some(v) = values.next_value() {
-            let Some((tag, units)) = share_value(v) else {
+            let Some((structure, units)) = share_value(v) else {
                 return Err(Error::user("a PageRank value of no known kind"));
             };
             sum = sum.saturating_add(units);
-            if tag == STRUCTURE && !known {
+            if structure && !known {
                 known = true;
                 self.dsts.extend_from_slice(&v[VALUE_HEAD..]);
             }
@@ -392,9 +414,7 @@ mod tests {
         acc.extend_from_slice(&0i128.to_le_bytes());
         acc.extend_from_slice(b"1,2");
         for &x in shares {
-            let mut v = vec![SHARE];
-            v.extend_from_slice(&units(x).unwrap().to_le_bytes());
-            assert!(ShareSum.fold_in_place(&mut acc, &v));
+            assert!(ShareSum.fold_in_place(&mut acc, &x.to_le_bytes()));
         }
         assert_eq!(&acc[VALUE_HEAD..], b"1,2", "the destinations stay");
         share_value(&acc).unwrap().1 as f64 / 2f64.powi(EXACT_SCALE)
@@ -432,11 +452,8 @@ mod tests {
     #[test]
     fn a_share_and_its_state_line_fold_in_either_order() {
         use sluice_api::Aggregator;
-        let share = |x: f64| {
-            let mut v = vec![SHARE];
-            v.extend_from_slice(&units(x).unwrap().to_le_bytes());
-            v
-        };
+        let share = |x: f64| x.to_le_bytes().to_vec();
+        let sum = |x: f64| units(x).unwrap().to_le_bytes().to_vec();
         let mut line = vec![STRUCTURE];
         line.extend_from_slice(&units(0.25).unwrap().to_le_bytes());
         line.extend_from_slice(b"7,9");
@@ -444,14 +461,26 @@ mod tests {
         assert!(!ShareSum.fold_in_place(&mut acc, &line), "it grows");
         let mut out = Vec::new();
         ShareSum.fold(&acc, &line, &mut out);
-        assert_eq!(share_value(&out), Some((STRUCTURE, units(0.75).unwrap())));
+        assert_eq!(share_value(&out), Some((true, units(0.75).unwrap())));
         assert_eq!(&out[VALUE_HEAD..], b"7,9");
         let mut acc = line.clone();
         assert!(ShareSum.fold_in_place(&mut acc, &share(0.5)));
         assert_eq!(acc, out);
+        // Two shares make a sum, which then folds shares and sums in
+        // place, and grows into the line it meets.
         let mut acc = share(0.5);
-        assert!(ShareSum.fold_in_place(&mut acc, &share(0.25)));
-        assert_eq!(acc, share(0.75));
+        assert!(!ShareSum.fold_in_place(&mut acc, &share(0.25)), "it grows");
+        let mut out = Vec::new();
+        ShareSum.fold(&acc, &share(0.25), &mut out);
+        assert_eq!(out, sum(0.75));
+        let mut acc = out;
+        assert!(ShareSum.fold_in_place(&mut acc, &share(0.125)));
+        assert!(ShareSum.fold_in_place(&mut acc, &sum(0.0625)));
+        assert_eq!(acc, sum(0.9375));
+        let mut out = Vec::new();
+        ShareSum.fold(&acc, &line, &mut out);
+        assert_eq!(share_value(&out), Some((true, units(1.1875).unwrap())));
+        assert_eq!(&out[VALUE_HEAD..], b"7,9");
         // Anything else folds to a value the reducer refuses.
         assert!(!ShareSum.fold_in_place(&mut acc, b"junk"));
         let mut out = Vec::new();
@@ -461,7 +490,7 @@ mod tests {
 
     /// The contribute map of one state line over 4 pages: what it emits
     /// and the dangling rank it counts.
-    fn contribute(line: &[u8]) -> (Result<()>, Vec<(u64, u8, i128)>, u64) {
+    fn contribute(line: &[u8]) -> (Result<()>, Vec<(u64, bool, i128)>, u64) {
         let job = pagerank_contribute(4);
         let mut counters = sluice_api::Counters::default();
         let mut out = crate::testing::Pairs(Vec::new());
@@ -471,8 +500,8 @@ mod tests {
             .0
             .iter()
             .map(|(k, v)| {
-                let (tag, units) = share_value(v).unwrap();
-                (page_key(k).unwrap(), tag, units)
+                let (structure, units) = share_value(v).unwrap();
+                (page_key(k).unwrap(), structure, units)
             })
             .collect();
         (r, got, counters.user(COUNTER_GROUP, DANGLING))
@@ -487,14 +516,11 @@ mod tests {
         let (r, got, dangling) = contribute(b"1\t\t2,3");
         assert!(r.is_ok());
         let eighth = units(0.125).unwrap();
-        assert_eq!(
-            got,
-            [(1, STRUCTURE, 0), (2, SHARE, eighth), (3, SHARE, eighth)]
-        );
+        assert_eq!(got, [(1, true, 0), (2, false, eighth), (3, false, eighth)]);
         assert_eq!(dangling, 0);
         let (r, got, dangling) = contribute(b"3\t0.5\t");
         assert!(r.is_ok());
-        assert_eq!(got, [(3, STRUCTURE, 0)]);
+        assert_eq!(got, [(3, true, 0)]);
         assert_eq!(dangling, (0.5 * FIXED_ONE) as u64);
         for rank in ["1e300", "inf", "NaN"] {
             let line = format!("1\t{rank}\t2");

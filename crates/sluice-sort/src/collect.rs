@@ -91,7 +91,7 @@ impl Collector for AnyCollector {
 }
 
 /// Index entry of one record in the arena: 32 bytes, and all the sort moves.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Entry {
     prefix: u64,
     /// Key bytes 8..16 big-endian, zero padded (bytewise order only): lines
@@ -142,6 +142,10 @@ pub struct SortCollector {
     partitions: u32,
     order: KeyOrder,
     combiner: Option<sluice_api::ReducerFactory>,
+    /// The sort's second buffer, kept from spill to spill.
+    scratch: Vec<Entry>,
+    /// Bytes the second buffer may take ([`SortCollector::with_sort_room`]).
+    sort_room: usize,
 }
 
 impl SortCollector {
@@ -159,7 +163,18 @@ impl SortCollector {
             partitions: partitions.max(1),
             order,
             combiner,
+            scratch: Vec::new(),
+            sort_room: 0,
         }
+    }
+
+    /// Lets a spill's sort use a second buffer of up to `bytes` (room in
+    /// the memory budget beyond the bytes at which the collector spills),
+    /// which sorts small integer keys in half the time
+    /// ([`radix::sort_with_scratch`]). Without it the sort is in place.
+    pub fn with_sort_room(mut self, bytes: usize) -> Self {
+        self.sort_room = bytes;
+        self
     }
 
     fn key(&self, e: &Entry) -> &[u8] {
@@ -177,7 +192,8 @@ impl SortCollector {
     /// [`tie_cmp`].
     fn sort(&mut self) {
         let (arena, order) = (&self.arena, self.order);
-        radix::sort_in_place(&mut self.entries);
+        let room = self.sort_room / std::mem::size_of::<Entry>();
+        radix::sort_with_scratch(&mut self.entries, &mut self.scratch, room);
         radix::for_ties(&mut self.entries, |run| {
             run.sort_unstable_by(|a, b| tie_cmp(arena, order, a, b))
         });

@@ -53,7 +53,7 @@ const SMALL: usize = 1 << 12;
 const FLAG_LEAF: usize = 64;
 
 /// The radix key, the partition's bits above as many of the prefix's top
-/// bits in use as fit in 64, and its digits.
+/// bits in use as fit in 64, and its bits.
 fn key_of<T: Keyed>(v: &[T]) -> (usize, impl Fn(&T) -> u64) {
     let (max_part, any) = v
         .iter()
@@ -62,12 +62,11 @@ fn key_of<T: Keyed>(v: &[T]) -> (usize, impl Fn(&T) -> u64) {
     let used = (64 - any.leading_zeros()) as usize;
     let bits = used.min(64 - part_bits);
     let shift = used - bits;
-    let digits = (part_bits + bits).div_ceil(DIGIT);
     let key = move |e: &T| {
         let top = e.prefix().checked_shr(shift as u32).unwrap_or(0);
         u64::from(e.part()).checked_shl(bits as u32).unwrap_or(0) | top
     };
-    (digits, key)
+    (part_bits + bits, key)
 }
 
 /// Sorts `v` by (partition, prefix) in place: a most-significant-digit
@@ -81,8 +80,79 @@ pub(crate) fn sort_in_place<T: Keyed>(v: &mut [T]) {
         v.sort_unstable_by_key(|e| (e.part(), e.prefix()));
         return;
     }
-    let (digits, key) = key_of(v);
-    flag_sort(v, &key, digits);
+    let (bits, key) = key_of(v);
+    flag_sort(v, &key, bits.div_ceil(DIGIT));
+}
+
+/// Bits of one pass of [`sort_with_scratch`]: 2048 buckets, whose counts
+/// and write positions stay in L1.
+const LSD_DIGIT: usize = 11;
+/// Keys of at most this many bits (three passes) are sorted by
+/// [`sort_with_scratch`]'s passes; longer ones in place, whose passes stop
+/// at small buckets.
+const LSD_MAX_BITS: usize = 3 * LSD_DIGIT;
+
+/// Sorts `v` by (partition, prefix) as [`sort_in_place`] does, but with a
+/// buffer as large as `v` if `scratch_room` entries fit: when the
+/// partition and the prefix's bits in use are at most [`LSD_MAX_BITS`]
+/// (small integer keys, as PageRank's page numbers), a least-significant
+/// digit radix sort, each pass reading the entries in order and writing
+/// each to its bucket's next place. It took half the time of the in-place
+/// sort on a spill of 170,000 entries with 20-bit keys: the in-place
+/// passes move each entry along a cycle of places all over the index,
+/// and leave buckets of a few dozen entries to compare. `scratch` keeps
+/// its memory for the next call. Stable.
+pub(crate) fn sort_with_scratch<T: Keyed + Default>(
+    v: &mut [T],
+    scratch: &mut Vec<T>,
+    scratch_room: usize,
+) {
+    if v.len() < SMALL {
+        v.sort_by_key(|e| (e.part(), e.prefix()));
+        return;
+    }
+    let (bits, key) = key_of(v);
+    if bits > LSD_MAX_BITS || v.len() > scratch_room {
+        flag_sort(v, &key, bits.div_ceil(DIGIT));
+        return;
+    }
+    // The key holds every bit in use, so the passes order entries fully.
+    let passes = bits.div_ceil(LSD_DIGIT).max(1);
+    let width = bits.div_ceil(passes);
+    let mask = (1u64 << width) - 1;
+    let mut counts = vec![[0usize; 1 << LSD_DIGIT]; passes];
+    for e in v.iter() {
+        let k = key(e);
+        for (p, c) in counts.iter_mut().enumerate() {
+            c[((k >> (p * width)) & mask) as usize] += 1;
+        }
+    }
+    scratch.clear();
+    scratch.resize(v.len(), T::default());
+    let mut in_scratch = false;
+    for (p, c) in counts.iter_mut().enumerate() {
+        if c.contains(&v.len()) {
+            continue; // every entry has this digit
+        }
+        let mut sum = 0;
+        for n in c.iter_mut() {
+            (*n, sum) = (sum, sum + *n);
+        }
+        let (from, to): (&[T], &mut [T]) = if in_scratch {
+            (&scratch[..], &mut v[..])
+        } else {
+            (&v[..], &mut scratch[..])
+        };
+        for e in from {
+            let d = ((key(e) >> (p * width)) & mask) as usize;
+            to[c[d]] = *e;
+            c[d] += 1;
+        }
+        in_scratch = !in_scratch;
+    }
+    if in_scratch {
+        v.copy_from_slice(scratch);
+    }
 }
 
 /// One pass of [`sort_in_place`] over the digit below `digits` (counted
@@ -190,6 +260,37 @@ mod tests {
         assert!(slots.iter().copied().eq(0..10_000), "every entry once");
     }
 
+    /// Small integer keys, as PageRank's pages, take the passes with the
+    /// second buffer: every bit count from one pass to three, a digit all
+    /// entries share, and equal keys kept in their order (the sort is
+    /// stable); without room, the sort in place gives the same order.
+    #[test]
+    fn small_keys_sort_with_a_second_buffer() {
+        let mut rand = xorshift(0x0123_4567_89ab_cdef);
+        let mut scratch = Vec::new();
+        for bits in [1u32, 7, 11, 12, 19, 22, 23, 30, 32] {
+            for parts in [1u64, 2, 5] {
+                let v: Vec<SpillEntry> = (0..20_000u32)
+                    .map(|slot| SpillEntry {
+                        // Bit 1 is never set: a digit every entry shares.
+                        prefix: (rand() >> (64 - bits)) & !2 | 1 << (bits - 1),
+                        part: (rand() % parts) as u32,
+                        slot,
+                    })
+                    .collect();
+                let mut want = v.clone();
+                want.sort_by_key(|e| (e.part, e.prefix));
+                let mut w = v.clone();
+                sort_with_scratch(&mut w, &mut scratch, v.len());
+                assert_eq!(w, want, "{bits} bits, {parts} partitions");
+                let mut w = v.clone();
+                sort_with_scratch(&mut w, &mut scratch, v.len() - 1);
+                let key = |e: &SpillEntry| (e.part, e.prefix);
+                assert!(w.iter().map(key).eq(want.iter().map(key)), "in place");
+            }
+        }
+    }
+
     /// Every shape of prefix the passes choose bits for: all equal, all
     /// zero, letters (few distinct high bytes), full 64-bit, and one
     /// partition or many.
@@ -228,6 +329,15 @@ mod tests {
                         w.iter().map(key).eq(want.iter().map(key)),
                         "in place: shape {n}, {parts} partitions, {len} entries"
                     );
+                    let mut scratch = Vec::new();
+                    for room in [0, len] {
+                        let mut w = v.clone();
+                        sort_with_scratch(&mut w, &mut scratch, room);
+                        assert!(
+                            w.iter().map(key).eq(want.iter().map(key)),
+                            "room {room}: shape {n}, {parts} partitions, {len} entries"
+                        );
+                    }
                 }
             }
         }
