@@ -103,6 +103,10 @@ pub struct JobSpec {
     /// Combines values at emit time into a hash table (Phoenix++ style)
     /// instead of sorting map output; needs no combiner.
     pub aggregator: Option<Arc<dyn Aggregator>>,
+    /// The aggregator the combiner is ([`JobSpec::fold_combiner`]): the
+    /// sort collector may then fold map output of small keys and values
+    /// at emit time in a small table before sorting it.
+    pub fold: Option<Arc<dyn Aggregator>>,
     /// Assigns keys to reduce partitions.
     pub partitioner: Arc<dyn Partitioner>,
     /// Order of keys within a partition.
@@ -124,6 +128,7 @@ impl JobSpec {
             combiner: None,
             costly_combiner: false,
             aggregator: None,
+            fold: None,
             partitioner: Arc::new(HashPartitioner),
             key_order: KeyOrder::Bytewise,
         }
@@ -160,6 +165,21 @@ impl JobSpec {
         spec
     }
 
+    /// Sets the combiner to `agg` ([`crate::aggregate_combiner`]), and
+    /// lets the map side fold with it before it sorts: values of a key
+    /// met again while the key is in a small table (a few thousand of the
+    /// keys last emitted, sized to stay in the core's cache) fold there,
+    /// and only what the table evicts is sorted. Unlike
+    /// [`JobSpec::aggregator`]'s table of every key, it helps where a few
+    /// keys have most of the values (PageRank's popular pages) and costs
+    /// little where none does. `agg` must fold values in any order to
+    /// the same answer, as a combiner's do.
+    pub fn fold_combiner(mut self, agg: Arc<dyn Aggregator>) -> Self {
+        self.combiner = Some(crate::aggregate_combiner(agg.clone()));
+        self.fold = Some(agg);
+        self
+    }
+
     /// Sets the emit-time aggregator (enables hash grouping).
     pub fn aggregator(mut self, agg: impl Aggregator + 'static) -> Self {
         self.aggregator = Some(Arc::new(agg));
@@ -192,6 +212,7 @@ impl std::fmt::Debug for JobSpec {
             .field("combiner", &self.combiner.is_some())
             .field("costly_combiner", &self.costly_combiner)
             .field("aggregator", &self.aggregator.is_some())
+            .field("fold", &self.fold.is_some())
             .field("key_order", &self.key_order)
             .finish()
     }

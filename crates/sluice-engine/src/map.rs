@@ -28,6 +28,11 @@ use crate::EngineError;
 
 type Result<T> = std::result::Result<T, EngineError>;
 
+/// Smallest spill target at which a job's fold table
+/// ([`sluice_api::JobSpec::fold_combiner`]) is used: the table's 512 KiB
+/// count against it.
+const FOLD_MIN: usize = 4 << 20;
+
 /// Everything a map worker needs.
 pub struct MapPhase<'a> {
     pub job: &'a JobSpec,
@@ -308,18 +313,20 @@ impl<'a> CollectSink<'a> {
                 ),
                 phase.cfg.collect_budget(),
             ),
-            None => (
-                AnyCollector::Sort(
-                    SortCollector::new(
-                        job.partitioner.clone(),
-                        parts,
-                        job.key_order,
-                        job.combiner.clone(),
-                    )
-                    .with_sort_room(phase.sort_room()),
-                ),
-                phase.spill_target,
-            ),
+            None => {
+                let mut c = SortCollector::new(
+                    job.partitioner.clone(),
+                    parts,
+                    job.key_order,
+                    job.combiner.clone(),
+                )
+                .with_sort_room(phase.sort_room());
+                // The table is a small part of the spill buffer, or none.
+                if let Some(agg) = job.fold.clone().filter(|_| phase.spill_target >= FOLD_MIN) {
+                    c = c.with_fold(agg);
+                }
+                (AnyCollector::Sort(c), phase.spill_target)
+            }
         };
         CollectSink {
             phase,

@@ -8,6 +8,7 @@ use sluice_api::{
 use sluice_formats::spill::SpillWriter;
 use sluice_formats::FormatError;
 
+use crate::fold::FoldTable;
 use crate::merge::ErrorSink;
 use crate::order::{key_cmp, prefix, PREFIX_BYTES};
 use crate::radix;
@@ -146,6 +147,8 @@ pub struct SortCollector {
     scratch: Vec<Entry>,
     /// Bytes the second buffer may take ([`SortCollector::with_sort_room`]).
     sort_room: usize,
+    /// Folds records before they are collected ([`SortCollector::with_fold`]).
+    fold: Option<Box<FoldTable>>,
 }
 
 impl SortCollector {
@@ -165,7 +168,26 @@ impl SortCollector {
             combiner,
             scratch: Vec::new(),
             sort_room: 0,
+            fold: None,
         }
+    }
+
+    /// Folds records with `agg` at emit time in a [`FoldTable`] before
+    /// they are collected (the job's combiner must be `agg`'s).
+    pub fn with_fold(mut self, agg: Arc<dyn sluice_api::Aggregator>) -> Self {
+        self.fold = Some(Box::new(FoldTable::new(agg)));
+        self
+    }
+
+    /// Collects what the fold table holds, emptying it.
+    fn drain_fold(&mut self, counters: &mut Counters) -> Result<()> {
+        let Some(fold) = self.fold.as_mut() else {
+            return Ok(());
+        };
+        counters.add(TaskCounter::CombineInputRecords, fold.take_folded());
+        let to = (&*self.partitioner, self.partitions, self.order);
+        let (arena, entries) = (&mut self.arena, &mut self.entries);
+        fold.drain(|k, v| push_record(arena, entries, to, k, v))
     }
 
     /// Lets a spill's sort use a second buffer of up to `bytes` (room in
@@ -295,38 +317,26 @@ impl SortCollector {
 impl Collector for SortCollector {
     #[inline]
     fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let off = self.arena.len();
-        let end = off + key.len() + value.len();
-        if end > u32::MAX as usize {
-            return Err(SortError::RecordTooLarge(key.len() + value.len()));
+        let to = (&*self.partitioner, self.partitions, self.order);
+        let (arena, entries) = (&mut self.arena, &mut self.entries);
+        match self.fold.as_mut() {
+            None => push_record(arena, entries, to, key, value),
+            Some(fold) => fold.put(key, value, |k, v| push_record(arena, entries, to, k, v)),
         }
-        self.arena.extend_from_slice(key);
-        self.arena.extend_from_slice(value);
-        self.entries.push(Entry {
-            prefix: prefix(self.order, key),
-            prefix2: match self.order {
-                KeyOrder::Bytewise => {
-                    prefix(KeyOrder::Bytewise, key.get(PREFIX_BYTES..).unwrap_or(&[]))
-                }
-                KeyOrder::Fingerprint => 0,
-            },
-            part: self.partitioner.partition(key, self.partitions),
-            off: off as u32,
-            klen: key.len() as u32,
-            vlen: value.len() as u32,
-        });
-        Ok(())
     }
 
     fn memory(&self) -> usize {
-        self.arena.len() + self.entries.len() * std::mem::size_of::<Entry>()
+        self.arena.len()
+            + self.entries.len() * std::mem::size_of::<Entry>()
+            + self.fold.as_ref().map_or(0, |f| f.memory())
     }
 
     fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.entries.is_empty() && self.fold.as_ref().is_none_or(|f| f.is_empty())
     }
 
     fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()> {
+        self.drain_fold(counters)?;
         self.sort();
         match self.combiner.clone() {
             Some(factory) => self.write_combined(w, &factory, counters)?,
@@ -336,6 +346,40 @@ impl Collector for SortCollector {
         self.entries.clear();
         Ok(())
     }
+}
+
+/// Adds a record to `arena` and `entries`, partitioned and ordered as
+/// `to` says.
+#[inline]
+fn push_record(
+    arena: &mut Vec<u8>,
+    entries: &mut Vec<Entry>,
+    to: (&dyn Partitioner, u32, KeyOrder),
+    key: &[u8],
+    value: &[u8],
+) -> Result<()> {
+    let (partitioner, partitions, order) = to;
+    let off = arena.len();
+    let end = off + key.len() + value.len();
+    if end > u32::MAX as usize {
+        return Err(SortError::RecordTooLarge(key.len() + value.len()));
+    }
+    arena.extend_from_slice(key);
+    arena.extend_from_slice(value);
+    entries.push(Entry {
+        prefix: prefix(order, key),
+        prefix2: match order {
+            KeyOrder::Bytewise => {
+                prefix(KeyOrder::Bytewise, key.get(PREFIX_BYTES..).unwrap_or(&[]))
+            }
+            KeyOrder::Fingerprint => 0,
+        },
+        part: partitioner.partition(key, partitions),
+        off: off as u32,
+        klen: key.len() as u32,
+        vlen: value.len() as u32,
+    });
+    Ok(())
 }
 
 struct EntryValues<'a> {
@@ -434,6 +478,63 @@ mod tests {
             want.sort_by(|a, b| key_cmp(order, a, b));
             assert_eq!(got, want, "{order:?}");
         }
+    }
+
+    /// With a fold table in front, a spill holds the same combined records
+    /// as without: hot keys folded at emit time, the rest sorted and
+    /// combined, the table emptied into every spill; and the fold table's
+    /// folds count as combine input.
+    #[test]
+    fn a_fold_table_changes_no_spill() {
+        use sluice_api::{aggregate_combiner, SumU64};
+        let agg: Arc<dyn sluice_api::Aggregator> = Arc::new(SumU64);
+        let mut x = 5u64;
+        let keys: Vec<Vec<u8>> = (0..50_000)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                match i % 4 {
+                    0 | 1 => (x % 30).to_be_bytes().to_vec(),
+                    2 => (x % 20_000).to_be_bytes().to_vec(),
+                    _ => format!("a long key, not for the table {}", x % 500).into_bytes(),
+                }
+            })
+            .collect();
+        let spill = |fold: bool, keys: &[Vec<u8>]| {
+            let mut c = SortCollector::new(
+                Arc::new(HashPartitioner),
+                1,
+                KeyOrder::Bytewise,
+                Some(aggregate_combiner(agg.clone())),
+            );
+            if fold {
+                c = c.with_fold(agg.clone());
+            }
+            for (i, k) in keys.iter().enumerate() {
+                c.collect(k, &SumU64::encode(i as u64)).unwrap();
+            }
+            assert!(!c.is_empty());
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("run");
+            let mut w = SpillWriter::create(&p, 1).unwrap();
+            let mut counters = Counters::default();
+            c.spill(&mut w, &mut counters).unwrap();
+            w.finish().unwrap();
+            assert!(c.is_empty(), "the table is emptied into the spill");
+            let f = sluice_formats::spill::SpillFile::open(&p).unwrap();
+            let mut r = f.reader(0);
+            let mut got = Vec::new();
+            while r.advance().unwrap() {
+                got.push((r.key().to_vec(), r.value().to_vec()));
+            }
+            (got, counters.get(TaskCounter::CombineInputRecords))
+        };
+        let (plain, plain_in) = spill(false, &keys);
+        let (folded, folded_in) = spill(true, &keys);
+        assert_eq!(plain, folded);
+        assert_eq!(plain_in, keys.len() as u64);
+        assert_eq!(folded_in, keys.len() as u64, "every record folded once");
     }
 
     /// Enough records for the radix passes, over several partitions, with

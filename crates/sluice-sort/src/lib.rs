@@ -16,6 +16,7 @@
 
 mod collect;
 mod error;
+pub mod fold;
 mod hash;
 mod merge;
 mod order;
