@@ -273,6 +273,47 @@ impl SortCollector {
     /// combiner per spilled partition, so that a combiner whose output lags
     /// its input (a Streaming process) writes each record into its own
     /// partition.
+    /// Writes the sorted entries folded with `agg`, the job's combiner's
+    /// aggregator ([`SortCollector::with_fold`]): what that combiner
+    /// writes, without a combiner's calls per group and per value, and a
+    /// group of one record (most of them) copied straight from the arena.
+    fn write_folded(
+        &self,
+        w: &mut SpillWriter,
+        agg: &dyn sluice_api::Aggregator,
+        counters: &mut Counters,
+    ) -> Result<()> {
+        let (mut acc, mut tmp) = (Vec::new(), Vec::new());
+        let mut i = 0;
+        let mut groups = 0;
+        while i < self.entries.len() {
+            self.prefetch_entry(i + PREFETCH_AHEAD);
+            let j = self.group_end(i);
+            let e = &self.entries[i];
+            groups += 1;
+            if j == i + 1 {
+                w.append(e.part, self.key(e), self.value(e))?;
+                i = j;
+                continue;
+            }
+            acc.clear();
+            acc.extend_from_slice(self.value(e));
+            for v in &self.entries[i + 1..j] {
+                let v = self.value(v);
+                if !agg.fold_in_place(&mut acc, v) {
+                    tmp.clear();
+                    agg.fold(&acc, v, &mut tmp);
+                    std::mem::swap(&mut acc, &mut tmp);
+                }
+            }
+            w.append(e.part, self.key(e), &acc)?;
+            i = j;
+        }
+        counters.add(TaskCounter::CombineInputRecords, self.entries.len() as u64);
+        counters.add(TaskCounter::CombineOutputRecords, groups);
+        Ok(())
+    }
+
     fn write_combined(
         &self,
         w: &mut SpillWriter,
@@ -338,9 +379,10 @@ impl Collector for SortCollector {
     fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()> {
         self.drain_fold(counters)?;
         self.sort();
-        match self.combiner.clone() {
-            Some(factory) => self.write_combined(w, &factory, counters)?,
-            None => self.write_plain(w)?,
+        match (self.combiner.clone(), &self.fold) {
+            (Some(_), Some(fold)) => self.write_folded(w, &**fold.aggregator(), counters)?,
+            (Some(factory), None) => self.write_combined(w, &factory, counters)?,
+            (None, _) => self.write_plain(w)?,
         }
         self.arena.clear();
         self.entries.clear();

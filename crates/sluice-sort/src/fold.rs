@@ -81,6 +81,11 @@ impl FoldTable {
         }
     }
 
+    /// The aggregator it folds with.
+    pub fn aggregator(&self) -> &Arc<dyn Aggregator> {
+        &self.agg
+    }
+
     /// Bytes the table takes.
     pub fn memory(&self) -> usize {
         SLOTS * std::mem::size_of::<Slot>()
