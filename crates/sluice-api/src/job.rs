@@ -166,10 +166,10 @@ impl JobSpec {
     }
 
     /// Sets the combiner to `agg` ([`crate::aggregate_combiner`]), and
-    /// lets the map side fold with it before it sorts: values of a key
-    /// met again while the key is in a small table (a few thousand of the
-    /// keys last emitted, sized to stay in the core's cache) fold there,
-    /// and only what the table evicts is sorted. Unlike
+    /// lets the map side fold with it before it sorts: values (of at most
+    /// 16 bytes, keys of at most 16) of a key met again while the key is
+    /// in a small table (16,384 slots, sized to stay in the core's cache)
+    /// fold there, and only what the table evicts is sorted. Unlike
     /// [`JobSpec::aggregator`]'s table of every key, it helps where a few
     /// keys have most of the values (PageRank's popular pages) and costs
     /// little where none does. `agg` must fold values in any order to

@@ -29,7 +29,7 @@ use crate::EngineError;
 type Result<T> = std::result::Result<T, EngineError>;
 
 /// Smallest spill target at which a job's fold table
-/// ([`sluice_api::JobSpec::fold_combiner`]) is used: the table's 512 KiB
+/// ([`sluice_api::JobSpec::fold_combiner`]) is used: the table's 640 KiB
 /// count against it.
 const FOLD_MIN: usize = 4 << 20;
 
