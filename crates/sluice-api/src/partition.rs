@@ -2,6 +2,12 @@
 pub trait Partitioner: Send + Sync {
     /// The partition of `key`, in `0..n`.
     fn partition(&self, key: &[u8], n: u32) -> u32;
+
+    /// Whether this is [`HashPartitioner`]: a collector may then compute
+    /// [`HashPartitioner::of`] itself, without a virtual call per record.
+    fn is_hash(&self) -> bool {
+        false
+    }
 }
 
 /// Hadoop's `WritableComparator.hashBytes`: `h = 31 * h + (signed byte)`
@@ -36,10 +42,22 @@ pub fn hadoop_hash(key: &[u8]) -> i32 {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HashPartitioner;
 
+impl HashPartitioner {
+    /// The partition of `key` among `n`.
+    #[inline]
+    pub fn of(key: &[u8], n: u32) -> u32 {
+        ((hadoop_hash(key) & i32::MAX) as u32) % n
+    }
+}
+
 impl Partitioner for HashPartitioner {
     #[inline]
     fn partition(&self, key: &[u8], n: u32) -> u32 {
-        ((hadoop_hash(key) & i32::MAX) as u32) % n
+        Self::of(key, n)
+    }
+
+    fn is_hash(&self) -> bool {
+        true
     }
 }
 

@@ -140,6 +140,8 @@ pub struct SortCollector {
     arena: Vec<u8>,
     entries: Vec<Entry>,
     partitioner: Arc<dyn Partitioner>,
+    /// Whether `partitioner` is the hash partitioner.
+    hash: bool,
     partitions: u32,
     order: KeyOrder,
     combiner: Option<sluice_api::ReducerFactory>,
@@ -162,6 +164,7 @@ impl SortCollector {
         SortCollector {
             arena: Vec::new(),
             entries: Vec::new(),
+            hash: partitioner.is_hash(),
             partitioner,
             partitions: partitions.max(1),
             order,
@@ -185,7 +188,8 @@ impl SortCollector {
             return Ok(());
         };
         counters.add(TaskCounter::CombineInputRecords, fold.take_folded());
-        let to = (&*self.partitioner, self.partitions, self.order);
+        let custom = (!self.hash).then_some(&*self.partitioner);
+        let to = (custom, self.partitions, self.order);
         let (arena, entries) = (&mut self.arena, &mut self.entries);
         fold.drain(|k, v| push_record(arena, entries, to, k, v))
     }
@@ -358,7 +362,8 @@ impl SortCollector {
 impl Collector for SortCollector {
     #[inline]
     fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let to = (&*self.partitioner, self.partitions, self.order);
+        let custom = (!self.hash).then_some(&*self.partitioner);
+        let to = (custom, self.partitions, self.order);
         let (arena, entries) = (&mut self.arena, &mut self.entries);
         match self.fold.as_mut() {
             None => push_record(arena, entries, to, key, value),
@@ -391,12 +396,13 @@ impl Collector for SortCollector {
 }
 
 /// Adds a record to `arena` and `entries`, partitioned and ordered as
-/// `to` says.
+/// `to` says (no partitioner: [`sluice_api::HashPartitioner`]'s partition,
+/// computed here without a virtual call).
 #[inline]
 fn push_record(
     arena: &mut Vec<u8>,
     entries: &mut Vec<Entry>,
-    to: (&dyn Partitioner, u32, KeyOrder),
+    to: (Option<&dyn Partitioner>, u32, KeyOrder),
     key: &[u8],
     value: &[u8],
 ) -> Result<()> {
@@ -416,7 +422,10 @@ fn push_record(
             }
             KeyOrder::Fingerprint => 0,
         },
-        part: partitioner.partition(key, partitions),
+        part: match partitioner {
+            Some(p) => p.partition(key, partitions),
+            None => sluice_api::HashPartitioner::of(key, partitions),
+        },
         off: off as u32,
         klen: key.len() as u32,
         vlen: value.len() as u32,
