@@ -197,7 +197,7 @@ impl SortCollector {
     /// Lets a spill's sort use a second buffer of up to `bytes` (room in
     /// the memory budget beyond the bytes at which the collector spills),
     /// which sorts small integer keys in half the time
-    /// ([`radix::sort_with_scratch`]). Without it the sort is in place.
+    /// (least-significant-digit passes). Without it the sort is in place.
     pub fn with_sort_room(mut self, bytes: usize) -> Self {
         self.sort_room = bytes;
         self
