@@ -127,7 +127,8 @@ pub(crate) fn sort_with_scratch<T: Keyed + Default>(
             c[((k >> (p * width)) & mask) as usize] += 1;
         }
     }
-    scratch.clear();
+    // Every place is written before it is read: only new places need a
+    // value (clearing first would write the whole buffer every spill).
     scratch.resize(v.len(), T::default());
     let mut in_scratch = false;
     for (p, c) in counts.iter_mut().enumerate() {
