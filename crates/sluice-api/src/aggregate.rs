@@ -20,6 +20,17 @@ pub trait Aggregator: Send + Sync {
         );
     }
 
+    /// Folds `value` into the accumulator `acc`: in place when it can,
+    /// else through [`Aggregator::fold`] into `tmp`, which then becomes
+    /// `acc` (the two buffers trade places, so neither is allocated again).
+    fn fold_into(&self, acc: &mut Vec<u8>, value: &[u8], tmp: &mut Vec<u8>) {
+        if !self.fold_in_place(acc, value) {
+            tmp.clear();
+            self.fold(acc, value, tmp);
+            std::mem::swap(acc, tmp);
+        }
+    }
+
     /// Whether this aggregator is [`SumU64`]: a collector may then add
     /// 8-byte counts itself rather than call it once per record.
     fn is_sum_u64(&self) -> bool {
@@ -130,11 +141,7 @@ impl crate::Reducer for AggregateCombiner {
             self.acc.extend_from_slice(first);
         }
         while let Some(v) = values.next_value() {
-            if !self.agg.fold_in_place(&mut self.acc, v) {
-                self.tmp.clear();
-                self.agg.fold(&self.acc, v, &mut self.tmp);
-                std::mem::swap(&mut self.acc, &mut self.tmp);
-            }
+            self.agg.fold_into(&mut self.acc, v, &mut self.tmp);
         }
         ctx.write(key, &self.acc)
     }

@@ -272,11 +272,6 @@ impl SortCollector {
         }
     }
 
-    /// Writes the sorted entries through the combiner: a fresh instance
-    /// for each partition (setup, every group, cleanup), as Hadoop runs its
-    /// combiner per spilled partition, so that a combiner whose output lags
-    /// its input (a Streaming process) writes each record into its own
-    /// partition.
     /// Writes the sorted entries folded with `agg`, the job's combiner's
     /// aggregator ([`SortCollector::with_fold`]): what that combiner
     /// writes, without a combiner's calls per group and per value, and a
@@ -303,12 +298,7 @@ impl SortCollector {
             acc.clear();
             acc.extend_from_slice(self.value(e));
             for v in &self.entries[i + 1..j] {
-                let v = self.value(v);
-                if !agg.fold_in_place(&mut acc, v) {
-                    tmp.clear();
-                    agg.fold(&acc, v, &mut tmp);
-                    std::mem::swap(&mut acc, &mut tmp);
-                }
+                agg.fold_into(&mut acc, self.value(v), &mut tmp);
             }
             w.append(e.part, self.key(e), &acc)?;
             i = j;
@@ -318,6 +308,11 @@ impl SortCollector {
         Ok(())
     }
 
+    /// Writes the sorted entries through the combiner: a fresh instance
+    /// for each partition (setup, every group, cleanup), as Hadoop runs its
+    /// combiner per spilled partition, so that a combiner whose output lags
+    /// its input (a Streaming process) writes each record into its own
+    /// partition.
     fn write_combined(
         &self,
         w: &mut SpillWriter,
@@ -566,19 +561,8 @@ mod tests {
                 c.collect(k, &SumU64::encode(i as u64)).unwrap();
             }
             assert!(!c.is_empty());
-            let d = tempfile::tempdir().unwrap();
-            let p = d.path().join("run");
-            let mut w = SpillWriter::create(&p, 1).unwrap();
-            let mut counters = Counters::default();
-            c.spill(&mut w, &mut counters).unwrap();
-            w.finish().unwrap();
+            let (got, counters) = crate::spill_counting(&mut c);
             assert!(c.is_empty(), "the table is emptied into the spill");
-            let f = sluice_formats::spill::SpillFile::open(&p).unwrap();
-            let mut r = f.reader(0);
-            let mut got = Vec::new();
-            while r.advance().unwrap() {
-                got.push((r.key().to_vec(), r.value().to_vec()));
-            }
             (got, counters.get(TaskCounter::CombineInputRecords))
         };
         let (plain, plain_in) = spill(false, &keys);

@@ -54,13 +54,23 @@ impl Slot {
     #[inline]
     fn set(&mut self, lo: u64, hi: u64, klen: usize, value: &[u8]) {
         (self.lo, self.hi) = (lo, hi);
-        match <[u8; 8]>::try_from(value) {
-            Ok(v) => self.value[..8].copy_from_slice(&v),
+        // A full-width value (PageRank's sums) without a call to memcpy.
+        match <[u8; VALUE_MAX]>::try_from(value) {
+            Ok(v) => self.value = v,
             Err(_) => self.value[..value.len()].copy_from_slice(value),
         }
         self.klen = klen as u8;
         self.vlen = value.len() as u8;
         self.used = true;
+    }
+
+    /// Passes the record held here to `sort`.
+    #[inline]
+    fn pass<E>(&self, sort: &mut impl FnMut(&[u8], &[u8]) -> Result<(), E>) -> Result<(), E> {
+        let mut k = [0u8; KEY_MAX];
+        k[..8].copy_from_slice(&self.lo.to_le_bytes());
+        k[8..].copy_from_slice(&self.hi.to_le_bytes());
+        sort(&k[..self.klen as usize], &self.value[..self.vlen as usize])
     }
 }
 
@@ -151,11 +161,7 @@ impl FoldTable {
             return sort(key, &self.grown);
         }
         if slot.used {
-            let (klen, vlen) = (slot.klen as usize, slot.vlen as usize);
-            let mut k = [0u8; KEY_MAX];
-            k[..8].copy_from_slice(&slot.lo.to_le_bytes());
-            k[8..].copy_from_slice(&slot.hi.to_le_bytes());
-            sort(&k[..klen], &slot.value[..vlen])?;
+            slot.pass(&mut sort)?;
         } else {
             self.used += 1;
         }
@@ -172,10 +178,7 @@ impl FoldTable {
             return Ok(());
         }
         for slot in self.slots.iter_mut().filter(|s| s.used) {
-            let mut k = [0u8; KEY_MAX];
-            k[..8].copy_from_slice(&slot.lo.to_le_bytes());
-            k[8..].copy_from_slice(&slot.hi.to_le_bytes());
-            sort(&k[..slot.klen as usize], &slot.value[..slot.vlen as usize])?;
+            slot.pass(&mut sort)?;
             *slot = Slot::EMPTY;
             self.used -= 1;
         }

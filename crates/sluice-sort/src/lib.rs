@@ -35,11 +35,19 @@ pub type Result<T> = std::result::Result<T, SortError>;
 /// Spills a collector into a one-partition run and reads it back.
 #[cfg(test)]
 pub(crate) fn spill_to_vec(c: &mut dyn Collector) -> Vec<(Vec<u8>, Vec<u8>)> {
+    spill_counting(c).0
+}
+
+/// [`spill_to_vec`], with the spill's counters.
+#[cfg(test)]
+pub(crate) fn spill_counting(
+    c: &mut dyn Collector,
+) -> (Vec<(Vec<u8>, Vec<u8>)>, sluice_api::Counters) {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("run");
     let mut w = sluice_formats::spill::SpillWriter::create(&p, 1).unwrap();
-    c.spill(&mut w, &mut sluice_api::Counters::default())
-        .unwrap();
+    let mut counters = sluice_api::Counters::default();
+    c.spill(&mut w, &mut counters).unwrap();
     w.finish().unwrap();
     let f = sluice_formats::spill::SpillFile::open(&p).unwrap();
     let mut r = f.reader(0);
@@ -47,5 +55,5 @@ pub(crate) fn spill_to_vec(c: &mut dyn Collector) -> Vec<(Vec<u8>, Vec<u8>)> {
     while r.advance().unwrap() {
         got.push((r.key().to_vec(), r.value().to_vec()));
     }
-    got
+    (got, counters)
 }
