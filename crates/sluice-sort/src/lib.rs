@@ -32,17 +32,19 @@ pub use order::{fingerprint, key_cmp, prefix};
 /// Result type of this crate.
 pub type Result<T> = std::result::Result<T, SortError>;
 
+/// Records read back from a spill, as (key, value).
+#[cfg(test)]
+pub(crate) type Records = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Spills a collector into a one-partition run and reads it back.
 #[cfg(test)]
-pub(crate) fn spill_to_vec(c: &mut dyn Collector) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn spill_to_vec(c: &mut dyn Collector) -> Records {
     spill_counting(c).0
 }
 
 /// [`spill_to_vec`], with the spill's counters.
 #[cfg(test)]
-pub(crate) fn spill_counting(
-    c: &mut dyn Collector,
-) -> (Vec<(Vec<u8>, Vec<u8>)>, sluice_api::Counters) {
+pub(crate) fn spill_counting(c: &mut dyn Collector) -> (Records, sluice_api::Counters) {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("run");
     let mut w = sluice_formats::spill::SpillWriter::create(&p, 1).unwrap();
