@@ -102,10 +102,11 @@ impl SpillWriter {
         if !self.block.is_empty() && self.block.len() + need > self.block_target {
             self.flush_block()?;
         }
+        self.block.reserve(need);
         varint::put(&mut self.block, key.len() as u64);
         varint::put(&mut self.block, value.len() as u64);
-        self.block.extend_from_slice(key);
-        self.block.extend_from_slice(value);
+        put_bytes(&mut self.block, key);
+        put_bytes(&mut self.block, value);
         self.segments[p].records += 1;
         Ok(())
     }
@@ -414,6 +415,23 @@ impl SegmentReader {
         self.next_block = at + 8 + len as u64;
         self.at = 0;
         Ok(())
+    }
+}
+
+/// Appends `b` to `out`. Spilled records are mostly short (8-byte keys,
+/// 8- or 16-byte values), and a copy of a length the compiler knows is a
+/// move or two where one of a run-time length calls `memcpy`: those calls
+/// were 3% of PageRank's contribute job.
+#[inline]
+pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    if let Ok(a) = <&[u8; 8]>::try_from(b) {
+        out.extend_from_slice(a);
+    } else if let Ok(a) = <&[u8; 16]>::try_from(b) {
+        out.extend_from_slice(a);
+    } else if let Ok(a) = <&[u8; 4]>::try_from(b) {
+        out.extend_from_slice(a);
+    } else {
+        out.extend_from_slice(b);
     }
 }
 

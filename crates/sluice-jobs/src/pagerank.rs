@@ -150,12 +150,7 @@ fn state_line(out: &mut Vec<u8>, page: u64, rank: f64, dsts: &[u8]) {
 
 /// A state line: page, rank (`None`: `1/N`), destinations (text).
 fn parse_state(line: &[u8]) -> Result<(u64, Option<f64>, &[u8])> {
-    let mut it = line.splitn(3, |&b| b == b'\t');
-    let (Some(p), Some(r), Some(d)) = (it.next(), it.next(), it.next()) else {
-        return Err(Error::bad_record(
-            "a PageRank state line is `page TAB rank TAB dsts`",
-        ));
-    };
+    let (p, r, d) = state_fields(line)?;
     let rank = if r.is_empty() {
         None
     } else {
@@ -166,6 +161,16 @@ fn parse_state(line: &[u8]) -> Result<(u64, Option<f64>, &[u8])> {
         )
     };
     Ok((number(p, "page")?, rank, d))
+}
+
+/// A state line's three fields: page, rank, destinations, as text. The
+/// tabs are found with `memchr` (every line of every iteration, twice).
+fn state_fields(line: &[u8]) -> Result<(&[u8], &[u8], &[u8])> {
+    let bad = || Error::bad_record("a PageRank state line is `page TAB rank TAB dsts`");
+    let t1 = memchr::memchr(b'\t', line).ok_or_else(bad)?;
+    let rest = &line[t1 + 1..];
+    let t2 = memchr::memchr(b'\t', rest).ok_or_else(bad)?;
+    Ok((&line[..t1], &rest[..t2], &rest[t2 + 1..]))
 }
 
 /// The join-and-contribute job over `pages` pages: each page's rank split
@@ -182,6 +187,7 @@ pub fn pagerank_contribute(pages: u64) -> JobSpec {
     let spec = JobSpec::new("pagerank-contribute", move || ContributeMapper {
         pages,
         value: Vec::new(),
+        dsts: Vec::new(),
     })
     .reducer(|| ContributeReducer {
         buf: Vec::new(),
@@ -193,6 +199,9 @@ pub fn pagerank_contribute(pages: u64) -> JobSpec {
 struct ContributeMapper {
     pages: u64,
     value: Vec<u8>,
+    /// The page's destinations, parsed before any is emitted (the share
+    /// needs their count).
+    dsts: Vec<u64>,
 }
 
 /// The contribute job's values, told apart by their length:
@@ -225,22 +234,14 @@ impl Mapper for ContributeMapper {
             ctx.counters().incr(COUNTER_GROUP, DANGLING, fixed);
             return Ok(());
         }
-        let out = memchr::memchr_iter(b',', dsts).count() + 1;
-        let share = rank / out as f64;
-        let Some(share) = units(share) else {
-            return Err(Error::bad_record(format!(
-                "page {page}'s rank {rank} is out of range"
-            )));
-        };
-        let share = share.to_le_bytes();
         // One pass over the destinations, digits folded as they come (the
         // map's main loop: every out-link of every page, every iteration);
         // a field that is not plain digits goes to `number` for its error.
+        self.dsts.clear();
         let (mut n, mut digits, mut start) = (0u64, 0usize, 0usize);
         for (i, &b) in dsts.iter().enumerate() {
             if b == b',' {
-                let d = plain(n, digits, &dsts[start..i])?;
-                ctx.emit(&d.to_be_bytes(), &share)?;
+                self.dsts.push(plain(n, digits, &dsts[start..i])?);
                 (n, digits, start) = (0, 0, i + 1);
             } else {
                 n = n
@@ -252,8 +253,18 @@ impl Mapper for ContributeMapper {
                 }
             }
         }
-        let d = plain(n, digits, &dsts[start..])?;
-        ctx.emit(&d.to_be_bytes(), &share)
+        self.dsts.push(plain(n, digits, &dsts[start..])?);
+        let share = rank / self.dsts.len() as f64;
+        let Some(share) = units(share) else {
+            return Err(Error::bad_record(format!(
+                "page {page}'s rank {rank} is out of range"
+            )));
+        };
+        let share = share.to_le_bytes();
+        for d in &self.dsts {
+            ctx.emit(&d.to_be_bytes(), &share)?;
+        }
+        Ok(())
     }
 }
 
