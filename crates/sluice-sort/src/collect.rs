@@ -116,9 +116,10 @@ impl radix::Keyed for Entry {
 }
 
 /// Orders two entries whose partition and prefix are equal. For bytewise
-/// order the second prefix (bytes 8..16) decides next; then, as in
-/// [`crate::order::prefix16_tie`], when either key is at most 16 bytes long it is a prefix
-/// of the other and the lengths decide, else the bytes after 16.
+/// order the second prefix (bytes 8..16) decides next; then, the keys
+/// agreeing on their first 16 bytes (zero padded), when either is at most
+/// 16 bytes long it is a prefix of the other and the lengths decide, else
+/// the bytes after 16.
 #[inline]
 fn tie_cmp(arena: &[u8], order: KeyOrder, a: &Entry, b: &Entry) -> std::cmp::Ordering {
     let key = |e: &Entry| &arena[e.off as usize..(e.off + e.klen) as usize];

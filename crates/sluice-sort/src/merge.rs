@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use sluice_api::{Counters, KeyOrder, ReduceContext, Reducer, Sink, Values};
 use sluice_formats::spill::SegmentReader;
 
-use crate::order::{prefix16, prefix16_tie};
+use crate::order::{holds_whole, merge_prefix, MERGE_BYTES};
 use crate::{Result, SortError};
 
 /// Merges sorted segment readers into one sorted stream.
@@ -14,13 +14,14 @@ use crate::{Result, SortError};
 /// source with the smallest current key, every internal node the loser of
 /// the match played there, so replacing the winner replays one path of
 /// log2(k) matches against stored losers, half the comparisons of a binary
-/// heap. Keys order by their cached 16-byte prefixes first, then bytes;
+/// heap. Keys order by their cached 16-byte prefixes ([`merge_prefix`])
+/// first, then bytes;
 /// equal keys come out in source order; exhausted sources lose every match.
 /// Written by hand because no library merges borrowed keys from many
 /// readers without copying them.
 pub struct Merger {
     sources: Vec<SegmentReader>,
-    /// Each source's current 16-byte sort prefix ([`prefix16`]).
+    /// Each source's current 16-byte sort prefix ([`merge_prefix`]).
     prefixes: Vec<u128>,
     /// Whether each source is exhausted.
     done: Vec<bool>,
@@ -52,7 +53,7 @@ impl Merger {
         let mut done = vec![false; k];
         for (i, s) in sources.iter_mut().enumerate() {
             if s.advance()? {
-                prefixes[i] = prefix16(order, s.key());
+                prefixes[i] = merge_prefix(order, s.key());
             } else {
                 done[i] = true;
             }
@@ -104,7 +105,7 @@ impl Merger {
             return Ok(());
         };
         if self.sources[top].advance()? {
-            self.prefixes[top] = prefix16(self.order, self.sources[top].key());
+            self.prefixes[top] = merge_prefix(self.order, self.sources[top].key());
         } else {
             self.done[top] = true;
             self.prefixes[top] = DONE;
@@ -115,10 +116,14 @@ impl Merger {
         let mut node = (top + k) / 2;
         while node > 0 {
             let (op, other) = self.tree[node];
-            let other_wins = if op == wp {
-                self.less(other, winner)
-            } else {
+            // Equal prefixes holding their keys are equal keys, and the
+            // earlier source's record comes first.
+            let other_wins = if op != wp {
                 op < wp
+            } else if holds_whole(op) {
+                other < winner
+            } else {
+                self.less(other, winner)
             };
             let (w, l) = select(other_wins, other, winner);
             let mask = (other_wins as u128).wrapping_neg();
@@ -133,11 +138,15 @@ impl Merger {
 
     /// Whether source `a`'s current record sorts before source `b`'s.
     /// Exhausted sources hold the prefix [`DONE`], so different prefixes
-    /// decide alone; equal ones look at exhaustion, then the keys.
+    /// decide alone, as do equal ones holding their keys whole; other
+    /// equal ones look at exhaustion, then the keys.
     fn less(&self, a: usize, b: usize) -> bool {
         let (pa, pb) = (self.prefixes[a], self.prefixes[b]);
         if pa != pb {
             return pa < pb;
+        }
+        if holds_whole(pa) {
+            return a < b;
         }
         match (self.done[a], self.done[b]) {
             (true, true) => return a < b,
@@ -146,24 +155,22 @@ impl Merger {
             (false, false) => {}
         }
         let (ka, kb) = (self.sources[a].key(), self.sources[b].key());
+        // Bytewise keys agreeing on their first bytes, both longer.
         let ord = match self.order {
-            KeyOrder::Bytewise => prefix16_tie(ka, kb),
+            KeyOrder::Bytewise => ka[MERGE_BYTES..].cmp(&kb[MERGE_BYTES..]),
             KeyOrder::Fingerprint => ka.cmp(kb),
         };
         ord.then(a.cmp(&b)) == Ordering::Less
     }
 
     /// Whether the current record's key is `key`, whose sort prefix is
-    /// `prefix`: the cached prefixes and the lengths rule most keys out
-    /// without reading key bytes, and decide alone for bytewise keys of
-    /// at most 16 bytes (their prefix holds every byte).
+    /// `prefix`: the cached prefixes rule most keys out without reading
+    /// key bytes, and decide alone for prefixes holding their keys whole.
     fn at_key(&self, key: &[u8], prefix: u128) -> bool {
         let Some(top) = self.winner() else {
             return false;
         };
-        let k = self.sources[top].key();
-        let whole = self.order == KeyOrder::Bytewise && k.len() <= 16;
-        self.prefixes[top] == prefix && k.len() == key.len() && (whole || k == key)
+        self.prefixes[top] == prefix && (holds_whole(prefix) || self.sources[top].key() == key)
     }
 
     /// The sort prefix of the current record's key.
