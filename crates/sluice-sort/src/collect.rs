@@ -152,33 +152,37 @@ pub struct SortCollector {
     sort_room: usize,
     /// Folds records before they are collected ([`SortCollector::with_fold`]).
     fold: Option<Box<FoldTable>>,
-    /// The collected keys' lengths, or-ed and and-ed ([`KeyLens`]).
-    lens: KeyLens,
+    /// What the collected entries' keys are like ([`KeyShape`]).
+    shape: KeyShape,
 }
 
-/// The lengths of a spill's keys, or-ed and and-ed together: all are the
-/// same when the two agree.
+/// What a spill's keys are like, gathered as they are collected: the
+/// radix key's bits, and their lengths or-ed and and-ed together (all are
+/// the same when the two agree).
 #[derive(Debug, Clone, Copy)]
-struct KeyLens {
-    or: u32,
-    and: u32,
+struct KeyShape {
+    bits: radix::KeyBits,
+    len_or: u32,
+    len_and: u32,
 }
 
-impl KeyLens {
-    const NONE: KeyLens = KeyLens {
-        or: 0,
-        and: u32::MAX,
+impl KeyShape {
+    const NONE: KeyShape = KeyShape {
+        bits: radix::KeyBits::NONE,
+        len_or: 0,
+        len_and: u32::MAX,
     };
 
     #[inline]
-    fn add(&mut self, len: u32) {
-        self.or |= len;
-        self.and &= len;
+    fn add(&mut self, e: &Entry) {
+        self.bits.add(e.part, e.prefix);
+        self.len_or |= e.klen;
+        self.len_and &= e.klen;
     }
 
     /// Whether every key is `n` bytes long for one `n` of at most `max`.
     fn all_equal_within(self, max: usize) -> bool {
-        self.or == self.and && self.or as usize <= max
+        self.len_or == self.len_and && self.len_or as usize <= max
     }
 }
 
@@ -201,7 +205,7 @@ impl SortCollector {
             scratch: Vec::new(),
             sort_room: 0,
             fold: None,
-            lens: KeyLens::NONE,
+            shape: KeyShape::NONE,
         }
     }
 
@@ -220,8 +224,8 @@ impl SortCollector {
         counters.add(TaskCounter::CombineInputRecords, fold.take_folded());
         let custom = (!self.hash).then_some(&*self.partitioner);
         let to = (custom, self.partitions, self.order);
-        let (arena, entries, lens) = (&mut self.arena, &mut self.entries, &mut self.lens);
-        fold.drain(|k, v| push_record(arena, entries, lens, to, k, v))
+        let (arena, entries, shape) = (&mut self.arena, &mut self.entries, &mut self.shape);
+        fold.drain(|k, v| push_record(arena, entries, shape, to, k, v))
     }
 
     /// Lets a spill's sort use a second buffer of up to `bytes` (room in
@@ -252,8 +256,8 @@ impl SortCollector {
     fn sort(&mut self) {
         let (arena, order) = (&self.arena, self.order);
         let room = self.sort_room / std::mem::size_of::<Entry>();
-        radix::sort_with_scratch(&mut self.entries, &mut self.scratch, room);
-        if order == KeyOrder::Bytewise && self.lens.all_equal_within(PREFIX_BYTES) {
+        radix::sort_with_scratch(&mut self.entries, self.shape.bits, &mut self.scratch, room);
+        if order == KeyOrder::Bytewise && self.shape.all_equal_within(PREFIX_BYTES) {
             return;
         }
         radix::for_ties(&mut self.entries, |run| {
@@ -395,11 +399,11 @@ impl Collector for SortCollector {
     fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let custom = (!self.hash).then_some(&*self.partitioner);
         let to = (custom, self.partitions, self.order);
-        let (arena, entries, lens) = (&mut self.arena, &mut self.entries, &mut self.lens);
+        let (arena, entries, shape) = (&mut self.arena, &mut self.entries, &mut self.shape);
         match self.fold.as_mut() {
-            None => push_record(arena, entries, lens, to, key, value),
+            None => push_record(arena, entries, shape, to, key, value),
             Some(fold) => fold.put(key, value, |k, v| {
-                push_record(arena, entries, lens, to, k, v)
+                push_record(arena, entries, shape, to, k, v)
             }),
         }
     }
@@ -424,7 +428,7 @@ impl Collector for SortCollector {
         }
         self.arena.clear();
         self.entries.clear();
-        self.lens = KeyLens::NONE;
+        self.shape = KeyShape::NONE;
         Ok(())
     }
 }
@@ -436,7 +440,7 @@ impl Collector for SortCollector {
 fn push_record(
     arena: &mut Vec<u8>,
     entries: &mut Vec<Entry>,
-    lens: &mut KeyLens,
+    shape: &mut KeyShape,
     to: (Option<&dyn Partitioner>, u32, KeyOrder),
     key: &[u8],
     value: &[u8],
@@ -449,8 +453,7 @@ fn push_record(
     }
     put_bytes(arena, key);
     put_bytes(arena, value);
-    lens.add(key.len() as u32);
-    entries.push(Entry {
+    let e = Entry {
         prefix: prefix(order, key),
         prefix2: match order {
             KeyOrder::Bytewise => {
@@ -465,7 +468,9 @@ fn push_record(
         off: off as u32,
         klen: key.len() as u32,
         vlen: value.len() as u32,
-    });
+    };
+    shape.add(&e);
+    entries.push(e);
     Ok(())
 }
 

@@ -52,12 +52,43 @@ const SMALL: usize = 1 << 12;
 /// the bucket, a comparison sort a dozen comparisons an entry).
 const FLAG_LEAF: usize = 64;
 
+/// What the radix key is made of: the largest partition and the prefix
+/// bits in use (all prefixes or-ed), gathered as entries are added (a
+/// pass over the index to find them was a tenth of a spill's sort).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct KeyBits {
+    max_part: u32,
+    any: u64,
+}
+
+impl KeyBits {
+    /// No entries'.
+    pub const NONE: KeyBits = KeyBits {
+        max_part: 0,
+        any: 0,
+    };
+
+    /// Counts an entry's partition and prefix in.
+    #[inline]
+    pub fn add(&mut self, part: u32, prefix: u64) {
+        self.max_part = self.max_part.max(part);
+        self.any |= prefix;
+    }
+
+    /// The key bits of `v`'s entries.
+    pub fn of<T: Keyed>(v: &[T]) -> KeyBits {
+        let mut k = KeyBits::default();
+        for e in v {
+            k.add(e.part(), e.prefix());
+        }
+        k
+    }
+}
+
 /// The radix key, the partition's bits above as many of the prefix's top
-/// bits in use as fit in 64, and its bits.
-fn key_of<T: Keyed>(v: &[T]) -> (usize, impl Fn(&T) -> u64) {
-    let (max_part, any) = v
-        .iter()
-        .fold((0, 0), |(p, o), e| (e.part().max(p), o | e.prefix()));
+/// bits in use as fit in 64, and its bits, for entries of `bits`.
+fn key_of<T: Keyed>(bits: KeyBits) -> (usize, impl Fn(&T) -> u64) {
+    let KeyBits { max_part, any } = bits;
     let part_bits = (32 - max_part.leading_zeros()) as usize;
     let used = (64 - any.leading_zeros()) as usize;
     let bits = used.min(64 - part_bits);
@@ -80,7 +111,7 @@ pub(crate) fn sort_in_place<T: Keyed>(v: &mut [T]) {
         v.sort_unstable_by_key(|e| (e.part(), e.prefix()));
         return;
     }
-    let (bits, key) = key_of(v);
+    let (bits, key) = key_of(KeyBits::of(v));
     flag_sort(v, &key, bits.div_ceil(DIGIT));
 }
 
@@ -101,9 +132,11 @@ const LSD_MAX_BITS: usize = 3 * LSD_DIGIT;
 /// sort on a spill of 170,000 entries with 20-bit keys: the in-place
 /// passes move each entry along a cycle of places all over the index,
 /// and leave buckets of a few dozen entries to compare. `scratch` keeps
-/// its memory for the next call. Stable.
+/// its memory for the next call; `key_bits` are those of `v`'s entries.
+/// Stable.
 pub(crate) fn sort_with_scratch<T: Keyed + Default>(
     v: &mut [T],
+    key_bits: KeyBits,
     scratch: &mut Vec<T>,
     scratch_room: usize,
 ) {
@@ -111,7 +144,7 @@ pub(crate) fn sort_with_scratch<T: Keyed + Default>(
         v.sort_by_key(|e| (e.part(), e.prefix()));
         return;
     }
-    let (bits, key) = key_of(v);
+    let (bits, key) = key_of(key_bits);
     if bits > LSD_MAX_BITS || v.len() > scratch_room {
         flag_sort(v, &key, bits.div_ceil(DIGIT));
         return;
@@ -282,10 +315,10 @@ mod tests {
                 let mut want = v.clone();
                 want.sort_by_key(|e| (e.part, e.prefix));
                 let mut w = v.clone();
-                sort_with_scratch(&mut w, &mut scratch, v.len());
+                sort_with_scratch(&mut w, KeyBits::of(&v), &mut scratch, v.len());
                 assert_eq!(w, want, "{bits} bits, {parts} partitions");
                 let mut w = v.clone();
-                sort_with_scratch(&mut w, &mut scratch, v.len() - 1);
+                sort_with_scratch(&mut w, KeyBits::of(&v), &mut scratch, v.len() - 1);
                 let key = |e: &SpillEntry| (e.part, e.prefix);
                 assert!(w.iter().map(key).eq(want.iter().map(key)), "in place");
             }
@@ -333,7 +366,7 @@ mod tests {
                     let mut scratch = Vec::new();
                     for room in [0, len] {
                         let mut w = v.clone();
-                        sort_with_scratch(&mut w, &mut scratch, room);
+                        sort_with_scratch(&mut w, KeyBits::of(&v), &mut scratch, room);
                         assert!(
                             w.iter().map(key).eq(want.iter().map(key)),
                             "room {room}: shape {n}, {parts} partitions, {len} entries"
