@@ -54,10 +54,14 @@ impl Slot {
     #[inline]
     fn set(&mut self, lo: u64, hi: u64, klen: usize, value: &[u8]) {
         (self.lo, self.hi) = (lo, hi);
-        // A full-width value (PageRank's sums) without a call to memcpy.
-        match <[u8; VALUE_MAX]>::try_from(value) {
-            Ok(v) => self.value = v,
-            Err(_) => self.value[..value.len()].copy_from_slice(value),
+        // Full-width and 8-byte values (PageRank's sums) without a call
+        // to memcpy.
+        if let Ok(v) = <[u8; VALUE_MAX]>::try_from(value) {
+            self.value = v;
+        } else if let Ok(v) = <[u8; 8]>::try_from(value) {
+            self.value[..8].copy_from_slice(&v);
+        } else {
+            self.value[..value.len()].copy_from_slice(value);
         }
         self.klen = klen as u8;
         self.vlen = value.len() as u8;
