@@ -554,20 +554,27 @@ mod tests {
             .collect()
     }
 
+    /// Collects `keys` (empty values) into `c` and spills them: the keys
+    /// as spilled, and as they should be in `order`.
+    fn spill_keys(
+        c: &mut SortCollector,
+        keys: &[Vec<u8>],
+        order: KeyOrder,
+    ) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        for k in keys {
+            c.collect(k, b"").unwrap();
+        }
+        let got = crate::spill_to_vec(c).into_iter().map(|(k, _)| k).collect();
+        let mut want = keys.to_vec();
+        want.sort_by(|a, b| key_cmp(order, a, b));
+        (got, want)
+    }
+
     #[test]
     fn spills_come_out_in_exact_byte_order() {
         for order in [KeyOrder::Bytewise, KeyOrder::Fingerprint] {
             let mut c = SortCollector::new(Arc::new(HashPartitioner), 1, order, None);
-            let keys = tricky_keys(4000);
-            for k in &keys {
-                c.collect(k, b"").unwrap();
-            }
-            let got: Vec<Vec<u8>> = crate::spill_to_vec(&mut c)
-                .into_iter()
-                .map(|(k, _)| k)
-                .collect();
-            let mut want = keys.clone();
-            want.sort_by(|a, b| key_cmp(order, a, b));
+            let (got, want) = spill_keys(&mut c, &tricky_keys(4000), order);
             assert_eq!(got, want, "{order:?}");
         }
     }
@@ -594,15 +601,7 @@ mod tests {
                         .collect::<Vec<_>>(),
                     tricky_keys(20_000),
                 ] {
-                    for k in &spill {
-                        c.collect(k, b"").unwrap();
-                    }
-                    let got: Vec<Vec<u8>> = crate::spill_to_vec(&mut c)
-                        .into_iter()
-                        .map(|(k, _)| k)
-                        .collect();
-                    let mut want = spill.clone();
-                    want.sort_by(|a, b| key_cmp(order, a, b));
+                    let (got, want) = spill_keys(&mut c, &spill, order);
                     assert_eq!(got, want, "{order:?}, {len} bytes");
                 }
             }
