@@ -14,7 +14,7 @@ use crate::{Result, SortError};
 /// source with the smallest current key, every internal node the loser of
 /// the match played there, so replacing the winner replays one path of
 /// log2(k) matches against stored losers, half the comparisons of a binary
-/// heap. Keys order by their cached 16-byte prefixes ([`merge_prefix`])
+/// heap. Keys order by their cached 16-byte prefixes (`merge_prefix`)
 /// first, then bytes;
 /// equal keys come out in source order; exhausted sources lose every match.
 /// Written by hand because no library merges borrowed keys from many
