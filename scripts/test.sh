@@ -11,12 +11,13 @@ done
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
-# DuckDB is the oracle of the Pavlo tests, numpy of k-means: a venv the
-# script creates.
+# DuckDB is the oracle of the Pavlo tests, numpy of k-means, networkx
+# (with scipy, which its `pagerank` needs) of PageRank: a venv the script
+# creates.
 [ -x .venv/bin/python ] || python3 -m venv .venv
 # moto's S3 server is the object store of the S3 tests.
-.venv/bin/python -c "import duckdb, numpy, moto.server" 2>/dev/null ||
-  .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy 'moto[server]'
+.venv/bin/python -c "import duckdb, numpy, moto.server, networkx, scipy" 2>/dev/null ||
+  .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy 'moto[server]' networkx scipy
 export SLUICE_PYTHON="$PWD/.venv/bin/python"
 # Headless Chromium loads the coordinator's web pages in the web tests:
 # Debian's package.

@@ -352,6 +352,49 @@ fn pagerank_equals_numpys_power_iteration_locally_and_on_a_cluster() {
     same_ranks(&ranks(&d.path().join("got")), &want);
 }
 
+/// networkx's own `pagerank`, run to convergence (an L1 change below
+/// 1e-17 a page), printing `page TAB rank` lines.
+const NETWORKX: &str = r#"
+import sys, pathlib, networkx as nx
+g = nx.DiGraph()
+for part in sorted(pathlib.Path(sys.argv[1]).glob("part-*")):
+    for line in part.read_text().splitlines():
+        if line.strip():
+            s, d = line.split()
+            g.add_edge(int(s), int(d))
+ranks = nx.pagerank(g, alpha=float(sys.argv[2]), max_iter=1000, tol=1e-17)
+for p, r in sorted(ranks.items()):
+    print(f"{p}\t{float(r)!r}")
+"#;
+
+/// The issue's oracle itself: networkx's `pagerank` (same damping, its
+/// dangling pages spread over every page). networkx iterates to
+/// convergence, so Sluice runs 50 iterations at damping 0.5, whose
+/// distance from the fixed point is then below 0.5^50 of the first's.
+#[test]
+fn pagerank_converges_to_networkxs_pagerank() {
+    let d = tempfile::tempdir().unwrap();
+    let graph = gen_graph(d.path());
+    let out = d.path().join("ranks");
+    ok(sluice()
+        .args(["run", "pagerank", "--iterations", "50", "--damping", "0.5"])
+        .args(["-q", "--input"])
+        .arg(&graph)
+        .arg("--output")
+        .arg(&out)
+        .output()
+        .unwrap());
+    let nx = ok(std::process::Command::new(python())
+        .args(["-c", NETWORKX])
+        .arg(&graph)
+        .arg("0.5")
+        .output()
+        .unwrap());
+    let want = d.path().join("networkx");
+    std::fs::write(&want, nx.stdout).unwrap();
+    same_ranks(&ranks(&out), &ranks(&want));
+}
+
 #[test]
 fn a_bad_edge_fails_pagerank_naming_it() {
     let d = tempfile::tempdir().unwrap();
