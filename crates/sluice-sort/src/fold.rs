@@ -25,6 +25,7 @@ use sluice_api::Aggregator;
 pub const SLOTS: usize = 16384;
 /// Longest key the table holds.
 pub const KEY_MAX: usize = 16;
+const _: () = assert!(KEY_MAX <= crate::table::INLINE_KEY, "keys are padded whole");
 /// Longest value the table holds.
 pub const VALUE_MAX: usize = 16;
 
@@ -118,17 +119,12 @@ impl FoldTable {
     }
 
     /// `key` (at most [`KEY_MAX`] bytes) as two little-endian words,
-    /// zero-padded; 8-byte keys without a copy through a buffer.
+    /// zero-padded ([`crate::table::padded`]'s word loads).
     #[inline]
     fn words(key: &[u8]) -> (u64, u64) {
-        if let Ok(k) = <[u8; 8]>::try_from(key) {
-            return (u64::from_le_bytes(k), 0);
-        }
-        let mut b = [0u8; KEY_MAX];
-        b[..key.len()].copy_from_slice(key);
-        let lo = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-        let hi = u64::from_le_bytes(b[8..].try_into().expect("8 bytes"));
-        (lo, hi)
+        let b = crate::table::padded(key);
+        let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        (word(0), word(8))
     }
 
     /// Folds `value` into its key's slot, or puts the record in the slot
