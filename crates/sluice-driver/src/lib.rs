@@ -14,7 +14,9 @@ mod local;
 mod report;
 mod sample;
 
-use sluice_request::{JobRequest, Plan, Registry, CACHE_ADMIT_PROPERTY, OUTPUT_SYNC_PROPERTY};
+use sluice_request::{
+    JobRequest, Plan, Registry, StageRef, CACHE_ADMIT_PROPERTY, OUTPUT_SYNC_PROPERTY,
+};
 
 pub use cluster::{get_to_store, ClusterTarget, StatusWatch};
 pub use error::DriverError;
@@ -145,7 +147,7 @@ fn set_default(stage: &mut JobRequest, key: &str, value: &str) {
 fn input_reads(stages: &[JobRequest]) -> Vec<usize> {
     let mut reads = vec![0; stages.len()];
     for s in stages {
-        for n in s.input.split(',').filter_map(stage_ref) {
+        for n in s.input.split(',').filter_map(output_ref) {
             if let Some(r) = reads.get_mut(n) {
                 *r += 1;
             }
@@ -154,9 +156,10 @@ fn input_reads(stages: &[JobRequest]) -> Vec<usize> {
     reads
 }
 
-/// The stage an input item `@N` names.
-fn stage_ref(item: &str) -> Option<usize> {
-    item.strip_prefix('@')?.parse().ok()
+/// The stage whose output an input item names, if it is `@N`.
+fn output_ref(item: &str) -> Option<usize> {
+    let r: StageRef = item.parse().ok()?;
+    r.counter_key().is_none().then(|| r.stage())
 }
 
 /// Whether a stage's `input` is only temporaries that no other stage
@@ -175,7 +178,7 @@ fn reads_once(
     temps: &[String],
 ) -> bool {
     input.split(',').all(|item| {
-        let Some(k) = stage_ref(item) else {
+        let Some(k) = output_ref(item) else {
             return false;
         };
         let (Some(&run), Some(out)) = (report_of.get(k), outputs.get(k)) else {
@@ -191,20 +194,19 @@ fn reads_once(
     })
 }
 
-/// The string parameters `@N` (a side input naming stage N's output)
-/// replaced by temporary N, and `@N:COUNTER` by the value of stage N's
-/// user counter `COUNTER` (`GROUP.NAME`; 0 if it never counted), at any
-/// depth.
+/// The string parameters that are stage references ([`StageRef`]), at
+/// any depth: `@N` (a side input naming stage N's output) replaced by
+/// temporary N, and `@N:GROUP.NAME` by the value of stage N's user
+/// counter `GROUP.NAME` (0 if it never counted). Other strings are text.
 fn resolve_param_refs(
     v: &mut serde_json::Value,
     temps: &[String],
     done: &[&JobReport],
 ) -> Result<(), DriverError> {
     match v {
-        serde_json::Value::String(s) if is_ref(s) => *s = resolve_refs(s, temps)?,
         serde_json::Value::String(s) => {
-            if let Some(n) = counter_ref(s, done)? {
-                *v = n.into();
+            if let Ok(r) = s.parse::<StageRef>() {
+                *v = resolve_param(&r, temps, done)?;
             }
         }
         serde_json::Value::Array(items) => {
@@ -222,44 +224,44 @@ fn resolve_param_refs(
     Ok(())
 }
 
-/// The value of `@N:COUNTER`, if `s` is one.
-fn counter_ref(s: &str, done: &[&JobReport]) -> Result<Option<u64>, DriverError> {
-    let Some((stage, counter)) = s.strip_prefix('@').and_then(|r| r.split_once(':')) else {
-        return Ok(None);
-    };
-    let Some(n) = stage
-        .bytes()
-        .all(|b| b.is_ascii_digit())
-        .then(|| stage.parse::<usize>().ok())
-        .flatten()
-    else {
-        return Ok(None);
+/// The value a parameter reference stands for: an output's name or a
+/// counter's value.
+fn resolve_param(
+    r: &StageRef,
+    temps: &[String],
+    done: &[&JobReport],
+) -> Result<serde_json::Value, DriverError> {
+    let Some(key) = r.counter_key() else {
+        return output_of(r, temps).map(serde_json::Value::from);
     };
     let report = done
-        .get(n)
-        .ok_or_else(|| DriverError::Plan(format!("{s}: stage {n} has not run")))?;
-    Ok(Some(
-        report.user_counters.get(counter).copied().unwrap_or(0),
-    ))
+        .get(r.stage())
+        .ok_or_else(|| DriverError::Plan(format!("{r}: stage {} has not run", r.stage())))?;
+    Ok(report.user_counters.get(&key).copied().unwrap_or(0).into())
 }
 
-/// Whether `s` is `@N`.
-fn is_ref(s: &str) -> bool {
-    s.strip_prefix('@')
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+/// The output a reference names.
+fn output_of(r: &StageRef, temps: &[String]) -> Result<String, DriverError> {
+    temps
+        .get(r.stage())
+        .cloned()
+        .ok_or_else(|| DriverError::Plan(format!("no stage output {r}")))
 }
 
-/// `input` with each item `@N` replaced by temporary N.
+/// `input` with each item `@N` replaced by temporary N; an item that
+/// starts with `@` and is not `@N` is an error.
 fn resolve_refs(input: &str, temps: &[String]) -> Result<String, DriverError> {
     input
         .split(',')
-        .map(|item| match item.strip_prefix('@') {
-            None => Ok(item.to_owned()),
-            Some(n) => n
-                .parse::<usize>()
-                .ok()
-                .and_then(|n| temps.get(n).cloned())
-                .ok_or_else(|| DriverError::Plan(format!("no stage output {item}"))),
+        .map(|item| {
+            if !item.starts_with('@') {
+                return Ok(item.to_owned());
+            }
+            let r: StageRef = item.parse()?;
+            match r.counter_key() {
+                None => output_of(&r, temps),
+                Some(_) => Err(DriverError::Plan(format!("no stage output {item}"))),
+            }
         })
         .collect::<Result<Vec<_>, _>>()
         .map(|v| v.join(","))
@@ -303,6 +305,59 @@ mod tests {
         // Not a temporary (a stage writing the user's output).
         let outputs: Vec<String> = (0..8).map(|i| format!("out{i}")).collect();
         assert!(!reads_once("@0", &reads, &[0], &outputs, &temps));
+    }
+
+    fn report(counters: &[(&str, u64)]) -> JobReport {
+        JobReport {
+            target: "local",
+            job: String::new(),
+            input: String::new(),
+            output: String::new(),
+            maps: 0,
+            input_pieces: 0,
+            reducers: 1,
+            input_bytes: 0,
+            output_records: 0,
+            output_bytes: 0,
+            shuffle_bytes: 0,
+            task_memory_bytes: 0,
+            phases: Phases::default(),
+            counters: Default::default(),
+            user_counters: counters
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), *v))
+                .collect(),
+            local: None,
+            cluster: None,
+        }
+    }
+
+    /// Parameters that are stage references become outputs and counter
+    /// values; other strings, `@+1` among them, stay text. An input item
+    /// that starts with `@` must be `@N`.
+    #[test]
+    fn references_resolve_by_the_one_grammar() {
+        let temps = ["t0".to_owned(), "t1".to_owned()];
+        let first = report(&[("G.N", 5)]);
+        let mut p = serde_json::json!({
+            "side": "@1", "moved": "@0:G.N", "none": "@0:G.M",
+            "text": ["@+1", "@01", "@1:", "@", "plain"],
+        });
+        resolve_param_refs(&mut p, &temps, &[&first]).unwrap();
+        assert_eq!(
+            p,
+            serde_json::json!({
+                "side": "t1", "moved": 5, "none": 0,
+                "text": ["@+1", "@01", "@1:", "@", "plain"],
+            })
+        );
+        let mut late = serde_json::json!("@1:G.N");
+        assert!(resolve_param_refs(&mut late, &temps, &[&first]).is_err());
+        assert_eq!(resolve_refs("data,@1,@0", &temps).unwrap(), "data,t1,t0");
+        for bad in ["@+1", "@2", "@0:G.N", "@"] {
+            assert!(resolve_refs(bad, &temps).is_err(), "{bad}");
+        }
+        assert_eq!(input_reads(&stages(&["@+1", "@0,@0:G.N"])), [1, 0]);
     }
 
     /// A stage writing a temporary overwrites it and does not sync it,

@@ -10,7 +10,7 @@ use sluice_formats::input::{self, RecordFormat, Split};
 use sluice_jobs::{pavlo, Grouping};
 
 use crate::registry::{settings, BuildContext, Built, JobKind, KeyRange, Plan, Registry, Sampling};
-use crate::{JobRequest, RequestError};
+use crate::{JobRequest, RequestError, StageRef};
 
 /// Registers the built-in kinds.
 pub(crate) fn register(r: &mut Registry) {
@@ -464,8 +464,8 @@ impl Join {
         };
         vec![
             stage(JoinStage::Filter, format!("{rankings},{}", req.input), ""),
-            stage(JoinStage::Aggregate, "@0".into(), ""),
-            stage(JoinStage::Top, "@1".into(), &req.output),
+            stage(JoinStage::Aggregate, StageRef::output(0).to_string(), ""),
+            stage(JoinStage::Top, StageRef::output(1).to_string(), &req.output),
         ]
     }
 

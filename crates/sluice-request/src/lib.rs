@@ -26,6 +26,7 @@ mod error;
 mod iterative;
 mod registry;
 mod request;
+mod stage_ref;
 
 pub use benchjobs::{DfsioMode, DfsioParams, StreamingParams};
 pub use builtin::{
@@ -42,3 +43,4 @@ pub use request::{
     BadRecords, EngineSettings, JobRequest, Key, CACHE_ADMIT_PROPERTY, OUTPUT_SYNC_PROPERTY,
     REQUEST_VERSION,
 };
+pub use stage_ref::StageRef;

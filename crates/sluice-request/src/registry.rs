@@ -83,8 +83,11 @@ pub enum Plan {
     /// points into the request.
     Sample(Sampling),
     /// Jobs run one after another. A stage's output `""` is a temporary
-    /// the driver names (and removes afterwards); an input item, or a
-    /// string parameter (a side input), `@N` is stage N's output. The
+    /// the driver names (and removes afterwards). An input item, or a
+    /// string parameter (a side input), `@N` is stage N's output; a string
+    /// parameter `@N:GROUP.NAME` is the value of stage N's counter (both
+    /// [`crate::StageRef`]); an input item that starts with `@` and is not
+    /// `@N` is an error, a parameter that is not a reference is text. The
     /// stages name the request's output where it goes. A stage its kind
     /// skips ([`JobKind::skip`]) stands for the stage before it.
     Chain(Vec<JobRequest>),
