@@ -29,7 +29,7 @@ use sluice_tools::{
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 /// Sluice: a MapReduce engine that runs jobs at the speed the hardware allows.
 #[derive(Debug, Parser)]
@@ -163,80 +163,6 @@ enum Command {
     Submit(cluster::SubmitArgs),
 }
 
-/// Key/value type of the OHB job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum PairTypeArg {
-    /// Binary keys, random value bytes.
-    Bytes,
-    /// Hex keys, letter values.
-    Text,
-}
-
-/// How the input of a Pavlo task is stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum InputFormat {
-    /// Pipe-separated text lines.
-    Text,
-    /// Binary records in a paged file (`sluice convert`).
-    Paged,
-}
-
-/// The two forms of the Pavlo join.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum JoinForm {
-    /// One job: range-index pruning when the input has one, an in-memory rank table.
-    Fast,
-    /// Three jobs as Hadoop runs it: reduce-side join, aggregation, top row.
-    Baseline,
-}
-
-/// How kmeans chooses its initial centres.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum KmeansInitArg {
-    /// k points of the input chosen by a seeded hash.
-    Random,
-    /// k-means|| (Spark MLlib's default): rounds sampling points by squared
-    /// distance, then k-means++ on the weighted candidates.
-    #[value(name = "k-means||")]
-    Parallel,
-}
-
-/// Map-output grouping for aggregation jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum GroupingArg {
-    /// Combine at emit time in a hash table.
-    Hash,
-    /// Sort map output, combine on spill and merge.
-    Sort,
-}
-
-/// The UserVisits column the Pavlo aggregations group by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum GroupByArg {
-    /// sourceIP, as the benchmark does.
-    SourceIp,
-    /// destURL: as many groups as visited pages.
-    DestUrl,
-}
-
-/// Order of intermediate keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum KeyOrderArg {
-    /// Bytewise: part files come out sorted by key.
-    Bytewise,
-    /// By a 32-bit key fingerprint: groups without ordering (faster sort path).
-    Fingerprint,
-}
-
-/// Malformed-record policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum BadRecordsArg {
-    /// Fail the job naming the file and offset.
-    Fail,
-    /// Skip, count in BAD_RECORDS, and keep the lines in OUTPUT/_bad_records.
-    Skip,
-}
-
 #[derive(Debug, Args)]
 struct RunArgs {
     /// The job to run: a built-in one (wordcount, grep, sort, terasort,
@@ -273,78 +199,9 @@ struct RunArgs {
     /// Replace an existing output directory.
     #[arg(long)]
     overwrite: bool,
-    /// Regular expression for grep; distribution pattern for ohb (avg, rand, skew).
-    #[arg(long)]
-    pattern: Option<String>,
-    /// Pairs each ohb map emits.
-    #[arg(long, default_value_t = 100_000)]
-    pairs_per_map: u64,
-    /// Bytes of one ohb pair, key plus value.
-    #[arg(long, default_value = "1KiB", value_parser = units::parse_size)]
-    pair_size: u64,
-    /// Key/value type of ohb pairs.
-    #[arg(long, value_enum, default_value = "bytes")]
-    pair_type: PairTypeArg,
-    /// Seed of ohb's values and random choices, and of kmeans' initial
-    /// centres.
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
-    /// Split points of sort and terasort, hex-encoded and comma-separated,
-    /// instead of sampling the input (what `sluice submit` passes after
-    /// sampling a cluster data set).
-    #[arg(long)]
-    split_points: Option<String>,
-    /// The data set the gen job makes, as JSON (`sluice_gen::GenSpec`).
-    #[arg(long)]
-    gen_spec: Option<String>,
-    /// Selection threshold for pavlo-selection (pageRank > N).
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
-    threshold: i64,
-    /// Rankings input for pavlo-join.
-    #[arg(long)]
-    rankings: Option<String>,
-    /// The UserVisits column pavlo-agg-large and pavlo-agg-small group by.
-    #[arg(long, value_enum, default_value = "source-ip")]
-    group_by: GroupByArg,
-    /// Clusters (k) of kmeans.
-    #[arg(long)]
-    clusters: Option<usize>,
-    /// Iterations of kmeans (after its initial centres) and pagerank.
-    #[arg(long, default_value_t = 5)]
-    iterations: u32,
-    /// How kmeans chooses its initial centres.
-    #[arg(long, value_enum, default_value = "random")]
-    init: KmeansInitArg,
-    /// Rounds of kmeans' k-means|| initialization (passes over the input).
-    #[arg(long, default_value_t = 2)]
-    init_rounds: u32,
-    /// kmeans stops once an iteration moved no centre by this distance or
-    /// more (0: runs every iteration).
-    #[arg(long, default_value_t = 0.0)]
-    tolerance: f64,
-    /// Damping factor of pagerank.
-    #[arg(long, default_value_t = 0.85)]
-    damping: f64,
-    /// Where kmeans also writes each point with its nearest final centre.
-    #[arg(long)]
-    assignments: Option<String>,
-    /// Input storage for pavlo-selection and the aggregations.
-    #[arg(long, value_enum, default_value = "text")]
-    input_format: InputFormat,
-    /// Page size of paged input.
-    #[arg(long, default_value = "128KiB", value_parser = units::parse_size)]
-    page_size: u64,
-    /// Form of pavlo-join.
-    #[arg(long, value_enum, default_value = "fast")]
-    join: JoinForm,
-    /// Grouping for word count and the Pavlo aggregations.
-    #[arg(long, value_enum, default_value = "hash")]
-    grouping: GroupingArg,
-    /// Key order within partitions [default: bytewise (sorted part files);
-    /// fingerprint for the hash-grouped Pavlo aggregations and UDF, whose SQL
-    /// has no order]. Sort accepts only bytewise.
-    #[arg(long, value_enum)]
-    key_order: Option<KeyOrderArg>,
+    /// The job's parameters as flags, each job taking its own.
+    #[command(flatten)]
+    job_flags: sluice_request::JobFlags,
     /// Longest input record accepted.
     #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
     max_record_size: u64,
@@ -370,7 +227,7 @@ struct RunArgs {
     merge_factor: Option<usize>,
     /// What to do with malformed records.
     #[arg(long, value_enum, default_value = "fail")]
-    bad_records: BadRecordsArg,
+    bad_records: sluice_request::BadRecords,
     /// Hardware profile for the model [default: $SLUICE_HARDWARE or ~/.sluice/hardware.json].
     #[arg(long)]
     hardware: Option<PathBuf>,

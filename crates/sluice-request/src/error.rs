@@ -39,6 +39,9 @@ pub enum RequestError {
         /// The value given.
         value: String,
     },
+    /// A command-line job flag has a value its job cannot use.
+    #[error("{0}")]
+    Flag(String),
     /// A text that should be a stage reference ([`crate::StageRef`]) is
     /// not one.
     #[error("{text} is not a stage reference: {why}")]

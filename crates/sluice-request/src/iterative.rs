@@ -10,6 +10,8 @@ use sluice_formats::input::RecordFormat;
 use sluice_jobs::kmeans::{self, Centres};
 use sluice_jobs::pagerank;
 
+use crate::choices::KmeansInit;
+use crate::flags::{params, JobFlags};
 use crate::registry::{BuildContext, Built, JobKind, Plan, Registry};
 use crate::{JobRequest, RequestError, StageRef};
 
@@ -37,20 +39,6 @@ pub enum KmeansStage {
     Copy,
     /// Write each point with its nearest centre from `centres`.
     Assign,
-}
-
-/// How k-means chooses its initial centres.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum KmeansInit {
-    /// `k` points of the input by a seeded hash.
-    #[default]
-    #[serde(rename = "random")]
-    Random,
-    /// k-means|| (Bahmani et al.), Spark MLlib's default: rounds sampling
-    /// points by their squared distance, then k-means++ on the weighted
-    /// candidates.
-    #[serde(rename = "k-means||")]
-    Parallel,
 }
 
 /// Parameters of `kmeans`.
@@ -248,6 +236,19 @@ impl JobKind for Kmeans {
         "k-means clustering (HiBench): initial centres, then one job per iteration"
     }
 
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(KmeansParams {
+            clusters: f.clusters.unwrap_or(0),
+            iterations: f.iterations,
+            seed: f.seed,
+            init: f.init,
+            init_rounds: f.init_rounds,
+            tolerance: f.tolerance,
+            assignments: f.assignments.clone(),
+            ..KmeansParams::default()
+        })
+    }
+
     fn plan(&self, req: &JobRequest) -> Result<Plan, RequestError> {
         let p = Self::params(req)?;
         Ok(match p.stage {
@@ -415,6 +416,14 @@ impl Pagerank {
 impl JobKind for Pagerank {
     fn describe(&self) -> &str {
         "PageRank (HiBench): build, then a contribute and a rank job per iteration"
+    }
+
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(PagerankParams {
+            iterations: f.iterations,
+            damping: f.damping,
+            ..PagerankParams::default()
+        })
     }
 
     fn plan(&self, req: &JobRequest) -> Result<Plan, RequestError> {

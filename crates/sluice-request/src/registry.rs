@@ -9,6 +9,8 @@ use sluice_engine::{BadRecordPolicy, EngineConfig};
 use sluice_formats::index::KeyType;
 use sluice_formats::input::{RecordFormat, Split};
 
+use crate::choices::InputFormat;
+use crate::flags::JobFlags;
 use crate::{BadRecords, JobRequest, RequestError};
 
 /// A job's memory budget when the request names none.
@@ -121,6 +123,18 @@ pub trait JobKind: Send + Sync {
         Ok(false)
     }
 
+    /// The kind's parameters from the command line's job flags (`null`,
+    /// its defaults, unless it reads some), refusing a flag it cannot use.
+    fn params_from_flags(&self, _flags: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        Ok(serde_json::Value::Null)
+    }
+
+    /// Whether the kind reads paged binary input (`--input-format paged`)
+    /// as well as text.
+    fn reads_paged(&self) -> bool {
+        false
+    }
+
     /// The range of normalized keys the job can match in a range-indexed
     /// input keyed on field `field` of type `key_type`, each end
     /// unbounded when `None`; `None` when the index cannot prune for it.
@@ -166,13 +180,6 @@ impl Registry {
         Registry::default()
     }
 
-    /// Sluice's built-in jobs.
-    pub fn builtin() -> Self {
-        let mut r = Registry::new();
-        crate::builtin::register(&mut r);
-        r
-    }
-
     /// Registers `kind` as `name`, replacing a kind of that name.
     pub fn register(&mut self, name: &str, kind: impl JobKind + 'static) -> &mut Self {
         self.kinds.insert(name.to_owned(), Arc::new(kind));
@@ -204,6 +211,42 @@ impl Registry {
     /// Names and descriptions of the registered kinds, in name order.
     pub fn kinds(&self) -> impl Iterator<Item = (&str, &str)> {
         self.kinds.iter().map(|(n, k)| (n.as_str(), k.describe()))
+    }
+
+    /// Job `job`'s parameters from the command line's job flags; `null`
+    /// for a job not registered here (its run then names it unknown).
+    pub fn params_from_flags(
+        &self,
+        job: &str,
+        flags: &JobFlags,
+    ) -> Result<serde_json::Value, RequestError> {
+        match self.kinds.get(job) {
+            Some(kind) => kind.params_from_flags(flags),
+            None => Ok(serde_json::Value::Null),
+        }
+    }
+
+    /// Refuses `--input-format paged` for job `job` unless its kind reads
+    /// paged input, naming the kinds that do.
+    pub fn check_flags(&self, job: &str, flags: &JobFlags) -> Result<(), RequestError> {
+        let reads_paged = |kind: &Arc<dyn JobKind>| kind.reads_paged();
+        if flags.input_format == InputFormat::Text || self.kinds.get(job).is_some_and(reads_paged) {
+            return Ok(());
+        }
+        let names: Vec<&str> = self
+            .kinds
+            .iter()
+            .filter(|(_, kind)| reads_paged(kind))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let list = match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => "no job of this binary".to_owned(),
+        };
+        Err(RequestError::Flag(format!(
+            "--input-format paged is for {list}"
+        )))
     }
 
     /// The job and its engine settings for `req`.
