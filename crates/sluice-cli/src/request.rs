@@ -55,3 +55,45 @@ impl RunArgs {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(args: &str) -> anyhow::Result<JobRequest> {
+        let args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
+        RunArgs::parse(&args)?.request()
+    }
+
+    #[test]
+    fn a_jobs_flags_become_its_parameters() {
+        let r = request(
+            "pavlo-agg-small --input in --output out --grouping sort --group-by dest-url \
+             --input-format paged --page-size 4KiB --bad-records skip --split-points 0a",
+        )
+        .unwrap();
+        assert_eq!(
+            r.params,
+            serde_json::json!({"grouping": "sort", "key_order": null,
+                               "paged": {"page_size": 4096}, "group_by": "dest-url"})
+        );
+        assert_eq!(r.engine.bad_records, sluice_request::BadRecords::Skip);
+        assert_eq!(r.split_points, Some(vec![sluice_request::Key(vec![10])]));
+        let r = request("kmeans --input i --output o --clusters 4 --init k-means||").unwrap();
+        assert_eq!(
+            (r.params["clusters"].clone(), r.params["init"].clone()),
+            (4.into(), "k-means||".into())
+        );
+        let r = request("wordcount --input i --output o --params {\"grouping\":\"sort\"}").unwrap();
+        assert_eq!(r.params, serde_json::json!({"grouping": "sort"}));
+    }
+
+    #[test]
+    fn a_flag_its_job_cannot_use_is_refused() {
+        let e = request("wordcount --input i --output o --input-format paged").unwrap_err();
+        assert!(e.to_string().contains("--input-format paged is for"), "{e}");
+        let e = request("sort --input i --output o --key-order fingerprint").unwrap_err();
+        assert!(e.to_string().contains("needs --key-order bytewise"), "{e}");
+        assert!(request("wordcount --input i --output o --grouping tree").is_err());
+    }
+}
