@@ -14,6 +14,7 @@
 //! `sluice cluster up` started from that binary runs it as the cluster's
 //! coordinator and workers, so they build the user's jobs too.
 
+mod args;
 mod cache;
 mod cluster;
 mod demo;
@@ -27,9 +28,11 @@ use sluice_tools::{
 };
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
+
+use args::{RunArgs, JOBS};
 
 /// Sluice: a MapReduce engine that runs jobs at the speed the hardware allows.
 #[derive(Debug, Parser)]
@@ -161,104 +164,6 @@ enum Command {
     /// Run a job on the cluster: the job and flags of `sluice run`, with
     /// data sets as --input and --output.
     Submit(cluster::SubmitArgs),
-}
-
-#[derive(Debug, Args)]
-struct RunArgs {
-    /// The job to run: a built-in one (wordcount, grep, sort, terasort,
-    /// pavlo-grep, pavlo-selection, pavlo-agg-large, pavlo-agg-small,
-    /// pavlo-join, pavlo-udf, ohb, gen) or one this binary registered.
-    job: String,
-    /// A user property for the job, `-D key=value` (repeatable).
-    #[arg(short = 'D', value_name = "KEY=VALUE")]
-    define: Vec<String>,
-    /// The job's parameters as JSON, instead of its flags.
-    #[arg(long)]
-    params: Option<String>,
-    /// Input files, directories or globs (comma-separated).
-    #[arg(long)]
-    input: String,
-    /// Output directory (must not exist unless --overwrite).
-    #[arg(long)]
-    output: PathBuf,
-    /// Worker threads [default: all cores].
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Memory budget for the whole job [default: 1GiB]. On a cluster, the
-    /// most each task may use; each gets at most its worker's share
-    /// (the worker's --memory shared by its slots), and a job asking more
-    /// than any worker gives is refused.
-    #[arg(long, value_parser = units::parse_size)]
-    memory: Option<u64>,
-    /// Reduce partitions (part files) [default: threads].
-    #[arg(long)]
-    reducers: Option<u32>,
-    /// Write the JSON report to this file.
-    #[arg(long)]
-    report: Option<PathBuf>,
-    /// Replace an existing output directory.
-    #[arg(long)]
-    overwrite: bool,
-    /// The job's parameters as flags, each job taking its own.
-    #[command(flatten)]
-    job_flags: sluice_request::JobFlags,
-    /// Longest input record accepted.
-    #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
-    max_record_size: u64,
-    /// Split size: files are cut into splits of this size (locally), and
-    /// small splits or blocks are packed several to a map task up to it
-    /// [default: locally about eight splits per thread, 8-64 MiB; on a
-    /// cluster the block size, capped at the input over the map slots, and
-    /// at least 4 MiB].
-    #[arg(long, value_parser = units::parse_size)]
-    split_size: Option<u64>,
-    /// Give every split (locally) or block (on a cluster) a map task of its
-    /// own, as Hadoop's TextInputFormat: small files are not packed several
-    /// to a task up to the split size (CombineFileInputFormat's way, the
-    /// default).
-    #[arg(long)]
-    no_combine: bool,
-    /// Directory for spill files [default: inside the job's staging directory].
-    #[arg(long)]
-    spill_dir: Option<PathBuf>,
-    /// Most spill runs merged at once [default: as many as the memory
-    /// budget holds a 64 KiB block for, 64 to 256].
-    #[arg(long)]
-    merge_factor: Option<usize>,
-    /// What to do with malformed records.
-    #[arg(long, value_enum, default_value = "fail")]
-    bad_records: sluice_request::BadRecords,
-    /// Hardware profile for the model [default: $SLUICE_HARDWARE or ~/.sluice/hardware.json].
-    #[arg(long)]
-    hardware: Option<PathBuf>,
-    /// Print no summary (errors still go to stderr).
-    #[arg(long, short)]
-    quiet: bool,
-}
-
-impl RunArgs {
-    /// The arguments `sluice run ARGS...` would parse, every other flag at
-    /// its command-line default: one source of defaults for the commands
-    /// that run jobs themselves (demo, bench).
-    fn parse(args: &[String]) -> anyhow::Result<RunArgs> {
-        let argv = ["sluice".to_owned(), "run".to_owned()]
-            .into_iter()
-            .chain(args.iter().cloned());
-        match Cli::try_parse_from(argv)?.command {
-            Command::Run(r) => Ok(r),
-            _ => anyhow::bail!("not a run command"),
-        }
-    }
-}
-
-/// The jobs of this binary.
-static JOBS: OnceLock<Arc<sluice_request::Registry>> = OnceLock::new();
-
-/// The jobs this binary runs (the built-in ones unless [`main_with`] was
-/// given more).
-fn jobs() -> Arc<sluice_request::Registry> {
-    JOBS.get_or_init(|| Arc::new(sluice_request::Registry::builtin()))
-        .clone()
 }
 
 /// Runs the `sluice` command line with `jobs` as the jobs it knows: `run`,

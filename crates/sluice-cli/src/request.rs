@@ -5,12 +5,12 @@
 use anyhow::Context;
 use sluice_request::{EngineSettings, JobRequest};
 
-use crate::RunArgs;
+use crate::args::RunArgs;
 
 impl RunArgs {
     /// The request these flags describe.
     pub(crate) fn request(&self) -> anyhow::Result<JobRequest> {
-        let jobs = crate::jobs();
+        let jobs = crate::args::jobs();
         let params = match self.params.as_deref() {
             Some(json) => serde_json::from_str(json).context("--params is not JSON")?,
             None => jobs.params_from_flags(&self.job, &self.job_flags)?,
