@@ -5,7 +5,7 @@ use clap::Subcommand;
 use sluice_proto::proto;
 use sluice_tools::conn::{connect, Conn};
 
-use crate::units::human;
+use sluice_tools::units::human;
 
 #[derive(Debug, Subcommand)]
 pub enum CacheCmd {

@@ -17,7 +17,9 @@ use sluice_worker::WorkerConfig;
 
 pub use sluice_tools::conn::Conn;
 
-use crate::{units, RunArgs};
+use sluice_tools::units;
+
+use crate::args::RunArgs;
 
 /// Coordinator settings.
 #[derive(Debug, Args)]
@@ -356,7 +358,7 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         heartbeat: Duration::from_millis(a.heartbeat_ms.max(10)),
         worker_timeout: Duration::from_millis(a.worker_timeout_ms.max(100)),
         settings,
-        jobs: crate::jobs(),
+        jobs: crate::args::jobs(),
         placement: sluice_coordinator::store::placement(&a.placement).ok_or_else(|| {
             anyhow::anyhow!("--placement {:?}: rack-aware or wan-aware", a.placement)
         })?,
@@ -405,7 +407,7 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
         slots: a.slots.unwrap_or(cores).max(1),
         memory,
         secret: secret(a.secret_file.as_deref())?,
-        jobs: crate::jobs(),
+        jobs: crate::args::jobs(),
         scan: sluice_worker::ScanSettings {
             rate: a.scan_rate,
             period: Duration::from_secs_f64(a.scan_period_s.max(0.0)),

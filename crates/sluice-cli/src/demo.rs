@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 
-use crate::units::parse_size;
-use crate::RunArgs;
+use crate::args::RunArgs;
+use sluice_tools::units::parse_size;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -23,7 +23,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
     let data = args.dir.join("text");
     let out = args.dir.join("wordcount");
     if !data.join("part-00000").exists() {
-        crate::gen::text(args.size, 7, data.clone(), 100_000, 1.0, None, true)?;
+        sluice_tools::datagen::text(args.size, 7, data.clone(), 100_000, 1.0, None, true)?;
     }
     let report = args.dir.join("wordcount-report.json");
     let run = RunArgs::parse(&[

@@ -14,6 +14,7 @@
 //! `sluice cluster up` started from that binary runs it as the cluster's
 //! coordinator and workers, so they build the user's jobs too.
 
+mod args;
 mod cache;
 mod cluster;
 mod demo;
@@ -27,9 +28,11 @@ use sluice_tools::{
 };
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+
+use args::{RunArgs, JOBS};
 
 /// Sluice: a MapReduce engine that runs jobs at the speed the hardware allows.
 #[derive(Debug, Parser)]
@@ -161,247 +164,6 @@ enum Command {
     /// Run a job on the cluster: the job and flags of `sluice run`, with
     /// data sets as --input and --output.
     Submit(cluster::SubmitArgs),
-}
-
-/// Key/value type of the OHB job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum PairTypeArg {
-    /// Binary keys, random value bytes.
-    Bytes,
-    /// Hex keys, letter values.
-    Text,
-}
-
-/// How the input of a Pavlo task is stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum InputFormat {
-    /// Pipe-separated text lines.
-    Text,
-    /// Binary records in a paged file (`sluice convert`).
-    Paged,
-}
-
-/// The two forms of the Pavlo join.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum JoinForm {
-    /// One job: range-index pruning when the input has one, an in-memory rank table.
-    Fast,
-    /// Three jobs as Hadoop runs it: reduce-side join, aggregation, top row.
-    Baseline,
-}
-
-/// How kmeans chooses its initial centres.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum KmeansInitArg {
-    /// k points of the input chosen by a seeded hash.
-    Random,
-    /// k-means|| (Spark MLlib's default): rounds sampling points by squared
-    /// distance, then k-means++ on the weighted candidates.
-    #[value(name = "k-means||")]
-    Parallel,
-}
-
-/// Map-output grouping for aggregation jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum GroupingArg {
-    /// Combine at emit time in a hash table.
-    Hash,
-    /// Sort map output, combine on spill and merge.
-    Sort,
-}
-
-/// The UserVisits column the Pavlo aggregations group by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum GroupByArg {
-    /// sourceIP, as the benchmark does.
-    SourceIp,
-    /// destURL: as many groups as visited pages.
-    DestUrl,
-}
-
-/// Order of intermediate keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum KeyOrderArg {
-    /// Bytewise: part files come out sorted by key.
-    Bytewise,
-    /// By a 32-bit key fingerprint: groups without ordering (faster sort path).
-    Fingerprint,
-}
-
-/// Malformed-record policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum BadRecordsArg {
-    /// Fail the job naming the file and offset.
-    Fail,
-    /// Skip, count in BAD_RECORDS, and keep the lines in OUTPUT/_bad_records.
-    Skip,
-}
-
-#[derive(Debug, Args)]
-struct RunArgs {
-    /// The job to run: a built-in one (wordcount, grep, sort, terasort,
-    /// pavlo-grep, pavlo-selection, pavlo-agg-large, pavlo-agg-small,
-    /// pavlo-join, pavlo-udf, ohb, gen) or one this binary registered.
-    job: String,
-    /// A user property for the job, `-D key=value` (repeatable).
-    #[arg(short = 'D', value_name = "KEY=VALUE")]
-    define: Vec<String>,
-    /// The job's parameters as JSON, instead of its flags.
-    #[arg(long)]
-    params: Option<String>,
-    /// Input files, directories or globs (comma-separated).
-    #[arg(long)]
-    input: String,
-    /// Output directory (must not exist unless --overwrite).
-    #[arg(long)]
-    output: PathBuf,
-    /// Worker threads [default: all cores].
-    #[arg(long)]
-    threads: Option<usize>,
-    /// Memory budget for the whole job [default: 1GiB]. On a cluster, the
-    /// most each task may use; each gets at most its worker's share
-    /// (the worker's --memory shared by its slots), and a job asking more
-    /// than any worker gives is refused.
-    #[arg(long, value_parser = units::parse_size)]
-    memory: Option<u64>,
-    /// Reduce partitions (part files) [default: threads].
-    #[arg(long)]
-    reducers: Option<u32>,
-    /// Write the JSON report to this file.
-    #[arg(long)]
-    report: Option<PathBuf>,
-    /// Replace an existing output directory.
-    #[arg(long)]
-    overwrite: bool,
-    /// Regular expression for grep; distribution pattern for ohb (avg, rand, skew).
-    #[arg(long)]
-    pattern: Option<String>,
-    /// Pairs each ohb map emits.
-    #[arg(long, default_value_t = 100_000)]
-    pairs_per_map: u64,
-    /// Bytes of one ohb pair, key plus value.
-    #[arg(long, default_value = "1KiB", value_parser = units::parse_size)]
-    pair_size: u64,
-    /// Key/value type of ohb pairs.
-    #[arg(long, value_enum, default_value = "bytes")]
-    pair_type: PairTypeArg,
-    /// Seed of ohb's values and random choices, and of kmeans' initial
-    /// centres.
-    #[arg(long, default_value_t = 7)]
-    seed: u64,
-    /// Split points of sort and terasort, hex-encoded and comma-separated,
-    /// instead of sampling the input (what `sluice submit` passes after
-    /// sampling a cluster data set).
-    #[arg(long)]
-    split_points: Option<String>,
-    /// The data set the gen job makes, as JSON (`sluice_gen::GenSpec`).
-    #[arg(long)]
-    gen_spec: Option<String>,
-    /// Selection threshold for pavlo-selection (pageRank > N).
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true)]
-    threshold: i64,
-    /// Rankings input for pavlo-join.
-    #[arg(long)]
-    rankings: Option<String>,
-    /// The UserVisits column pavlo-agg-large and pavlo-agg-small group by.
-    #[arg(long, value_enum, default_value = "source-ip")]
-    group_by: GroupByArg,
-    /// Clusters (k) of kmeans.
-    #[arg(long)]
-    clusters: Option<usize>,
-    /// Iterations of kmeans (after its initial centres) and pagerank.
-    #[arg(long, default_value_t = 5)]
-    iterations: u32,
-    /// How kmeans chooses its initial centres.
-    #[arg(long, value_enum, default_value = "random")]
-    init: KmeansInitArg,
-    /// Rounds of kmeans' k-means|| initialization (passes over the input).
-    #[arg(long, default_value_t = 2)]
-    init_rounds: u32,
-    /// kmeans stops once an iteration moved no centre by this distance or
-    /// more (0: runs every iteration).
-    #[arg(long, default_value_t = 0.0)]
-    tolerance: f64,
-    /// Damping factor of pagerank.
-    #[arg(long, default_value_t = 0.85)]
-    damping: f64,
-    /// Where kmeans also writes each point with its nearest final centre.
-    #[arg(long)]
-    assignments: Option<String>,
-    /// Input storage for pavlo-selection and the aggregations.
-    #[arg(long, value_enum, default_value = "text")]
-    input_format: InputFormat,
-    /// Page size of paged input.
-    #[arg(long, default_value = "128KiB", value_parser = units::parse_size)]
-    page_size: u64,
-    /// Form of pavlo-join.
-    #[arg(long, value_enum, default_value = "fast")]
-    join: JoinForm,
-    /// Grouping for word count and the Pavlo aggregations.
-    #[arg(long, value_enum, default_value = "hash")]
-    grouping: GroupingArg,
-    /// Key order within partitions [default: bytewise (sorted part files);
-    /// fingerprint for the hash-grouped Pavlo aggregations and UDF, whose SQL
-    /// has no order]. Sort accepts only bytewise.
-    #[arg(long, value_enum)]
-    key_order: Option<KeyOrderArg>,
-    /// Longest input record accepted.
-    #[arg(long, default_value = "64MiB", value_parser = units::parse_size)]
-    max_record_size: u64,
-    /// Split size: files are cut into splits of this size (locally), and
-    /// small splits or blocks are packed several to a map task up to it
-    /// [default: locally about eight splits per thread, 8-64 MiB; on a
-    /// cluster the block size, capped at the input over the map slots, and
-    /// at least 4 MiB].
-    #[arg(long, value_parser = units::parse_size)]
-    split_size: Option<u64>,
-    /// Give every split (locally) or block (on a cluster) a map task of its
-    /// own, as Hadoop's TextInputFormat: small files are not packed several
-    /// to a task up to the split size (CombineFileInputFormat's way, the
-    /// default).
-    #[arg(long)]
-    no_combine: bool,
-    /// Directory for spill files [default: inside the job's staging directory].
-    #[arg(long)]
-    spill_dir: Option<PathBuf>,
-    /// Most spill runs merged at once [default: as many as the memory
-    /// budget holds a 64 KiB block for, 64 to 256].
-    #[arg(long)]
-    merge_factor: Option<usize>,
-    /// What to do with malformed records.
-    #[arg(long, value_enum, default_value = "fail")]
-    bad_records: BadRecordsArg,
-    /// Hardware profile for the model [default: $SLUICE_HARDWARE or ~/.sluice/hardware.json].
-    #[arg(long)]
-    hardware: Option<PathBuf>,
-    /// Print no summary (errors still go to stderr).
-    #[arg(long, short)]
-    quiet: bool,
-}
-
-impl RunArgs {
-    /// The arguments `sluice run ARGS...` would parse, every other flag at
-    /// its command-line default: one source of defaults for the commands
-    /// that run jobs themselves (demo, bench).
-    fn parse(args: &[String]) -> anyhow::Result<RunArgs> {
-        let argv = ["sluice".to_owned(), "run".to_owned()]
-            .into_iter()
-            .chain(args.iter().cloned());
-        match Cli::try_parse_from(argv)?.command {
-            Command::Run(r) => Ok(r),
-            _ => anyhow::bail!("not a run command"),
-        }
-    }
-}
-
-/// The jobs of this binary.
-static JOBS: OnceLock<Arc<sluice_request::Registry>> = OnceLock::new();
-
-/// The jobs this binary runs (the built-in ones unless [`main_with`] was
-/// given more).
-fn jobs() -> Arc<sluice_request::Registry> {
-    JOBS.get_or_init(|| Arc::new(sluice_request::Registry::builtin()))
-        .clone()
 }
 
 /// Runs the `sluice` command line with `jobs` as the jobs it knows: `run`,

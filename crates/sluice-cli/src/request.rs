@@ -1,28 +1,21 @@
 //! `sluice run` flags as a job request: the one place flags become a job.
+//! The job's own flags become its parameters by its kind
+//! ([`sluice_request::Registry::params_from_flags`]).
 
 use anyhow::Context;
-use sluice_request::{
-    AggParams, BadRecords, EngineSettings, GrepParams, JobRequest, JoinParams, Key, OhbParams,
-    PagedInput, SelectionParams, UdfParams, WordcountParams,
-};
+use sluice_request::{EngineSettings, JobRequest};
 
-use crate::{
-    BadRecordsArg, GroupByArg, GroupingArg, InputFormat, KeyOrderArg, PairTypeArg, RunArgs,
-};
+use crate::args::RunArgs;
 
 impl RunArgs {
     /// The request these flags describe.
     pub(crate) fn request(&self) -> anyhow::Result<JobRequest> {
+        let jobs = crate::args::jobs();
         let params = match self.params.as_deref() {
             Some(json) => serde_json::from_str(json).context("--params is not JSON")?,
-            None => self.builtin_params()?,
+            None => jobs.params_from_flags(&self.job, &self.job_flags)?,
         };
-        let input_paged = self.input_format == InputFormat::Paged;
-        let paged_jobs = ["pavlo-selection", "pavlo-agg-large", "pavlo-agg-small"];
-        anyhow::ensure!(
-            !input_paged || paged_jobs.contains(&self.job.as_str()),
-            "--input-format paged is for pavlo-selection, pavlo-agg-large and pavlo-agg-small"
-        );
+        jobs.check_flags(&self.job, &self.job_flags)?;
         Ok(JobRequest {
             job: self.job.clone(),
             params,
@@ -31,7 +24,7 @@ impl RunArgs {
             overwrite: self.overwrite,
             reducers: self.reducers,
             memory: self.memory,
-            split_points: self.split_points()?,
+            split_points: self.job_flags.split_points()?,
             engine: self.engine(),
             properties: self.properties()?,
         })
@@ -44,10 +37,7 @@ impl RunArgs {
             split_size: self.split_size,
             combine: !self.no_combine,
             merge_factor: self.merge_factor,
-            bad_records: match self.bad_records {
-                BadRecordsArg::Fail => BadRecords::Fail,
-                BadRecordsArg::Skip => BadRecords::Skip,
-            },
+            bad_records: self.bad_records,
             spill_dir: self.spill_dir.clone(),
         }
     }
@@ -64,120 +54,46 @@ impl RunArgs {
             })
             .collect()
     }
-
-    fn split_points(&self) -> anyhow::Result<Option<Vec<Key>>> {
-        let Some(hex) = &self.split_points else {
-            return Ok(None);
-        };
-        hex.split(',')
-            .filter(|p| !p.is_empty())
-            .map(|p| Key::from_hex(p).map_err(|e| anyhow::anyhow!("--split-points: {e}")))
-            .collect::<anyhow::Result<Vec<_>>>()
-            .map(Some)
-    }
-
-    fn key_order(&self) -> Option<sluice_request::KeyOrderName> {
-        self.key_order.map(|k| match k {
-            KeyOrderArg::Bytewise => sluice_request::KeyOrderName::Bytewise,
-            KeyOrderArg::Fingerprint => sluice_request::KeyOrderName::Fingerprint,
-        })
-    }
-
-    fn grouping(&self) -> sluice_request::GroupingName {
-        match self.grouping {
-            GroupingArg::Hash => sluice_request::GroupingName::Hash,
-            GroupingArg::Sort => sluice_request::GroupingName::Sort,
-        }
-    }
-
-    fn paged(&self) -> Option<PagedInput> {
-        (self.input_format == InputFormat::Paged).then_some(PagedInput {
-            page_size: self.page_size,
-        })
-    }
-
-    /// The typed parameters of a built-in job from its flags; `null` for
-    /// a job this binary registered itself (its parameters come from
-    /// `--params` and `-D`).
-    fn builtin_params(&self) -> anyhow::Result<serde_json::Value> {
-        let v = match self.job.as_str() {
-            "wordcount" => to_value(WordcountParams {
-                grouping: self.grouping(),
-                key_order: self.key_order(),
-            }),
-            "grep" | "pavlo-grep" => to_value(GrepParams {
-                pattern: self.pattern.clone(),
-            }),
-            "sort" | "terasort" => {
-                anyhow::ensure!(
-                    self.key_order.is_none_or(|k| k == KeyOrderArg::Bytewise),
-                    "{} needs --key-order bytewise: its output is a total order",
-                    self.job
-                );
-                serde_json::Value::Null
-            }
-            "pavlo-selection" => to_value(SelectionParams {
-                threshold: self.threshold,
-                paged: self.paged(),
-            }),
-            "pavlo-agg-large" | "pavlo-agg-small" => to_value(AggParams {
-                grouping: self.grouping(),
-                key_order: self.key_order(),
-                paged: self.paged(),
-                group_by: match self.group_by {
-                    GroupByArg::SourceIp => sluice_request::GroupByName::SourceIp,
-                    GroupByArg::DestUrl => sluice_request::GroupByName::DestUrl,
-                },
-            }),
-            "pavlo-udf" => to_value(UdfParams {
-                key_order: self.key_order(),
-            }),
-            "pavlo-join" => to_value(JoinParams {
-                rankings: self.rankings.clone(),
-                form: match self.join {
-                    crate::JoinForm::Fast => sluice_request::JoinForm::Fast,
-                    crate::JoinForm::Baseline => sluice_request::JoinForm::Baseline,
-                },
-                stage: None,
-            }),
-            "kmeans" => to_value(sluice_request::KmeansParams {
-                clusters: self.clusters.unwrap_or(0),
-                iterations: self.iterations,
-                seed: self.seed,
-                init: match self.init {
-                    crate::KmeansInitArg::Random => sluice_request::KmeansInit::Random,
-                    crate::KmeansInitArg::Parallel => sluice_request::KmeansInit::Parallel,
-                },
-                init_rounds: self.init_rounds,
-                tolerance: self.tolerance,
-                assignments: self.assignments.clone(),
-                ..Default::default()
-            }),
-            "pagerank" => to_value(sluice_request::PagerankParams {
-                iterations: self.iterations,
-                damping: self.damping,
-                ..Default::default()
-            }),
-            "ohb" => to_value(OhbParams {
-                pattern: self.pattern.clone().unwrap_or_else(|| "avg".into()),
-                pairs_per_map: self.pairs_per_map,
-                pair_size: self.pair_size,
-                text: self.pair_type == PairTypeArg::Text,
-                seed: self.seed,
-            }),
-            "gen" => {
-                let json = self
-                    .gen_spec
-                    .as_deref()
-                    .context("gen needs --gen-spec JSON")?;
-                serde_json::from_str(json).context("--gen-spec is not a generator description")?
-            }
-            _ => serde_json::Value::Null,
-        };
-        Ok(v)
-    }
 }
 
-fn to_value(p: impl serde::Serialize) -> serde_json::Value {
-    serde_json::to_value(p).unwrap_or_default()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(args: &str) -> anyhow::Result<JobRequest> {
+        let args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
+        RunArgs::parse(&args)?.request()
+    }
+
+    #[test]
+    fn a_jobs_flags_become_its_parameters() {
+        let r = request(
+            "pavlo-agg-small --input in --output out --grouping sort --group-by dest-url \
+             --input-format paged --page-size 4KiB --bad-records skip --split-points 0a",
+        )
+        .unwrap();
+        assert_eq!(
+            r.params,
+            serde_json::json!({"grouping": "sort", "key_order": null,
+                               "paged": {"page_size": 4096}, "group_by": "dest-url"})
+        );
+        assert_eq!(r.engine.bad_records, sluice_request::BadRecords::Skip);
+        assert_eq!(r.split_points, Some(vec![sluice_request::Key(vec![10])]));
+        let r = request("kmeans --input i --output o --clusters 4 --init k-means||").unwrap();
+        assert_eq!(
+            (r.params["clusters"].clone(), r.params["init"].clone()),
+            (4.into(), "k-means||".into())
+        );
+        let r = request("wordcount --input i --output o --params {\"grouping\":\"sort\"}").unwrap();
+        assert_eq!(r.params, serde_json::json!({"grouping": "sort"}));
+    }
+
+    #[test]
+    fn a_flag_its_job_cannot_use_is_refused() {
+        let e = request("wordcount --input i --output o --input-format paged").unwrap_err();
+        assert!(e.to_string().contains("--input-format paged is for"), "{e}");
+        let e = request("sort --input i --output o --key-order fingerprint").unwrap_err();
+        assert!(e.to_string().contains("needs --key-order bytewise"), "{e}");
+        assert!(request("wordcount --input i --output o --grouping tree").is_err());
+    }
 }

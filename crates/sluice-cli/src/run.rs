@@ -5,15 +5,15 @@ use std::path::Path;
 use anyhow::Context;
 use sluice_driver::{JobReport, Target};
 
+use crate::args::RunArgs;
 use crate::summary::print_summary;
-use crate::RunArgs;
 
 /// Runs the job (three jobs for the baseline join) on `target`, writes
 /// the report when asked, prints the summary unless quiet; returns the
 /// reports. `sluice run` and `sluice submit` both end here.
 pub fn run_on(args: &RunArgs, target: Target<'_>) -> anyhow::Result<Vec<JobReport>> {
     let req = args.request()?;
-    let reports = sluice_driver::run(&crate::jobs(), &req, target)?;
+    let reports = sluice_driver::run(&crate::args::jobs(), &req, target)?;
     if let Some(path) = &args.report {
         write_report(path, &reports)?;
     }

@@ -4,7 +4,7 @@ use sluice_api::TaskCounter;
 use sluice_driver::JobReport;
 use sluice_proto::report::ClusterReport;
 
-use crate::units::human;
+use sluice_tools::units::human;
 
 /// Prints the one-screen summary of a job to stderr: what every job
 /// reports, then what its target adds.

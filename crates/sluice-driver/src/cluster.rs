@@ -9,7 +9,7 @@ use sluice_proto::proto::JobStatus;
 use sluice_proto::report::ClusterReport;
 use sluice_request::{JobRequest, Plan, Sampling};
 
-use crate::DriverError;
+use crate::error::DriverError;
 
 /// Bytes read from the head of each block to sample a data set.
 const SAMPLE_HEAD: u64 = 256 << 10;
@@ -77,7 +77,7 @@ impl ClusterTarget {
             overwrite: false,
             ..req
         };
-        crate::unsynced(&mut staged);
+        crate::props::unsynced(&mut staged);
         let result = self.run_to_dataset(staged, plan).and_then(|mut report| {
             get_to_store(&self.connect()?, &temp, &url, overwrite)?;
             report.output = url;

@@ -7,28 +7,34 @@
 //! heads of a data set's blocks on a cluster). Locally it also prunes the
 //! input by a range index when the job has a key range, and reads side
 //! inputs from their files; a cluster copies side inputs itself.
+//!
+//! # Layout
+//!
+//! `lib.rs` runs a request; `chain.rs` runs a chain, resolving its stage
+//! references; `target.rs` runs one job on a [`Target`]; `local.rs` and
+//! `cluster.rs` are the two targets; `sample.rs` samples split points,
+//! `splits.rs` plans an input's splits and `props.rs` sets the properties
+//! the driver adds to a request. No two import each other: `lib.rs` above
+//! `chain.rs` above `target.rs` above the targets above the rest.
 
+mod chain;
 mod cluster;
 mod error;
 mod local;
+mod props;
 mod report;
 mod sample;
+mod splits;
+mod target;
 
-use sluice_request::{JobRequest, Plan, Registry, CACHE_ADMIT_PROPERTY, OUTPUT_SYNC_PROPERTY};
+use sluice_request::{JobRequest, Plan, Registry};
 
 pub use cluster::{get_to_store, ClusterTarget, StatusWatch};
 pub use error::DriverError;
-pub use local::{plan, LocalTarget, Watch};
+pub use local::{LocalTarget, Watch};
 pub use report::{JobReport, Phases};
-
-/// Where jobs run.
-#[derive(Debug, Clone, Copy)]
-pub enum Target<'a> {
-    /// This process, on the local engine.
-    Local(&'a LocalTarget),
-    /// A cluster.
-    Cluster(&'a ClusterTarget),
-}
+pub use splits::plan;
+pub use target::Target;
 
 /// Runs `req` on `target`: the reports of its jobs, in order (three for
 /// the baseline join).
@@ -44,282 +50,7 @@ pub fn run(
         req.reducers = Some(sluice_request::settings(&req).reducers);
     }
     match jobs.get(&req.job)?.plan(&req)? {
-        Plan::Chain(stages) => chain(jobs, stages, target),
-        plan => one(jobs, req, plan, target).map(|r| vec![r]),
-    }
-}
-
-fn one(
-    jobs: &Registry,
-    req: JobRequest,
-    plan: Plan,
-    target: Target<'_>,
-) -> Result<JobReport, DriverError> {
-    match target {
-        Target::Local(t) => t.run(jobs, req, plan).map(JobReport::from),
-        Target::Cluster(t) => t.run(req, plan).map(JobReport::from),
-    }
-}
-
-/// Runs the stages of a chain through temporaries named by the target,
-/// removed afterwards whatever happened. A stage its kind skips runs
-/// nothing: `@N` references to it, output or counters, are its
-/// predecessor's.
-fn chain(
-    jobs: &Registry,
-    stages: Vec<JobRequest>,
-    target: Target<'_>,
-) -> Result<Vec<JobReport>, DriverError> {
-    let Some(last) = stages.last() else {
-        return Ok(Vec::new());
-    };
-    let temps: Vec<String> = match target {
-        Target::Local(_) => local::temp_outputs(&last.output, stages.len())?,
-        Target::Cluster(_) => cluster::temp_outputs(stages.len()),
-    };
-    let reads = input_reads(&stages);
-    let mut reports = Vec::new();
-    let mut run_all = || -> Result<(), DriverError> {
-        // Each stage's output, and the index of its report.
-        let mut outputs = temps.clone();
-        let mut report_of: Vec<usize> = Vec::new();
-        for (n, mut stage) in stages.clone().into_iter().enumerate() {
-            if reads_once(&stage.input, &reads, &report_of, &outputs, &temps) {
-                set_default(&mut stage, CACHE_ADMIT_PROPERTY, "false");
-            }
-            stage.input = resolve_refs(&stage.input, &outputs)?;
-            let done: Vec<&JobReport> = report_of.iter().map(|&r| &reports[r]).collect();
-            resolve_param_refs(&mut stage.params, &outputs, &done)?;
-            let kind = jobs.get(&stage.job)?;
-            if n > 0 && kind.skip(&stage)? {
-                outputs[n] = outputs[n - 1].clone();
-                report_of.push(report_of[n - 1]);
-                continue;
-            }
-            if stage.output.is_empty() {
-                to_temporary(&mut stage, &temps[n]);
-            }
-            outputs[n] = stage.output.clone();
-            let plan = kind.plan(&stage)?;
-            reports.push(one(jobs, stage, plan, target)?);
-            report_of.push(reports.len() - 1);
-        }
-        Ok(())
-    };
-    let done = run_all();
-    match target {
-        Target::Local(_) => local::remove_temps(&temps),
-        Target::Cluster(t) => t.remove_temps(&temps),
-    }
-    done.map(|()| reports)
-}
-
-/// Makes `stage` write temporary `temp`: overwritten if a stale one is
-/// there, and not synced (the stages after read it, and it is removed
-/// whatever happens).
-fn to_temporary(stage: &mut JobRequest, temp: &str) {
-    stage.output = temp.to_owned();
-    stage.overwrite = true;
-    unsynced(stage);
-}
-
-/// Leaves `req`'s output files unsynced unless the user said otherwise:
-/// for output that is read once and removed (a chain's temporaries, the
-/// staging of output bound for an external store, whose durability is
-/// the store's).
-pub(crate) fn unsynced(req: &mut JobRequest) {
-    set_default(req, OUTPUT_SYNC_PROPERTY, "false");
-}
-
-/// Sets property `key` of `stage` to `value` unless the user set it.
-fn set_default(stage: &mut JobRequest, key: &str, value: &str) {
-    stage
-        .properties
-        .entry(key.to_owned())
-        .or_insert_with(|| value.to_owned());
-}
-
-/// How many times the stages name each stage's output as an input item
-/// (`@N`; an input naming it twice reads it twice; side inputs are read
-/// from the block store, not through the caches).
-fn input_reads(stages: &[JobRequest]) -> Vec<usize> {
-    let mut reads = vec![0; stages.len()];
-    for s in stages {
-        for n in s.input.split(',').filter_map(stage_ref) {
-            if let Some(r) = reads.get_mut(n) {
-                *r += 1;
-            }
-        }
-    }
-    reads
-}
-
-/// The stage an input item `@N` names.
-fn stage_ref(item: &str) -> Option<usize> {
-    item.strip_prefix('@')?.parse().ok()
-}
-
-/// Whether a stage's `input` is only temporaries that no other stage
-/// reads as input: its maps then read them without admitting them to the
-/// block caches ([`CACHE_ADMIT_PROPERTY`]): a chain's stage output read
-/// once by the next stage, cached, would hold memory never read again.
-/// A stage its kind skipped shares its predecessor's output, so the
-/// reads of a data set are those of every stage that names it; `report_of`
-/// tells, for each stage run or skipped so far, which report (hence which
-/// stage's run) its output is.
-fn reads_once(
-    input: &str,
-    reads: &[usize],
-    report_of: &[usize],
-    outputs: &[String],
-    temps: &[String],
-) -> bool {
-    input.split(',').all(|item| {
-        let Some(k) = stage_ref(item) else {
-            return false;
-        };
-        let (Some(&run), Some(out)) = (report_of.get(k), outputs.get(k)) else {
-            return false;
-        };
-        let total: usize = report_of
-            .iter()
-            .zip(reads)
-            .filter(|(r, _)| **r == run)
-            .map(|(_, n)| n)
-            .sum();
-        total == 1 && temps.contains(out)
-    })
-}
-
-/// The string parameters `@N` (a side input naming stage N's output)
-/// replaced by temporary N, and `@N:COUNTER` by the value of stage N's
-/// user counter `COUNTER` (`GROUP.NAME`; 0 if it never counted), at any
-/// depth.
-fn resolve_param_refs(
-    v: &mut serde_json::Value,
-    temps: &[String],
-    done: &[&JobReport],
-) -> Result<(), DriverError> {
-    match v {
-        serde_json::Value::String(s) if is_ref(s) => *s = resolve_refs(s, temps)?,
-        serde_json::Value::String(s) => {
-            if let Some(n) = counter_ref(s, done)? {
-                *v = n.into();
-            }
-        }
-        serde_json::Value::Array(items) => {
-            for item in items {
-                resolve_param_refs(item, temps, done)?;
-            }
-        }
-        serde_json::Value::Object(fields) => {
-            for item in fields.values_mut() {
-                resolve_param_refs(item, temps, done)?;
-            }
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// The value of `@N:COUNTER`, if `s` is one.
-fn counter_ref(s: &str, done: &[&JobReport]) -> Result<Option<u64>, DriverError> {
-    let Some((stage, counter)) = s.strip_prefix('@').and_then(|r| r.split_once(':')) else {
-        return Ok(None);
-    };
-    let Some(n) = stage
-        .bytes()
-        .all(|b| b.is_ascii_digit())
-        .then(|| stage.parse::<usize>().ok())
-        .flatten()
-    else {
-        return Ok(None);
-    };
-    let report = done
-        .get(n)
-        .ok_or_else(|| DriverError::Plan(format!("{s}: stage {n} has not run")))?;
-    Ok(Some(
-        report.user_counters.get(counter).copied().unwrap_or(0),
-    ))
-}
-
-/// Whether `s` is `@N`.
-fn is_ref(s: &str) -> bool {
-    s.strip_prefix('@')
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// `input` with each item `@N` replaced by temporary N.
-fn resolve_refs(input: &str, temps: &[String]) -> Result<String, DriverError> {
-    input
-        .split(',')
-        .map(|item| match item.strip_prefix('@') {
-            None => Ok(item.to_owned()),
-            Some(n) => n
-                .parse::<usize>()
-                .ok()
-                .and_then(|n| temps.get(n).cloned())
-                .ok_or_else(|| DriverError::Plan(format!("no stage output {item}"))),
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(|v| v.join(","))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn stages(inputs: &[&str]) -> Vec<JobRequest> {
-        inputs
-            .iter()
-            .map(|i| JobRequest {
-                input: (*i).to_owned(),
-                ..JobRequest::new("wordcount", &serde_json::Value::Null, "", "")
-            })
-            .collect()
-    }
-
-    /// A temporary read as input by one stage alone is read once; one
-    /// read by two, the user's input, a mixed input, or an output that
-    /// is not a temporary is not; a skipped stage's readers read its
-    /// predecessor's output.
-    #[test]
-    fn a_temporary_named_by_one_stage_alone_is_read_once() {
-        let s = stages(&["data", "@0", "@1", "@1", "@3,data", "@4", "@5", "@6,@6"]);
-        let reads = input_reads(&s);
-        assert_eq!(reads, [1, 2, 0, 1, 1, 1, 2, 0]);
-        let temps: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
-        let once = |n: usize, report_of: &[usize]| {
-            reads_once(&s[n].input, &reads, report_of, &temps, &temps)
-        };
-        assert!(!once(0, &[]), "the user's input");
-        assert!(once(1, &[0]));
-        assert!(!once(2, &[0, 1]), "@1 is read twice");
-        assert!(!once(4, &[0, 1, 2, 3]), "mixed with the user's data");
-        assert!(once(5, &[0, 1, 2, 3, 4]));
-        // Stage 5 skipped: 6 reads stage 4's output, which 5 named too.
-        assert!(!once(6, &[0, 1, 2, 3, 4, 4]));
-        assert!(!once(7, &[0, 1, 2, 3, 4, 5, 6]), "@6 named twice");
-        // Not a temporary (a stage writing the user's output).
-        let outputs: Vec<String> = (0..8).map(|i| format!("out{i}")).collect();
-        assert!(!reads_once("@0", &reads, &[0], &outputs, &temps));
-    }
-
-    /// A stage writing a temporary overwrites it and does not sync it,
-    /// unless the user said to; the engine takes the property.
-    #[test]
-    fn temporaries_are_not_synced() {
-        let mut s = stages(&["data"]).remove(0);
-        assert!(s.syncs_output());
-        to_temporary(&mut s, "t0");
-        assert_eq!((s.output.as_str(), s.overwrite), ("t0", true));
-        assert!(!s.syncs_output());
-        assert!(!sluice_request::settings(&s).sync_output);
-        let mut kept = stages(&["data"]).remove(0);
-        kept.properties
-            .insert(OUTPUT_SYNC_PROPERTY.to_owned(), "true".to_owned());
-        to_temporary(&mut kept, "t1");
-        assert!(kept.syncs_output() && sluice_request::settings(&kept).sync_output);
-        assert!(sluice_request::settings(&stages(&["data"])[0]).sync_output);
+        Plan::Chain(stages) => chain::chain(jobs, stages, target),
+        plan => target::one(jobs, req, plan, target).map(|r| vec![r]),
     }
 }

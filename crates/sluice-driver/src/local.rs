@@ -8,7 +8,8 @@ use sluice_formats::index::{index_dir, RangeIndex};
 use sluice_formats::input::{self, Split};
 use sluice_request::{BuildContext, JobKind, JobRequest, Plan, Registry};
 
-use crate::DriverError;
+use crate::error::DriverError;
+use crate::splits::plan;
 
 /// Follows a running local job (a progress bar): `watch` is called when
 /// the job starts, and what it returns is dropped when the job ends.
@@ -58,7 +59,7 @@ impl LocalTarget {
             overwrite: false,
             ..req
         };
-        crate::unsynced(&mut staged);
+        crate::props::unsynced(&mut staged);
         let mut report = self.run_here(jobs, staged, plan)?;
         sluice_storage::commit(&local, &url, overwrite)?;
         report.output = url;
@@ -101,24 +102,6 @@ impl LocalTarget {
             &progress,
         )?)
     }
-}
-
-/// Splits of an input, planned as the engine does.
-pub fn plan(input: &str, cfg: &EngineConfig) -> Result<Vec<Split>, DriverError> {
-    if let Some(n) = input::synthetic_count(input)? {
-        return Ok((0..n).map(Split::synthetic).collect());
-    }
-    let files = if sluice_storage::is_remote(input) {
-        sluice_storage::resolve(input)?
-    } else {
-        input::resolve(input)?
-    };
-    let total = input::total_len(&files);
-    Ok(input::plan_splits(
-        &files,
-        cfg.split_size_for(total),
-        cfg.format,
-    ))
 }
 
 /// The splits to read: only the chunks a range index says can match, when

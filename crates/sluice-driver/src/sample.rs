@@ -4,7 +4,7 @@ use sluice_engine::EngineConfig;
 use sluice_formats::input::Split;
 use sluice_request::{JobRequest, Key, Sampling};
 
-use crate::DriverError;
+use crate::error::DriverError;
 
 /// Records sampled from the head of each split.
 const SAMPLES_PER_SPLIT: usize = 100;
@@ -19,7 +19,7 @@ pub(crate) fn split_points(
 ) -> Result<Vec<Key>, DriverError> {
     let mut cfg = sluice_request::settings(req);
     cfg.format = s.format;
-    let splits = crate::plan(input, &cfg)?;
+    let splits = crate::splits::plan(input, &cfg)?;
     points(&splits, s, req, &cfg)
 }
 

@@ -9,8 +9,10 @@ use sluice_formats::index::KeyType;
 use sluice_formats::input::{self, RecordFormat, Split};
 use sluice_jobs::{pavlo, Grouping};
 
+use crate::choices::{GroupByName, GroupingName, JoinForm, KeyOrderName, PagedInput, PairType};
+use crate::flags::{params, JobFlags};
 use crate::registry::{settings, BuildContext, Built, JobKind, KeyRange, Plan, Registry, Sampling};
-use crate::{JobRequest, RequestError};
+use crate::{JobRequest, RequestError, StageRef};
 
 /// Registers the built-in kinds.
 pub(crate) fn register(r: &mut Registry) {
@@ -26,38 +28,6 @@ pub(crate) fn register(r: &mut Registry) {
         .register("pavlo-join", Join)
         .register("ohb", Ohb)
         .register("gen", Gen);
-    crate::iterative::register(r);
-    crate::benchjobs::register(r);
-}
-
-/// Order of intermediate keys within a partition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum KeyOrderName {
-    /// Bytewise: part files come out sorted by key.
-    Bytewise,
-    /// By a 32-bit fingerprint: groups without order.
-    Fingerprint,
-}
-
-impl From<KeyOrderName> for KeyOrder {
-    fn from(k: KeyOrderName) -> Self {
-        match k {
-            KeyOrderName::Bytewise => KeyOrder::Bytewise,
-            KeyOrderName::Fingerprint => KeyOrder::Fingerprint,
-        }
-    }
-}
-
-/// How an aggregation groups its map output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum GroupingName {
-    /// Combine at emit time in a hash table.
-    #[default]
-    Hash,
-    /// Sort map output, combine on spill and merge.
-    Sort,
 }
 
 /// Parameters of `wordcount`.
@@ -75,6 +45,13 @@ struct Wordcount;
 impl JobKind for Wordcount {
     fn describe(&self) -> &str {
         "count words (split on space, tab, CR, LF, form feed)"
+    }
+
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(WordcountParams {
+            grouping: f.grouping,
+            key_order: f.key_order,
+        })
     }
 
     fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {
@@ -106,6 +83,12 @@ impl JobKind for Grep {
         "write every line matching a regular expression (map-only)"
     }
 
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(GrepParams {
+            pattern: f.pattern.clone(),
+        })
+    }
+
     fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {
         let p: GrepParams = req.params()?;
         let pattern = p
@@ -123,6 +106,12 @@ struct PavloGrep;
 impl JobKind for PavloGrep {
     fn describe(&self) -> &str {
         "Pavlo grep: rows whose field contains a pattern (default XYZ)"
+    }
+
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(GrepParams {
+            pattern: f.pattern.clone(),
+        })
     }
 
     fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {
@@ -172,6 +161,16 @@ impl JobKind for Sort {
         } else {
             "sort lines bytewise into a total order across part files"
         }
+    }
+
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        if f.key_order.is_some_and(|k| k != KeyOrderName::Bytewise) {
+            return Err(RequestError::params(
+                self.name(),
+                "needs --key-order bytewise: its output is a total order",
+            ));
+        }
+        Ok(serde_json::Value::Null)
     }
 
     fn plan(&self, req: &JobRequest) -> Result<Plan, RequestError> {
@@ -241,14 +240,6 @@ impl Default for SelectionParams {
     }
 }
 
-/// Binary records in pages (`sluice convert`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PagedInput {
-    /// Page size in bytes.
-    pub page_size: u64,
-}
-
 /// The encoding and record format of an input stored as `paged` says.
 fn encoding(
     job: &str,
@@ -276,6 +267,17 @@ struct Selection;
 impl JobKind for Selection {
     fn describe(&self) -> &str {
         "Pavlo selection: Rankings rows with pageRank > threshold"
+    }
+
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(SelectionParams {
+            threshold: f.threshold,
+            paged: f.paged(),
+        })
+    }
+
+    fn reads_paged(&self) -> bool {
+        true
     }
 
     fn build(&self, req: &JobRequest, ctx: &BuildContext<'_>) -> Result<Built, RequestError> {
@@ -308,26 +310,6 @@ pub struct AggParams {
     pub group_by: GroupByName,
 }
 
-/// The UserVisits column a Pavlo aggregation groups by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum GroupByName {
-    /// `sourceIP`.
-    #[default]
-    SourceIp,
-    /// `destURL`: high cardinality when Rankings is large.
-    DestUrl,
-}
-
-impl From<GroupByName> for pavlo::GroupColumn {
-    fn from(g: GroupByName) -> Self {
-        match g {
-            GroupByName::SourceIp => pavlo::GroupColumn::SourceIp,
-            GroupByName::DestUrl => pavlo::GroupColumn::DestUrl,
-        }
-    }
-}
-
 /// Hash-grouped aggregations whose answer has no order compare 32-bit
 /// fingerprints when they sort their distinct keys at a spill and merge,
 /// instead of keys with long common prefixes (URLs, IPs); the sort path
@@ -351,6 +333,19 @@ impl JobKind for Aggregation {
             None => "Pavlo large aggregation: SUM(adRevenue) per sourceIP",
             Some(_) => "Pavlo small aggregation: SUM(adRevenue) per SUBSTR(sourceIP, 1, 7)",
         }
+    }
+
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(AggParams {
+            grouping: f.grouping,
+            key_order: f.key_order,
+            paged: f.paged(),
+            group_by: f.group_by,
+        })
+    }
+
+    fn reads_paged(&self) -> bool {
+        true
     }
 
     fn build(&self, req: &JobRequest, ctx: &BuildContext<'_>) -> Result<Built, RequestError> {
@@ -381,22 +376,17 @@ impl JobKind for Udf {
         "Pavlo UDF aggregation: inbound links per URL over Documents"
     }
 
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(UdfParams {
+            key_order: f.key_order,
+        })
+    }
+
     fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {
         let p: UdfParams = req.params()?;
         let order = p.key_order.map_or(KeyOrder::Fingerprint, KeyOrder::from);
         Ok(Built::lines(pavlo::udf().key_order(order)))
     }
-}
-
-/// The two forms of the Pavlo join.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum JoinForm {
-    /// One job: a table of Rankings (broadcast to every task on a cluster).
-    #[default]
-    Fast,
-    /// Three jobs as Hadoop runs it: reduce-side join, aggregation, top row.
-    Baseline,
 }
 
 /// One job of the baseline join.
@@ -464,8 +454,8 @@ impl Join {
         };
         vec![
             stage(JoinStage::Filter, format!("{rankings},{}", req.input), ""),
-            stage(JoinStage::Aggregate, "@0".into(), ""),
-            stage(JoinStage::Top, "@1".into(), &req.output),
+            stage(JoinStage::Aggregate, StageRef::output(0).to_string(), ""),
+            stage(JoinStage::Top, StageRef::output(1).to_string(), &req.output),
         ]
     }
 
@@ -536,6 +526,14 @@ fn whole_files(files: &[PathBuf]) -> Result<Vec<Split>, RequestError> {
 impl JobKind for Join {
     fn describe(&self) -> &str {
         "Pavlo join of rankings and UserVisits for the week 2000-01-15..22: the top sourceIP"
+    }
+
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(JoinParams {
+            rankings: f.rankings.clone(),
+            form: f.join,
+            stage: None,
+        })
     }
 
     fn side_inputs(&self, req: &JobRequest) -> Result<Vec<String>, RequestError> {
@@ -613,6 +611,16 @@ impl JobKind for Ohb {
         "OSU HiBD shuffle micro-benchmark on synthetic:MAPS input"
     }
 
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(OhbParams {
+            pattern: f.pattern.clone().unwrap_or_else(|| "avg".into()),
+            pairs_per_map: f.pairs_per_map,
+            pair_size: f.pair_size,
+            text: f.pair_type == PairType::Text,
+            seed: f.seed,
+        })
+    }
+
     fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {
         use sluice_jobs::ohb::{OhbSpec, PairType, Pattern};
         let p: OhbParams = req.params()?;
@@ -655,6 +663,19 @@ struct Gen;
 impl JobKind for Gen {
     fn describe(&self) -> &str {
         "a data generator as a map-only job on synthetic:PARTS input"
+    }
+
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        let json = f
+            .gen_spec
+            .as_deref()
+            .ok_or_else(|| RequestError::params("gen", "needs --gen-spec JSON"))?;
+        serde_json::from_str(json).map_err(|e| {
+            RequestError::params(
+                "gen",
+                format!("--gen-spec is not a generator description: {e}"),
+            )
+        })
     }
 
     fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {

@@ -39,6 +39,18 @@ pub enum RequestError {
         /// The value given.
         value: String,
     },
+    /// A command-line job flag has a value its job cannot use.
+    #[error("{0}")]
+    Flag(String),
+    /// A text that should be a stage reference ([`crate::StageRef`]) is
+    /// not one.
+    #[error("{text} is not a stage reference: {why}")]
+    StageRef {
+        /// The text.
+        text: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The job's constructor refused the request or could not read a
     /// side input.
     #[error("{job}: {source}")]

@@ -10,8 +10,10 @@ use sluice_formats::input::RecordFormat;
 use sluice_jobs::kmeans::{self, Centres};
 use sluice_jobs::pagerank;
 
+use crate::choices::KmeansInit;
+use crate::flags::{params, JobFlags};
 use crate::registry::{BuildContext, Built, JobKind, Plan, Registry};
-use crate::{JobRequest, RequestError};
+use crate::{JobRequest, RequestError, StageRef};
 
 pub(crate) fn register(r: &mut Registry) {
     r.register("kmeans", Kmeans).register("pagerank", Pagerank);
@@ -37,20 +39,6 @@ pub enum KmeansStage {
     Copy,
     /// Write each point with its nearest centre from `centres`.
     Assign,
-}
-
-/// How k-means chooses its initial centres.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum KmeansInit {
-    /// `k` points of the input by a seeded hash.
-    #[default]
-    #[serde(rename = "random")]
-    Random,
-    /// k-means|| (Bahmani et al.), Spark MLlib's default: rounds sampling
-    /// points by their squared distance, then k-means++ on the weighted
-    /// candidates.
-    #[serde(rename = "k-means||")]
-    Parallel,
 }
 
 /// Parameters of `kmeans`.
@@ -138,7 +126,7 @@ impl Kmeans {
     /// assignment, if asked. With a tolerance, each iteration after the
     /// first carries the previous one's count of moved centres (the driver
     /// skips it at 0) and a copy job writes the last centres.
-    fn chain(req: &JobRequest, p: &KmeansParams) -> Vec<JobRequest> {
+    fn chain(req: &JobRequest, p: &KmeansParams) -> Result<Vec<JobRequest>, RequestError> {
         let stage = |stage, centres: Option<String>, output: &str| {
             let params = KmeansParams {
                 stage: Some(stage),
@@ -169,17 +157,17 @@ impl Kmeans {
                 first.params["clusters"] = 1.into();
                 jobs.push(first);
                 for round in 1..=p.init_rounds {
-                    let prev = format!("@{}", jobs.len() - 1);
+                    let prev = StageRef::output(jobs.len() - 1).to_string();
                     let mut job = stage(KmeansStage::ParallelRound, Some(prev), "");
                     job.params["round"] = round.into();
                     jobs.push(job);
                 }
-                let prev = format!("@{}", jobs.len() - 1);
+                let prev = StageRef::output(jobs.len() - 1).to_string();
                 jobs.push(stage(KmeansStage::ParallelPick, Some(prev), out_at(0)));
             }
         }
         // The init job (always the first) counts the centres' dimension.
-        let dims = format!("@0:{}.{}", kmeans::COUNTER_GROUP, kmeans::DIMS);
+        let dims = StageRef::counter(0, kmeans::COUNTER_GROUP, kmeans::DIMS)?.to_string();
         let mut prev = jobs.len() - 1;
         let points = jobs.len();
         if iterations > 0 {
@@ -189,13 +177,17 @@ impl Kmeans {
         }
         for i in 1..=iterations {
             let mut job = JobRequest {
-                input: format!("@{points}"),
-                ..stage(KmeansStage::Iterate, Some(format!("@{prev}")), out_at(i))
+                input: StageRef::output(points).to_string(),
+                ..stage(
+                    KmeansStage::Iterate,
+                    Some(StageRef::output(prev).to_string()),
+                    out_at(i),
+                )
             };
             job.params["dims"] = dims.clone().into();
             if stop_early && i > 1 {
-                let moved = format!("@{prev}:{}.{}", kmeans::COUNTER_GROUP, kmeans::MOVED);
-                job.params["moved"] = moved.into();
+                let moved = StageRef::counter(prev, kmeans::COUNTER_GROUP, kmeans::MOVED)?;
+                job.params["moved"] = moved.to_string().into();
             }
             jobs.push(job);
             prev = jobs.len() - 1;
@@ -203,14 +195,14 @@ impl Kmeans {
         if stop_early {
             let last = jobs.len() - 1;
             jobs.push(JobRequest {
-                input: format!("@{last}"),
+                input: StageRef::output(last).to_string(),
                 ..stage(KmeansStage::Copy, None, &req.output)
             });
         }
         if let Some(a) = &p.assignments {
             jobs.push(stage(KmeansStage::Assign, Some(req.output.clone()), a));
         }
-        jobs
+        Ok(jobs)
     }
 
     /// The binary points' dimension of a stage that reads or writes them.
@@ -244,10 +236,23 @@ impl JobKind for Kmeans {
         "k-means clustering (HiBench): initial centres, then one job per iteration"
     }
 
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(KmeansParams {
+            clusters: f.clusters.unwrap_or(0),
+            iterations: f.iterations,
+            seed: f.seed,
+            init: f.init,
+            init_rounds: f.init_rounds,
+            tolerance: f.tolerance,
+            assignments: f.assignments.clone(),
+            ..KmeansParams::default()
+        })
+    }
+
     fn plan(&self, req: &JobRequest) -> Result<Plan, RequestError> {
         let p = Self::params(req)?;
         Ok(match p.stage {
-            None => Plan::Chain(Self::chain(req, &p)),
+            None => Plan::Chain(Self::chain(req, &p)?),
             Some(_) => Plan::Single,
         })
     }
@@ -370,9 +375,10 @@ impl Pagerank {
     }
 
     /// The jobs of a whole run: build, then contribute and rank per
-    /// iteration; `@N:COUNTER` parameters are stage N's counters.
-    fn chain(req: &JobRequest, p: &PagerankParams) -> Vec<JobRequest> {
-        let pages = format!("@0:{}.{}", pagerank::COUNTER_GROUP, pagerank::PAGES);
+    /// iteration; `@N:GROUP.NAME` parameters ([`StageRef`]) are stage N's
+    /// counters.
+    fn chain(req: &JobRequest, p: &PagerankParams) -> Result<Vec<JobRequest>, RequestError> {
+        let pages = StageRef::counter(0, pagerank::COUNTER_GROUP, pagerank::PAGES)?.to_string();
         let job = |params: serde_json::Value, input: String, output: &str| JobRequest {
             params,
             input,
@@ -390,22 +396,20 @@ impl Pagerank {
             let contribute = jobs.len();
             jobs.push(job(
                 serde_json::json!({"stage": "contribute", "pages": pages, "damping": p.damping}),
-                format!("@{}", contribute - 1),
+                StageRef::output(contribute - 1).to_string(),
                 "",
             ));
-            let dangling = format!(
-                "@{contribute}:{}.{}",
-                pagerank::COUNTER_GROUP,
-                pagerank::DANGLING
-            );
+            let dangling =
+                StageRef::counter(contribute, pagerank::COUNTER_GROUP, pagerank::DANGLING)?
+                    .to_string();
             jobs.push(job(
                 serde_json::json!({"stage": "rank", "pages": pages, "damping": p.damping,
                                    "dangling": dangling, "last": last}),
-                format!("@{contribute}"),
+                StageRef::output(contribute).to_string(),
                 if last { &req.output } else { "" },
             ));
         }
-        jobs
+        Ok(jobs)
     }
 }
 
@@ -414,10 +418,18 @@ impl JobKind for Pagerank {
         "PageRank (HiBench): build, then a contribute and a rank job per iteration"
     }
 
+    fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        params(PagerankParams {
+            iterations: f.iterations,
+            damping: f.damping,
+            ..PagerankParams::default()
+        })
+    }
+
     fn plan(&self, req: &JobRequest) -> Result<Plan, RequestError> {
         let p = Self::params(req)?;
         Ok(match p.stage {
-            None => Plan::Chain(Self::chain(req, &p)),
+            None => Plan::Chain(Self::chain(req, &p)?),
             Some(_) => Plan::Single,
         })
     }

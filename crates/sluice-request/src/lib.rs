@@ -19,21 +19,52 @@
 //! jobs.register_fn("my-job", "counts what I count", |_req: &JobRequest| Ok(my_job()));
 //! assert!(jobs.get("my-job").is_ok());
 //! ```
+//!
+//! A kind maps the command line's job flags ([`JobFlags`]) to its own
+//! parameters ([`JobKind::params_from_flags`]), so a new job and its flags
+//! touch this crate alone; with the `clap` feature the flags are a
+//! `clap::Args` and the parameters' choices ([`GroupingName`],
+//! [`KmeansInit`], [`BadRecords`]…) `clap::ValueEnum`s, one definition for
+//! the request and the command line.
+//!
+//! A job a kind plans as a chain ([`Plan::Chain`]) names an earlier
+//! stage's output or counter by a [`StageRef`] (`@N`, `@N:GROUP.NAME`).
+//!
+//! # Layout
+//!
+//! - `request.rs`: [`JobRequest`] and its encoding; `error.rs`:
+//!   [`RequestError`]; `stage_ref.rs`: [`StageRef`]; `choices.rs`: the
+//!   enums of parameters; `flags.rs`: [`JobFlags`] (these five import no
+//!   other module but `error.rs`, `choices.rs` and `request.rs`).
+//! - `registry.rs`: [`JobKind`], [`Registry`], engine settings; it names
+//!   no job.
+//! - `builtin.rs`, `iterative.rs`, `benchjobs.rs`: the built-in kinds and
+//!   their parameters, each importing `registry.rs`, never each other.
+//! - `catalog.rs`: [`Registry::builtin`], the one module above the kinds.
 
 mod benchjobs;
 mod builtin;
+mod catalog;
+mod choices;
 mod error;
+mod flags;
 mod iterative;
 mod registry;
 mod request;
+mod stage_ref;
 
 pub use benchjobs::{DfsioMode, DfsioParams, StreamingParams};
 pub use builtin::{
-    AggParams, GenParams, GrepParams, GroupByName, GroupingName, JoinForm, JoinParams, JoinStage,
-    KeyOrderName, OhbParams, PagedInput, SelectionParams, SortParams, UdfParams, WordcountParams,
+    AggParams, GenParams, GrepParams, JoinParams, JoinStage, OhbParams, SelectionParams,
+    SortParams, UdfParams, WordcountParams,
+};
+pub use choices::{
+    GroupByName, GroupingName, InputFormat, JoinForm, KeyOrderName, KmeansInit, PagedInput,
+    PairType,
 };
 pub use error::RequestError;
-pub use iterative::{KmeansInit, KmeansParams, KmeansStage, PagerankParams, PagerankStage};
+pub use flags::{parse_size, JobFlags};
+pub use iterative::{KmeansParams, KmeansStage, PagerankParams, PagerankStage};
 pub use registry::{
     engine_config, settings, BuildContext, Built, JobKind, KeyRange, Plan, Registry, Sampling,
     DEFAULT_MEMORY,
@@ -42,3 +73,4 @@ pub use request::{
     BadRecords, EngineSettings, JobRequest, Key, CACHE_ADMIT_PROPERTY, OUTPUT_SYNC_PROPERTY,
     REQUEST_VERSION,
 };
+pub use stage_ref::StageRef;

@@ -9,6 +9,8 @@ use sluice_engine::{BadRecordPolicy, EngineConfig};
 use sluice_formats::index::KeyType;
 use sluice_formats::input::{RecordFormat, Split};
 
+use crate::choices::InputFormat;
+use crate::flags::JobFlags;
 use crate::{BadRecords, JobRequest, RequestError};
 
 /// A job's memory budget when the request names none.
@@ -83,8 +85,11 @@ pub enum Plan {
     /// points into the request.
     Sample(Sampling),
     /// Jobs run one after another. A stage's output `""` is a temporary
-    /// the driver names (and removes afterwards); an input item, or a
-    /// string parameter (a side input), `@N` is stage N's output. The
+    /// the driver names (and removes afterwards). An input item, or a
+    /// string parameter (a side input), `@N` is stage N's output; a string
+    /// parameter `@N:GROUP.NAME` is the value of stage N's counter (both
+    /// [`crate::StageRef`]); an input item that starts with `@` and is not
+    /// `@N` is an error, a parameter that is not a reference is text. The
     /// stages name the request's output where it goes. A stage its kind
     /// skips ([`JobKind::skip`]) stands for the stage before it.
     Chain(Vec<JobRequest>),
@@ -116,6 +121,18 @@ pub trait JobKind: Send + Sync {
     /// may be skipped writes a temporary, and the first never is.
     fn skip(&self, _req: &JobRequest) -> Result<bool, RequestError> {
         Ok(false)
+    }
+
+    /// The kind's parameters from the command line's job flags (`null`,
+    /// its defaults, unless it reads some), refusing a flag it cannot use.
+    fn params_from_flags(&self, _flags: &JobFlags) -> Result<serde_json::Value, RequestError> {
+        Ok(serde_json::Value::Null)
+    }
+
+    /// Whether the kind reads paged binary input (`--input-format paged`)
+    /// as well as text.
+    fn reads_paged(&self) -> bool {
+        false
     }
 
     /// The range of normalized keys the job can match in a range-indexed
@@ -163,13 +180,6 @@ impl Registry {
         Registry::default()
     }
 
-    /// Sluice's built-in jobs.
-    pub fn builtin() -> Self {
-        let mut r = Registry::new();
-        crate::builtin::register(&mut r);
-        r
-    }
-
     /// Registers `kind` as `name`, replacing a kind of that name.
     pub fn register(&mut self, name: &str, kind: impl JobKind + 'static) -> &mut Self {
         self.kinds.insert(name.to_owned(), Arc::new(kind));
@@ -201,6 +211,42 @@ impl Registry {
     /// Names and descriptions of the registered kinds, in name order.
     pub fn kinds(&self) -> impl Iterator<Item = (&str, &str)> {
         self.kinds.iter().map(|(n, k)| (n.as_str(), k.describe()))
+    }
+
+    /// Job `job`'s parameters from the command line's job flags; `null`
+    /// for a job not registered here (its run then names it unknown).
+    pub fn params_from_flags(
+        &self,
+        job: &str,
+        flags: &JobFlags,
+    ) -> Result<serde_json::Value, RequestError> {
+        match self.kinds.get(job) {
+            Some(kind) => kind.params_from_flags(flags),
+            None => Ok(serde_json::Value::Null),
+        }
+    }
+
+    /// Refuses `--input-format paged` for job `job` unless its kind reads
+    /// paged input, naming the kinds that do.
+    pub fn check_flags(&self, job: &str, flags: &JobFlags) -> Result<(), RequestError> {
+        let reads_paged = |kind: &Arc<dyn JobKind>| kind.reads_paged();
+        if flags.input_format == InputFormat::Text || self.kinds.get(job).is_some_and(reads_paged) {
+            return Ok(());
+        }
+        let names: Vec<&str> = self
+            .kinds
+            .iter()
+            .filter(|(_, kind)| reads_paged(kind))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        let list = match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => "no job of this binary".to_owned(),
+        };
+        Err(RequestError::Flag(format!(
+            "--input-format paged is for {list}"
+        )))
     }
 
     /// The job and its engine settings for `req`.

@@ -123,12 +123,13 @@ impl Default for EngineSettings {
 
 /// Malformed-record policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum BadRecords {
     /// Fail the job naming the file and offset.
     #[default]
     Fail,
-    /// Skip, count and keep the records aside.
+    /// Skip, count in BAD_RECORDS, and keep the lines in OUTPUT/_bad_records.
     Skip,
 }
 

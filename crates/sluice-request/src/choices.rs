@@ -1,0 +1,119 @@
+//! The named choices of job parameters: enums that a request's parameters
+//! hold and the command line's job flags ([`crate::JobFlags`]) take by the
+//! same names (`clap::ValueEnum` with the `clap` feature).
+
+use serde::{Deserialize, Serialize};
+use sluice_api::KeyOrder;
+use sluice_jobs::pavlo;
+
+/// Order of intermediate keys within a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyOrderName {
+    /// Bytewise: part files come out sorted by key.
+    Bytewise,
+    /// By a 32-bit key fingerprint: groups without ordering (faster sort path).
+    Fingerprint,
+}
+
+impl From<KeyOrderName> for KeyOrder {
+    fn from(k: KeyOrderName) -> Self {
+        match k {
+            KeyOrderName::Bytewise => KeyOrder::Bytewise,
+            KeyOrderName::Fingerprint => KeyOrder::Fingerprint,
+        }
+    }
+}
+
+/// How an aggregation groups its map output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupingName {
+    /// Combine at emit time in a hash table.
+    #[default]
+    Hash,
+    /// Sort map output, combine on spill and merge.
+    Sort,
+}
+
+/// The UserVisits column a Pavlo aggregation groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupByName {
+    /// sourceIP, as the benchmark does.
+    #[default]
+    SourceIp,
+    /// destURL: as many groups as visited pages.
+    DestUrl,
+}
+
+impl From<GroupByName> for pavlo::GroupColumn {
+    fn from(g: GroupByName) -> Self {
+        match g {
+            GroupByName::SourceIp => pavlo::GroupColumn::SourceIp,
+            GroupByName::DestUrl => pavlo::GroupColumn::DestUrl,
+        }
+    }
+}
+
+/// The two forms of the Pavlo join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum JoinForm {
+    /// One job: range-index pruning when the input has one, an in-memory rank table.
+    #[default]
+    Fast,
+    /// Three jobs as Hadoop runs it: reduce-side join, aggregation, top row.
+    Baseline,
+}
+
+/// How k-means chooses its initial centres.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum KmeansInit {
+    /// k points of the input chosen by a seeded hash.
+    #[default]
+    #[serde(rename = "random")]
+    Random,
+    /// k-means|| (Spark MLlib's default): rounds sampling points by squared
+    /// distance, then k-means++ on the weighted candidates.
+    #[serde(rename = "k-means||")]
+    #[cfg_attr(feature = "clap", value(name = "k-means||"))]
+    Parallel,
+}
+
+/// Key/value type of the OHB job's pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum PairType {
+    /// Binary keys, random value bytes.
+    #[default]
+    Bytes,
+    /// Hex keys, letter values.
+    Text,
+}
+
+/// How the input of a Pavlo task is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum InputFormat {
+    /// Pipe-separated text lines.
+    #[default]
+    Text,
+    /// Binary records in a paged file (`sluice convert`).
+    Paged,
+}
+
+/// Binary records in pages (`sluice convert`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PagedInput {
+    /// Page size in bytes.
+    pub page_size: u64,
+}
