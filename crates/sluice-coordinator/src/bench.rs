@@ -16,16 +16,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice_proto::catalog::{BlockMeta, Catalog, DatasetMeta, FileMeta};
-use sluice_proto::ids::{BlockId, DatasetName};
+use sluice_proto::ids::{BlockId, DatasetName, WorkerId};
 use sluice_proto::{proto, ClusterError};
 
+use crate::config::{CoordinatorConfig, Scheduler, Settings};
 use crate::editlog::{CatalogEdit, CatalogLog};
 use crate::policy::Fifo;
-use crate::sched::{Settings, WorkerId, REDUCE};
-use crate::service::CoordinatorConfig;
+use crate::sched::REDUCE;
 use crate::state::{Answer, At, Event, State, Submission};
 use crate::store::{RackAware, StateDir};
-use crate::Scheduler;
 
 type Result<T> = std::result::Result<T, ClusterError>;
 

@@ -8,9 +8,9 @@ use sluice_proto::report::{
     SLOT_POINTS, TIMELINE_ATTEMPTS,
 };
 
-use crate::sched::{
-    task_name, Attempt, AttemptState, Job, Locality, MapInput, TaskKind, MAP, REDUCE,
-};
+use crate::input::MapInput;
+use crate::sched::{task_name, Attempt, AttemptState, Job, Locality, MAP, REDUCE};
+use sluice_proto::ids::TaskKind;
 
 /// Every worker the coordinator knows (lost ones too): its data center by
 /// uid and by data-plane address.
@@ -376,7 +376,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::sched::{Asker, JobId, Pick, Place, WorkerId};
+    use crate::sched::{Asker, Pick, Place};
+    use sluice_proto::ids::{JobId, WorkerId};
 
     #[test]
     fn slots_over_time_are_the_attempts_overlap_per_interval() {

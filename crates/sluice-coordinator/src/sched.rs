@@ -45,13 +45,15 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use sluice_request::JobRequest;
 
-pub use sluice_proto::ids::{JobId, TaskKind, WorkerId};
+use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 
-use crate::arts::{JobProgress, Links, ReduceScheduler};
+use crate::arts::{JobProgress, ReduceScheduler};
+pub use crate::config::{Delay, Settings};
+use crate::input::MapInput;
 use crate::queues::Queues;
 use crate::store::RecordState;
 use sluice_proto::catalog::BlockMeta;
@@ -95,33 +97,6 @@ impl Locality {
             Locality::Rack => "rack",
             Locality::Datacenter => "datacenter",
             Locality::Any => "any",
-        }
-    }
-}
-
-/// Missed offers after which a job may go one locality level down, as
-/// seed 002 words it: a job with `m` missed offers accepts only
-/// cache-local maps while `m <= cache` (when any of its blocks is
-/// cached), node-local ones while `m <= node`, rack-local ones while `m <=
-/// rack`, maps in their data center while `m <= datacenter`, and any
-/// worker after that.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Delay {
-    pub cache: u32,
-    pub node: u32,
-    pub rack: u32,
-    pub datacenter: u32,
-}
-
-impl Default for Delay {
-    /// Seed 002's thresholds (20 cache, 40 in total for node), and 20 more
-    /// offers for each level after.
-    fn default() -> Self {
-        Delay {
-            cache: 20,
-            node: 40,
-            rack: 60,
-            datacenter: 80,
         }
     }
 }
@@ -239,42 +214,6 @@ pub struct Pick {
     pub level: Locality,
     /// A backup of a straggler.
     pub speculative: bool,
-}
-
-/// Scheduler settings.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Failures of one task before the job fails.
-    pub max_attempts: u32,
-    /// Delay scheduling's thresholds of missed offers.
-    pub delay: Delay,
-    /// When reduces start.
-    pub reduce: ReduceScheduler,
-    /// Maps never run outside the data centers holding their blocks.
-    pub dc_local_maps: bool,
-    /// Bandwidths between data centers (ARTS's copy time).
-    pub links: Links,
-    /// Whether to launch backup attempts of stragglers.
-    pub speculative: bool,
-    /// A task slower than this times its phase's median is a straggler.
-    pub spec_slowdown: f64,
-    /// No task younger than this is a straggler.
-    pub spec_min: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            max_attempts: 4,
-            delay: Delay::default(),
-            reduce: ReduceScheduler::SlowStart(0.8),
-            dc_local_maps: false,
-            links: Links::default(),
-            speculative: true,
-            spec_slowdown: 1.5,
-            spec_min: Duration::from_secs(2),
-        }
-    }
 }
 
 /// Where an attempt stands.
@@ -477,63 +416,6 @@ impl JobState {
             JobState::Failed(m) | JobState::Killed(m) => m.clone(),
             JobState::Running | JobState::Committing | JobState::Succeeded => String::new(),
         }
-    }
-}
-
-/// What a map task reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MapInput {
-    /// Blocks of data sets, with where their replicas are: one, or several
-    /// small ones packed into one task ([`crate::combine`]). Never empty.
-    Blocks(Vec<BlockMeta>),
-    /// Nothing: the mapper makes its records (`synthetic:N` input); it
-    /// runs on any worker.
-    Synthetic,
-    /// A byte range of a file in an external store (HDFS, S3), read by
-    /// the worker from the store.
-    External(External),
-}
-
-/// A map's split of a file in an external store.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct External {
-    /// `hdfs://...` or `s3://...`.
-    pub url: String,
-    pub start: u64,
-    pub end: u64,
-    /// Workers on the hosts the store says hold the range (HDFS block
-    /// locations): the map is NODE-local there.
-    pub holders: Vec<String>,
-}
-
-impl MapInput {
-    /// The blocks read (none for a synthetic map).
-    pub fn blocks(&self) -> &[BlockMeta] {
-        match self {
-            MapInput::Blocks(b) => b,
-            MapInput::Synthetic | MapInput::External(_) => &[],
-        }
-    }
-
-    /// The blocks read, to update their replicas.
-    pub fn blocks_mut(&mut self) -> &mut [BlockMeta] {
-        match self {
-            MapInput::Blocks(b) => b,
-            MapInput::Synthetic | MapInput::External(_) => &mut [],
-        }
-    }
-
-    /// Bytes read.
-    pub fn len(&self) -> u64 {
-        match self {
-            MapInput::External(e) => e.end - e.start,
-            _ => self.blocks().iter().map(|b| b.len).sum(),
-        }
-    }
-
-    /// Whether it reads no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -1379,6 +1261,8 @@ pub fn task_name(kind: TaskKind, index: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arts::Links;
+    use std::time::Duration;
 
     /// A job whose map `i` reads a block held by `holders[i]` (an empty
     /// list: a synthetic map).

@@ -28,16 +28,15 @@ use std::time::{Duration, Instant};
 use tonic::Status;
 
 use crate::combine;
+use crate::config::CoordinatorConfig;
 use crate::editlog::CatalogEdit;
+use crate::input::{External, ExternalInput, MapInput};
 use crate::policy::{JobView, Policy, PoolConfig};
-use crate::sched::{
-    task_name, Asker, External, Job, JobId, JobState, MapInput, Place, TaskKind, Topology,
-    WorkerId, MAP, REDUCE,
-};
-use crate::service::CoordinatorConfig;
+use crate::sched::{task_name, Asker, Job, JobState, Place, Topology, MAP, REDUCE};
 use crate::store::{JobRecord, Node, PlacementPolicy, RecordState, Writer};
 use sluice_proto::catalog::{BlockMeta, Catalog, DatasetMeta, FileMeta};
 use sluice_proto::ids::{output_block_job, DatasetName};
+use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 use sluice_proto::proto;
 use sluice_proto::ClusterError;
 use sluice_request::JobRequest;
@@ -91,15 +90,6 @@ pub struct Submission {
     /// When the input is in an external store (`hdfs://`, `s3://`): its
     /// splits, planned by the service, each with the hosts holding it.
     pub external: Option<Vec<ExternalInput>>,
-}
-
-/// A split of a file in an external store, and the hosts holding it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExternalInput {
-    pub url: String,
-    pub start: u64,
-    pub end: u64,
-    pub hosts: Vec<String>,
 }
 
 /// Everything that happens to the coordinator.

@@ -5,9 +5,9 @@
 //! one helper.
 
 use super::*;
+use crate::config::{CoordinatorConfig, Delay, Scheduler, Settings};
 use crate::policy::{Fair, Fifo, Pools};
-use crate::sched::{Delay, Locality, Settings};
-use crate::service::{CoordinatorConfig, Scheduler};
+use crate::sched::Locality;
 use crate::store::RackAware;
 use sluice_proto::catalog::{BlockMeta, FileMeta};
 use sluice_proto::ids::BlockId;

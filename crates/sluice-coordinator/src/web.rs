@@ -32,11 +32,11 @@ use sluice_proto::ids::DatasetName;
 use sluice_proto::report::ClusterReport;
 use sluice_proto::sample::{rates, Sample};
 
+use crate::core::{summary, Core};
 use crate::metrics::{Metrics, Snapshot};
-use crate::sched::JobId;
-use crate::service::Core;
 use crate::state::State;
 use page::{bytes, esc, layout, state, table, url_seg};
+use sluice_proto::ids::JobId;
 
 /// Jobs the jobs page lists, newest first.
 const JOBS_LISTED: usize = 200;
@@ -559,7 +559,7 @@ async fn datasets_page(AxState(web): AxState<Web>) -> Html<String> {
             .values()
             .take(DATASETS_LISTED)
             .map(|d| {
-                let s = crate::service::summary(d, &live);
+                let s = summary(d, &live);
                 vec![
                     format!(
                         "<a href=\"/datasets/{}\">{}</a>",
