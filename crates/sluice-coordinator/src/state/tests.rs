@@ -7,8 +7,9 @@
 use super::*;
 use crate::config::{CoordinatorConfig, Delay, Scheduler, Settings};
 use crate::policy::{Fair, Fifo, Pools};
-use crate::sched::Locality;
+use crate::sched::{task_name, JobState, Locality, REDUCE};
 use crate::store::RackAware;
+use crate::store::RecordState;
 use sluice_proto::catalog::{BlockMeta, FileMeta};
 use sluice_proto::ids::BlockId;
 
