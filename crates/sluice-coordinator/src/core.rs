@@ -3,10 +3,8 @@
 
 use std::collections::HashSet;
 
-use tonic::Status;
-
 use crate::editlog::CatalogLog;
-use crate::state::{Answer, At, Event, State};
+use crate::state::{Answer, At, Event, Refusal, State};
 use crate::store::StateDir;
 use sluice_proto::catalog::DatasetMeta;
 use sluice_proto::proto;
@@ -27,7 +25,7 @@ impl Core {
     /// Handles an event and writes what it asks (the catalog, whose
     /// outcome is handled as the next event, and the job records); returns
     /// the answer and whether waiters should look again.
-    pub(crate) fn run(&mut self, ev: Event) -> (Result<Answer, Status>, bool) {
+    pub(crate) fn run(&mut self, ev: Event) -> (Result<Answer, Refusal>, bool) {
         let at = At::now();
         let mut step = self.state.handle(ev, at);
         let mut wake = step.wake;
@@ -64,14 +62,14 @@ impl Core {
     /// The job records could not be written: a job just submitted is
     /// killed (nothing would say it ran) and its client told why; any
     /// other change is logged and written with the next one.
-    fn records_unsaved(&mut self, answer: &mut Result<Answer, Status>, e: ClusterError) -> bool {
+    fn records_unsaved(&mut self, answer: &mut Result<Answer, Refusal>, e: ClusterError) -> bool {
         tracing::error!("writing the job records: {e}");
         let Ok(Answer::Submitted(job)) = *answer else {
             return false;
         };
         let reason = format!("the coordinator, which could not record the job ({e})");
         let (_, wake) = self.run(Event::Kill { job, reason });
-        *answer = Err(Status::internal(format!("recording the job: {e}")));
+        *answer = Err(Refusal::Unrecorded(e.to_string()));
         wake
     }
 }

@@ -26,7 +26,7 @@ use crate::config::CoordinatorConfig;
 use crate::core::{summary, Core};
 use crate::input::ExternalInput;
 use crate::metrics::Metrics;
-use crate::state::{Answer, At, Event, State, Submission};
+use crate::state::{Answer, At, Event, Refusal, State, Submission};
 use crate::store::{RecordState, StateDir};
 use sluice_proto::catalog::{check_name, DatasetMeta};
 use sluice_proto::ids::{JobId, WorkerId};
@@ -155,6 +155,7 @@ impl Service {
     /// wait for.
     fn dispatch(&self, ev: Event) -> Result<Answer, Status> {
         let (answer, wake) = self.lock().run(ev);
+        let answer = answer.map_err(refused);
         if wake {
             self.notify.notify_waiters();
         }
@@ -254,6 +255,29 @@ impl Service {
                 }
             }
         });
+    }
+}
+
+/// A refusal as the gRPC status its caller reads: the code says what
+/// kind of refusal it is, the message why.
+fn refused(r: Refusal) -> Status {
+    let msg = r.to_string();
+    match r {
+        Refusal::Invalid(_) | Refusal::Memory(_) | Refusal::NoBlock { .. } => {
+            Status::invalid_argument(msg)
+        }
+        Refusal::NoDataset(_)
+        | Refusal::NoJob { .. }
+        | Refusal::NoLiveWorker(_)
+        | Refusal::NoDirective(_)
+        | Refusal::NoDirectiveFor(_) => Status::not_found(msg),
+        Refusal::DatasetExists(_) | Refusal::OutputExists(_) => Status::already_exists(msg),
+        Refusal::Protocol { .. }
+        | Refusal::NotPlanned(_)
+        | Refusal::NotRunning { .. }
+        | Refusal::NoReplica { .. } => Status::failed_precondition(msg),
+        Refusal::NoLiveWorkers => Status::unavailable(msg),
+        Refusal::CatalogUnwritten(_) | Refusal::Unrecorded(_) => Status::internal(msg),
     }
 }
 

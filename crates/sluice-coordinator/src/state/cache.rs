@@ -3,14 +3,12 @@
 
 use std::collections::HashSet;
 
-use tonic::Status;
-
 use sluice_proto::catalog::BlockMeta;
 use sluice_proto::ids::DatasetName;
 use sluice_proto::ids::WorkerId;
 use sluice_proto::proto;
 
-use super::State;
+use super::{Refusal, State};
 
 impl State {
     /// The blocks cache directives pin on `worker`: for each directive,
@@ -57,22 +55,22 @@ impl State {
     pub(super) fn cache_add(
         &mut self,
         r: proto::CacheAddRequest,
-    ) -> Result<proto::CacheDirective, Status> {
-        let name = DatasetName::new(r.dataset.clone())
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+    ) -> Result<proto::CacheDirective, Refusal> {
+        let name =
+            DatasetName::new(r.dataset.clone()).map_err(|e| Refusal::Invalid(e.to_string()))?;
         let set = self
             .catalog
             .datasets
             .get(&name)
-            .ok_or_else(|| Status::not_found(format!("no data set {name}")))?;
+            .ok_or_else(|| Refusal::NoDataset(name.to_string()))?;
         let blocks: Vec<&BlockMeta> = set.blocks().collect();
         let block = r.has_block.then_some(r.block);
         if let Some(n) = block.filter(|&n| n as usize >= blocks.len()) {
-            return Err(Status::invalid_argument(format!(
-                "data set {name} has {} blocks (0 to {}); no block {n}",
-                blocks.len(),
-                blocks.len().saturating_sub(1)
-            )));
+            return Err(Refusal::NoBlock {
+                dataset: name,
+                blocks: blocks.len(),
+                block: n,
+            });
         }
         let worker = match r.worker.as_str() {
             "" => None,
@@ -80,19 +78,18 @@ impl State {
                 let found = self
                     .alive()
                     .find(|x| x.info.uid == w || x.info.id.to_string() == w)
-                    .ok_or_else(|| Status::not_found(format!("no live worker {w}")))?;
+                    .ok_or_else(|| Refusal::NoLiveWorker(w.to_string()))?;
                 let uid = found.info.uid.clone();
                 let named = blocks
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| block.is_none_or(|n| n as usize == *i));
                 if !named.clone().any(|(_, b)| b.replicas.contains(&uid)) {
-                    return Err(Status::failed_precondition(format!(
-                        "worker {w} holds no replica of {}",
-                        block.map_or(format!("data set {name}"), |n| format!(
-                            "block {n} of {name}"
-                        ))
-                    )));
+                    return Err(Refusal::NoReplica {
+                        worker: w.to_string(),
+                        dataset: name,
+                        block,
+                    });
                 }
                 Some(uid)
             }
@@ -117,7 +114,7 @@ impl State {
 
     /// Removes a directive by id, or every directive of a data set; their
     /// blocks are unpinned on the next heartbeats.
-    pub(super) fn cache_remove(&mut self, r: &proto::CacheRemoveRequest) -> Result<u32, Status> {
+    pub(super) fn cache_remove(&mut self, r: &proto::CacheRemoveRequest) -> Result<u32, Refusal> {
         let before = self.catalog.cache_directives.len();
         let named = |d: &sluice_proto::catalog::CacheDirective| {
             d.id == r.id || (r.id == 0 && d.dataset.as_str() == r.dataset)
@@ -125,11 +122,11 @@ impl State {
         self.edit_directives(|all| all.retain(|d| !named(d)));
         let removed = (before - self.catalog.cache_directives.len()) as u32;
         if removed == 0 {
-            return Err(Status::not_found(if r.id > 0 {
-                format!("no cache directive {}", r.id)
+            return Err(if r.id > 0 {
+                Refusal::NoDirective(r.id)
             } else {
-                format!("no cache directive for data set {}", r.dataset)
-            }));
+                Refusal::NoDirectiveFor(r.dataset.clone())
+            });
         }
         Ok(removed)
     }

@@ -3,8 +3,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tonic::Status;
-
 use crate::sched::Job;
 use crate::store::{Node, Writer};
 use sluice_proto::catalog::{BlockMeta, DatasetMeta};
@@ -13,7 +11,7 @@ use sluice_proto::proto;
 
 use super::workers::node;
 
-use super::{Answer, CatalogWrite, State, Then};
+use super::{Answer, CatalogWrite, Refusal, State, Then};
 
 impl State {
     /// The catalog write of this step (one per step, however many
@@ -36,7 +34,7 @@ impl State {
         &mut self,
         w: CatalogWrite,
         result: Result<(), String>,
-    ) -> Result<Answer, Status> {
+    ) -> Result<Answer, Refusal> {
         if let Err(e) = result {
             tracing::error!("writing the catalog: {e}");
             for (name, old) in w.undo.into_iter().rev() {
@@ -56,7 +54,7 @@ impl State {
                 }
             }
             return if w.client {
-                Err(Status::internal(format!("writing the catalog: {e}")))
+                Err(Refusal::CatalogUnwritten(e))
             } else {
                 Ok(Answer::Done)
             };
@@ -87,9 +85,9 @@ impl State {
     pub(super) fn plan_blocks(
         &mut self,
         r: &proto::PlanBlocksRequest,
-    ) -> Result<proto::PlanBlocksReply, Status> {
+    ) -> Result<proto::PlanBlocksReply, Refusal> {
         if self.alive().next().is_none() {
-            return Err(Status::unavailable("no live workers"));
+            return Err(Refusal::NoLiveWorkers);
         }
         let live: Vec<proto::WorkerInfo> = self
             .alive()
@@ -129,13 +127,10 @@ impl State {
         &mut self,
         mut d: DatasetMeta,
         overwrite: bool,
-    ) -> Result<(), Status> {
+    ) -> Result<(), Refusal> {
         d.created_ms = self.at.ms;
         if self.catalog.datasets.contains_key(&d.name) && !overwrite {
-            return Err(Status::already_exists(format!(
-                "data set {} exists (remove it first, or overwrite)",
-                d.name
-            )));
+            return Err(Refusal::DatasetExists(d.name));
         }
         // Blocks this coordinator did not plan were planned before a
         // restart: their put's reservation is gone, and with it the
@@ -144,11 +139,7 @@ impl State {
             .blocks()
             .find(|b| !self.planned.contains_key(b.id.as_str()))
         {
-            return Err(Status::failed_precondition(format!(
-                "block {} was not planned by this coordinator (it restarted while the put \
-                 ran?): put the data set again",
-                b.id
-            )));
+            return Err(Refusal::NotPlanned(b.id.to_string()));
         }
         let ids = d.blocks().map(|b| b.id.to_string()).collect();
         let old = self.put_dataset(d);
@@ -178,12 +169,12 @@ impl State {
     }
 
     /// A data set leaves the catalog; its blocks go once that is written.
-    pub(super) fn remove_dataset(&mut self, name: &str) -> Result<(), Status> {
+    pub(super) fn remove_dataset(&mut self, name: &str) -> Result<(), Refusal> {
         let d = self
             .catalog
             .datasets
             .remove(name)
-            .ok_or_else(|| Status::not_found(format!("no data set {name}")))?;
+            .ok_or_else(|| Refusal::NoDataset(name.to_string()))?;
         if self
             .catalog
             .cache_directives
@@ -199,12 +190,15 @@ impl State {
         Ok(())
     }
 
-    pub(super) fn dataset_blocks(&self, name: &str) -> std::result::Result<Vec<BlockMeta>, Status> {
+    pub(super) fn dataset_blocks(
+        &self,
+        name: &str,
+    ) -> std::result::Result<Vec<BlockMeta>, Refusal> {
         let d = self
             .catalog
             .datasets
             .get(name)
-            .ok_or_else(|| Status::not_found(format!("no data set {name}")))?;
+            .ok_or_else(|| Refusal::NoDataset(name.to_string()))?;
         Ok(d.blocks().cloned().collect())
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tonic::Status;
+use super::refusal::MemoryAsk;
 
 use crate::combine;
 use crate::input::{External, ExternalInput, MapInput};
@@ -19,7 +19,7 @@ use sluice_request::JobRequest;
 use super::replicas::no_intact_replica;
 use super::workers::node;
 
-use super::{State, Submission, Then};
+use super::{Refusal, State, Submission, Then};
 
 impl State {
     pub(super) fn fetch_failed(&mut self, r: &proto::FetchFailedRequest) {
@@ -37,7 +37,7 @@ impl State {
     /// A new job: refused if no worker is live, a task asks more memory
     /// than any worker gives, its input cannot be read or its output
     /// exists.
-    pub(super) fn submit(&mut self, s: Submission) -> Result<JobId, Status> {
+    pub(super) fn submit(&mut self, s: Submission) -> Result<JobId, Refusal> {
         let Submission {
             request: r,
             replication,
@@ -46,7 +46,7 @@ impl State {
             external,
         } = s;
         if self.alive().next().is_none() {
-            return Err(Status::unavailable("no live workers"));
+            return Err(Refusal::NoLiveWorkers);
         }
         if let Some(asked) = r.memory {
             self.check_memory(asked)?;
@@ -57,10 +57,7 @@ impl State {
         };
         let side = self.side_inputs(side)?;
         if self.catalog.datasets.contains_key(&r.output) && !r.overwrite {
-            return Err(Status::already_exists(format!(
-                "output data set {} exists (pass --overwrite to replace it)",
-                r.output
-            )));
+            return Err(Refusal::OutputExists(r.output.clone()));
         }
         self.next_job += 1;
         let id = JobId((self.epoch << 32) | self.next_job);
@@ -85,17 +82,17 @@ impl State {
     /// Ends a running job on request: its attempts are killed, its
     /// outputs dropped, the workers told to remove its files, its record
     /// written.
-    pub(super) fn kill(&mut self, id: JobId, reason: &str) -> Result<proto::JobStatus, Status> {
+    pub(super) fn kill(&mut self, id: JobId, reason: &str) -> Result<proto::JobStatus, Refusal> {
         let epoch = self.epoch;
         let job = self
             .jobs
             .get_mut(&id)
-            .ok_or_else(|| Status::not_found(format!("no job {id} (epoch {epoch})")))?;
+            .ok_or(Refusal::NoJob { job: id, epoch })?;
         if job.state != JobState::Running {
-            return Err(Status::failed_precondition(format!(
-                "job {id} is not running: it {}",
-                job.state.name()
-            )));
+            return Err(Refusal::NotRunning {
+                job: id,
+                state: job.state.name(),
+            });
         }
         let who = if reason.is_empty() { "a user" } else { reason };
         job.end(JobState::Killed(format!("killed by {who}")), self.at.now);
@@ -110,9 +107,9 @@ impl State {
     pub(super) fn input_blocks(
         &self,
         r: &JobRequest,
-    ) -> std::result::Result<Vec<MapInput>, Status> {
+    ) -> std::result::Result<Vec<MapInput>, Refusal> {
         let synthetic = sluice_formats::input::synthetic_count(&r.input)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+            .map_err(|e| Refusal::Invalid(e.to_string()))?;
         if let Some(n) = synthetic {
             return Ok(vec![MapInput::Synthetic; n]);
         }
@@ -157,7 +154,7 @@ impl State {
     pub(super) fn side_inputs(
         &self,
         names: Vec<String>,
-    ) -> std::result::Result<Vec<(String, Vec<BlockMeta>)>, Status> {
+    ) -> std::result::Result<Vec<(String, Vec<BlockMeta>)>, Refusal> {
         names
             .into_iter()
             .map(|n| Ok((n.clone(), self.dataset_blocks(&n)?)))
@@ -212,7 +209,7 @@ impl State {
 
     /// Refuses a job asking more memory per task than any live worker's
     /// share gives.
-    pub(super) fn check_memory(&self, asked: u64) -> std::result::Result<(), Status> {
+    pub(super) fn check_memory(&self, asked: u64) -> std::result::Result<(), Refusal> {
         let best = self
             .alive()
             .filter(|w| w.info.memory > 0)
@@ -224,11 +221,13 @@ impl State {
             })
             .max_by_key(|(share, _)| *share);
         match best {
-            Some((share, w)) if asked > share => Err(Status::invalid_argument(format!(
-                "the job asks --memory {asked} bytes per task; the most a worker gives a task \
-                 is {share} (worker {}: --memory {} shared by {} map and {} reduce slots)",
-                w.id, w.memory, w.slots, w.slots
-            ))),
+            Some((share, w)) if asked > share => Err(Refusal::Memory(MemoryAsk {
+                asked,
+                share,
+                worker: w.id,
+                memory: w.memory,
+                slots: w.slots,
+            })),
             _ => Ok(()),
         }
     }

@@ -34,8 +34,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tonic::Status;
-
 use crate::config::CoordinatorConfig;
 use crate::editlog::CatalogEdit;
 use crate::input::ExternalInput;
@@ -178,7 +176,7 @@ pub enum Answer {
 /// What one event did: the answer, what to write, whom to wake.
 #[derive(Debug)]
 pub struct Step {
-    pub answer: Result<Answer, Status>,
+    pub answer: Result<Answer, Refusal>,
     /// Write the catalog, then send [`Event::CatalogSaved`] with it.
     pub catalog: Option<CatalogWrite>,
     /// Write the job records.
@@ -453,8 +451,11 @@ mod assign;
 mod cache;
 mod catalog;
 mod jobs;
+mod refusal;
 mod replicas;
 mod workers;
+
+pub use refusal::{MemoryAsk, Refusal};
 
 #[cfg(test)]
 mod tests;

@@ -1,14 +1,12 @@
 //! Workers: registration, heartbeats (and the offer of a heartbeat's
 //! slots), the clock's tick, and a worker's loss.
 
-use tonic::Status;
-
 use crate::sched::Place;
 use crate::store::Node;
 use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 use sluice_proto::proto;
 
-use super::{State, WorkerState};
+use super::{Refusal, State, WorkerState};
 
 impl State {
     /// A worker joins: an older registration of the same worker is lost
@@ -16,13 +14,12 @@ impl State {
     pub(super) fn register(
         &mut self,
         r: proto::RegisterRequest,
-    ) -> Result<proto::RegisterReply, Status> {
+    ) -> Result<proto::RegisterReply, Refusal> {
         if r.protocol_version != sluice_proto::PROTOCOL_VERSION {
-            return Err(Status::failed_precondition(format!(
-                "worker speaks protocol {}, this coordinator {}",
-                r.protocol_version,
-                sluice_proto::PROTOCOL_VERSION
-            )));
+            return Err(Refusal::Protocol {
+                worker: r.protocol_version,
+                coordinator: sluice_proto::PROTOCOL_VERSION,
+            });
         }
         let old: Vec<WorkerId> = self
             .workers
