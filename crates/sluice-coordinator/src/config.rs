@@ -71,7 +71,6 @@ impl Scheduler {
         }
     }
 }
-/// The gRPC service: each call becomes an [`Event`] for the state, or a
 
 /// Scheduler settings.
 #[derive(Debug, Clone)]

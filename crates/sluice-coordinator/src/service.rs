@@ -35,6 +35,7 @@ use sluice_proto::proto::{self, Empty};
 use sluice_proto::ClusterError;
 use sluice_request::{BuildContext, JobRequest};
 
+/// The gRPC service: each call becomes an [`Event`] for the state, or a
 /// query of it.
 pub struct Service {
     core: Arc<Mutex<Core>>,
@@ -340,7 +341,7 @@ impl Coordinator for Service {
                     .get(&JobId(r.job))
                     .ok_or_else(|| Status::not_found(format!("no job {}", r.job)))?;
                 let outputs: Vec<proto::MapOutput> = job
-                    .maps
+                    .maps()
                     .iter()
                     .enumerate()
                     .filter_map(|(i, t)| {
@@ -355,7 +356,7 @@ impl Coordinator for Service {
                 if aborted || outputs.len() as u32 > r.known || Instant::now() >= deadline {
                     return Ok(Response::new(proto::MapOutputsReply {
                         outputs,
-                        maps: job.maps.len() as u32,
+                        maps: job.maps().len() as u32,
                         aborted,
                     }));
                 }

@@ -161,9 +161,9 @@ fn job_rows(st: &State) -> (Vec<JobRow>, bool) {
         let req = r.request.as_ref();
         let seconds = match st.jobs.get(id) {
             Some(j) => Some(
-                j.finished
+                j.finished()
                     .unwrap_or_else(std::time::Instant::now)
-                    .duration_since(j.started)
+                    .duration_since(j.started())
                     .as_secs_f64(),
             ),
             None => report_of(st, *id).map(|r| r.phases.total_s),
@@ -244,7 +244,7 @@ fn job_view(web: &Web, id: JobId) -> Option<(sluice_proto::proto::JobStatus, Clu
     let mut status = st.status(id)?;
     status.report_json.clear();
     let report = match st.jobs.get(&id) {
-        Some(j) if j.report_json.is_empty() => {
+        Some(j) if j.report_json().is_empty() => {
             let alive = st.workers.values().filter(|w| w.info.alive).count();
             crate::report::of(j, alive, &st.places())
         }

@@ -79,44 +79,44 @@ impl JobState {
 /// A job being scheduled.
 #[derive(Debug)]
 pub struct Job {
-    pub id: JobId,
+    id: JobId,
     /// The job as submitted, and its encoding for task assignments.
-    pub request: Arc<JobRequest>,
-    pub encoded: Arc<[u8]>,
-    pub input: String,
-    pub output: String,
-    pub overwrite: bool,
-    pub reducers: u32,
-    pub map_only: bool,
+    request: Arc<JobRequest>,
+    encoded: Arc<[u8]>,
+    input: String,
+    output: String,
+    overwrite: bool,
+    reducers: u32,
+    map_only: bool,
     /// Each map task's input.
-    pub inputs: Vec<MapInput>,
+    inputs: Vec<MapInput>,
     /// Data sets every task reads whole, with their blocks
     /// ([`sluice_request::JobKind::side_inputs`]).
-    pub side: Vec<(String, Vec<BlockMeta>)>,
+    side: Vec<(String, Vec<BlockMeta>)>,
     /// Replicas of each output block.
-    pub output_replication: u32,
-    pub maps: Vec<Task>,
-    pub reduces: Vec<Task>,
-    pub token: [u8; 32],
-    pub started: Instant,
-    pub finished: Option<Instant>,
-    pub state: JobState,
-    pub report_json: String,
+    output_replication: u32,
+    maps: Vec<Task>,
+    reduces: Vec<Task>,
+    token: [u8; 32],
+    started: Instant,
+    finished: Option<Instant>,
+    state: JobState,
+    report_json: String,
     /// Offers of a map slot declined since it last launched a node-local
     /// map (delay scheduling).
-    pub missed_offers: u32,
+    missed_offers: u32,
     /// Since when ARTS has declined to start a partition outside the data
     /// center holding most of its output (since it last started one at
     /// home).
-    pub remote_wait: Option<Instant>,
+    remote_wait: Option<Instant>,
     /// Its pool (fair scheduling).
-    pub pool: String,
+    pool: String,
     /// Its tasks by state and locality, kept as attempts start and end.
-    pub queues: Queues,
+    queues: Queues,
     /// When its reduces start, if the job says (`sluice.reduce.scheduler`).
-    pub reduce_scheduler: Option<ReduceScheduler>,
+    reduce_scheduler: Option<ReduceScheduler>,
     /// What its winning maps have produced so far.
-    pub map_outputs: MapOutputs,
+    map_outputs: MapOutputs,
 }
 
 /// The winning maps' output so far, kept as maps finish and as their
@@ -202,6 +202,139 @@ impl Job {
             missed_offers: 0,
             remote_wait: None,
         }
+    }
+
+    /// The data sets every task reads whole, and the replicas of each
+    /// output block (at least one).
+    pub fn with_side(mut self, side: Vec<(String, Vec<BlockMeta>)>, replication: u32) -> Self {
+        self.side = side;
+        self.output_replication = replication.max(1);
+        self
+    }
+
+    /// Every task done: the output is being written to the catalog.
+    pub fn committing(&mut self) {
+        self.state = JobState::Committing;
+    }
+
+    /// The job has ended and this is its report.
+    pub fn reported(&mut self, json: String) {
+        self.report_json = json;
+    }
+
+    /// Marks `uid`'s replica of `block` damaged in the blocks this job
+    /// reads (inputs and side inputs); whether one was marked.
+    pub fn mark_corrupt(&mut self, block: &str, uid: &str, detail: &str) -> bool {
+        let side = self.side.iter_mut().flat_map(|(_, b)| b.iter_mut());
+        let mut marked = false;
+        for b in self
+            .inputs
+            .iter_mut()
+            .flat_map(MapInput::blocks_mut)
+            .chain(side)
+            .filter(|b| b.id.as_str() == block)
+        {
+            marked |= b.mark_corrupt(uid, detail);
+        }
+        marked
+    }
+
+    pub fn id(&self) -> JobId {
+        self.id
+    }
+
+    /// The job as submitted.
+    pub fn request(&self) -> &Arc<JobRequest> {
+        &self.request
+    }
+
+    /// The request's encoding, for task assignments.
+    pub fn encoded(&self) -> &[u8] {
+        &self.encoded
+    }
+
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
+    pub fn output(&self) -> &str {
+        &self.output
+    }
+
+    pub fn overwrite(&self) -> bool {
+        self.overwrite
+    }
+
+    pub fn reducers(&self) -> u32 {
+        self.reducers
+    }
+
+    pub fn map_only(&self) -> bool {
+        self.map_only
+    }
+
+    /// Each map task's input.
+    pub fn inputs(&self) -> &[MapInput] {
+        &self.inputs
+    }
+
+    /// Data sets every task reads whole, with their blocks.
+    pub fn side(&self) -> &[(String, Vec<BlockMeta>)] {
+        &self.side
+    }
+
+    /// Replicas of each output block.
+    pub fn output_replication(&self) -> u32 {
+        self.output_replication
+    }
+
+    pub fn maps(&self) -> &[Task] {
+        &self.maps
+    }
+
+    pub fn reduces(&self) -> &[Task] {
+        &self.reduces
+    }
+
+    pub fn token(&self) -> &[u8; 32] {
+        &self.token
+    }
+
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    pub fn finished(&self) -> Option<Instant> {
+        self.finished
+    }
+
+    pub fn state(&self) -> &JobState {
+        &self.state
+    }
+
+    /// Its report once ended (empty before).
+    pub fn report_json(&self) -> &str {
+        &self.report_json
+    }
+
+    /// Its pool (fair scheduling).
+    pub fn pool(&self) -> &str {
+        &self.pool
+    }
+
+    /// Its tasks by state and locality.
+    pub fn queues(&self) -> &Queues {
+        &self.queues
+    }
+
+    /// When its reduces start, if the job says.
+    pub fn reduce_scheduler(&self) -> Option<ReduceScheduler> {
+        self.reduce_scheduler
+    }
+
+    /// What its winning maps have produced so far.
+    pub fn map_outputs(&self) -> &MapOutputs {
+        &self.map_outputs
     }
 
     pub fn tasks(&self, kind: TaskKind) -> &[Task] {
@@ -855,3 +988,7 @@ impl Job {
 /// Candidates a decision looks at, at one locality level, for one whose
 /// blocks no other worker caches before taking the first.
 pub const PREFER_SCAN: usize = 16;
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -56,6 +56,3 @@ pub use crate::config::{Delay, Settings};
 pub use job::{Job, JobState, MapOutputs, PREFER_SCAN, REDUCE_SCHEDULER_PROPERTY};
 pub use locality::{Asker, Locality, Place, Topology};
 pub use task::{task_name, Attempt, AttemptState, Pick, Task, MAP, REDUCE};
-
-#[cfg(test)]
-mod tests;

@@ -3,7 +3,9 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::arts::{Links, ReduceScheduler};
+use crate::config::{Delay, Settings};
 use crate::input::MapInput;
+use crate::sched::{Place, Topology};
 use sluice_proto::catalog::BlockMeta;
 use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 use sluice_proto::proto;

@@ -45,11 +45,11 @@ impl State {
             let mut victims: Vec<(Instant, JobId, usize, u32)> = self
                 .jobs
                 .values()
-                .filter(|j| j.is_running() && excess.contains_key(&j.pool))
+                .filter(|j| j.is_running() && excess.contains_key(j.pool()))
                 .flat_map(|j| {
-                    j.queues.running_tasks(kind).flat_map(move |i| {
+                    j.queues().running_tasks(kind).flat_map(move |i| {
                         let t = &j.tasks(kind)[i];
-                        t.running().map(move |a| (a.started, j.id, i, a.id))
+                        t.running().map(move |a| (a.started, j.id(), i, a.id))
                     })
                 })
                 .collect();
@@ -58,7 +58,7 @@ impl State {
                 let Some(job) = self.jobs.get_mut(&id) else {
                     continue;
                 };
-                let Some(left) = excess.get_mut(&job.pool).filter(|n| **n > 0) else {
+                let Some(left) = excess.get_mut(job.pool()).filter(|n| **n > 0) else {
                     continue;
                 };
                 let Some(w) = job.preempt(kind, i, attempt, now) else {
@@ -159,8 +159,8 @@ impl State {
                 let running = j.running(kind);
                 let pending = j.pending(kind);
                 JobView {
-                    id: j.id,
-                    pool: j.pool.clone(),
+                    id: j.id(),
+                    pool: j.pool().to_owned(),
                     running,
                     demand: running + pending,
                 }
@@ -217,7 +217,7 @@ impl State {
         self.jobs
             .values()
             .filter(|j| j.is_running())
-            .flat_map(|j| j.queues.running_tasks(kind).map(|i| &j.tasks(kind)[i]))
+            .flat_map(|j| j.queues().running_tasks(kind).map(|i| &j.tasks(kind)[i]))
             .flat_map(|t| t.running())
             .filter(|a| a.worker == worker)
             .count()
@@ -253,21 +253,21 @@ pub(super) fn assignment(
     };
     let mut a = proto::TaskAssignment {
         task: Some(proto::TaskId {
-            job: job.id.0,
+            job: job.id().0,
             kind: kind.wire(),
             index: i as u32,
             attempt,
         }),
-        request: job.encoded.to_vec(),
-        job_token: job.token.to_vec(),
-        reducers: job.reducers,
-        maps: job.maps.len() as u32,
-        no_admit: !job.request.admits_to_cache(),
+        request: job.encoded().to_vec(),
+        job_token: job.token().to_vec(),
+        reducers: job.reducers(),
+        maps: job.maps().len() as u32,
+        no_admit: !job.request().admits_to_cache(),
         ..Default::default()
     };
     // Only a map's index names an input (a job may have more reducers
     // than maps).
-    let input = (kind == MAP).then(|| &job.inputs[i]);
+    let input = (kind == MAP).then(|| &job.inputs()[i]);
     if let Some(MapInput::External(e)) = input {
         a.external = Some(proto::ExternalSplit {
             url: e.url.clone(),
@@ -286,7 +286,7 @@ pub(super) fn assignment(
             .collect();
     }
     a.side = job
-        .side
+        .side()
         .iter()
         .map(|(name, blocks)| proto::SideInput {
             dataset: name.clone(),
@@ -303,8 +303,8 @@ pub(super) fn assignment(
                 .collect(),
         })
         .collect();
-    if kind == REDUCE || job.map_only {
-        a.output_block = format!("j{}-{}{i}-a{attempt}", job.id, kind.letter());
+    if kind == REDUCE || job.map_only() {
+        a.output_block = format!("j{}-{}{i}-a{attempt}", job.id(), kind.letter());
     }
     a
 }

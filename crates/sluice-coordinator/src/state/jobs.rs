@@ -68,9 +68,8 @@ impl State {
             state: RecordState::Running,
             error: String::new(),
         };
-        let mut job = Job::new(id, r, blocks, reducers, token, self.at.now);
-        job.side = side;
-        job.output_replication = replication.max(1);
+        let job =
+            Job::new(id, r, blocks, reducers, token, self.at.now).with_side(side, replication);
         self.jobs.insert(id, job);
         self.records.insert(id, record);
         self.jobs_dirty = true;
@@ -88,10 +87,10 @@ impl State {
             .jobs
             .get_mut(&id)
             .ok_or(Refusal::NoJob { job: id, epoch })?;
-        if job.state != JobState::Running {
+        if *job.state() != JobState::Running {
             return Err(Refusal::NotRunning {
                 job: id,
-                state: job.state.name(),
+                state: job.state().name(),
             });
         }
         let who = if reason.is_empty() { "a user" } else { reason };
@@ -169,7 +168,7 @@ impl State {
             self.workers.values().map(|w| w.info.clone()).collect();
         let mut changed = false;
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
-            let dead = job.maps.iter().zip(&job.inputs).find_map(|(t, input)| {
+            let dead = job.maps().iter().zip(job.inputs()).find_map(|(t, input)| {
                 // A synthetic task (no block) can run anywhere.
                 let unread = |b: &&BlockMeta| !b.replicas.iter().any(|u| live.contains(u));
                 t.pending().then(|| input.blocks().iter().find(unread))?
@@ -178,10 +177,12 @@ impl State {
                 let msg = if b.corrupt.is_empty() {
                     format!(
                         "block {} of data set {} has no live replica (held by {:?})",
-                        b.id, job.input, b.replicas
+                        b.id,
+                        job.input(),
+                        b.replicas
                     )
                 } else {
-                    no_intact_replica(b, &job.input, &workers)
+                    no_intact_replica(b, job.input(), &workers)
                 };
                 job.fail(msg, self.at.now);
                 changed = true;
@@ -189,7 +190,7 @@ impl State {
             }
             // Every worker that runs one of the job's tasks reads every
             // side block.
-            let side_dead = job.side.iter().find_map(|(name, blocks)| {
+            let side_dead = job.side().iter().find_map(|(name, blocks)| {
                 let b = blocks
                     .iter()
                     .find(|b| !b.replicas.iter().any(|u| live.contains(u)))?;
@@ -237,8 +238,8 @@ impl State {
         let complete: Vec<JobId> = self
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Running && j.complete())
-            .map(|j| j.id)
+            .filter(|j| *j.state() == JobState::Running && j.complete())
+            .map(|j| j.id())
             .collect();
         for id in complete {
             self.commit(id);
@@ -246,8 +247,8 @@ impl State {
         let ended: Vec<JobId> = self
             .jobs
             .values()
-            .filter(|j| !j.is_running() && j.report_json.is_empty())
-            .map(|j| j.id)
+            .filter(|j| !j.is_running() && j.report_json().is_empty())
+            .map(|j| j.id())
             .collect();
         for id in ended {
             self.end_job(id);
@@ -260,7 +261,7 @@ impl State {
     pub(super) fn commit(&mut self, id: JobId) {
         let now = self.at.now;
         let job = self.jobs.get_mut(&id).expect("job exists");
-        let (kind, prefix) = if job.map_only {
+        let (kind, prefix) = if job.map_only() {
             (MAP, "part-m")
         } else {
             (REDUCE, "part-r")
@@ -291,11 +292,11 @@ impl State {
             Ok(f) => f,
             Err(e) => return job.fail(format!("a task reported a bad output block: {e}"), now),
         };
-        let name = match DatasetName::new(job.output.clone()) {
+        let name = match DatasetName::new(job.output().to_owned()) {
             Ok(n) => n,
             Err(e) => return job.fail(e.to_string(), now),
         };
-        if self.catalog.datasets.contains_key(&name) && !job.overwrite {
+        if self.catalog.datasets.contains_key(&name) && !job.overwrite() {
             job.fail(
                 format!("output data set {name} appeared while the job ran"),
                 now,
@@ -306,11 +307,11 @@ impl State {
             name: name.clone(),
             files,
             created_ms: self.at.ms,
-            origin: format!("job {id} ({})", job.request.describe()),
-            replication: job.output_replication,
+            origin: format!("job {id} ({})", job.request().describe()),
+            replication: job.output_replication(),
             block_size: 0,
         };
-        job.state = JobState::Committing;
+        job.committing();
         let replaced = self.put_dataset(meta);
         self.write().then.push(Then::Commit { job: id, replaced });
     }
@@ -322,14 +323,14 @@ impl State {
         let places = self.places();
         let job = self.jobs.get_mut(&id).expect("job exists");
         let mut report = crate::report::of(job, workers, &places);
-        if report.reduce_scheduler.is_empty() && !job.map_only {
+        if report.reduce_scheduler.is_empty() && !job.map_only() {
             report.reduce_scheduler = self.cfg.settings.reduce.name();
         }
         report.model = crate::report::account(&report, &self.cfg.hardware);
         self.totals.add(&report);
-        job.report_json = serde_json::to_string_pretty(&report).expect("serializable");
-        self.ended.push((id, job.report_json.clone()));
-        let succeeded = job.state == JobState::Succeeded;
+        job.reported(serde_json::to_string_pretty(&report).expect("serializable"));
+        self.ended.push((id, job.report_json().to_owned()));
+        let succeeded = *job.state() == JobState::Succeeded;
         let mut kills = Vec::new();
         for (worker, kind, index, attempt) in job.running_attempts() {
             kills.push((
@@ -357,7 +358,7 @@ impl State {
             }
         }
         let kept = committed_blocks(job);
-        let (state, error) = (job.state.record(), job.state.reason());
+        let (state, error) = (job.state().record(), job.state().reason());
         if let Some(r) = self.records.get_mut(&id) {
             r.state = state;
             r.error = error;
@@ -398,7 +399,7 @@ impl State {
         worker: WorkerId,
         policy: &dyn PlacementPolicy,
     ) -> Vec<proto::WorkerInfo> {
-        let n = self.jobs.get(&job).map_or(1, |j| j.output_replication) as usize;
+        let n = self.jobs.get(&job).map_or(1, |j| j.output_replication()) as usize;
         let Some(holder) = self.workers.get(&worker) else {
             return Vec::new();
         };
@@ -469,18 +470,18 @@ impl State {
     /// A job's status, running or recorded.
     pub(crate) fn status(&self, id: JobId) -> Option<proto::JobStatus> {
         if let Some(j) = self.jobs.get(&id) {
-            let (state, error) = (j.state.name(), j.state.reason());
-            let done = !j.report_json.is_empty();
+            let (state, error) = (j.state().name(), j.state().reason());
+            let done = !j.report_json().is_empty();
             return Some(proto::JobStatus {
                 job: id.0,
                 state: if done { state } else { "running" }.into(),
                 error,
-                report_json: j.report_json.clone(),
-                maps: j.maps.len() as u32,
+                report_json: j.report_json().to_owned(),
+                maps: j.maps().len() as u32,
                 maps_done: j.done(MAP) as u32,
-                reduces: j.reduces.len() as u32,
+                reduces: j.reduces().len() as u32,
                 reduces_done: j.done(REDUCE) as u32,
-                pool: j.pool.clone(),
+                pool: j.pool().to_owned(),
                 running_maps: j.running(MAP) as u32,
                 running_reduces: j.running(REDUCE) as u32,
                 slots: self.total_slots() as u32,
@@ -499,7 +500,7 @@ impl State {
 /// The output blocks a job's commit put in the catalog (none unless it
 /// succeeded).
 pub(super) fn committed_blocks(job: &Job) -> Vec<String> {
-    if job.state != JobState::Succeeded {
+    if *job.state() != JobState::Succeeded {
         return Vec::new();
     }
     [MAP, REDUCE]

@@ -384,7 +384,7 @@ impl State {
     /// coordinator or the history), none while it runs.
     pub(crate) fn report_json(&self, id: JobId) -> Option<&str> {
         match self.jobs.get(&id) {
-            Some(j) if !j.report_json.is_empty() => Some(&j.report_json),
+            Some(j) if !j.report_json().is_empty() => Some(j.report_json()),
             Some(_) => None,
             None => self.history.get(&id).map(String::as_str),
         }

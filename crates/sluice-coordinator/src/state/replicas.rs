@@ -19,8 +19,8 @@ impl State {
             .values()
             .filter(|j| j.is_running())
             .flat_map(|j| {
-                let side = j.side.iter().flat_map(|(_, b)| b.iter());
-                j.inputs.iter().flat_map(MapInput::blocks).chain(side)
+                let side = j.side().iter().flat_map(|(_, b)| b.iter());
+                j.inputs().iter().flat_map(MapInput::blocks).chain(side)
             })
             .map(|b| b.id.to_string())
             .collect()
@@ -149,16 +149,7 @@ impl State {
             marked |= here;
         }
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
-            let side = job.side.iter_mut().flat_map(|(_, b)| b.iter_mut());
-            for b in job
-                .inputs
-                .iter_mut()
-                .flat_map(MapInput::blocks_mut)
-                .chain(side)
-                .filter(|b| b.id == c.block)
-            {
-                marked |= b.mark_corrupt(&uid, &c.detail);
-            }
+            marked |= job.mark_corrupt(&c.block, &uid, &c.detail);
         }
         if !marked {
             return false;

@@ -149,7 +149,7 @@ impl Sim {
             .jobs
             .values()
             .filter(|j| !j.is_running())
-            .map(|j| (j.id, j.state.clone()))
+            .map(|j| (j.id(), j.state().clone()))
             .collect()
     }
 
@@ -300,14 +300,14 @@ impl Sim {
                     continue;
                 }
                 let task = proto::TaskId {
-                    job: job.id.0,
+                    job: job.id().0,
                     kind: kind.wire(),
                     index: index as u32,
                     attempt,
                 };
-                let last = kind == REDUCE || job.map_only;
+                let last = kind == REDUCE || job.map_only();
                 let output = (ok && last).then(|| proto::BlockInfo {
-                    id: format!("j{}-{}{index}-a{attempt}", job.id, kind.letter()),
+                    id: format!("j{}-{}{index}-a{attempt}", job.id(), kind.letter()),
                     len: 10,
                     ..Default::default()
                 });
@@ -932,12 +932,12 @@ fn candidates_per_beat(n: usize) -> (u64, String) {
     let mut worst = 0;
     while sim.st.jobs[&id].is_running() {
         for w in workers {
-            let before = sim.st.jobs[&id].queues.examined();
+            let before = sim.st.jobs[&id].queues().examined();
             sim.report(w, true, false);
-            worst = worst.max(sim.st.jobs[&id].queues.examined() - before);
+            worst = worst.max(sim.st.jobs[&id].queues().examined() - before);
         }
     }
-    (worst, sim.st.jobs[&id].state.name().to_owned())
+    (worst, sim.st.jobs[&id].state().name().to_owned())
 }
 
 #[test]

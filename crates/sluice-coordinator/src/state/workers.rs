@@ -59,7 +59,7 @@ impl State {
                 .jobs
                 .values()
                 .filter(|j| j.is_running())
-                .map(|j| j.id.0)
+                .map(|j| j.id().0)
                 .collect(),
             worker_id: id.0,
             epoch: self.epoch,
