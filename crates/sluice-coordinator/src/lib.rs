@@ -3,7 +3,10 @@
 //! which job a free slot goes to ([`policy`]), the state and the one event
 //! handler that changes it ([`state`]), the control-plane service workers
 //! and clients call ([`service`]), and the report of each finished job
-//! ([`report`]).
+//! ([`report`]). Leaves that the rest import and that import none of
+//! them: [`config`] (the coordinator's and the scheduler's settings),
+//! [`input`] (what a map reads), and `core` (the state and its writers
+//! behind the service's lock).
 
 pub mod arts;
 pub mod bench;

@@ -414,7 +414,7 @@ mod tests {
             (REDUCE, 0, 1.0, 2.0),
         ] {
             let a = job.launch(pick(kind, i), &w, s(from)) as usize;
-            let at = &mut job.tasks_mut(kind)[i].attempts[a];
+            let at = job.attempt_mut(kind, i, a);
             at.ended = Some(s(to));
             at.state = AttemptState::Succeeded;
         }

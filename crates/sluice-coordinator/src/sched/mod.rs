@@ -45,7 +45,8 @@
 
 //!
 //! By concern: [`locality`] (levels, topology, the asking worker), [`task`]
-//! (tasks and attempts), [`job`] (a job and its transitions). Each file
+//! (tasks and attempts), [`job`] (a job and its transitions; `job::offer`:
+//! which task an offer takes). Each file
 //! imports from the ones before it, never the reverse.
 
 pub mod job;

@@ -12,7 +12,7 @@
 //! under the same lock, writes what the step asks: the job records, and
 //! the catalog, whose outcome comes back as [`Event::CatalogSaved`]. A
 //! job's commit is therefore decided by the loop (the output data set
-//! enters the catalog, the job waits in [`JobState::Committing`]), made
+//! enters the catalog, the job waits in [`JobState::Committing`](crate::sched::JobState::Committing)), made
 //! durable by the service, and finished or undone by the loop when the
 //! write's outcome arrives. Queries (listings, job status, map outputs)
 //! read the state and change nothing.

@@ -5,7 +5,7 @@ use super::*;
 use crate::arts::{Links, ReduceScheduler};
 use crate::config::{Delay, Settings};
 use crate::input::MapInput;
-use crate::sched::{Place, Topology};
+use crate::sched::{Locality, Place, Topology};
 use sluice_proto::catalog::BlockMeta;
 use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 use sluice_proto::proto;
