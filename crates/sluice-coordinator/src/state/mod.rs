@@ -17,6 +17,10 @@
 //! write's outcome arrives. Queries (listings, job status, map outputs)
 //! read the state and change nothing.
 //!
+//! An event the state refuses is answered with a [`Refusal`]: a variant per
+//! reason, carrying the ids and names involved; the service maps each to
+//! a gRPC code.
+//!
 //! Which job a free slot goes to is the [`Policy`]'s choice (FIFO, fair);
 //! which of its tasks, and whether it declines to wait for locality, is
 //! the job's ([`Job::pick`]).
