@@ -16,16 +16,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice_proto::catalog::{BlockMeta, Catalog, DatasetMeta, FileMeta};
-use sluice_proto::ids::{BlockId, DatasetName};
+use sluice_proto::ids::{BlockId, DatasetName, WorkerId};
 use sluice_proto::{proto, ClusterError};
 
+use crate::config::{CoordinatorConfig, Scheduler, Settings};
 use crate::editlog::{CatalogEdit, CatalogLog};
 use crate::policy::Fifo;
-use crate::sched::{Settings, WorkerId, REDUCE};
-use crate::service::CoordinatorConfig;
+use crate::sched::REDUCE;
 use crate::state::{Answer, At, Event, State, Submission};
 use crate::store::{RackAware, StateDir};
-use crate::Scheduler;
 
 type Result<T> = std::result::Result<T, ClusterError>;
 
@@ -135,7 +134,7 @@ pub fn heartbeats(tasks: usize) -> BeatCost {
     while st.jobs[&job].is_running() {
         for &w in &ids {
             let reports = done_reports(&st, w);
-            let before = st.jobs[&job].queues.examined();
+            let before = st.jobs[&job].queues().examined();
             let t = Instant::now();
             let mut step = st.handle(Event::Heartbeat(beat(w, reports)), At::now());
             while let Some(write) = step.catalog.take() {
@@ -146,7 +145,7 @@ pub fn heartbeats(tasks: usize) -> BeatCost {
                 step = st.handle(saved, At::now());
             }
             times.push(t.elapsed());
-            most = most.max(st.jobs[&job].queues.examined() - before);
+            most = most.max(st.jobs[&job].queues().examined() - before);
         }
     }
     let worst = times.iter().copied().max().unwrap_or_default();
@@ -193,13 +192,13 @@ fn done_reports(st: &State, w: WorkerId) -> Vec<proto::TaskReport> {
                 continue;
             }
             let output = (kind == REDUCE).then(|| proto::BlockInfo {
-                id: format!("j{}-r{index}-a{attempt}", job.id),
+                id: format!("j{}-r{index}-a{attempt}", job.id()),
                 len: 10,
                 ..Default::default()
             });
             out.push(proto::TaskReport {
                 task: Some(proto::TaskId {
-                    job: job.id.0,
+                    job: job.id().0,
                     kind: kind.wire(),
                     index: index as u32,
                     attempt,

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use sluice_formats::input::{pack, packable};
 use sluice_proto::catalog::BlockMeta;
 
-use crate::sched::MapInput;
+use crate::input::MapInput;
 
 /// The smallest default packing target: below this, a task's start costs
 /// more than its reading.

@@ -3,13 +3,19 @@
 //! which job a free slot goes to ([`policy`]), the state and the one event
 //! handler that changes it ([`state`]), the control-plane service workers
 //! and clients call ([`service`]), and the report of each finished job
-//! ([`report`]).
+//! ([`report`]). Leaves that the rest import and that import none of
+//! them: [`config`] (the coordinator's and the scheduler's settings),
+//! [`input`] (what a map reads), and `core` (the state and its writers
+//! behind the service's lock).
 
 pub mod arts;
 pub mod bench;
 pub mod combine;
+pub mod config;
+mod core;
 pub mod editlog;
 pub mod heal;
+pub mod input;
 mod metrics;
 pub mod policy;
 pub mod queues;
@@ -20,27 +26,5 @@ pub mod state;
 pub mod store;
 mod web;
 
-pub use service::{start, CoordinatorConfig, Scheduler, Started};
-
-/// Scheduler settings from their command-line values (the rest default).
-pub fn sched_settings(
-    max_attempts: u32,
-    delay: sched::Delay,
-    reduce: arts::ReduceScheduler,
-    speculative: bool,
-    spec_slowdown: f64,
-) -> sched::Settings {
-    sched::Settings {
-        max_attempts: max_attempts.max(1),
-        delay,
-        reduce: match reduce {
-            arts::ReduceScheduler::SlowStart(f) => {
-                arts::ReduceScheduler::SlowStart(f.clamp(0.0, 1.0))
-            }
-            r => r,
-        },
-        speculative,
-        spec_slowdown: spec_slowdown.max(1.0),
-        ..sched::Settings::default()
-    }
-}
+pub use config::{sched_settings, CoordinatorConfig, Delay, Scheduler, Settings};
+pub use service::{start, Started};

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::sched::{JobId, TaskKind};
+use sluice_proto::ids::{JobId, TaskKind};
 
 /// The pool of a job that names none.
 pub const DEFAULT_POOL: &str = "default";

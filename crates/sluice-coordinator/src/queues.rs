@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use sluice_proto::ids::TaskKind;
 
-use crate::sched::MapInput;
+use crate::input::MapInput;
 
 /// A job's task queues (see the module doc).
 #[derive(Debug, Default)]

@@ -8,9 +8,9 @@ use sluice_proto::report::{
     SLOT_POINTS, TIMELINE_ATTEMPTS,
 };
 
-use crate::sched::{
-    task_name, Attempt, AttemptState, Job, Locality, MapInput, TaskKind, MAP, REDUCE,
-};
+use crate::input::MapInput;
+use crate::sched::{task_name, Attempt, AttemptState, Job, Locality, MAP, REDUCE};
+use sluice_proto::ids::TaskKind;
 
 /// Every worker the coordinator knows (lost ones too): its data center by
 /// uid and by data-plane address.
@@ -24,22 +24,22 @@ pub struct Places {
 pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
     let now = Instant::now();
     let mut r = ClusterReport {
-        job_id: job.id.0,
-        job: job.request.job.clone(),
-        pool: job.pool.clone(),
-        request: Some((*job.request).clone()),
-        input: job.input.clone(),
-        output: job.output.clone(),
-        state: job.state.name().into(),
+        job_id: job.id().0,
+        job: job.request().job.clone(),
+        pool: job.pool().to_owned(),
+        request: Some(job.request().as_ref().clone()),
+        input: job.input().to_owned(),
+        output: job.output().to_owned(),
+        state: job.state().name().into(),
         workers,
-        maps: job.maps.len(),
-        input_blocks: job.inputs.iter().map(|i| i.blocks().len()).sum(),
-        reducers: job.reducers,
-        input_bytes: job.inputs.iter().map(MapInput::len).sum(),
+        maps: job.maps().len(),
+        input_blocks: job.inputs().iter().map(|i| i.blocks().len()).sum(),
+        reducers: job.reducers(),
+        input_bytes: job.inputs().iter().map(MapInput::len).sum(),
         ..ClusterReport::default()
     };
-    let end = job.finished.unwrap_or(now);
-    r.phases.total_s = end.duration_since(job.started).as_secs_f64();
+    let end = job.finished().unwrap_or(now);
+    r.phases.total_s = end.duration_since(job.started()).as_secs_f64();
     let mut per: BTreeMap<String, WorkerPhases> = BTreeMap::new();
     let mut reduce_bytes = Vec::new();
     for kind in [MAP, REDUCE] {
@@ -63,7 +63,7 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
             });
             let start_s = a
                 .started
-                .saturating_duration_since(job.started)
+                .saturating_duration_since(job.started())
                 .as_secs_f64();
             let end_s = start_s + a.seconds(now);
             if kind == MAP {
@@ -108,7 +108,7 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
                 r.shuffle_bytes += rep.shuffle_bytes;
                 reduce_bytes.push(rep.shuffle_bytes);
             }
-            if kind == REDUCE || job.map_only {
+            if kind == REDUCE || job.map_only() {
                 r.output_records += rep.output_records;
                 r.output_bytes += rep.output_bytes;
             }
@@ -127,9 +127,9 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
         }
         find_stragglers(&mut r.stragglers, job, kind, &mut secs, now);
     }
-    r.reduce_scheduler = job.reduce_scheduler.map(|s| s.name()).unwrap_or_default();
+    r.reduce_scheduler = job.reduce_scheduler().map(|s| s.name()).unwrap_or_default();
     r.map_output_by_datacenter = job
-        .map_outputs
+        .map_outputs()
         .by_dc
         .iter()
         .map(|(dc, parts)| (dc.clone(), parts.iter().sum()))
@@ -169,7 +169,7 @@ fn crossings(job: &Job, places: &Places) -> Vec<Crossing> {
     };
     // Every reduce attempt's fetches: a finished one's report, else what
     // its last heartbeat said (a killed backup across the WAN spent them).
-    for r in job.reduces.iter().flat_map(|t| &t.attempts) {
+    for r in job.reduces().iter().flat_map(|t| &t.attempts) {
         let reads = match &r.report {
             Some(rep) if !rep.remote_reads.is_empty() => &rep.remote_reads,
             _ => &r.fetched,
@@ -179,16 +179,16 @@ fn crossings(job: &Job, places: &Places) -> Vec<Crossing> {
             add(from, &r.datacenter, &|c| c.shuffle_bytes += read.bytes);
         }
     }
-    for a in job.maps.iter().flat_map(|t| &t.attempts) {
+    for a in job.maps().iter().flat_map(|t| &t.attempts) {
         for read in a.report.iter().flat_map(|r| &r.remote_reads) {
             let from = places.by_addr.get(&read.addr).map_or("", String::as_str);
             add(from, &a.datacenter, &|c| c.read_bytes += read.bytes);
         }
     }
-    let tasks = if job.map_only {
-        &job.maps
+    let tasks = if job.map_only() {
+        &job.maps()
     } else {
-        &job.reduces
+        &job.reduces()
     };
     for a in tasks.iter().filter_map(|t| t.winner()) {
         let Some(out) = a.report.as_ref().and_then(|r| r.output.as_ref()) else {
@@ -206,7 +206,7 @@ fn crossings(job: &Job, places: &Places) -> Vec<Crossing> {
 /// [`SLOT_POINTS`] equal intervals from its start to `end`: each
 /// attempt's overlap with an interval, over the interval's length.
 fn slots_over_time(job: &Job, end: Instant, now: Instant) -> Vec<SlotPoint> {
-    let total = end.saturating_duration_since(job.started).as_secs_f64();
+    let total = end.saturating_duration_since(job.started()).as_secs_f64();
     if total <= 0.0 {
         return Vec::new();
     }
@@ -222,7 +222,7 @@ fn slots_over_time(job: &Job, end: Instant, now: Instant) -> Vec<SlotPoint> {
         for a in job.tasks(kind).iter().flat_map(|t| &t.attempts) {
             let from = a
                 .started
-                .saturating_duration_since(job.started)
+                .saturating_duration_since(job.started())
                 .as_secs_f64();
             let to = from + a.seconds(now);
             let first = ((from / width) as usize).min(n - 1);
@@ -304,7 +304,7 @@ fn timeline(job: &Job, now: Instant) -> (Vec<AttemptSpan>, u64) {
                 }
                 let start_s = a
                     .started
-                    .saturating_duration_since(job.started)
+                    .saturating_duration_since(job.started())
                     .as_secs_f64();
                 spans.push(AttemptSpan {
                     task: task_name(kind, i),
@@ -376,7 +376,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::sched::{Asker, JobId, Pick, Place, WorkerId};
+    use crate::sched::{Asker, Pick, Place};
+    use sluice_proto::ids::{JobId, WorkerId};
 
     #[test]
     fn slots_over_time_are_the_attempts_overlap_per_interval() {
@@ -413,7 +414,7 @@ mod tests {
             (REDUCE, 0, 1.0, 2.0),
         ] {
             let a = job.launch(pick(kind, i), &w, s(from)) as usize;
-            let at = &mut job.tasks_mut(kind)[i].attempts[a];
+            let at = job.attempt_mut(kind, i, a);
             at.ended = Some(s(to));
             at.state = AttemptState::Succeeded;
         }

@@ -15,148 +15,25 @@
 //! the previous coordinator died are recorded as failed with the reason.
 
 use crate::editlog::CatalogLog;
-use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
+use crate::config::CoordinatorConfig;
+use crate::core::{summary, Core};
+use crate::input::ExternalInput;
 use crate::metrics::Metrics;
-use crate::policy::{Fair, Fifo, Policy, Pools};
-use crate::sched::{JobId, Settings, WorkerId};
-use crate::state::{Answer, At, Event, ExternalInput, State, Submission};
-use crate::store::{PlacementPolicy, RecordState, StateDir};
-use sluice_proto::auth::Secret;
+use crate::state::{Answer, At, Event, Refusal, State, Submission};
+use crate::store::{RecordState, StateDir};
 use sluice_proto::catalog::{check_name, DatasetMeta};
+use sluice_proto::ids::{JobId, WorkerId};
 use sluice_proto::proto::coordinator_server::{Coordinator, CoordinatorServer};
 use sluice_proto::proto::{self, Empty};
 use sluice_proto::ClusterError;
-use sluice_request::{BuildContext, JobRequest, Registry};
-
-/// Coordinator settings.
-pub struct CoordinatorConfig {
-    pub listen: SocketAddr,
-    pub state_dir: PathBuf,
-    pub secret: Secret,
-    pub heartbeat: Duration,
-    pub worker_timeout: Duration,
-    pub settings: Settings,
-    /// The job kinds this cluster runs.
-    pub jobs: Arc<Registry>,
-    pub placement: Box<dyn PlacementPolicy>,
-    /// How long a block that no data set, put or job knows may sit on a
-    /// worker before the worker is told to delete it.
-    pub orphan_grace: Duration,
-    /// The scheduling policy: FIFO, or fair over the pools of a file.
-    pub scheduler: Scheduler,
-    /// Fair preemption: a pool short of its minimum share this long takes
-    /// slots back from pools over their share (`None`: never).
-    pub preemption_timeout: Option<Duration>,
-    /// Where the web pages and `/metrics` are served (`None`: not at all).
-    pub http: Option<SocketAddr>,
-    /// Finished jobs whose reports are kept in `STATE_DIR/history`.
-    pub history: usize,
-    /// Each worker's disk and network rates, for the model's account of a
-    /// job (a probe's profile, or stated defaults).
-    pub hardware: sluice_model::Hardware,
-    /// Re-replication copies one worker sends at once (0: no
-    /// re-replication).
-    pub replication_streams: usize,
-}
-
-/// The scheduling policy a coordinator runs.
-#[derive(Debug, Clone)]
-pub enum Scheduler {
-    /// Jobs in submission order.
-    Fifo,
-    /// Fair sharing between pools, read from the file if one is given
-    /// (and again on `sluice pools reload`).
-    Fair(Option<PathBuf>),
-}
-
-impl Scheduler {
-    /// The policy, its pools read now.
-    pub fn policy(&self) -> Result<Box<dyn Policy>, ClusterError> {
-        match self {
-            Scheduler::Fifo => Ok(Box::new(Fifo)),
-            Scheduler::Fair(None) => Ok(Box::new(Fair::default())),
-            Scheduler::Fair(Some(path)) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| ClusterError::io("reading", path, e))?;
-                let pools = Pools::parse(&text)
-                    .map_err(|e| ClusterError::Config(format!("{}: {e}", path.display())))?;
-                Ok(Box::new(Fair { pools }))
-            }
-        }
-    }
-}
-
-/// The state and where it is written, behind one lock: an event and the
-/// writes its step asks for happen together.
-pub(crate) struct Core {
-    pub(crate) state: State,
-    store: StateDir,
-    /// Reports the history keeps.
-    history: usize,
-    /// The catalog's edit log.
-    log: CatalogLog,
-}
-
-impl Core {
-    /// Handles an event and writes what it asks (the catalog, whose
-    /// outcome is handled as the next event, and the job records); returns
-    /// the answer and whether waiters should look again.
-    fn run(&mut self, ev: Event) -> (Result<Answer, Status>, bool) {
-        let at = At::now();
-        let mut step = self.state.handle(ev, at);
-        let mut wake = step.wake;
-        while let Some(write) = step.catalog.take() {
-            let catalog = &self.state.catalog;
-            let result = self
-                .log
-                .append(&write.edit(catalog), catalog)
-                .map_err(|e| e.to_string());
-            let next = self.state.handle(Event::CatalogSaved { write, result }, at);
-            wake |= next.wake;
-            step.save_jobs |= next.save_jobs;
-            step.history.extend(next.history);
-            step.catalog = next.catalog;
-            if let Err(e) = next.answer {
-                step.answer = Err(e);
-            }
-        }
-        for (id, json) in &step.history {
-            // The job's outcome is in the records; its report is a record
-            // of what happened, so a failed write is logged, not fatal.
-            if let Err(e) = self.store.save_history(*id, json, self.history) {
-                tracing::error!("writing job {id}'s report to the history: {e}");
-            }
-        }
-        if step.save_jobs {
-            if let Err(e) = self.store.save_jobs(&self.state.records) {
-                wake |= self.records_unsaved(&mut step.answer, e);
-            }
-        }
-        (step.answer, wake)
-    }
-
-    /// The job records could not be written: a job just submitted is
-    /// killed (nothing would say it ran) and its client told why; any
-    /// other change is logged and written with the next one.
-    fn records_unsaved(&mut self, answer: &mut Result<Answer, Status>, e: ClusterError) -> bool {
-        tracing::error!("writing the job records: {e}");
-        let Ok(Answer::Submitted(job)) = *answer else {
-            return false;
-        };
-        let reason = format!("the coordinator, which could not record the job ({e})");
-        let (_, wake) = self.run(Event::Kill { job, reason });
-        *answer = Err(Status::internal(format!("recording the job: {e}")));
-        wake
-    }
-}
+use sluice_request::{BuildContext, JobRequest};
 
 /// The gRPC service: each call becomes an [`Event`] for the state, or a
 /// query of it.
@@ -279,6 +156,7 @@ impl Service {
     /// wait for.
     fn dispatch(&self, ev: Event) -> Result<Answer, Status> {
         let (answer, wake) = self.lock().run(ev);
+        let answer = answer.map_err(refused);
         if wake {
             self.notify.notify_waiters();
         }
@@ -381,6 +259,29 @@ impl Service {
     }
 }
 
+/// A refusal as the gRPC status its caller reads: the code says what
+/// kind of refusal it is, the message why.
+fn refused(r: Refusal) -> Status {
+    let msg = r.to_string();
+    match r {
+        Refusal::Invalid(_) | Refusal::Memory(_) | Refusal::NoBlock { .. } => {
+            Status::invalid_argument(msg)
+        }
+        Refusal::NoDataset(_)
+        | Refusal::NoJob { .. }
+        | Refusal::NoLiveWorker(_)
+        | Refusal::NoDirective(_)
+        | Refusal::NoDirectiveFor(_) => Status::not_found(msg),
+        Refusal::DatasetExists(_) | Refusal::OutputExists(_) => Status::already_exists(msg),
+        Refusal::Protocol { .. }
+        | Refusal::NotPlanned(_)
+        | Refusal::NotRunning { .. }
+        | Refusal::NoReplica { .. } => Status::failed_precondition(msg),
+        Refusal::NoLiveWorkers => Status::unavailable(msg),
+        Refusal::CatalogUnwritten(_) | Refusal::Unrecorded(_) => Status::internal(msg),
+    }
+}
+
 /// An answer of an unexpected kind (a bug in the state machine).
 fn unexpected(a: Answer) -> Status {
     Status::internal(format!("unexpected answer {a:?}"))
@@ -440,7 +341,7 @@ impl Coordinator for Service {
                     .get(&JobId(r.job))
                     .ok_or_else(|| Status::not_found(format!("no job {}", r.job)))?;
                 let outputs: Vec<proto::MapOutput> = job
-                    .maps
+                    .maps()
                     .iter()
                     .enumerate()
                     .filter_map(|(i, t)| {
@@ -455,7 +356,7 @@ impl Coordinator for Service {
                 if aborted || outputs.len() as u32 > r.known || Instant::now() >= deadline {
                     return Ok(Response::new(proto::MapOutputsReply {
                         outputs,
-                        maps: job.maps.len() as u32,
+                        maps: job.maps().len() as u32,
                         aborted,
                     }));
                 }
@@ -665,29 +566,3 @@ impl Coordinator for Service {
 
 /// Most data sets one `ListDatasets` page holds.
 pub const LIST_PAGE: usize = 1000;
-
-/// A data set summed up for a listing: its replicas counted are the
-/// intact ones on the `live` workers (a lost worker's do not count).
-pub(crate) fn summary(d: &DatasetMeta, live: &HashSet<String>) -> proto::DatasetSummary {
-    let want = d.replication.max(1) as usize;
-    let mut s = proto::DatasetSummary {
-        name: d.name.to_string(),
-        files: d.files.len() as u64,
-        replication: d.replication,
-        origin: d.origin.clone(),
-        created_ms: d.created_ms,
-        min_replicas: u32::MAX,
-        ..Default::default()
-    };
-    for b in d.blocks() {
-        let n = b.replicas.iter().filter(|u| live.contains(*u)).count();
-        s.bytes += b.len;
-        s.blocks += 1;
-        s.min_replicas = s.min_replicas.min(n as u32);
-        s.under_replicated += u64::from(n < want);
-    }
-    if s.blocks == 0 {
-        s.min_replicas = 0;
-    }
-    s
-}

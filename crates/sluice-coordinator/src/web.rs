@@ -32,11 +32,11 @@ use sluice_proto::ids::DatasetName;
 use sluice_proto::report::ClusterReport;
 use sluice_proto::sample::{rates, Sample};
 
+use crate::core::{summary, Core};
 use crate::metrics::{Metrics, Snapshot};
-use crate::sched::JobId;
-use crate::service::Core;
 use crate::state::State;
 use page::{bytes, esc, layout, state, table, url_seg};
+use sluice_proto::ids::JobId;
 
 /// Jobs the jobs page lists, newest first.
 const JOBS_LISTED: usize = 200;
@@ -161,9 +161,9 @@ fn job_rows(st: &State) -> (Vec<JobRow>, bool) {
         let req = r.request.as_ref();
         let seconds = match st.jobs.get(id) {
             Some(j) => Some(
-                j.finished
+                j.finished()
                     .unwrap_or_else(std::time::Instant::now)
-                    .duration_since(j.started)
+                    .duration_since(j.started())
                     .as_secs_f64(),
             ),
             None => report_of(st, *id).map(|r| r.phases.total_s),
@@ -244,7 +244,7 @@ fn job_view(web: &Web, id: JobId) -> Option<(sluice_proto::proto::JobStatus, Clu
     let mut status = st.status(id)?;
     status.report_json.clear();
     let report = match st.jobs.get(&id) {
-        Some(j) if j.report_json.is_empty() => {
+        Some(j) if j.report_json().is_empty() => {
             let alive = st.workers.values().filter(|w| w.info.alive).count();
             crate::report::of(j, alive, &st.places())
         }
@@ -559,7 +559,7 @@ async fn datasets_page(AxState(web): AxState<Web>) -> Html<String> {
             .values()
             .take(DATASETS_LISTED)
             .map(|d| {
-                let s = crate::service::summary(d, &live);
+                let s = summary(d, &live);
                 vec![
                     format!(
                         "<a href=\"/datasets/{}\">{}</a>",

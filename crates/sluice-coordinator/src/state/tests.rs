@@ -5,10 +5,11 @@
 //! one helper.
 
 use super::*;
+use crate::config::{CoordinatorConfig, Delay, Scheduler, Settings};
 use crate::policy::{Fair, Fifo, Pools};
-use crate::sched::{Delay, Locality, Settings};
-use crate::service::{CoordinatorConfig, Scheduler};
+use crate::sched::{task_name, JobState, Locality, REDUCE};
 use crate::store::RackAware;
+use crate::store::RecordState;
 use sluice_proto::catalog::{BlockMeta, FileMeta};
 use sluice_proto::ids::BlockId;
 
@@ -148,7 +149,7 @@ impl Sim {
             .jobs
             .values()
             .filter(|j| !j.is_running())
-            .map(|j| (j.id, j.state.clone()))
+            .map(|j| (j.id(), j.state().clone()))
             .collect()
     }
 
@@ -299,14 +300,14 @@ impl Sim {
                     continue;
                 }
                 let task = proto::TaskId {
-                    job: job.id.0,
+                    job: job.id().0,
                     kind: kind.wire(),
                     index: index as u32,
                     attempt,
                 };
-                let last = kind == REDUCE || job.map_only;
+                let last = kind == REDUCE || job.map_only();
                 let output = (ok && last).then(|| proto::BlockInfo {
-                    id: format!("j{}-{}{index}-a{attempt}", job.id, kind.letter()),
+                    id: format!("j{}-{}{index}-a{attempt}", job.id(), kind.letter()),
                     len: 10,
                     ..Default::default()
                 });
@@ -781,7 +782,10 @@ fn removing_a_data_set_is_undone_when_its_write_fails() {
     let write = step.catalog.take().expect("a catalog write");
     let result = Err("disk full".to_string());
     let next = sim.st.handle(Event::CatalogSaved { write, result }, sim.at);
-    assert!(next.answer.is_err(), "the client hears of the failure");
+    assert!(
+        matches!(next.answer, Err(Refusal::CatalogUnwritten(ref e)) if e == "disk full"),
+        "the client hears of the failure"
+    );
     assert!(sim.st.catalog.datasets.contains_key("in"));
     assert!(sim.st.workers.values().all(|w| w.deletes.is_empty()));
 }
@@ -888,13 +892,16 @@ fn cache_directives_pin_blocks_on_one_holder_and_go_with_their_data_set() {
     );
     // Refused: no such block, no such worker.
     let bad = sim.st.handle(Event::CacheAdd(add("", Some(2))), sim.at);
-    assert!(bad.answer.unwrap_err().message().contains("has 2 blocks"));
+    assert!(matches!(
+        bad.answer,
+        Err(Refusal::NoBlock {
+            blocks: 2,
+            block: 2,
+            ..
+        })
+    ));
     let bad = sim.st.handle(Event::CacheAdd(add("zz", None)), sim.at);
-    assert!(bad
-        .answer
-        .unwrap_err()
-        .message()
-        .contains("no live worker zz"));
+    assert!(matches!(bad.answer, Err(Refusal::NoLiveWorker(w)) if w == "zz"));
     // Removing the data set removes its directives: nothing pinned.
     sim.handle(Event::RemoveDataset("in".into()));
     assert!(sim.st.catalog.cache_directives.is_empty());
@@ -925,12 +932,12 @@ fn candidates_per_beat(n: usize) -> (u64, String) {
     let mut worst = 0;
     while sim.st.jobs[&id].is_running() {
         for w in workers {
-            let before = sim.st.jobs[&id].queues.examined();
+            let before = sim.st.jobs[&id].queues().examined();
             sim.report(w, true, false);
-            worst = worst.max(sim.st.jobs[&id].queues.examined() - before);
+            worst = worst.max(sim.st.jobs[&id].queues().examined() - before);
         }
     }
-    (worst, sim.st.jobs[&id].state.name().to_owned())
+    (worst, sim.st.jobs[&id].state().name().to_owned())
 }
 
 #[test]

@@ -1,0 +1,101 @@
+//! The state and where it is written, behind the service's one lock, and
+//! what a listing shows of a data set.
+
+use std::collections::HashSet;
+
+use crate::editlog::CatalogLog;
+use crate::state::{Answer, At, Event, Refusal, State};
+use crate::store::StateDir;
+use sluice_proto::catalog::DatasetMeta;
+use sluice_proto::proto;
+use sluice_proto::ClusterError;
+
+/// The state and where it is written, behind one lock: an event and the
+/// writes its step asks for happen together.
+pub(crate) struct Core {
+    pub(crate) state: State,
+    pub(crate) store: StateDir,
+    /// Reports the history keeps.
+    pub(crate) history: usize,
+    /// The catalog's edit log.
+    pub(crate) log: CatalogLog,
+}
+
+impl Core {
+    /// Handles an event and writes what it asks (the catalog, whose
+    /// outcome is handled as the next event, and the job records); returns
+    /// the answer and whether waiters should look again.
+    pub(crate) fn run(&mut self, ev: Event) -> (Result<Answer, Refusal>, bool) {
+        let at = At::now();
+        let mut step = self.state.handle(ev, at);
+        let mut wake = step.wake;
+        while let Some(write) = step.catalog.take() {
+            let catalog = &self.state.catalog;
+            let result = self
+                .log
+                .append(&write.edit(catalog), catalog)
+                .map_err(|e| e.to_string());
+            let next = self.state.handle(Event::CatalogSaved { write, result }, at);
+            wake |= next.wake;
+            step.save_jobs |= next.save_jobs;
+            step.history.extend(next.history);
+            step.catalog = next.catalog;
+            if let Err(e) = next.answer {
+                step.answer = Err(e);
+            }
+        }
+        for (id, json) in &step.history {
+            // The job's outcome is in the records; its report is a record
+            // of what happened, so a failed write is logged, not fatal.
+            if let Err(e) = self.store.save_history(*id, json, self.history) {
+                tracing::error!("writing job {id}'s report to the history: {e}");
+            }
+        }
+        if step.save_jobs {
+            if let Err(e) = self.store.save_jobs(&self.state.records) {
+                wake |= self.records_unsaved(&mut step.answer, e);
+            }
+        }
+        (step.answer, wake)
+    }
+
+    /// The job records could not be written: a job just submitted is
+    /// killed (nothing would say it ran) and its client told why; any
+    /// other change is logged and written with the next one.
+    fn records_unsaved(&mut self, answer: &mut Result<Answer, Refusal>, e: ClusterError) -> bool {
+        tracing::error!("writing the job records: {e}");
+        let Ok(Answer::Submitted(job)) = *answer else {
+            return false;
+        };
+        let reason = format!("the coordinator, which could not record the job ({e})");
+        let (_, wake) = self.run(Event::Kill { job, reason });
+        *answer = Err(Refusal::Unrecorded(e.to_string()));
+        wake
+    }
+}
+
+/// A data set summed up for a listing: its replicas counted are the
+/// intact ones on the `live` workers (a lost worker's do not count).
+pub(crate) fn summary(d: &DatasetMeta, live: &HashSet<String>) -> proto::DatasetSummary {
+    let want = d.replication.max(1) as usize;
+    let mut s = proto::DatasetSummary {
+        name: d.name.to_string(),
+        files: d.files.len() as u64,
+        replication: d.replication,
+        origin: d.origin.clone(),
+        created_ms: d.created_ms,
+        min_replicas: u32::MAX,
+        ..Default::default()
+    };
+    for b in d.blocks() {
+        let n = b.replicas.iter().filter(|u| live.contains(*u)).count();
+        s.bytes += b.len;
+        s.blocks += 1;
+        s.min_replicas = s.min_replicas.min(n as u32);
+        s.under_replicated += u64::from(n < want);
+    }
+    if s.blocks == 0 {
+        s.min_replicas = 0;
+    }
+    s
+}
