@@ -31,33 +31,45 @@ pub(crate) fn spawn_scanner(shared: &Arc<Shared>) {
     let shared = shared.clone();
     std::thread::spawn(move || loop {
         let pass = Instant::now();
-        let mut reported = HashSet::new();
-        for id in shared.layout.block_ids().unwrap_or_default() {
-            let Ok(len) = std::fs::metadata(shared.layout.block(&id)).map(|m| m.len()) else {
-                continue;
-            };
-            let t = Instant::now();
-            match sluice_proto::block::verify(&shared.layout, &id, None) {
-                // Deleted while scanned (a job's end, a removed data set) is no damage.
-                Err(Unusable::Damaged(d))
-                    if shared.layout.block(&id).exists() && reported.insert(id.clone()) =>
-                {
-                    let c = shared.own_damage(&id, &format!("{d} (block scanner)"));
-                    shared.report_corrupt(c);
-                }
-                Err(Unusable::Io(e)) => tracing::warn!("block scanner: block {id}: {e}"),
-                _ => {}
-            }
-            // Pace: `len` bytes may take no less than len / rate seconds.
-            let due = Duration::from_secs_f64(len as f64 / scan.rate as f64);
-            if let Some(rest) = due.checked_sub(t.elapsed()) {
-                std::thread::sleep(rest);
-            }
-        }
+        scan_pass(&shared, scan.rate);
         if let Some(rest) = scan.period.checked_sub(pass.elapsed()) {
             std::thread::sleep(rest);
         }
     });
+}
+
+/// One pass of the block scanner over every stored block, reading at most
+/// `rate` bytes a second.
+fn scan_pass(shared: &Shared, rate: u64) {
+    let mut reported = HashSet::new();
+    for id in shared.layout.block_ids().unwrap_or_default() {
+        let Ok(len) = std::fs::metadata(shared.layout.block(&id)).map(|m| m.len()) else {
+            continue;
+        };
+        let t = Instant::now();
+        scan_block(shared, &id, &mut reported);
+        // Pace: `len` bytes may take no less than len / rate seconds.
+        let due = Duration::from_secs_f64(len as f64 / rate as f64);
+        if let Some(rest) = due.checked_sub(t.elapsed()) {
+            std::thread::sleep(rest);
+        }
+    }
+}
+
+/// Verifies stored block `id`; damage is reported once a pass (ids in
+/// `reported`).
+fn scan_block(shared: &Shared, id: &str, reported: &mut HashSet<String>) {
+    match sluice_proto::block::verify(&shared.layout, id, None) {
+        // Deleted while scanned (a job's end, a removed data set) is no damage.
+        Err(Unusable::Damaged(d))
+            if shared.layout.block(id).exists() && reported.insert(id.to_owned()) =>
+        {
+            let c = shared.own_damage(id, &format!("{d} (block scanner)"));
+            shared.report_corrupt(c);
+        }
+        Err(Unusable::Io(e)) => tracing::warn!("block scanner: block {id}: {e}"),
+        _ => {}
+    }
 }
 
 /// Takes the blocks cache directives pin here now: unpinned ones are
@@ -88,21 +100,25 @@ fn fill_block(
     std::fs::File::open(&path)
         .and_then(|mut f| f.read_exact(buf))
         .map_err(Unusable::Io)?;
-    let got = ChunkSums::of(buf);
+    check_sums(&ChunkSums::of(buf), &sums, b.len).map_err(Unusable::Damaged)
+}
+
+/// Whether the chunk checksums `got` of a block of `len` bytes are the
+/// ones it was stored with.
+fn check_sums(got: &ChunkSums, sums: &ChunkSums, len: u64) -> std::result::Result<(), Damage> {
     let bad = got.crcs.iter().zip(&sums.crcs).position(|(g, w)| g != w);
     match bad {
         None if got.crcs.len() == sums.crcs.len() => Ok(()),
-        None => Err(Unusable::Damaged(Damage::Checksums(format!(
-            "{} chunks for {} bytes",
+        None => Err(Damage::Checksums(format!(
+            "{} chunks for {len} bytes",
             sums.crcs.len(),
-            b.len
-        )))),
-        Some(index) => Err(Unusable::Damaged(Damage::Chunk {
+        ))),
+        Some(index) => Err(Damage::Chunk {
             index: index as u64,
             offset: index as u64 * u64::from(sums.chunk),
             expected: sums.crcs[index],
             found: got.crcs[index],
-        })),
+        }),
     }
 }
 
@@ -166,22 +182,29 @@ pub(crate) fn fetch_block(
                 return Ok((w.hasher.finish(), src.clone()));
             }
             Err(e) => {
-                if let ClusterError::Damaged { damage, .. } = &e {
-                    tracing::warn!("block {}: damaged replica on {src}: {damage}", b.id);
-                    corrupt.push(proto::CorruptReplica {
-                        block: b.id.clone(),
-                        worker: String::new(),
-                        addr: src.clone(),
-                        detail: damage.clone(),
-                        at_ms: sluice_proto::now_ms(),
-                    });
-                }
+                corrupt.extend(their_damage(&b.id, src, &e));
                 last = e;
             }
         }
     }
     let _ = std::fs::remove_file(to);
     Err(last)
+}
+
+/// The damaged replica of block `id` on `src` that error `e` found, if
+/// it found one.
+fn their_damage(id: &str, src: &str, e: &ClusterError) -> Option<proto::CorruptReplica> {
+    let ClusterError::Damaged { damage, .. } = e else {
+        return None;
+    };
+    tracing::warn!("block {id}: damaged replica on {src}: {damage}");
+    Some(proto::CorruptReplica {
+        block: id.to_owned(),
+        worker: String::new(),
+        addr: src.to_owned(),
+        detail: damage.clone(),
+        at_ms: sluice_proto::now_ms(),
+    })
 }
 
 /// Sends a copy of a block this worker holds to another worker

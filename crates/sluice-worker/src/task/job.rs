@@ -2,11 +2,11 @@
 //! tasks to run here, from its request and its side inputs, and given
 //! each task's share of the engine's settings.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sluice_proto::block::Unusable;
 use sluice_proto::data;
-use sluice_proto::proto::TaskAssignment;
+use sluice_proto::proto::{BlockInfo, BlockSource, CorruptReplica, SideInput, TaskAssignment};
 use sluice_proto::ClusterError;
 use sluice_request::{BuildContext, JobRequest};
 
@@ -70,49 +70,14 @@ fn build_job(shared: &Shared, a: &TaskAssignment) -> Built {
 /// when the job finishes). Damaged replicas met on the way are reported
 /// on the next heartbeat.
 fn side_files(shared: &Shared, a: &TaskAssignment) -> Result<Vec<Vec<PathBuf>>> {
-    let dir = shared
-        .layout
-        .work_dir(a.task.unwrap_or_default().job)
-        .join("side");
+    let job = a.task.unwrap_or_default().job;
+    let dir = shared.layout.work_dir(job).join("side");
     let mut out = Vec::with_capacity(a.side.len());
     let mut corrupt = Vec::new();
     for s in &a.side {
         let mut files = Vec::with_capacity(s.blocks.len());
         for sb in &s.blocks {
-            let b = sb.block.clone().unwrap_or_default();
-            data::check_id(&b.id)?;
-            let local = shared.layout.block(&b.id);
-            let copy = dir.join(&b.id);
-            let mine = b.replicas.contains(&shared.uid);
-            let intact = mine
-                && match sluice_proto::block::verify(&shared.layout, &b.id, Some((b.len, b.crc))) {
-                    Ok(()) => true,
-                    Err(Unusable::Damaged(d)) => {
-                        corrupt.push(shared.own_damage(&b.id, &d.to_string()));
-                        false
-                    }
-                    Err(Unusable::Io(e)) => return Err(ClusterError::io("reading", &local, e)),
-                };
-            if !intact && !copy.exists() {
-                std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
-                let part = dir.join(format!("{}.part", b.id));
-                let others: Vec<String> = sb
-                    .sources
-                    .iter()
-                    .filter(|a| **a != shared.data_addr)
-                    .cloned()
-                    .collect();
-                let fetched = blocks::fetch_block(shared, &b, &others, &part, &mut corrupt);
-                report_all(shared, &mut corrupt);
-                fetched.map_err(|e| {
-                    ClusterError::Remote(format!(
-                        "copying block {} of side data set {}: {e}",
-                        b.id, s.dataset
-                    ))
-                })?;
-                std::fs::rename(&part, &copy).map_err(|e| ClusterError::io("storing", &copy, e))?;
-            }
-            files.push(if intact { local } else { copy });
+            files.push(side_file(shared, &dir, s, sb, &mut corrupt)?);
         }
         out.push(files);
     }
@@ -120,8 +85,56 @@ fn side_files(shared: &Shared, a: &TaskAssignment) -> Result<Vec<Vec<PathBuf>>> 
     Ok(out)
 }
 
+/// The local file of block `sb` of side input `s`: this worker's replica
+/// if intact, else a copy in `dir`, fetched unless it is there already.
+fn side_file(
+    shared: &Shared,
+    dir: &Path,
+    s: &SideInput,
+    sb: &BlockSource,
+    corrupt: &mut Vec<CorruptReplica>,
+) -> Result<PathBuf> {
+    let b = sb.block.clone().unwrap_or_default();
+    data::check_id(&b.id)?;
+    if b.replicas.contains(&shared.uid) && intact_here(shared, &b, corrupt)? {
+        return Ok(shared.layout.block(&b.id));
+    }
+    let copy = dir.join(&b.id);
+    if !copy.exists() {
+        std::fs::create_dir_all(dir).map_err(|e| ClusterError::io("creating", dir, e))?;
+        let part = dir.join(format!("{}.part", b.id));
+        let others: Vec<String> = (sb.sources.iter())
+            .filter(|a| **a != shared.data_addr)
+            .cloned()
+            .collect();
+        let fetched = blocks::fetch_block(shared, &b, &others, &part, corrupt);
+        report_all(shared, corrupt);
+        fetched.map_err(|e| {
+            ClusterError::Remote(format!(
+                "copying block {} of side data set {}: {e}",
+                b.id, s.dataset
+            ))
+        })?;
+        std::fs::rename(&part, &copy).map_err(|e| ClusterError::io("storing", &copy, e))?;
+    }
+    Ok(copy)
+}
+
+/// Whether this worker's replica of `b` is intact, verified whole against
+/// its checksums; a damaged one goes into `corrupt`.
+fn intact_here(shared: &Shared, b: &BlockInfo, corrupt: &mut Vec<CorruptReplica>) -> Result<bool> {
+    match sluice_proto::block::verify(&shared.layout, &b.id, Some((b.len, b.crc))) {
+        Ok(()) => Ok(true),
+        Err(Unusable::Damaged(d)) => {
+            corrupt.push(shared.own_damage(&b.id, &d.to_string()));
+            Ok(false)
+        }
+        Err(Unusable::Io(e)) => Err(ClusterError::io("reading", &shared.layout.block(&b.id), e)),
+    }
+}
+
 /// Reports the damaged replicas in `corrupt` on the next heartbeat.
-fn report_all(shared: &Shared, corrupt: &mut Vec<sluice_proto::proto::CorruptReplica>) {
+fn report_all(shared: &Shared, corrupt: &mut Vec<CorruptReplica>) {
     let mut outbox = shared.outbox();
     for c in corrupt.drain(..) {
         outbox.corrupt(c);

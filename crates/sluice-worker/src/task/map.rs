@@ -34,40 +34,90 @@ pub(super) fn run_map(
     let work = shared.layout.work_dir(id.job);
     std::fs::create_dir_all(&work).map_err(|e| ClusterError::io("creating", &work, e))?;
     let inputs = map_inputs(shared, a, report)?;
-    let index = id.index as usize;
-    let split = if let Some(e) = &a.external {
+    let split = split_of(a, &inputs)?;
+    report.input_bytes = split.len();
+    report.cache_hit =
+        !inputs.is_empty() && inputs.iter().all(|i| matches!(i.from, MapInput::Cached));
+    let job = (&spec, &cfg, &split);
+    let res = if a.reducers == 0 {
+        map_only(shared, a, job, &work, report)
+    } else {
+        map_to_shuffle(shared, a, job, report)?
+    };
+    what_inputs_found(shared, &inputs, &res, report);
+    drop(inputs);
+    res
+}
+
+/// The job, its settings and the split a map runs.
+type MapJob<'a> = (
+    &'a sluice_api::JobSpec,
+    &'a sluice_engine::EngineConfig,
+    &'a MapSplit,
+);
+
+/// The split of map `a`: its external file, its blocks, or none (a
+/// synthetic map, which makes its own records).
+fn split_of(a: &TaskAssignment, inputs: &[BlockInput]) -> Result<MapSplit> {
+    let index = a.task.unwrap_or_default().index as usize;
+    Ok(if let Some(e) = &a.external {
         MapSplit::one(index, external_split(index, e)?)
     } else if inputs.is_empty() {
-        // No block: a synthetic map, which makes its own records.
         MapSplit::one(index, Split::synthetic(index))
     } else {
         let parts = inputs.iter().map(|i| i.split.clone()).collect();
         MapSplit { index, parts }
-    };
-    report.input_bytes = split.len();
-    report.cache_hit =
-        !inputs.is_empty() && inputs.iter().all(|i| matches!(i.from, MapInput::Cached));
-    let res = if a.reducers == 0 {
-        let dir = work.join(format!("m{}-a{}", id.index, id.attempt));
-        let o = tasks::map_only_task(&spec, &cfg, &split, &dir).map_err(ClusterError::from);
-        let stored = o.and_then(|o| {
-            let file = dir.join(format!("part-m-{:05}", id.index));
-            report.output = Some(blocks::store_output(shared, a, &file)?);
-            Ok(o)
-        });
-        let _ = std::fs::remove_dir_all(&dir);
-        stored
-    } else {
-        let dir = shared.layout.shuffle_dir(id.job);
-        std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
-        let out = shared.layout.map_output(id.job, id.index, id.attempt);
-        let o = tasks::map_task(&spec, &cfg, &split, &out).map_err(ClusterError::from);
-        o.and_then(|o| {
-            report.partition_bytes = partition_bytes(&out)?;
-            Ok(o)
-        })
-    };
-    // Damage met while streaming a local replica is that replica's fault.
+    })
+}
+
+/// A map of a job with no reducers: its output stored as a block.
+fn map_only(
+    shared: &Shared,
+    a: &TaskAssignment,
+    (spec, cfg, split): MapJob<'_>,
+    work: &Path,
+    report: &mut TaskReport,
+) -> Result<TaskOutput> {
+    let id = a.task.unwrap_or_default();
+    let dir = work.join(format!("m{}-a{}", id.index, id.attempt));
+    let o = tasks::map_only_task(spec, cfg, split, &dir).map_err(ClusterError::from);
+    let stored = o.and_then(|o| {
+        let file = dir.join(format!("part-m-{:05}", id.index));
+        report.output = Some(blocks::store_output(shared, a, &file)?);
+        Ok(o)
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    stored
+}
+
+/// A map whose output stays here for the reducers to fetch; the outer
+/// error: its directory could not be made.
+fn map_to_shuffle(
+    shared: &Shared,
+    a: &TaskAssignment,
+    (spec, cfg, split): MapJob<'_>,
+    report: &mut TaskReport,
+) -> Result<Result<TaskOutput>> {
+    let id = a.task.unwrap_or_default();
+    let dir = shared.layout.shuffle_dir(id.job);
+    std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
+    let out = shared.layout.map_output(id.job, id.index, id.attempt);
+    let o = tasks::map_task(spec, cfg, split, &out).map_err(ClusterError::from);
+    Ok(o.and_then(|o| {
+        report.partition_bytes = partition_bytes(&out)?;
+        Ok(o)
+    }))
+}
+
+/// Adds to `report` what reading the inputs found: damage met while
+/// streaming a local replica (that replica's fault), and what the reads
+/// of blocks streamed from other workers found.
+fn what_inputs_found(
+    shared: &Shared,
+    inputs: &[BlockInput],
+    res: &Result<TaskOutput>,
+    report: &mut TaskReport,
+) {
     if let Some((path, d)) = res.as_ref().err().and_then(damage_of) {
         let local = inputs
             .iter()
@@ -76,15 +126,13 @@ pub(super) fn run_map(
             report.corrupt.push(shared.own_damage(&i.block.id, &d));
         }
     }
-    for i in &inputs {
+    for i in inputs {
         if let MapInput::Streamed(findings) = &i.from {
             let mut seen = findings.collect();
             report.corrupt.append(&mut seen.corrupt);
             report.remote_reads.append(&mut seen.reads);
         }
     }
-    drop(inputs);
-    res
 }
 
 /// A map's split of a file in an external store (HDFS, S3): the file

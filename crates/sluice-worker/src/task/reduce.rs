@@ -57,33 +57,14 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
     let id = a.task.unwrap_or_default();
     let mut have: Vec<Option<PathBuf>> = vec![None; a.maps as usize];
     while have.iter().any(Option::is_none) {
-        if shared.tasks().is_cancelled(AttemptKey::from(&id)) {
-            return Err(ClusterError::Remote("task killed".into()));
-        }
+        not_killed(shared, a)?;
         let known = have.iter().filter(|h| h.is_some()).count() as u32;
-        let req = proto::MapOutputsRequest {
-            job: id.job,
-            known,
-            wait_ms: 2000,
-        };
-        let mut rpc = shared.rpc.clone();
-        let r = shared
-            .rt
-            .block_on(async move { rpc.map_outputs(req).await })?
-            .into_inner();
-        if r.aborted {
-            return Err(ClusterError::Remote("the job ended".into()));
-        }
-        let todo: Vec<proto::MapOutput> = r
-            .outputs
-            .into_iter()
+        let todo: Vec<proto::MapOutput> = (map_outputs(shared, id.job, known)?.into_iter())
             .filter(|o| have.get(o.map as usize).is_some_and(Option::is_none))
             .collect();
         let results = fetch_all(shared, a, &todo, dir);
         // Fetches stopped because the attempt was killed blame no map.
-        if shared.tasks().is_cancelled(AttemptKey::from(&id)) {
-            return Err(ClusterError::Remote("task killed".into()));
-        }
+        not_killed(shared, a)?;
         let mut failed = false;
         for (o, res) in todo.iter().zip(results) {
             match res {
@@ -100,6 +81,35 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
         }
     }
     Ok(have.into_iter().flatten().collect())
+}
+
+/// Fails a killed attempt.
+fn not_killed(shared: &Shared, a: &TaskAssignment) -> Result<()> {
+    let k = AttemptKey::from(&a.task.unwrap_or_default());
+    if shared.tasks().is_cancelled(k) {
+        return Err(ClusterError::Remote("task killed".into()));
+    }
+    Ok(())
+}
+
+/// The finished map outputs of job `job`, as the coordinator lists them
+/// to a reducer that has `known` of them (it waits up to two seconds for
+/// more).
+fn map_outputs(shared: &Shared, job: u64, known: u32) -> Result<Vec<proto::MapOutput>> {
+    let req = proto::MapOutputsRequest {
+        job,
+        known,
+        wait_ms: 2000,
+    };
+    let mut rpc = shared.rpc.clone();
+    let r = shared
+        .rt
+        .block_on(async move { rpc.map_outputs(req).await })?
+        .into_inner();
+    if r.aborted {
+        return Err(ClusterError::Remote("the job ended".into()));
+    }
+    Ok(r.outputs)
 }
 
 /// Whom a failed fetch blames.
