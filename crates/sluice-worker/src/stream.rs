@@ -12,8 +12,9 @@
 //! block is refused at once; should the whole still mismatch at the end,
 //! the read fails rather than go on, since bytes already used are
 //! suspect, and the attempt runs again. Damaged copies are blamed in the
-//! task's report: readers send what they find as they find it, and the
-//! map collects it when it ends ([`Findings`]).
+//! task's report: readers send what they find (damage at once, bytes per
+//! holder when they leave it), and the map collects it when it ends
+//! ([`Findings`]).
 
 use std::io::Read;
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -115,6 +116,7 @@ impl RemoteSource for Streamed {
             from: self.clone(),
             tried: 0,
             at: 0,
+            unsent: 0,
             damaged: Vec::new(),
             current: None,
             pos: 0,
@@ -134,6 +136,8 @@ struct Failover {
     tried: usize,
     /// The index among the sources of the holder read from.
     at: usize,
+    /// Bytes handed out from that holder and not yet sent as found.
+    unsent: u64,
     /// Holders whose copy failed a check.
     damaged: Vec<String>,
     current: Option<CheckedStream>,
@@ -167,6 +171,7 @@ impl Failover {
             match opened {
                 Ok(s) => {
                     self.current = Some(s);
+                    self.send_reads();
                     self.at = at;
                     return Ok(());
                 }
@@ -178,6 +183,15 @@ impl Failover {
             "block {}: no holder could send it ({why})",
             block.id
         )))
+    }
+
+    /// Sends the bytes handed out from the current holder.
+    fn send_reads(&mut self) {
+        if self.unsent > 0 {
+            // The map may have ended and no longer listen.
+            let _ = self.from.found.send(Found::Read(self.at, self.unsent));
+            self.unsent = 0;
+        }
     }
 
     /// Notes a holder's failure; damage blames its copy.
@@ -209,9 +223,7 @@ impl Read for Failover {
             match s.read_checked(buf) {
                 Ok(n) => {
                     self.pos += n as u64;
-                    if n > 0 {
-                        let _ = self.from.found.send(Found::Read(self.at, n as u64));
-                    }
+                    self.unsent += n as u64;
                     return Ok(n);
                 }
                 Err(e) => {
@@ -227,6 +239,12 @@ impl Read for Failover {
                 }
             }
         }
+    }
+}
+
+impl Drop for Failover {
+    fn drop(&mut self) {
+        self.send_reads();
     }
 }
 
