@@ -23,6 +23,7 @@
 //! the policy while there is room and never evicted; unpinning evicts.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use sluice_proto::proto;
@@ -210,39 +211,38 @@ impl Locked {
 /// then gives it back whole, and the block is sealed and cached. A
 /// filling whose memory never comes back whole (the map failed, or met a
 /// damaged chunk) gives its room back when dropped: nothing partial or
-/// unverified is ever cached.
+/// unverified is ever cached. Its memory waits among the cache's rooms
+/// until the reader takes it.
 pub struct Filling {
     inner: Arc<Mutex<Inner>>,
     id: String,
     len: u64,
-    state: Mutex<FillState>,
-}
-
-struct FillState {
-    /// The memory, until a reader takes it.
-    map: Option<Room>,
+    /// Its memory's key among the cache's rooms.
+    ticket: u64,
     /// The block was cached or its room given back.
-    settled: bool,
+    settled: AtomicBool,
 }
 
 impl Filling {
-    fn state(&self) -> std::sync::MutexGuard<'_, FillState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    /// Ends the load: caches the block, or gives its room back (the
+    /// memory, if no reader took it, is unmapped outside the lock).
+    fn settle(&self, loaded: Option<Arc<Locked>>) {
+        let unused = lock(&self.inner).rooms.remove(&self.ticket);
+        settle(&self.inner, &self.id, self.len, loaded);
+        drop(unused);
     }
 }
 
 impl sluice_formats::chunked::Fill for Filling {
     fn take(&self) -> Option<Box<dyn sluice_formats::chunked::FillMemory>> {
-        let map = self.state().map.take()?;
+        let map = lock(&self.inner).rooms.remove(&self.ticket)?;
         Some(Box::new(map))
     }
 
     fn filled(&self, memory: Box<dyn sluice_formats::chunked::FillMemory>) {
-        let mut s = self.state();
-        if s.settled {
+        if self.settled.swap(true, Ordering::AcqRel) {
             return;
         }
-        s.settled = true;
         let sealed = match memory.into_any().downcast::<Room>() {
             Ok(m) if m.len as u64 == self.len => Locked::seal(*m),
             _ => Err("the memory handed back is not the block's".to_owned()),
@@ -250,24 +250,26 @@ impl sluice_formats::chunked::Fill for Filling {
         if let Err(m) = &sealed {
             tracing::warn!("block {} not cached: {m}", self.id);
         }
-        settle(&self.inner, &self.id, self.len, sealed.ok().map(Arc::new));
+        self.settle(sealed.ok().map(Arc::new));
     }
 }
 
 impl Drop for Filling {
     fn drop(&mut self) {
-        let s = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if !s.settled {
-            s.settled = true;
-            settle(&self.inner, &self.id, self.len, None);
+        if !*self.settled.get_mut() {
+            self.settle(None);
         }
     }
+}
+
+fn lock(inner: &Mutex<Inner>) -> std::sync::MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Ends the load of block `id` of `len` bytes, whose [`held`] bytes were
 /// reserved: caches it, or gives the room back when it did not load.
 fn settle(inner: &Mutex<Inner>, id: &str, len: u64, loaded: Option<Arc<Locked>>) {
-    let mut c = inner.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = lock(inner);
     c.loading.remove(id);
     match loaded {
         Some(bytes) => {
@@ -294,6 +296,11 @@ struct Inner {
     used: u64,
     /// Blocks being loaded.
     loading: HashSet<String>,
+    /// The memory of blocks being filled by maps ([`Filling`]), until
+    /// their readers take it, by ticket.
+    rooms: HashMap<u64, Room>,
+    /// The last ticket given a [`Filling`].
+    tickets: u64,
     /// Blocks directives pin here.
     pins: HashSet<String>,
     clock: u64,
@@ -366,7 +373,7 @@ impl BlockCache {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner)
     }
 
     /// A map's lookup of block `id`: the bytes on a hit; a miss is
@@ -405,19 +412,30 @@ impl BlockCache {
             }
         }
         match Locked::room_from(len as usize, evicted) {
-            Ok(map) => Ok(Some(Filling {
-                inner: self.inner.clone(),
-                id: id.to_owned(),
-                len,
-                state: Mutex::new(FillState {
-                    map: Some(map),
-                    settled: false,
-                }),
-            })),
+            Ok(map) => Ok(Some(self.filling(id, len, map))),
             Err(m) => {
                 settle(&self.inner, id, len, None);
                 Err(m)
             }
+        }
+    }
+
+    /// The filling of block `id` of `len` bytes, whose room is reserved,
+    /// into `room`.
+    fn filling(&self, id: &str, len: u64, room: Room) -> Filling {
+        let ticket = {
+            let mut c = self.lock();
+            c.tickets += 1;
+            let ticket = c.tickets;
+            c.rooms.insert(ticket, room);
+            ticket
+        };
+        Filling {
+            inner: self.inner.clone(),
+            id: id.to_owned(),
+            len,
+            ticket,
+            settled: AtomicBool::new(false),
         }
     }
 

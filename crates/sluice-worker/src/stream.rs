@@ -12,10 +12,13 @@
 //! block is refused at once; should the whole still mismatch at the end,
 //! the read fails rather than go on, since bytes already used are
 //! suspect, and the attempt runs again. Damaged copies are blamed in the
-//! task's report.
+//! task's report: readers send what they find (damage at once, bytes per
+//! holder when they leave it), and the map collects it when it ends
+//! ([`Findings`]).
 
 use std::io::Read;
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
 
 use sluice_formats::input::{Codec, InputFile, Remote, RemoteSource, Split};
 use sluice_proto::auth::Secret;
@@ -32,6 +35,34 @@ pub(crate) struct Seen {
     pub reads: Vec<proto::RemoteRead>,
 }
 
+/// What a read of a streamed block found, as it found it.
+enum Found {
+    /// A holder's copy failed a check.
+    Damaged(proto::CorruptReplica),
+    /// Bytes handed out from the holder at this index of the sources.
+    Read(usize, u64),
+}
+
+/// What the reads of a streamed block will find, collected when asked.
+pub(crate) struct Findings {
+    found: Receiver<Found>,
+    sources: Arc<[String]>,
+}
+
+impl Findings {
+    /// What the reads found so far (each finding once).
+    pub(crate) fn collect(&self) -> Seen {
+        let mut seen = Seen::default();
+        for f in self.found.try_iter() {
+            match f {
+                Found::Damaged(c) => seen.corrupt.push(c),
+                Found::Read(at, n) => count(&mut seen, &self.sources[at], n),
+            }
+        }
+        seen
+    }
+}
+
 /// A block on other workers, as a map's input.
 #[derive(Clone)]
 pub(crate) struct Streamed {
@@ -39,7 +70,7 @@ pub(crate) struct Streamed {
     block: proto::BlockInfo,
     /// Holders' data-plane addresses, the nearest first.
     sources: Arc<[String]>,
-    seen: Arc<Mutex<Seen>>,
+    found: Sender<Found>,
 }
 
 impl Streamed {
@@ -50,13 +81,14 @@ impl Streamed {
         secret: &Secret,
         block: &proto::BlockInfo,
         sources: &[String],
-    ) -> (Split, Arc<Mutex<Seen>>) {
-        let seen = Arc::new(Mutex::new(Seen::default()));
+    ) -> (Split, Findings) {
+        let (found, rx) = channel();
+        let sources: Arc<[String]> = sources.into();
         let me = Streamed {
             secret: secret.clone(),
             block: block.clone(),
-            sources: sources.into(),
-            seen: seen.clone(),
+            sources: sources.clone(),
+            found,
         };
         let file = InputFile {
             path: format!("block {} (from another worker)", block.id).into(),
@@ -73,7 +105,8 @@ impl Streamed {
             start: 0,
             end: block.len,
         };
-        (split, seen)
+        let findings = Findings { found: rx, sources };
+        (split, findings)
     }
 }
 
@@ -82,6 +115,8 @@ impl RemoteSource for Streamed {
         let mut r = Failover {
             from: self.clone(),
             tried: 0,
+            at: 0,
+            unsent: 0,
             damaged: Vec::new(),
             current: None,
             pos: 0,
@@ -99,6 +134,10 @@ struct Failover {
     from: Streamed,
     /// Holders tried so far.
     tried: usize,
+    /// The index among the sources of the holder read from.
+    at: usize,
+    /// Bytes handed out from that holder and not yet sent as found.
+    unsent: u64,
     /// Holders whose copy failed a check.
     damaged: Vec<String>,
     current: Option<CheckedStream>,
@@ -121,7 +160,8 @@ impl Failover {
             ..
         } = self.from.clone();
         while self.tried < 2 * sources.len() {
-            let addr = &sources[self.tried % sources.len()];
+            let at = self.tried % sources.len();
+            let addr = &sources[at];
             self.tried += 1;
             if self.damaged.contains(addr) {
                 continue;
@@ -131,6 +171,8 @@ impl Failover {
             match opened {
                 Ok(s) => {
                     self.current = Some(s);
+                    self.send_reads();
+                    self.at = at;
                     return Ok(());
                 }
                 Err(e) => self.failed(addr.clone(), e),
@@ -143,18 +185,29 @@ impl Failover {
         )))
     }
 
+    /// Sends the bytes handed out from the current holder.
+    fn send_reads(&mut self) {
+        if self.unsent > 0 {
+            // The map may have ended and no longer listen.
+            let _ = self.from.found.send(Found::Read(self.at, self.unsent));
+            self.unsent = 0;
+        }
+    }
+
     /// Notes a holder's failure; damage blames its copy.
     fn failed(&mut self, addr: String, e: ClusterError) {
         tracing::warn!("block {}: reading from {addr}: {e}", self.from.block.id);
         if let ClusterError::Damaged { damage, .. } = &e {
             self.damaged.push(addr.clone());
-            lock(&self.from.seen).corrupt.push(proto::CorruptReplica {
+            let c = proto::CorruptReplica {
                 block: self.from.block.id.clone(),
                 worker: String::new(),
                 addr,
                 detail: damage.clone(),
                 at_ms: sluice_proto::now_ms(),
-            });
+            };
+            // The map may have ended and no longer listen.
+            let _ = self.from.found.send(Found::Damaged(c));
         }
         self.last = Some(e.to_string());
     }
@@ -170,9 +223,7 @@ impl Read for Failover {
             match s.read_checked(buf) {
                 Ok(n) => {
                     self.pos += n as u64;
-                    if n > 0 {
-                        count(&self.from.seen, s.addr(), n as u64);
-                    }
+                    self.unsent += n as u64;
                     return Ok(n);
                 }
                 Err(e) => {
@@ -191,6 +242,12 @@ impl Read for Failover {
     }
 }
 
+impl Drop for Failover {
+    fn drop(&mut self) {
+        self.send_reads();
+    }
+}
+
 /// `s` with its first `n` bytes received and checked.
 fn skip(mut s: CheckedStream, n: u64) -> Result<CheckedStream, ClusterError> {
     let mut buf = vec![0u8; 64 << 10];
@@ -204,8 +261,7 @@ fn skip(mut s: CheckedStream, n: u64) -> Result<CheckedStream, ClusterError> {
 }
 
 /// Adds `n` bytes read from `addr`.
-fn count(seen: &Mutex<Seen>, addr: &str, n: u64) {
-    let mut seen = lock(seen);
+fn count(seen: &mut Seen, addr: &str, n: u64) {
     match seen.reads.iter_mut().find(|r| r.addr == addr) {
         Some(r) => r.bytes += n,
         None => seen.reads.push(proto::RemoteRead {
@@ -213,10 +269,6 @@ fn count(seen: &Mutex<Seen>, addr: &str, n: u64) {
             bytes: n,
         }),
     }
-}
-
-fn lock(m: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]
@@ -264,14 +316,13 @@ mod tests {
             .read_to_end(&mut got)
             .unwrap();
         assert!(got == data);
-        let seen = seen.lock().unwrap();
+        let seen = seen.collect();
         assert_eq!(seen.corrupt.len(), 1);
         assert_eq!(seen.corrupt[0].addr, a);
         // Two chunks from the first holder, the rest from the second.
         let from = |addr: &str| seen.reads.iter().find(|r| r.addr == addr).unwrap().bytes;
         assert_eq!(from(&a), 2 << 16);
         assert_eq!(from(&a) + from(&b), len);
-        drop(seen);
         // From an offset: the same bytes.
         let mut tail = Vec::new();
         remote
@@ -308,6 +359,6 @@ mod tests {
             .unwrap();
         let e = r.read_to_end(&mut Vec::new()).unwrap_err();
         assert!(e.to_string().contains("checksum mismatch"), "{e}");
-        assert_eq!(seen.lock().unwrap().corrupt.len(), 1);
+        assert_eq!(seen.collect().corrupt.len(), 1);
     }
 }

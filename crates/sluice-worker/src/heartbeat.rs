@@ -1,0 +1,226 @@
+//! The worker's side of the control plane: registration, the heartbeat
+//! loop, and what a heartbeat's reply asks for (kills, block deletions,
+//! cache pins, copies, ended jobs, new tasks).
+//!
+//! One heartbeat is kept outstanding (the coordinator holds it until there
+//! is work); a task that finishes is reported at once on a heartbeat of
+//! its own.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice_proto::ids::TaskKind;
+use sluice_proto::proto::{self, TaskAssignment, TaskReport};
+use sluice_proto::{ClusterError, PROTOCOL_VERSION};
+
+use crate::blocks;
+use crate::files;
+use crate::outbox::Letter;
+use crate::shared::Shared;
+use crate::task;
+use crate::tasks::AttemptKey;
+
+type Result<T> = std::result::Result<T, ClusterError>;
+
+/// Registers with the coordinator, trying for a minute while it does not
+/// answer; a refusal is final.
+pub(crate) async fn register(shared: &Shared) -> Result<()> {
+    let req = register_request(shared);
+    let mut tries = 0;
+    loop {
+        // A fresh listing each try: blocks may arrive meanwhile.
+        let mut req = req.clone();
+        req.blocks = shared
+            .layout
+            .block_ids()
+            .map_err(|e| ClusterError::io("listing", &shared.layout.root.join("blocks"), e))?;
+        shared.outbox().block_report_sent();
+        match shared.rpc.clone().register(req).await {
+            Ok(r) => {
+                registered(shared, r.into_inner());
+                return Ok(());
+            }
+            Err(s)
+                if s.code() == tonic::Code::Unauthenticated
+                    || s.code() == tonic::Code::FailedPrecondition =>
+            {
+                return Err(ClusterError::Auth(format!(
+                    "the coordinator refused this worker: {}",
+                    s.message()
+                )))
+            }
+            Err(_) if tries < 600 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(s) => return Err(s.into()),
+        }
+    }
+}
+
+/// What a registration says of this worker (its blocks apart).
+fn register_request(shared: &Shared) -> proto::RegisterRequest {
+    proto::RegisterRequest {
+        protocol_version: PROTOCOL_VERSION,
+        data_addr: shared.data_addr.clone(),
+        datacenter: shared.cfg.datacenter.clone(),
+        rack: shared.cfg.rack.clone(),
+        slots: shared.cfg.slots,
+        uid: shared.uid.clone(),
+        pid: std::process::id(),
+        blocks: Vec::new(),
+        memory: shared.cfg.memory,
+        http_addr: shared.http_addr.clone(),
+        host: shared.cfg.host.clone(),
+        free_bytes: files::free_bytes(&shared.cfg.data_dir),
+    }
+}
+
+/// A new session: the cache is reported afresh and the files of jobs not
+/// running any more are removed.
+fn registered(shared: &Shared, r: proto::RegisterReply) {
+    shared.outbox().registered(r.worker_id, r.epoch);
+    // A new registration knows nothing of this cache yet.
+    shared.cache.unreported();
+    files::remove_other_jobs_files(&shared.layout, &r.running_jobs);
+}
+
+/// Heartbeats until the coordinator asks for a re-registration.
+pub(crate) async fn heartbeats(shared: &Arc<Shared>) {
+    loop {
+        let reports = shared.outbox().take_reports();
+        let call = beat(shared, reports);
+        tokio::select! {
+            again = call => if again { return },
+            () = shared.reregister.notified() => return,
+        }
+    }
+}
+
+/// The session ended: no attempt running now may report.
+pub(crate) fn fence(shared: &Shared) {
+    shared.tasks().kill_all();
+    shared.outbox().fence();
+}
+
+/// One heartbeat carrying `reports`; returns whether to re-register.
+async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
+    let (letter, session, due) = {
+        let mut o = shared.outbox();
+        let due = o.block_report_due(shared.cfg.block_report);
+        (o.letter(reports), o.session(), due)
+    };
+    // No report from a listing that failed (it would make blocks look
+    // missing); the next heartbeat tries again.
+    let listed = due.then(|| shared.layout.block_ids().ok()).flatten();
+    let block_report = listed.is_some();
+    let cache = shared.cache.report(block_report);
+    let cache_sent = cache.is_some();
+    let req = heartbeat_request(shared, session, &letter, listed, cache);
+    let t0 = Instant::now();
+    let answer = shared.rpc.clone().heartbeat(req).await;
+    let seconds = t0.elapsed().as_secs_f64();
+    shared.metrics.heartbeat(seconds, answer.is_ok());
+    match answer {
+        Ok(r) => {
+            if block_report {
+                shared.outbox().block_report_sent();
+            }
+            handle_reply(shared, r.into_inner())
+        }
+        Err(e) => {
+            tracing::warn!("heartbeat failed: {}", e.message());
+            undelivered(shared, letter, cache_sent).await;
+            false
+        }
+    }
+}
+
+/// A heartbeat's request: `letter`, this worker's blocks when `listed`,
+/// its cache, and the fetches of its running attempts.
+fn heartbeat_request(
+    shared: &Shared,
+    (worker_id, epoch): (u64, u64),
+    letter: &Letter,
+    listed: Option<Vec<String>>,
+    cache: Option<proto::CacheReport>,
+) -> proto::HeartbeatRequest {
+    proto::HeartbeatRequest {
+        worker_id,
+        epoch,
+        reports: letter.reports.clone(),
+        corrupt: letter.corrupt.clone(),
+        block_report: listed.is_some(),
+        blocks: listed.unwrap_or_default(),
+        cache,
+        replicated: letter.replicated.clone(),
+        free_bytes: files::free_bytes(&shared.cfg.data_dir),
+        progress: shared.tasks().progress(),
+    }
+}
+
+/// A heartbeat failed: what it carried goes with the next one, after a
+/// pause.
+async fn undelivered(shared: &Shared, letter: Letter, cache_sent: bool) {
+    shared.outbox().returned(letter);
+    if cache_sent {
+        shared.cache.unreported();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+/// Does what a heartbeat's reply asks; returns whether to re-register.
+fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
+    if r.reregister {
+        shared.reregister.notify_one();
+        return true;
+    }
+    for k in &r.kills {
+        shared.tasks().kill(AttemptKey::from(k));
+    }
+    for b in &r.delete_blocks {
+        shared.cache.evict(b);
+        shared.layout.remove_block(b);
+    }
+    if let Some(pins) = r.pins {
+        blocks::pin_blocks(shared, pins.blocks);
+    }
+    for c in r.replicate {
+        blocks::spawn_copy(shared, c);
+    }
+    for j in &r.finished_jobs {
+        shared.tasks().job_ended(*j);
+        files::sweep_outputs(&shared.layout, *j, &r.kept_blocks);
+        files::remove_job_files(&shared.layout, *j);
+    }
+    for t in r.tasks {
+        spawn_task(shared, t);
+    }
+    false
+}
+
+/// Runs task `t` on a thread of its own, which reports it on a heartbeat
+/// of its own when it ends (unless its result is discarded).
+fn spawn_task(shared: &Arc<Shared>, t: TaskAssignment) {
+    let Some(id) = t.task else { return };
+    let k = AttemptKey::from(&id);
+    shared.tasks().start(k);
+    // Named for debuggers and `ps -T`: `task-` and the task's name
+    // (the kernel keeps 15 bytes).
+    let kind = TaskKind::from_wire(id.kind).map_or('?', TaskKind::letter);
+    let name = format!("task-{kind}{}-{}", id.index, id.job);
+    let s = shared.clone();
+    let spawned = std::thread::Builder::new().name(name).spawn(move || {
+        let Some(report) = task::run(&s, &t) else {
+            return;
+        };
+        let s2 = s.clone();
+        s.rt.spawn(async move {
+            beat(&s2, vec![report]).await;
+        });
+    });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start a task thread: {e}");
+        shared.tasks().finish(k);
+    }
+}
