@@ -10,7 +10,7 @@
 //!   content with the cluster's shared secret ([`signed`], [`auth`]);
 //! - the framed TCP data plane for blocks and shuffle segments ([`data`]);
 //! - the block store every replica lives in, with its checksums
-//!   ([`block`]);
+//!   ([`block`]), in the worker's data directory ([`layout`]);
 //! - the catalog's types ([`catalog`]), ids ([`ids`]), the job report
 //!   ([`report`]) and utilization samples ([`sample`]).
 //!
@@ -24,6 +24,7 @@ pub mod catalog;
 pub mod data;
 mod error;
 pub mod ids;
+pub mod layout;
 pub mod report;
 pub mod sample;
 pub mod signed;
