@@ -29,7 +29,7 @@ pub mod report;
 pub mod sample;
 pub mod signed;
 
-pub use error::ClusterError;
+pub use error::{ClusterError, InputDamage};
 
 /// The generated control-plane protocol.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

@@ -833,7 +833,7 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
         !inputs.is_empty() && inputs.iter().all(|i| matches!(i.from, MapInput::Cached));
     let res = if a.reducers == 0 {
         let dir = work.join(format!("m{}-a{}", id.index, id.attempt));
-        let o = tasks::map_only_task(&spec, &cfg, &split, &dir).map_err(ClusterError::from);
+        let o = tasks::map_only_task(&spec, &cfg, &split, &dir).map_err(engine_failure);
         let stored = o.and_then(|o| {
             let file = dir.join(format!("part-m-{:05}", id.index));
             report.output = Some(store_output(shared, a, &file)?);
@@ -845,7 +845,7 @@ fn run_map(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> Resu
         let dir = shared.layout.shuffle_dir(id.job);
         std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
         let out = shared.layout.map_output(id.job, id.index, id.attempt);
-        let o = tasks::map_task(&spec, &cfg, &split, &out).map_err(ClusterError::from);
+        let o = tasks::map_task(&spec, &cfg, &split, &out).map_err(engine_failure);
         o.and_then(|o| {
             report.partition_bytes = partition_bytes(&out)?;
             Ok(o)
@@ -893,8 +893,8 @@ fn external_split(index: usize, e: &proto::ExternalSplit) -> Result<Split> {
 
 /// The bytes of each partition of the map output at `path` (its trailer).
 fn partition_bytes(path: &Path) -> Result<Vec<u64>> {
-    let spill = sluice_formats::spill::SpillFile::open(path)
-        .map_err(|e| ClusterError::from(sluice_engine::EngineError::from(e)))?;
+    let spill =
+        sluice_formats::spill::SpillFile::open(path).map_err(|e| engine_failure(e.into()))?;
     Ok(spill.segments().iter().map(|s| s.len).collect())
 }
 
@@ -930,10 +930,30 @@ enum MapInput {
 /// was met in, if any.
 fn damage_of(e: &ClusterError) -> Option<(PathBuf, String)> {
     match e {
-        ClusterError::Engine(sluice_engine::EngineError::Format(
-            sluice_formats::FormatError::Damaged { path, damage },
-        )) => Some((path.clone(), damage.to_string())),
+        ClusterError::Task {
+            damaged_input: Some(d),
+            ..
+        } => Some((d.path.clone(), d.damage.clone())),
         _ => None,
+    }
+}
+
+/// The engine's failure of a task as the cluster reports it: its message,
+/// and the damage it met in an input file when that was the cause.
+fn engine_failure(e: sluice_engine::EngineError) -> ClusterError {
+    let damaged_input = match &e {
+        sluice_engine::EngineError::Format(sluice_formats::FormatError::Damaged {
+            path,
+            damage,
+        }) => Some(sluice_proto::InputDamage {
+            path: path.clone(),
+            damage: damage.to_string(),
+        }),
+        _ => None,
+    };
+    ClusterError::Task {
+        msg: e.to_string(),
+        damaged_input,
     }
 }
 
@@ -1257,7 +1277,7 @@ fn run_reduce(shared: &Shared, a: &TaskAssignment, report: &mut TaskReport) -> R
     let fetched = fetched?;
     report.fetch_seconds = t.elapsed().as_secs_f64();
     let out_dir = dir.join("out");
-    let o = tasks::reduce_task(&spec, &cfg, id.index, fetched, &out_dir)?;
+    let o = tasks::reduce_task(&spec, &cfg, id.index, fetched, &out_dir).map_err(engine_failure)?;
     let file = out_dir.join(format!("part-r-{:05}", id.index));
     report.output = Some(store_output(shared, a, &file)?);
     let _ = std::fs::remove_dir_all(&dir);
