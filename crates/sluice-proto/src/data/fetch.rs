@@ -103,10 +103,10 @@ pub struct FetchWatch {
     /// Set to stop the fetch (between blocks).
     pub stop: std::sync::atomic::AtomicBool,
 }
+
 /// Copies `len` bytes of spill blocks to `out` (through `w`), checking
 /// each block's frame and CRC. Failing to write `out` is a local error
 /// ([`ClusterError::Io`] or [`ClusterError::NoSpace`]), never the sender's.
-
 fn copy_blocks(
     r: &mut impl Read,
     w: &mut impl Write,
