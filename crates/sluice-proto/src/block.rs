@@ -17,36 +17,15 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use sluice_formats::chunked::{ChunkHasher, ChunkSums, Damage};
 
-use crate::data::Layout;
+use crate::layout::Layout;
 use crate::ClusterError;
 
 type Result<T> = std::result::Result<T, ClusterError>;
-
-impl Layout {
-    /// A stored block's checksum file.
-    pub fn meta(&self, id: &str) -> PathBuf {
-        self.root.join("blocks").join(format!("{id}.meta"))
-    }
-
-    /// Removes a stored block and its checksum file (missing ones are fine).
-    pub fn remove_block(&self, id: &str) {
-        if crate::data::check_id(id).is_ok() {
-            let _ = std::fs::remove_file(self.block(id));
-            let _ = std::fs::remove_file(self.meta(id));
-        }
-    }
-
-    fn temp(&self, id: &str, what: &str) -> PathBuf {
-        self.root
-            .join("blocks")
-            .join(format!(".{id}.{what}-{}", crate::now_ms()))
-    }
-}
 
 /// A writer that feeds everything it writes to a [`ChunkHasher`].
 #[derive(Debug)]

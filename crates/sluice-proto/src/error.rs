@@ -45,9 +45,24 @@ pub enum ClusterError {
     /// Bad arguments or configuration.
     #[error("{0}")]
     Config(String),
-    /// The local engine failed a task.
-    #[error(transparent)]
-    Engine(#[from] sluice_engine::EngineError),
+    /// The local engine failed a task: its message, and the damage it
+    /// met in the task's input when that was the cause (the input
+    /// replica's fault, not the task's).
+    #[error("{msg}")]
+    Task {
+        msg: String,
+        damaged_input: Option<InputDamage>,
+    },
+}
+
+/// A file of a task's input found damaged (a checksum mismatch, a bad
+/// frame), and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputDamage {
+    /// The damaged file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub damage: String,
 }
 
 impl ClusterError {

@@ -10,7 +10,7 @@
 //!   content with the cluster's shared secret ([`signed`], [`auth`]);
 //! - the framed TCP data plane for blocks and shuffle segments ([`data`]);
 //! - the block store every replica lives in, with its checksums
-//!   ([`block`]);
+//!   ([`block`]), in the worker's data directory ([`layout`]);
 //! - the catalog's types ([`catalog`]), ids ([`ids`]), the job report
 //!   ([`report`]) and utilization samples ([`sample`]).
 //!
@@ -24,11 +24,12 @@ pub mod catalog;
 pub mod data;
 mod error;
 pub mod ids;
+pub mod layout;
 pub mod report;
 pub mod sample;
 pub mod signed;
 
-pub use error::ClusterError;
+pub use error::{ClusterError, InputDamage};
 
 /// The generated control-plane protocol.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

@@ -8,6 +8,7 @@
 // crate's own source is `unsafe`.
 #![allow(unsafe_code)]
 
+mod child;
 mod codec;
 mod job;
 mod procs;
@@ -174,7 +175,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gen_text, m)?)?;
     m.add_function(wrap_pyfunction!(encode, m)?)?;
     m.add_function(wrap_pyfunction!(decode, m)?)?;
-    m.add_class::<procs::TaskIo>()?;
+    m.add_class::<child::TaskIo>()?;
     m.add("JobFailed", m.py().get_type::<JobFailed>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

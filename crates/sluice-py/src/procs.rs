@@ -47,17 +47,16 @@
 //!
 //! The pipes are a process's own, on one machine, so frames carry no
 //! checksum; the parent checks every frame's structure before use.
+//!
+//! This file is the parent's side; the child's native half (its codec
+//! work) is [`crate::child`]'s `TaskIo`.
 
 use std::io::{BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 
-use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
 use sluice_api::Error as ApiError;
-
-use crate::job::{decode_groups, lines, PyJob};
 
 /// How a parent starts its children.
 #[derive(Debug, Clone)]
@@ -276,69 +275,4 @@ fn count_pairs(bytes: &[u8]) -> Option<usize> {
         fields += 1;
     }
     (at == bytes.len() && fields % 2 == 0).then_some(fields / 2)
-}
-
-/// The child's side: a job's decoding and encoding, done natively in the
-/// child as the parent does it in process (`python/sluice/_proc.py`
-/// drives it).
-#[pyclass(module = "sluice._sluice")]
-pub struct TaskIo {
-    job: PyJob,
-}
-
-#[pymethods]
-impl TaskIo {
-    #[new]
-    fn py_new(runtime: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(TaskIo {
-            job: PyJob::new(runtime)?,
-        })
-    }
-
-    /// The lines of `block` (starting at byte `offset` of its file) as
-    /// strings; `ValueError` naming the line that is not UTF-8.
-    fn lines<'py>(
-        &self,
-        py: Python<'py>,
-        offset: u64,
-        block: &[u8],
-    ) -> PyResult<Bound<'py, PyList>> {
-        lines(py, self.job.undecodable(), offset, block)
-            .map_err(pyo3::exceptions::PyValueError::new_err)
-    }
-
-    /// The groups of a `G` request's body (after its count) as a list of
-    /// `(key, [values])`.
-    fn groups<'py>(
-        &self,
-        py: Python<'py>,
-        counts: &[u8],
-        bytes: &[u8],
-    ) -> PyResult<Bound<'py, PyList>> {
-        let counts = counts
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as usize);
-        decode_groups(py, self.job.codec(), counts, bytes)
-    }
-
-    /// A `P` reply's body for `pairs`, a list a task returned: encoded for
-    /// another task when `encode`, rendered for the output otherwise.
-    fn put<'py>(
-        &self,
-        pairs: &Bound<'py, PyAny>,
-        encode: bool,
-        reducers: u32,
-    ) -> PyResult<Bound<'py, PyBytes>> {
-        let (bytes, parts) = self.job.encode_pairs(pairs, encode, reducers)?;
-        let mut body = Vec::with_capacity(4 + bytes.len() + 4 * parts.len());
-        let n = u32::try_from(bytes.len()).map_err(|_| {
-            pyo3::exceptions::PyValueError::new_err("a batch's pairs came to 4 GiB or more")
-        })?;
-        body.extend_from_slice(&n.to_le_bytes());
-        body.extend_from_slice(&bytes);
-        for p in parts {
-            body.extend_from_slice(&p.to_le_bytes());
-        }
-        Ok(PyBytes::new(pairs.py(), &body))
-    }
 }

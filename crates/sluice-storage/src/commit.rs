@@ -8,43 +8,14 @@ use std::sync::Arc;
 use object_store::buffered::BufWriter;
 use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
-use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 
-use crate::object::{get_all, list, runtime, store, Location};
+use crate::manifest::{Manifest, ManifestFile, MANIFEST, PENDING};
+use crate::object::{get_all, list, store, Location};
+use crate::runtime::runtime;
 use crate::StorageError;
 
 type Result<T> = std::result::Result<T, StorageError>;
-
-/// The prefix of the marker a commit writes before its first part: parts
-/// beside a marker and no manifest are an output whose commit died.
-pub const PENDING: &str = "_PENDING-";
-
-/// The manifest's name in a committed output (Hadoop's success marker,
-/// holding the list of the output's objects).
-pub const MANIFEST: &str = "_SUCCESS";
-
-/// What a committed output holds: the manifest's JSON.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Manifest {
-    /// `sluice`.
-    pub committer: String,
-    /// The committing job's unique tag (the suffix of its objects' names).
-    pub job: String,
-    /// The output's data objects, in order, by name relative to the output.
-    pub files: Vec<ManifestFile>,
-    /// Other objects of the output (rejected records under `_bad_records/`).
-    #[serde(default)]
-    pub extra: Vec<ManifestFile>,
-}
-
-/// One object of a committed output.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ManifestFile {
-    /// Its name relative to the output.
-    pub key: String,
-    pub len: u64,
-}
 
 /// Refuses an output that is committed already unless `overwrite`: what a
 /// job checks before it runs, so it does not run in vain.

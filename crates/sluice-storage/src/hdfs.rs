@@ -39,9 +39,10 @@ use hdfs_native::file::FileReader;
 use hdfs_native::{Client, ClientBuilder, HdfsError, WriteOptions};
 use sluice_formats::input::{Codec, InputFile, Remote, RemoteSource};
 
-use crate::commit::{local_files, Manifest, ManifestFile, MANIFEST};
-use crate::object::runtime;
+use crate::commit::local_files;
+use crate::manifest::{Manifest, ManifestFile, MANIFEST};
 use crate::ranged::{reader, Chunks, RangeSource};
+use crate::runtime::runtime;
 use crate::short_circuit::{self, located_blocks, Located};
 use crate::StorageError;
 

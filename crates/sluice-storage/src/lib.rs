@@ -38,14 +38,17 @@ mod commit;
 mod error;
 mod hadoop_ipc;
 pub mod hdfs;
+mod manifest;
 mod object;
 mod ranged;
+mod runtime;
 mod short_circuit;
 
 use std::path::Path;
 
-pub use commit::{manifest, Manifest, ManifestFile, MANIFEST, PENDING};
+pub use commit::manifest;
 pub use error::StorageError;
+pub use manifest::{Manifest, ManifestFile, MANIFEST, PENDING};
 pub use object::{Location, Object};
 use sluice_formats::input::InputFile;
 

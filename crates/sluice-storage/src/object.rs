@@ -12,8 +12,9 @@ use object_store::path::Path as ObjPath;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use sluice_formats::input::{Codec, InputFile, Remote, RemoteSource};
 
-use crate::commit::{Manifest, MANIFEST, PENDING};
+use crate::manifest::{Manifest, MANIFEST, PENDING};
 use crate::ranged::{reader, Chunks, RangeSource};
+use crate::runtime::runtime;
 use crate::StorageError;
 
 type Result<T> = std::result::Result<T, StorageError>;
@@ -55,20 +56,6 @@ impl Location {
             format!("{}/{name}", self.key)
         }
     }
-}
-
-/// The runtime the stores' requests run on: input readers are called
-/// from the engine's OS threads, which wait on it.
-pub(crate) fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("object-store")
-            .enable_all()
-            .build()
-            .expect("a runtime for object-store requests")
-    })
 }
 
 /// The store of `bucket`, configured from the environment (one per

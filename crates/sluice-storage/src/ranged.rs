@@ -13,7 +13,7 @@ use bytes::Bytes;
 use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 
-use crate::object::runtime;
+use crate::runtime::runtime;
 
 /// Bytes a reader asks for past its split's end before the first range
 /// ends (the rest of its last line, usually far less).

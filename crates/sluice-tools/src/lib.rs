@@ -19,5 +19,6 @@ pub mod model;
 pub mod ohb_bench;
 pub mod pavlo_bench;
 pub mod progress;
+mod python;
 pub mod teravalidate;
 pub mod units;

@@ -495,7 +495,7 @@ fn render(rows: &[Row]) -> String {
 
 /// Draws the PNGs with `bench/ohb_plot.py`, or says how to get them.
 fn plot(b: &OhbBench, json: &Path) {
-    let python = crate::pavlo_bench::python(b.python.as_deref());
+    let python = crate::python::interpreter(b.python.as_deref());
     let script = Path::new("bench/ohb_plot.py");
     if !script.exists() {
         eprintln!("plots: bench/ohb_plot.py not found (run from the Sluice checkout)");

@@ -175,7 +175,7 @@ pub fn run(kind: BenchKind) -> anyhow::Result<()> {
     let data = b.work.join(format!("data-{}", b.scale));
     crate::datagen::pavlo_all(b.scale, 7, &data, Some(b.threads), false)?;
     let index_note = build_indexes(&b, &data)?;
-    let python = python(b.python.as_deref());
+    let python = crate::python::interpreter(b.python.as_deref());
     let mut rows = Vec::new();
     for task in &TASKS {
         rows.push(run_task(&b, task, &data, &python)?);
@@ -248,20 +248,6 @@ fn build_indexes(b: &PavloBench, data: &Path) -> anyhow::Result<String> {
     }
     note.push('\n');
     Ok(note)
-}
-
-pub(crate) fn python(given: Option<&Path>) -> PathBuf {
-    if let Some(p) = given {
-        return p.to_owned();
-    }
-    if let Some(p) = std::env::var_os("SLUICE_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = PathBuf::from(".venv/bin/python");
-    if venv.exists() {
-        return venv;
-    }
-    PathBuf::from("python3")
 }
 
 /// The job request of `task` over the generated data.

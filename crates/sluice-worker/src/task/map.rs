@@ -19,6 +19,7 @@ use crate::cache;
 use crate::shared::Shared;
 use crate::stream;
 
+use super::failure::engine_failure;
 use super::job::task_job;
 
 type Result<T> = std::result::Result<T, ClusterError>;
@@ -80,7 +81,7 @@ fn map_only(
 ) -> Result<TaskOutput> {
     let id = a.task.unwrap_or_default();
     let dir = work.join(format!("m{}-a{}", id.index, id.attempt));
-    let o = tasks::map_only_task(spec, cfg, split, &dir).map_err(ClusterError::from);
+    let o = tasks::map_only_task(spec, cfg, split, &dir).map_err(engine_failure);
     let stored = o.and_then(|o| {
         let file = dir.join(format!("part-m-{:05}", id.index));
         report.output = Some(blocks::store_output(shared, a, &file)?);
@@ -102,7 +103,7 @@ fn map_to_shuffle(
     let dir = shared.layout.shuffle_dir(id.job);
     std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
     let out = shared.layout.map_output(id.job, id.index, id.attempt);
-    let o = tasks::map_task(spec, cfg, split, &out).map_err(ClusterError::from);
+    let o = tasks::map_task(spec, cfg, split, &out).map_err(engine_failure);
     Ok(o.and_then(|o| {
         report.partition_bytes = partition_bytes(&out)?;
         Ok(o)
@@ -157,8 +158,8 @@ fn external_split(index: usize, e: &proto::ExternalSplit) -> Result<Split> {
 
 /// The bytes of each partition of the map output at `path` (its trailer).
 fn partition_bytes(path: &Path) -> Result<Vec<u64>> {
-    let spill = sluice_formats::spill::SpillFile::open(path)
-        .map_err(|e| ClusterError::from(sluice_engine::EngineError::from(e)))?;
+    let spill =
+        sluice_formats::spill::SpillFile::open(path).map_err(|e| engine_failure(e.into()))?;
     Ok(spill.segments().iter().map(|s| s.len).collect())
 }
 
@@ -188,9 +189,10 @@ enum MapInput {
 /// was met in, if any.
 fn damage_of(e: &ClusterError) -> Option<(PathBuf, String)> {
     match e {
-        ClusterError::Engine(sluice_engine::EngineError::Format(
-            sluice_formats::FormatError::Damaged { path, damage },
-        )) => Some((path.clone(), damage.to_string())),
+        ClusterError::Task {
+            damaged_input: Some(d),
+            ..
+        } => Some((d.path.clone(), d.damage.clone())),
         _ => None,
     }
 }

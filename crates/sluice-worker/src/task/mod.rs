@@ -6,6 +6,7 @@
 //! anew) runs on, but its result is discarded: its output block is
 //! removed, and its job's files too if the job has ended meanwhile.
 
+mod failure;
 mod job;
 mod map;
 mod reduce;

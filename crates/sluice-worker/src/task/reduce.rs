@@ -16,6 +16,7 @@ use crate::blocks;
 use crate::shared::Shared;
 use crate::tasks::AttemptKey;
 
+use super::failure::engine_failure;
 use super::job::task_job;
 
 type Result<T> = std::result::Result<T, ClusterError>;
@@ -45,7 +46,7 @@ pub(super) fn run_reduce(
     let fetched = fetched?;
     report.fetch_seconds = t.elapsed().as_secs_f64();
     let out_dir = dir.join("out");
-    let o = tasks::reduce_task(&spec, &cfg, id.index, fetched, &out_dir)?;
+    let o = tasks::reduce_task(&spec, &cfg, id.index, fetched, &out_dir).map_err(engine_failure)?;
     let file = out_dir.join(format!("part-r-{:05}", id.index));
     report.output = Some(blocks::store_output(shared, a, &file)?);
     let _ = std::fs::remove_dir_all(&dir);

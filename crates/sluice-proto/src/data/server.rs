@@ -1,0 +1,248 @@
+//! The server side of the data plane: a worker answering requests for
+//! its blocks, map outputs, samples and link probes.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sluice_formats::spill::SpillFile;
+
+use super::client::sink;
+use super::frame::{
+    Request, IO_TIMEOUT, MAGIC, MAX_BODY, MAX_PROBE, STATUS_DAMAGED, STATUS_ERROR, VERSION,
+};
+use crate::auth::{check_skew, constant_eq, mac_with, Secret};
+use crate::block::Unusable;
+use crate::layout::{check_id, Layout};
+use crate::sample::Sampler;
+use crate::signed::ReplayGuard;
+use crate::ClusterError;
+
+type Result<T> = std::result::Result<T, ClusterError>;
+
+/// or run slow user code far longer than other transfers' timeout.
+const STREAM_WRITE_TIMEOUT: Duration = Duration::from_secs(600);
+/// Serves a worker's blocks and map outputs on `listener`, one thread per
+/// connection, until the process exits.
+pub fn serve(listener: TcpListener, layout: Layout, secret: Secret, sampler: Option<Sampler>) {
+    let guard = Arc::new(ReplayGuard::default());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let (layout, secret, sampler) = (layout.clone(), secret.clone(), sampler.clone());
+            let guard = guard.clone();
+            std::thread::spawn(move || {
+                let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
+                let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
+                let _ = conn.set_nodelay(true);
+                let auth = (&secret, &*guard);
+                if let Err(e) = handle(&conn, &layout, auth, sampler.as_ref()) {
+                    tracing::debug!("data request failed: {e}");
+                    let _ = send_error(&conn, &e.to_string());
+                }
+            });
+        }
+    });
+}
+
+/// One request; `auth` is the cluster's secret and the nonces seen.
+fn handle(
+    conn: &TcpStream,
+    layout: &Layout,
+    auth: (&Secret, &ReplayGuard),
+    sampler: Option<&Sampler>,
+) -> Result<()> {
+    let peer = conn
+        .peer_addr()
+        .map_or_else(|_| "?".into(), |a| a.to_string());
+    let mut r = BufReader::with_capacity(256 << 10, conn);
+    let req = read_request(&mut r, auth.0, auth.1, &peer)?;
+    match req {
+        Request::ReadBlock { id } => send_block(conn, layout, &id, u64::MAX),
+        Request::ReadHead { id, max } => send_block(conn, layout, &id, max),
+        Request::ReadChecked { id } => send_checked(conn, layout, &id),
+        Request::WriteBlock { ref id, len, crc } => {
+            if let Err(e) = check_id(id) {
+                drain_write(&mut r, &req);
+                return Err(e);
+            }
+            crate::block::store_stream(layout, id, &mut r, len, crc, &peer)?;
+            send_ok(conn, 0, 0)
+        }
+        Request::Fetch {
+            job,
+            map,
+            attempt,
+            part,
+        } => {
+            let path = layout.map_output(job, map, attempt);
+            let run = SpillFile::open(&path).map_err(|e| ClusterError::Remote(e.to_string()))?;
+            let seg = run.segments().get(part as usize).copied().ok_or_else(|| {
+                ClusterError::Remote(format!("map output has no partition {part}"))
+            })?;
+            let f = File::open(&path).map_err(|e| ClusterError::io("opening", &path, e))?;
+            send_range(conn, f, seg.offset, seg.len, seg.records)
+        }
+        Request::Stats { since } => {
+            let samples = sampler.map(|s| s.since(since)).unwrap_or_default();
+            let mut body = Vec::with_capacity(samples.len() * crate::sample::SAMPLE_BYTES);
+            samples.iter().for_each(|s| s.encode(&mut body));
+            send_ok(conn, body.len() as u64, samples.len() as u64)?;
+            let mut c = conn;
+            c.write_all(&body)
+                .map_err(|e| ClusterError::net("sending to", &peer, e))
+        }
+        Request::Sink { len } => {
+            let got = std::io::copy(&mut r.take(len), &mut std::io::sink())
+                .map_err(|e| ClusterError::net("receiving from", &peer, e))?;
+            send_ok(conn, 0, got)
+        }
+        Request::Probe { to, len } => {
+            let t = std::time::Instant::now();
+            sink(&to, auth.0, len.min(MAX_PROBE))?;
+            send_ok(conn, 0, t.elapsed().as_micros() as u64)
+        }
+    }
+}
+
+/// Sends the first `max` bytes of block `id` (all of it when shorter).
+/// A damaged replica (missing, no valid checksum file, wrong length) is
+/// answered with status 2.
+fn send_block(conn: &TcpStream, layout: &Layout, id: &str, max: u64) -> Result<()> {
+    let Some((f, sums)) = open_to_send(conn, layout, id)? else {
+        return Ok(());
+    };
+    send_range(conn, f, 0, sums.len.min(max), 0)
+}
+
+/// Block `id` opened to be sent, with its chunk checksums (its length
+/// among them); or
+/// `None` when the replica is damaged (missing, no valid checksum file,
+/// wrong length), which has been answered with status 2. Unreadable now
+/// (not damaged) is an error, status 1.
+fn open_to_send(
+    conn: &TcpStream,
+    layout: &Layout,
+    id: &str,
+) -> Result<Option<(File, sluice_formats::chunked::ChunkSums)>> {
+    check_id(id)?;
+    let path = layout.block(id);
+    let sums = match crate::block::check_before_send(layout, id) {
+        Ok(sums) => sums,
+        Err(Unusable::Damaged(d)) => {
+            let _ = send_status(conn, STATUS_DAMAGED, &d.to_string());
+            return Ok(None);
+        }
+        Err(Unusable::Io(e)) => return Err(ClusterError::io("reading block", &path, e)),
+    };
+    let f = File::open(&path).map_err(|e| ClusterError::io("opening block", &path, e))?;
+    Ok(Some((f, sums)))
+}
+
+/// Sends block `id` with its chunk checksums ahead of it (READ_CHECKED).
+/// A damaged replica is answered as [`open_to_send`] says; damage inside
+/// the bytes is for the reader's chunk checks to find.
+fn send_checked(conn: &TcpStream, layout: &Layout, id: &str) -> Result<()> {
+    let Some((f, sums)) = open_to_send(conn, layout, id)? else {
+        return Ok(());
+    };
+    let len = sums.len;
+    conn.set_write_timeout(Some(STREAM_WRITE_TIMEOUT))
+        .map_err(|e| ClusterError::net("answering", "peer", e))?;
+    send_ok(conn, len, u64::from(sums.chunk))?;
+    let crcs: Vec<u8> = sums.crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
+    let mut w = conn;
+    w.write_all(&crcs)
+        .map_err(|e| ClusterError::net("sending", "peer", e))?;
+    let sent = std::io::copy(&mut f.take(len), &mut w)
+        .map_err(|e| ClusterError::net("sending", "peer", e))?;
+    if sent != len {
+        return Err(ClusterError::Remote(
+            "block shorter than its checksums".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn read_request(
+    r: &mut impl Read,
+    secret: &Secret,
+    guard: &ReplayGuard,
+    peer: &str,
+) -> Result<Request> {
+    let mut header = [0u8; 10];
+    r.read_exact(&mut header)
+        .map_err(|e| ClusterError::net("reading request from", peer, e))?;
+    if &header[..4] != MAGIC || header[4] != VERSION {
+        return Err(ClusterError::Remote(format!(
+            "not a Sluice data-plane request of version {VERSION}"
+        )));
+    }
+    let len = u32::from_le_bytes(header[6..].try_into().expect("4 bytes"));
+    if len > MAX_BODY {
+        return Err(ClusterError::Remote("request body too large".into()));
+    }
+    let mut body = vec![0u8; len as usize + 32];
+    r.read_exact(&mut body)
+        .map_err(|e| ClusterError::net("reading request from", peer, e))?;
+    let (body, mac) = body.split_at(len as usize);
+    let (ts, nonce, req) = Request::parse(header[5], body)
+        .ok_or_else(|| ClusterError::Remote("malformed request".into()))?;
+    let want = mac_with(&req.key(secret), &[&header, body]);
+    if !constant_eq(&want, mac) {
+        return Err(ClusterError::Auth(format!(
+            "refused an unauthenticated data request from {peer}"
+        )));
+    }
+    // Authenticated from here: a refused write's data is read first, so
+    // its writer hears why instead of a reset connection.
+    let fresh = check_skew(ts).and_then(|()| guard.fresh(nonce, ts));
+    if let Err(e) = fresh {
+        drain_write(r, &req);
+        return Err(e);
+    }
+    Ok(req)
+}
+
+/// Reads and drops the data of a WRITE_BLOCK request that is refused.
+fn drain_write(r: &mut impl Read, req: &Request) {
+    if let Request::WriteBlock { len, .. } = req {
+        let _ = std::io::copy(&mut r.take(*len), &mut std::io::sink());
+    }
+}
+
+fn send_ok(mut conn: &TcpStream, len: u64, records: u64) -> Result<()> {
+    let mut h = vec![0u8];
+    h.extend_from_slice(&len.to_le_bytes());
+    h.extend_from_slice(&records.to_le_bytes());
+    conn.write_all(&h)
+        .map_err(|e| ClusterError::net("answering", "peer", e))
+}
+
+fn send_error(conn: &TcpStream, msg: &str) -> std::io::Result<()> {
+    send_status(conn, STATUS_ERROR, msg)
+}
+
+fn send_status(mut conn: &TcpStream, status: u8, msg: &str) -> std::io::Result<()> {
+    let mut h = vec![status];
+    h.extend_from_slice(&(msg.len() as u32).to_le_bytes());
+    h.extend_from_slice(msg.as_bytes());
+    conn.write_all(&h)
+}
+
+/// Sends `len` bytes of `f` from `offset` (by `sendfile` on Linux: std's
+/// copy from a file to a socket uses it).
+fn send_range(conn: &TcpStream, mut f: File, offset: u64, len: u64, records: u64) -> Result<()> {
+    send_ok(conn, len, records)?;
+    f.seek(SeekFrom::Start(offset))
+        .map_err(|e| ClusterError::net("seeking", "file", e))?;
+    let mut w = conn;
+    let sent = std::io::copy(&mut f.take(len), &mut w)
+        .map_err(|e| ClusterError::net("sending", "peer", e))?;
+    if sent != len {
+        return Err(ClusterError::Remote("file shorter than its index".into()));
+    }
+    Ok(())
+}
