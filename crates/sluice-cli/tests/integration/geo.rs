@@ -2,10 +2,7 @@
 //! placement, data-center-local maps and ARTS, with the bytes that cross
 //! data centers in the report and the local engine's answers.
 
-mod common;
-mod support;
-
-use support::*;
+use crate::support::*;
 
 /// Blocks (not output blocks) in each worker's data directory.
 fn blocks_per_worker(c: &Cluster) -> Vec<usize> {
@@ -147,7 +144,7 @@ fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
         .unwrap();
     assert!(n > 0.0, "{profile}");
     let report = d.path().join("model.json");
-    ok(common::sluice()
+    ok(sluice()
         .args(["run", "wordcount", "-q", "--input"])
         .arg(&data)
         .arg("--output")

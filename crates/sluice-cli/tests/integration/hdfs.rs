@@ -15,10 +15,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-mod common;
-mod support;
-
-use support::*;
+use crate::support::*;
 
 /// A MiniDFSCluster, shut down when dropped.
 struct Dfs {

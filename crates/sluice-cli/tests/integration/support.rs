@@ -1,12 +1,25 @@
-//! Helpers of the cluster process tests: a `sluice cluster up` cluster,
-//! data, the local engine's answers, polling.
-#![allow(dead_code)] // each test binary uses its own share of them
+//! Helpers shared by the modules: the `sluice` binary under test, a
+//! `sluice cluster up` cluster, data, the local engine's answers, polling.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub use crate::common::{ok, sluice};
+/// The `sluice` binary under test.
+pub fn sluice() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+}
+
+/// Asserts the command succeeded, showing its output if not.
+pub fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "sluice failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
 
 /// A cluster from `sluice cluster up`, stopped when dropped.
 pub struct Cluster {

@@ -8,11 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-mod common;
-mod support;
-
-use common::ok;
-use support::*;
+use crate::support::*;
 
 /// What `sluice cache ls` says each worker (by id) caches: blocks and
 /// whether each is pinned; and the directive lines.

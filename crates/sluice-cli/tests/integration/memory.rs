@@ -5,8 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::{ok, sluice};
+use crate::support::{ok, sluice};
 
 /// What a process holds besides its budget: code, stacks, thread-local
 /// allocator caches, read and write buffers (the documented overhead).

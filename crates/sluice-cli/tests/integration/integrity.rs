@@ -7,9 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-mod common;
-mod support;
-use support::*;
+use crate::support::*;
 
 /// Bytes of each full block: 16-byte lines fill 256 KB blocks exactly, so
 /// every block but the last has this length (for swapping blocks).

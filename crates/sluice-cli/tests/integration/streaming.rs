@@ -7,11 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-mod support;
-
-use common::{ok, sluice};
-use support::*;
+use crate::support::*;
 
 /// The scripts, written under `dir`.
 fn scripts(dir: &Path) -> (PathBuf, PathBuf) {

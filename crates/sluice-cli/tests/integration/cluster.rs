@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-mod support;
-use support::*;
+use crate::support::*;
 
 #[test]
 fn cluster_jobs_match_the_local_engine_and_data_sets_round_trip() {

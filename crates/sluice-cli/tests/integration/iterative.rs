@@ -7,11 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-mod support;
-
-use common::{ok, sluice};
-use support::*;
+use crate::support::*;
 
 /// The Python with numpy: `SLUICE_PYTHON` (scripts/test.sh sets it) or the
 /// project's venv.

@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{ok, sluice};
+use crate::support::{ok, sluice};
 
 fn gen(dir: &Path, size: &str) -> PathBuf {
     let data = dir.join("text");

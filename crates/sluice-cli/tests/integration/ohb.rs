@@ -2,8 +2,7 @@
 //! counts per reducer (the bench's own oracle fails the run otherwise),
 //! utilization samples, and clear errors for impossible parameters.
 
-mod common;
-use common::{ok, sluice};
+use crate::support::{ok, sluice};
 
 /// Runs `sluice bench ohb ARGS` (split at spaces) into a fresh directory (no plots).
 fn bench(args: &str) -> (tempfile::TempDir, std::path::PathBuf) {

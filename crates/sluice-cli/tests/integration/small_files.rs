@@ -8,11 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-mod common;
-mod support;
-
-use common::ok;
-use support::*;
+use crate::support::*;
 
 /// Cuts the lines of the files of `data` into files of about `lines` lines each under
 /// `dir` (some in nested directories, one empty); returns them all
@@ -223,7 +219,7 @@ fn the_catalog_is_whole_after_the_coordinator_is_killed_during_puts() {
             let mut done = Vec::new();
             for (i, src) in sources.iter().enumerate() {
                 let name = format!("p{i:02}");
-                let out = common::sluice()
+                let out = sluice()
                     .args(["put", "--dataset", &name, "--cluster"])
                     .arg(&dir)
                     .arg(src)

@@ -10,10 +10,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-mod common;
-mod support;
-
-use support::*;
+use crate::support::*;
 
 /// The venv's Python (scripts/test.sh sets it).
 fn python() -> PathBuf {
