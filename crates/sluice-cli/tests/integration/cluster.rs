@@ -33,7 +33,7 @@ fn cluster_jobs_match_the_local_engine_and_data_sets_round_trip() {
         summary.contains("12 data-local, 0 remote maps"),
         "{summary}"
     );
-    let r = read_report(&report);
+    let r = read_json(&report);
     assert_eq!(r["maps"].as_u64(), Some(12), "{r}");
     assert_eq!(r["cluster"]["data_local_maps"].as_u64(), Some(12), "{r}");
     assert_eq!(
@@ -94,7 +94,7 @@ fn a_worker_killed_mid_job_loses_nothing() {
     std::thread::sleep(Duration::from_millis(700));
     signal(c.worker_pids()[0], "KILL");
     ok(job.wait_with_output().unwrap());
-    let r = read_report(&report);
+    let r = read_json(&report);
     assert!(
         r["cluster"]["attempts"]["lost"].as_u64().unwrap() >= 1,
         "{r}"
@@ -116,7 +116,7 @@ fn a_stopped_worker_is_routed_around() {
     let out = job.wait_with_output().unwrap();
     signal(stopped, "CONT");
     ok(out);
-    let r = read_report(&report);
+    let r = read_json(&report);
     let a = &r["cluster"]["attempts"];
     let rerun = a["lost"].as_u64().unwrap() + a["speculative"].as_u64().unwrap();
     assert!(rerun >= 1, "{r}");
@@ -217,8 +217,7 @@ fn ohb_counts_every_pair_on_the_cluster_even_when_a_worker_dies() {
         .arg(&out)
         .output()
         .unwrap());
-    let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let r = read_json(&out.join("results.json"));
     assert_eq!(
         r[0]["median_run"]["nodes"].as_array().unwrap().len(),
         3,
@@ -245,7 +244,7 @@ fn ohb_counts_every_pair_on_the_cluster_even_when_a_worker_dies() {
     std::thread::sleep(Duration::from_millis(500));
     signal(c.worker_pids()[0], "KILL");
     ok(job.wait_with_output().unwrap());
-    let r = read_report(&report);
+    let r = read_json(&report);
     // 12 maps and 3 reduces: more attempts means work was redone.
     assert!(
         r["cluster"]["attempts"]["launched"].as_u64().unwrap() > 15,
@@ -342,7 +341,7 @@ fn a_corrupt_map_output_on_disk_is_recomputed() {
     }
     std::fs::write(&victim, &bytes).unwrap();
     ok(job.wait_with_output().unwrap());
-    let r = read_report(&report);
+    let r = read_json(&report);
     // 12 maps and 3 reduces: more attempts means the damaged map re-ran.
     assert!(
         r["cluster"]["attempts"]["launched"].as_u64().unwrap() > 15,
@@ -379,7 +378,7 @@ fn a_worker_killed_after_reducers_fetched_its_output_loses_nothing() {
         .expect("another worker ran maps");
     signal(c.worker_pids()[victim], "KILL");
     ok(job.wait_with_output().unwrap());
-    let r = read_report(&report);
+    let r = read_json(&report);
     assert!(
         r["cluster"]["attempts"]["lost"].as_u64().unwrap() >= 1,
         "{r}"
@@ -574,11 +573,11 @@ fn the_pavlo_join_runs_on_the_cluster_in_both_forms() {
         );
     }
     same_dirs(&answer, &local_join(d.path(), &pavlo, "baseline"));
-    let fast = read_report(&fast_report);
+    let fast = read_json(&fast_report);
     assert_eq!(fast["reducers"].as_u64(), Some(1), "{fast}");
     // The baseline's report is its three jobs', and their temporary data
     // sets are gone.
-    let base = read_report(&base_report);
+    let base = read_json(&base_report);
     assert_eq!(base.as_array().map(Vec::len), Some(3), "{base}");
     let names = || {
         let ls = ok(c.cmd(&["ls"]).output().unwrap());
@@ -781,7 +780,7 @@ fn a_workers_memory_is_shared_by_its_slots() {
             .arg(&report)
             .output()
             .unwrap());
-        assert_eq!(read_report(&report)["task_memory_bytes"], want);
+        assert_eq!(read_json(&report)["task_memory_bytes"], want);
     }
 }
 
@@ -843,7 +842,7 @@ fn maps_by_level_with_one_holder(flags: &str) -> (u64, u64, f64) {
         .output()
         .unwrap());
     counts_match_local(&c, d.path(), &data);
-    let r = read_report(&report);
+    let r = read_json(&report);
     let by = &r["cluster"]["maps_by_level"];
     let n = |level: &str| by[level].as_u64().unwrap_or(0);
     // On the holder: from its disk, or its cache.
@@ -906,7 +905,7 @@ fn node_local_share_of_small_jobs(flags: &str) -> f64 {
     let (mut node, mut all) = (0, 0);
     for (child, report) in jobs {
         ok(child.wait_with_output().unwrap());
-        let r = read_report(&report);
+        let r = read_json(&report);
         // On its block's worker: from its disk or its cache.
         node += r["cluster"]["data_local_maps"].as_u64().unwrap();
         all += r["maps"].as_u64().unwrap();
@@ -952,7 +951,7 @@ fn mean_map_slots_of_two_jobs(flags: &str) -> (f64, f64) {
     ok(j1.wait_with_output().unwrap());
     ok(j2.wait_with_output().unwrap());
     let slots = |p: &Path| {
-        let r = read_report(p);
+        let r = read_json(p);
         assert_eq!(r["cluster"]["data_local_maps"], r["maps"], "{r}");
         r["cluster"]["slots"]["mean_map_slots"].as_f64().unwrap()
     };
@@ -992,7 +991,7 @@ fn a_pool_at_its_maximum_share_holds_no_more_and_pools_reload() {
     job.args(WC)
         .args(["--input", "words", "--output", "c", "--report"]);
     ok(job.arg(&report).output().unwrap());
-    let r = read_report(&report);
+    let r = read_json(&report);
     assert_eq!(r["cluster"]["pool"], "capped", "{r}");
     let held = r["cluster"]["slots"]["mean_map_slots"].as_f64().unwrap();
     assert!(
@@ -1051,7 +1050,7 @@ fn a_straggler_gets_a_backup_attempt_that_wins() {
     let out = job.wait_with_output();
     signal(slow, "CONT");
     ok(out.unwrap());
-    let r = read_report(&report);
+    let r = read_json(&report);
     let a = &r["cluster"]["attempts"];
     assert!(a["speculative"].as_u64().unwrap() >= 1, "a backup: {r}");
     assert!(
@@ -1093,7 +1092,7 @@ fn a_pool_under_its_minimum_share_preempts_the_youngest_attempts_of_another() {
     let b = job("b", "cb", &rb);
     ok(a.wait_with_output().unwrap());
     ok(b.wait_with_output().unwrap());
-    let ra = read_report(&ra);
+    let ra = read_json(&ra);
     let killed = ra["cluster"]["attempts"]["killed"].as_u64().unwrap();
     assert!(killed >= 1, "a's youngest attempt preempted: {ra}");
     assert_eq!(

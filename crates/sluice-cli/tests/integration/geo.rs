@@ -31,7 +31,7 @@ fn wordcount(
         .arg(&report)
         .output()
         .unwrap());
-    read_report(&report)["cluster"].clone()
+    read_json(&report)["cluster"].clone()
 }
 
 fn crossed(r: &serde_json::Value, field: &str) -> u64 {
@@ -138,7 +138,7 @@ fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
         })
         .count();
     assert_eq!(rows, 4, "a row per worker: {printed}");
-    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&hw).unwrap()).unwrap();
+    let profile = read_json(&hw);
     let n = profile["network_all_to_all"]["measured"]["median"]
         .as_f64()
         .unwrap();
@@ -155,7 +155,7 @@ fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
         .arg(&report)
         .output()
         .unwrap());
-    let model = &read_report(&report)["local"]["model"]["hardware"];
+    let model = &read_json(&report)["local"]["model"]["hardware"];
     assert_eq!(model["network"].as_f64(), Some(n));
     assert!(
         model["source"].as_str().unwrap().contains("all-to-all"),

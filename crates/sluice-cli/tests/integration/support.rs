@@ -21,6 +21,26 @@ pub fn ok(out: Output) -> Output {
     out
 }
 
+/// The project's Python, with DuckDB, numpy, networkx, scipy and moto (the
+/// oracles and the S3 server): `SLUICE_PYTHON` (scripts/test.sh sets it)
+/// or the workspace's `.venv`.
+pub fn python() -> PathBuf {
+    std::env::var_os("SLUICE_PYTHON").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python"),
+        PathBuf::from,
+    )
+}
+
+/// Whether this process runs as root, by its effective user id (root may
+/// mount a tmpfs and lock any amount of memory).
+pub fn root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .is_some_and(|u| u.split_whitespace().nth(1) == Some("0"))
+}
+
 /// A cluster from `sluice cluster up`, stopped when dropped.
 pub struct Cluster {
     pub dir: PathBuf,
@@ -262,7 +282,8 @@ pub fn block_files(data_dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-pub fn read_report(path: &Path) -> serde_json::Value {
+/// The JSON file at `path`: a report, results, a profile.
+pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
