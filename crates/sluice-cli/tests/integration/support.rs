@@ -428,7 +428,7 @@ pub fn restart_coordinator(c: &Cluster, argv: &[String], workers: usize) -> Kill
 }
 
 /// The project directory `rel` (from the repository's root) built by
-/// Maven once per test binary, unless `jar` (under its `target/`) is
+/// Maven, one build at a time, unless `jar` (under its `target/`) is
 /// there already (scripts/test.sh builds them before the tests; this
 /// covers a lone `cargo test`). The classpath of its jar and
 /// dependencies.
