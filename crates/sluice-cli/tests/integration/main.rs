@@ -19,6 +19,7 @@ mod iterative;
 mod memory;
 mod ohb;
 mod s3;
+mod scheduling;
 mod small_files;
 mod streaming;
 mod streaming_hadoop;
