@@ -7,11 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-mod support;
-
-use common::{ok, sluice};
-use support::*;
+use crate::support::*;
 
 /// The scripts, written under `dir`.
 fn scripts(dir: &Path) -> (PathBuf, PathBuf) {
@@ -168,7 +164,7 @@ fn a_map_only_job_passes_any_bytes_and_sees_its_properties_and_counters() {
     }
     let all = String::from_utf8(concat_parts(&named)).unwrap();
     assert!(all.contains(&want_split), "{all}");
-    let r = read_report(&report);
+    let r = read_json(&report);
     assert_eq!(r["user_counters"]["app.lines"].as_u64(), Some(198), "{r}");
 }
 

@@ -14,10 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
-mod support;
-
-use support::*;
+use crate::support::*;
 
 /// Words of generated text, and a file of awkward lines: tabs, empty
 /// lines, a line of blanks, CR LF ends, UTF-8, no final newline.
@@ -57,7 +54,7 @@ fn both(dir: &Path, data: &Path, name: &str, s: &Scripts<'_>) -> (PathBuf, PathB
         h.arg(c);
     }
     ok(h.output().unwrap());
-    let mut c = common::sluice();
+    let mut c = sluice();
     c.current_dir(dir)
         .args(["streaming", "-input"])
         .arg(data)

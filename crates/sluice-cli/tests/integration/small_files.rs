@@ -8,11 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-mod common;
-mod support;
-
-use common::ok;
-use support::*;
+use crate::support::*;
 
 /// Cuts the lines of the files of `data` into files of about `lines` lines each under
 /// `dir` (some in nested directories, one empty); returns them all
@@ -87,7 +83,7 @@ fn a_tree_of_small_files_is_put_whole_and_counted_in_a_few_maps() {
         .arg(&report)
         .output()
         .unwrap());
-    let r = read_report(&report);
+    let r = read_json(&report);
     let maps = r["maps"].as_u64().unwrap();
     assert!(maps <= 4, "{blocks} blocks packed into a few maps: {r}");
     assert_eq!(r["input_pieces"].as_u64(), Some(blocks as u64), "{r}");
@@ -112,7 +108,7 @@ fn a_tree_of_small_files_is_put_whole_and_counted_in_a_few_maps() {
         .arg(&unpacked)
         .output()
         .unwrap());
-    let r = read_report(&unpacked);
+    let r = read_json(&unpacked);
     let few_blocks = tree(&few).iter().filter(|(_, b)| !b.is_empty()).count();
     assert_eq!(r["maps"].as_u64(), Some(few_blocks as u64), "{r}");
 }
@@ -140,7 +136,7 @@ fn a_packed_map_whose_worker_dies_runs_again_elsewhere() {
     poll(|| running_a_task(victim).then_some(()));
     signal(victim, "KILL");
     ok(job.wait_with_output().unwrap());
-    let r = read_report(&report);
+    let r = read_json(&report);
     assert!(
         r["cluster"]["attempts"]["lost"].as_u64().unwrap() >= 1,
         "{r}"
@@ -223,7 +219,7 @@ fn the_catalog_is_whole_after_the_coordinator_is_killed_during_puts() {
             let mut done = Vec::new();
             for (i, src) in sources.iter().enumerate() {
                 let name = format!("p{i:02}");
-                let out = common::sluice()
+                let out = sluice()
                     .args(["put", "--dataset", &name, "--cluster"])
                     .arg(&dir)
                     .arg(src)

@@ -7,20 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-mod support;
-
-use common::{ok, sluice};
-use support::*;
-
-/// The Python with numpy: `SLUICE_PYTHON` (scripts/test.sh sets it) or the
-/// project's venv.
-fn python() -> PathBuf {
-    std::env::var_os("SLUICE_PYTHON").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python"),
-        PathBuf::from,
-    )
-}
+use crate::support::*;
 
 /// numpy's k-means: `iterations` Lloyd steps over the points in `input`
 /// from the centres in `init` (lines `index TAB coordinates`); a centre no

@@ -1,12 +1,45 @@
-//! Helpers of the cluster process tests: a `sluice cluster up` cluster,
-//! data, the local engine's answers, polling.
-#![allow(dead_code)] // each test binary uses its own share of them
+//! Helpers shared by the modules: the `sluice` binary under test, a
+//! `sluice cluster up` cluster, data, the local engine's answers, polling.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub use crate::common::{ok, sluice};
+/// The `sluice` binary under test.
+pub fn sluice() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+}
+
+/// Asserts the command succeeded, showing its output if not.
+pub fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "sluice failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The project's Python, with DuckDB, numpy, networkx, scipy and moto (the
+/// oracles and the S3 server): `SLUICE_PYTHON` (scripts/test.sh sets it)
+/// or the workspace's `.venv`.
+pub fn python() -> PathBuf {
+    std::env::var_os("SLUICE_PYTHON").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python"),
+        PathBuf::from,
+    )
+}
+
+/// Whether this process runs as root, by its effective user id (root may
+/// mount a tmpfs and lock any amount of memory).
+pub fn root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .is_some_and(|u| u.split_whitespace().nth(1) == Some("0"))
+}
 
 /// A cluster from `sluice cluster up`, stopped when dropped.
 pub struct Cluster {
@@ -249,7 +282,8 @@ pub fn block_files(data_dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-pub fn read_report(path: &Path) -> serde_json::Value {
+/// The JSON file at `path`: a report, results, a profile.
+pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
@@ -394,7 +428,7 @@ pub fn restart_coordinator(c: &Cluster, argv: &[String], workers: usize) -> Kill
 }
 
 /// The project directory `rel` (from the repository's root) built by
-/// Maven once per test binary, unless `jar` (under its `target/`) is
+/// Maven, one build at a time, unless `jar` (under its `target/`) is
 /// there already (scripts/test.sh builds them before the tests; this
 /// covers a lone `cargo test`). The classpath of its jar and
 /// dependencies.

@@ -8,11 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-mod common;
-mod support;
-
-use common::ok;
-use support::*;
+use crate::support::*;
 
 /// What `sluice cache ls` says each worker (by id) caches: blocks and
 /// whether each is pinned; and the directive lines.
@@ -164,7 +160,7 @@ fn twice(c: &Cluster, dir: &Path, data: &Path, name: &str, job: &[&str]) -> (u64
         // Map-only and sampled jobs cut their parts where the cluster's
         // blocks and samples fall: the same records, in the same order.
         assert!(concat_parts(&got) == concat_parts(&want), "{name} differs");
-        let r = read_report(&report);
+        let r = read_json(&report);
         from_cache = r["cluster"]["cache"]["maps_from_cache"].as_u64().unwrap();
         maps = r["maps"].as_u64().unwrap();
     }
@@ -382,7 +378,7 @@ fn a_map_admitting_a_damaged_replica_blames_it_and_reads_another() {
     let mut cmd = submit_wc(&c, "words", "counts");
     ok(cmd.arg("--report").arg(&report).output().unwrap());
     counts_match_local(&c, d.path(), &data);
-    let r = read_report(&report);
+    let r = read_json(&report);
     assert_eq!(r["maps"].as_u64().unwrap(), 4, "{r}");
     let damaged = &r["cluster"]["attempts"]["damaged_replicas"];
     assert!(damaged.as_u64().unwrap() > 0, "{r}");
@@ -410,15 +406,6 @@ fn a_worker_holding_cached_blocks_killed_leaves_the_job_whole() {
     wait_until_lost(&c, 1);
     ok(submit_wc(&c, "words", "counts").output().unwrap());
     counts_match_local(&c, d.path(), &data);
-}
-
-/// Whether this process runs as root (which may lock any amount).
-fn root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .is_some_and(|u| u.split_whitespace().next() == Some("0"))
 }
 
 #[test]

@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{ok, sluice};
+use crate::support::{ok, python, read_json, sluice};
 
 fn gen(dir: &Path, size: &str) -> PathBuf {
     let data = dir.join("text");
@@ -41,9 +40,7 @@ fn demo_generates_counts_and_prints_the_top_words() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("top 10 words:"), "{stdout}");
     assert!(stderr(&out).contains("REDUCE_OUTPUT_RECORDS"));
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.path().join("wordcount-report.json")).unwrap())
-            .unwrap();
+    let report = read_json(&d.path().join("wordcount-report.json"));
     assert!(report["phases"]["total_s"].as_f64().unwrap() > 0.0);
     assert!(report["counters"]["MAP_INPUT_RECORDS"].as_u64().unwrap() > 0);
     assert!(report["local"]["peak_rss_bytes"].as_u64().unwrap() > 0);
@@ -66,7 +63,7 @@ fn run_writes_the_report_and_refuses_existing_output() {
         c
     };
     ok(args(&out).output().unwrap());
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let r = read_json(&report);
     assert_eq!(r["job"], "wordcount");
     assert_eq!(r["local"]["threads"], 2);
     let again = args(&out).output().unwrap();
@@ -369,7 +366,7 @@ fn probe_saves_a_profile_that_run_reports_account_against() {
         .output()
         .unwrap());
     assert!(String::from_utf8_lossy(&o.stdout).contains("MB/s median"));
-    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&hw).unwrap()).unwrap();
+    let profile = read_json(&hw);
     assert!(profile["disk_read"]["measured"]["median"].as_f64().unwrap() > 0.0);
 
     let data = gen(d.path(), "300KB");
@@ -386,8 +383,7 @@ fn probe_saves_a_profile_that_run_reports_account_against() {
             .arg(&report)
             .output()
             .unwrap());
-        let r: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let r = read_json(&report);
         r["local"]["model"].clone()
     };
     let m = run(&hw, "o1");
@@ -421,15 +417,6 @@ fn a_probe_that_cannot_write_says_so_and_still_saves() {
         "{text}"
     );
     assert!(hw.exists());
-}
-
-/// The Python with DuckDB: `SLUICE_PYTHON` (scripts/test.sh sets it) or the
-/// workspace's `.venv`.
-fn python() -> PathBuf {
-    std::env::var_os("SLUICE_PYTHON").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python"),
-        PathBuf::from,
-    )
 }
 
 #[test]
@@ -532,9 +519,7 @@ fn malformed_pavlo_rows_fail_or_are_skipped_and_counted() {
         "skip",
         &[],
     ));
-    let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(d.path().join("pavlo-agg-large-skip.json")).unwrap())
-            .unwrap();
+    let r = read_json(&d.path().join("pavlo-agg-large-skip.json"));
     assert_eq!(r["counters"]["BAD_RECORDS"], 2);
     assert_eq!(r["counters"]["MAP_INPUT_RECORDS"], good_rows as u64 + 2);
     let side = std::fs::read_to_string(
@@ -693,10 +678,7 @@ fn the_indexed_join_builds_on_the_weeks_visits_and_agrees() {
             .output()
             .unwrap());
         let line = std::fs::read_to_string(d.path().join(out).join("part-r-00000")).unwrap();
-        (
-            line,
-            serde_json::from_slice(&std::fs::read(report).unwrap()).unwrap(),
-        )
+        (line, read_json(&report))
     };
     let (full, _) = join(&data.join("uservisits"), "full");
     let (pruned, report) = join(&indexed, "pruned");

@@ -5,8 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::{ok, sluice};
+use crate::support::{ok, read_json, sluice};
 
 /// What a process holds besides its budget: code, stacks, thread-local
 /// allocator caches, read and write buffers (the documented overhead).
@@ -49,7 +48,7 @@ fn peak(dir: &Path, input: &Path, job: &[&str]) -> u64 {
         .arg(&report)
         .output()
         .unwrap());
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let r = read_json(&report);
     r["local"]["peak_rss_bytes"].as_u64().unwrap()
 }
 

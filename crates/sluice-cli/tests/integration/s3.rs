@@ -7,18 +7,10 @@
 //! same path cleans up after it.
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-mod common;
-mod support;
-
-use support::*;
-
-/// The venv's Python (scripts/test.sh sets it).
-fn python() -> PathBuf {
-    PathBuf::from(std::env::var("SLUICE_PYTHON").unwrap_or_else(|_| ".venv/bin/python".into()))
-}
+use crate::support::*;
 
 /// A moto S3 server on a free loopback port, stopped when dropped.
 struct Moto {
@@ -344,7 +336,7 @@ fn a_cluster_job_reads_and_commits_s3_paths_directly() {
     ok(job.arg("--report").arg(&report).output().unwrap());
     assert_eq!(m.output("counts"), named_parts(&want));
     // One map a split of the object (no packing across 256 KB splits).
-    let r = read_report(&report);
+    let r = read_json(&report);
     let len = std::fs::metadata(part_files(&data)[0].clone())
         .unwrap()
         .len();

@@ -15,10 +15,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-mod common;
-mod support;
-
-use support::*;
+use crate::support::*;
 
 /// A MiniDFSCluster, shut down when dropped.
 struct Dfs {
@@ -168,7 +165,7 @@ fn word_count_and_terasort_read_and_commit_hdfs_paths() {
     let len = std::fs::metadata(local_in.join("part-00000"))
         .unwrap()
         .len();
-    let r = read_report(&report);
+    let r = read_json(&report);
     assert_eq!(r["maps"].as_u64(), Some(len.div_ceil(262144) + 1), "{r}");
     // Nothing but the output beside it.
     assert_eq!(h.ls("/"), ["in", "out"]);
@@ -410,7 +407,7 @@ fn cluster_maps_run_on_the_hosts_of_their_hdfs_blocks() {
     );
     let got = h.get("/out", &d.path().join("got"));
     assert_eq!(named_parts(&got), named_parts(&want));
-    let r = read_report(&report);
+    let r = read_json(&report);
     let len = std::fs::metadata(part_files(&data)[0].clone())
         .unwrap()
         .len();

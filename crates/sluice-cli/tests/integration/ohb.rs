@@ -2,8 +2,7 @@
 //! counts per reducer (the bench's own oracle fails the run otherwise),
 //! utilization samples, and clear errors for impossible parameters.
 
-mod common;
-use common::{ok, sluice};
+use crate::support::{ok, read_json, sluice};
 
 /// Runs `sluice bench ohb ARGS` (split at spaces) into a fresh directory (no plots).
 fn bench(args: &str) -> (tempfile::TempDir, std::path::PathBuf) {
@@ -19,7 +18,7 @@ fn bench(args: &str) -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 fn results(dir: &std::path::Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap()
+    read_json(&dir.join("results.json"))
 }
 
 #[test]

@@ -5,10 +5,7 @@
 
 use std::path::Path;
 
-mod common;
-mod support;
-
-use support::*;
+use crate::support::*;
 
 /// `sluice ls`'s line for data set `name`.
 fn ls_line(c: &Cluster, name: &str) -> String {

@@ -2,10 +2,7 @@
 //! placement, data-center-local maps and ARTS, with the bytes that cross
 //! data centers in the report and the local engine's answers.
 
-mod common;
-mod support;
-
-use support::*;
+use crate::support::*;
 
 /// Blocks (not output blocks) in each worker's data directory.
 fn blocks_per_worker(c: &Cluster) -> Vec<usize> {
@@ -34,7 +31,7 @@ fn wordcount(
         .arg(&report)
         .output()
         .unwrap());
-    read_report(&report)["cluster"].clone()
+    read_json(&report)["cluster"].clone()
 }
 
 fn crossed(r: &serde_json::Value, field: &str) -> u64 {
@@ -141,13 +138,13 @@ fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
         })
         .count();
     assert_eq!(rows, 4, "a row per worker: {printed}");
-    let profile: serde_json::Value = serde_json::from_slice(&std::fs::read(&hw).unwrap()).unwrap();
+    let profile = read_json(&hw);
     let n = profile["network_all_to_all"]["measured"]["median"]
         .as_f64()
         .unwrap();
     assert!(n > 0.0, "{profile}");
     let report = d.path().join("model.json");
-    ok(common::sluice()
+    ok(sluice()
         .args(["run", "wordcount", "-q", "--input"])
         .arg(&data)
         .arg("--output")
@@ -158,7 +155,7 @@ fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
         .arg(&report)
         .output()
         .unwrap());
-    let model = &read_report(&report)["local"]["model"]["hardware"];
+    let model = &read_json(&report)["local"]["model"]["hardware"];
     assert_eq!(model["network"].as_f64(), Some(n));
     assert!(
         model["source"].as_str().unwrap().contains("all-to-all"),

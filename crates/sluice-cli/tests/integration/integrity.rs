@@ -7,9 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-mod common;
-mod support;
-use support::*;
+use crate::support::*;
 
 /// Bytes of each full block: 16-byte lines fill 256 KB blocks exactly, so
 /// every block but the last has this length (for swapping blocks).
@@ -180,7 +178,7 @@ fn a_damaged_replica_never_changes_an_answer() {
     }
     assert!(met > 0, "no damage reported:\n{ls}");
     // The job's report counts the damaged replicas its attempts met.
-    let r = read_report(&report);
+    let r = read_json(&report);
     assert_eq!(r["cluster"]["state"], "succeeded", "{r}");
     assert!(
         r["cluster"]["attempts"]["damaged_replicas"]
@@ -443,7 +441,7 @@ struct Tmpfs(PathBuf);
 impl Tmpfs {
     /// Mounts `size` of tmpfs at `at`, or says why not (not root, no mount).
     fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
-        if euid() != 0 {
+        if !root() {
             eprintln!("skipped: mounting a tmpfs needs root");
             return None;
         }
@@ -467,15 +465,6 @@ impl Drop for Tmpfs {
             .arg(&self.0)
             .status();
     }
-}
-
-/// The effective user id, from `id -u` (the tests use no unsafe code).
-fn euid() -> u32 {
-    let out = std::process::Command::new("id").arg("-u").output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(1)
 }
 
 /// Fills the file system at `dir` until `leave` bytes are free.

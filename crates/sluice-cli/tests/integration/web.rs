@@ -12,10 +12,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
-mod support;
-
-use support::*;
+use crate::support::*;
 
 /// A reply: status, headers, body.
 struct Reply {

@@ -1,0 +1,26 @@
+//! The `sluice` binary's integration tests, one test binary (as ripgrep's):
+//! each module tests one concern through real processes, and `support`
+//! holds the helpers they share. One binary links the engine once, not
+//! once a concern.
+//!
+//! Run one concern with its module's name as the filter, e.g.
+//! `cargo test -p sluice-cli --test integration cluster::`.
+
+mod support;
+
+mod cache;
+mod cli;
+mod cluster;
+mod geo;
+mod hdfs;
+mod heal;
+mod integrity;
+mod iterative;
+mod memory;
+mod ohb;
+mod s3;
+mod scheduling;
+mod small_files;
+mod streaming;
+mod streaming_hadoop;
+mod web;
