@@ -1,3 +1,7 @@
+use crate::context::{ReduceContext, Values};
+use crate::task::{Reducer, ReducerFactory};
+use crate::Result;
+
 /// Combines values at emit time (Phoenix++'s associative combiner).
 ///
 /// The engine keeps one accumulator per distinct key, starting as a copy of
@@ -113,13 +117,13 @@ impl Aggregator for SumF64s {
 /// aggregating job combines wherever records meet sorted (merge passes,
 /// map threads that stopped hashing), and a job's combiner when its fold
 /// is cheaper after a sort than in a hash table.
-pub fn aggregate_combiner(agg: std::sync::Arc<dyn Aggregator>) -> crate::ReducerFactory {
+pub fn aggregate_combiner(agg: std::sync::Arc<dyn Aggregator>) -> ReducerFactory {
     std::sync::Arc::new(move || {
         Box::new(AggregateCombiner {
             agg: agg.clone(),
             acc: Vec::new(),
             tmp: Vec::new(),
-        }) as Box<dyn crate::Reducer>
+        }) as Box<dyn Reducer>
     })
 }
 
@@ -129,13 +133,13 @@ struct AggregateCombiner {
     tmp: Vec<u8>,
 }
 
-impl crate::Reducer for AggregateCombiner {
+impl Reducer for AggregateCombiner {
     fn reduce(
         &mut self,
         key: &[u8],
-        values: &mut dyn crate::Values,
-        ctx: &mut crate::ReduceContext<'_>,
-    ) -> crate::Result<()> {
+        values: &mut dyn Values,
+        ctx: &mut ReduceContext<'_>,
+    ) -> Result<()> {
         self.acc.clear();
         if let Some(first) = values.next_value() {
             self.acc.extend_from_slice(first);

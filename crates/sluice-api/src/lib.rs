@@ -15,13 +15,15 @@ mod counters;
 mod error;
 mod job;
 mod partition;
+mod task;
 
 pub use aggregate::{aggregate_combiner, Aggregator, SumF64s, SumU64};
 pub use context::{MapContext, ReduceContext, Sink, Values};
 pub use counters::{Counters, TaskCounter};
 pub use error::Error;
-pub use job::{JobSpec, KeyOrder, Mapper, MapperFactory, Reducer, ReducerFactory};
+pub use job::{JobSpec, KeyOrder};
 pub use partition::{hadoop_hash, HashPartitioner, Partitioner, RangePartitioner};
+pub use task::{Mapper, MapperFactory, Reducer, ReducerFactory};
 
 /// Result type of user code.
 pub type Result<T> = std::result::Result<T, Error>;

@@ -33,6 +33,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use crate::error::Damage;
 use crate::{FormatError, Result};
 
 /// Bytes per checksummed chunk: 64 KiB (HDFS checks 512 bytes per CRC; a
@@ -54,53 +55,6 @@ pub struct ChunkSums {
     pub crc: u32,
     /// CRC32C of each chunk, in order.
     pub crcs: Vec<u32>,
-}
-
-/// What is wrong with a stored block: the evidence a reader reports
-/// against that copy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Damage {
-    /// The block file is not there.
-    Missing,
-    /// The block file has the wrong length.
-    Length {
-        /// Bytes it should have.
-        expected: u64,
-        /// Bytes it has.
-        found: u64,
-    },
-    /// A chunk's bytes do not match its CRC.
-    Chunk {
-        /// Chunk number.
-        index: u64,
-        /// Its first byte's offset in the block.
-        offset: u64,
-        /// The CRC the checksum file holds.
-        expected: u32,
-        /// The CRC of the bytes read.
-        found: u32,
-    },
-    /// The checksum file is missing, damaged, or belongs to other data.
-    Checksums(String),
-}
-
-impl fmt::Display for Damage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Damage::Missing => write!(f, "block file missing"),
-            Damage::Length { expected, found } => write!(f, "{found} bytes of {expected}"),
-            Damage::Chunk {
-                index,
-                offset,
-                expected,
-                found,
-            } => write!(
-                f,
-                "checksum mismatch at chunk {index} (offset {offset}): expected {expected:08x}, found {found:08x}"
-            ),
-            Damage::Checksums(m) => write!(f, "checksum file {m}"),
-        }
-    }
 }
 
 impl ChunkSums {

@@ -69,7 +69,7 @@ pub enum FormatError {
         /// The block file.
         path: PathBuf,
         /// What is wrong with it.
-        damage: crate::chunked::Damage,
+        damage: Damage,
     },
     /// A gzip stream could not be decoded.
     #[error("{}: gzip stream is corrupt or truncated near decompressed offset {offset}: {source}", path.display())]
@@ -110,6 +110,53 @@ impl FormatError {
             path: path.to_owned(),
             offset,
             detail: detail.into(),
+        }
+    }
+}
+
+/// What is wrong with a stored block: the evidence a reader reports
+/// against that copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// The block file is not there.
+    Missing,
+    /// The block file has the wrong length.
+    Length {
+        /// Bytes it should have.
+        expected: u64,
+        /// Bytes it has.
+        found: u64,
+    },
+    /// A chunk's bytes do not match its CRC.
+    Chunk {
+        /// Chunk number.
+        index: u64,
+        /// Its first byte's offset in the block.
+        offset: u64,
+        /// The CRC the checksum file holds.
+        expected: u32,
+        /// The CRC of the bytes read.
+        found: u32,
+    },
+    /// The checksum file is missing, damaged, or belongs to other data.
+    Checksums(String),
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damage::Missing => write!(f, "block file missing"),
+            Damage::Length { expected, found } => write!(f, "{found} bytes of {expected}"),
+            Damage::Chunk {
+                index,
+                offset,
+                expected,
+                found,
+            } => write!(
+                f,
+                "checksum mismatch at chunk {index} (offset {offset}): expected {expected:08x}, found {found:08x}"
+            ),
+            Damage::Checksums(m) => write!(f, "checksum file {m}"),
         }
     }
 }

@@ -8,6 +8,7 @@ use sluice_api::{
 use sluice_formats::spill::{put_bytes, SpillWriter};
 use sluice_formats::FormatError;
 
+use crate::collector::Collector;
 use crate::fold::FoldTable;
 use crate::merge::ErrorSink;
 use crate::order::{key_cmp, prefix, PREFIX_BYTES};
@@ -17,79 +18,6 @@ use crate::table::prefetch;
 /// How many records ahead a spill prefetches the arena bytes it copies.
 const PREFETCH_AHEAD: usize = 8;
 use crate::{Result, SortError};
-
-/// Collects map output in memory until the engine spills it.
-pub trait Collector: Send {
-    /// Adds one map output record.
-    fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
-
-    /// Bytes of memory the collected records hold.
-    fn memory(&self) -> usize;
-
-    /// Whether [`Collector::memory`] has reached `budget`, asked after
-    /// every record. A collector whose memory grows only now and then may
-    /// answer without adding it up each time, but must say yes whenever
-    /// it has grown to the budget.
-    fn over(&mut self, budget: usize) -> bool {
-        self.memory() >= budget
-    }
-
-    /// Whether nothing is collected.
-    fn is_empty(&self) -> bool;
-
-    /// Writes everything collected to `w` sorted by (partition, key order),
-    /// combined where the job allows, and empties the collector.
-    fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()>;
-}
-
-/// Either collector, called without a virtual call: the engine calls
-/// `collect` once per map output record, and a call through a trait
-/// object could not be inlined into its caller.
-pub enum AnyCollector {
-    /// Hash grouping at emit time.
-    Hash(crate::HashCollector),
-    /// Sort on spill.
-    Sort(SortCollector),
-}
-
-impl Collector for AnyCollector {
-    #[inline]
-    fn collect(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        match self {
-            AnyCollector::Hash(c) => c.collect(key, value),
-            AnyCollector::Sort(c) => c.collect(key, value),
-        }
-    }
-
-    fn memory(&self) -> usize {
-        match self {
-            AnyCollector::Hash(c) => c.memory(),
-            AnyCollector::Sort(c) => c.memory(),
-        }
-    }
-
-    #[inline]
-    fn over(&mut self, budget: usize) -> bool {
-        match self {
-            AnyCollector::Hash(c) => c.over(budget),
-            AnyCollector::Sort(c) => c.over(budget),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        match self {
-            AnyCollector::Hash(c) => c.is_empty(),
-            AnyCollector::Sort(c) => c.is_empty(),
-        }
-    }
-
-    fn spill(&mut self, w: &mut SpillWriter, counters: &mut Counters) -> Result<()> {
-        match self {
-            AnyCollector::Hash(c) => c.spill(w, counters),
-            AnyCollector::Sort(c) => c.spill(w, counters),
-        }
-    }
-}
 
 /// Index entry of one record in the arena: 32 bytes, and all the sort moves.
 #[derive(Debug, Clone, Copy, Default)]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use sluice_api::{Aggregator, Counters, KeyOrder, Partitioner, TaskCounter};
 use sluice_formats::spill::SpillWriter;
 
-use crate::collect::Collector;
+use crate::collector::Collector;
 use crate::order::{key_cmp, prefix};
 use crate::radix::{self, SpillEntry};
 use crate::table::{

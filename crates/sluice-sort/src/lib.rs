@@ -14,7 +14,9 @@
 //! Architecture invariant: this crate decides nothing about when to spill or
 //! where files go (the engine does), and starts no threads.
 
+mod any;
 mod collect;
+mod collector;
 mod error;
 pub mod fold;
 mod hash;
@@ -23,7 +25,9 @@ mod order;
 mod radix;
 mod table;
 
-pub use collect::{AnyCollector, Collector, SortCollector, SpillSink};
+pub use any::AnyCollector;
+pub use collect::{SortCollector, SpillSink};
+pub use collector::Collector;
 pub use error::SortError;
 pub use hash::HashCollector;
 pub use merge::{reduce_groups, ErrorSink, GroupStats, Merger};

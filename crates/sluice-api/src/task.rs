@@ -1,0 +1,74 @@
+//! The user's functions: a [`Mapper`] and a [`Reducer`] (also a
+//! combiner's type), and the factories that make one per task slot.
+
+use std::sync::Arc;
+
+use crate::context::{MapContext, ReduceContext, Values};
+use crate::Result;
+
+/// Turns input records into intermediate key/value pairs.
+///
+/// One instance serves one map task slot and is called for many records, so
+/// it may keep reusable buffers to avoid allocating per record.
+pub trait Mapper: Send {
+    /// Called once before the first record of a task.
+    fn setup(&mut self, _ctx: &mut MapContext<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Called once per input record; `offset` is the record's byte offset in
+    /// its (decompressed) file.
+    fn map(&mut self, offset: u64, record: &[u8], ctx: &mut MapContext<'_>) -> Result<()>;
+
+    /// Called once after the last record of a task.
+    fn cleanup(&mut self, _ctx: &mut MapContext<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Whether the engine may hand text input to [`Mapper::map_lines`] a
+    /// block of lines at a time instead of calling [`Mapper::map`] per line.
+    fn wants_line_blocks(&self) -> bool {
+        false
+    }
+
+    /// Called with a block of whole lines starting at byte `offset`: each
+    /// line ends in `\n` except perhaps the last line of a file. The default
+    /// strips each line's `\n` (and a `\r` before it) and calls
+    /// [`Mapper::map`].
+    fn map_lines(&mut self, offset: u64, block: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
+        let mut at = offset;
+        for line in block.split_inclusive(|&b| b == b'\n') {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            self.map(at, body.strip_suffix(b"\r").unwrap_or(body), ctx)?;
+            at += line.len() as u64;
+        }
+        Ok(())
+    }
+}
+
+/// Turns one key and all its values into output records. Also the type of a
+/// combiner, which must emit records with the key it was given.
+pub trait Reducer: Send {
+    /// Called once before the first group of a task.
+    fn setup(&mut self, _ctx: &mut ReduceContext<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Called once per key group, in key order.
+    fn reduce(
+        &mut self,
+        key: &[u8],
+        values: &mut dyn Values,
+        ctx: &mut ReduceContext<'_>,
+    ) -> Result<()>;
+
+    /// Called once after the last group of a task.
+    fn cleanup(&mut self, _ctx: &mut ReduceContext<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A factory for mappers.
+pub type MapperFactory = Arc<dyn Fn() -> Box<dyn Mapper> + Send + Sync>;
+/// A factory for reducers and combiners.
+pub type ReducerFactory = Arc<dyn Fn() -> Box<dyn Reducer> + Send + Sync>;
