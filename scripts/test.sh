@@ -9,6 +9,8 @@ for c in rustfmt clippy; do
   fi
 done
 cargo fmt --all -- --check
+# No import circle inside a crate, no source file over 1,000 lines of code.
+python3 scripts/modgraph.py --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # DuckDB is the oracle of the Pavlo tests, numpy of k-means, networkx
