@@ -192,6 +192,10 @@ class Crate:
                 refs += [r.split("::") for r in expand_use_tree(m.group(1))]
             for m in re.finditer(r"\b((?:crate|super|self)(?:::(?:super|\w+))+)", private):
                 refs.append(m.group(1).split("::"))
+            # A bare path through a child module (`child::item`) names it.
+            for m in re.finditer(r"(?<![\w:])(\w+)::(\w+)", private):
+                if modpath + (m.group(1),) in self.files:
+                    refs.append(["self", m.group(1), m.group(2)])
             for segs in refs:
                 segs = [s for s in segs if s != "*"]
                 # A `use` of a child module declared here (`use self::x` or
