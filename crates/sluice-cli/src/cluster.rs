@@ -12,6 +12,7 @@ use sluice_client::{PutOptions, PutProgress};
 use sluice_coordinator::{CoordinatorConfig, Scheduler};
 use sluice_driver::JobReport;
 use sluice_proto::auth::Secret;
+use sluice_proto::ids::JobId;
 use sluice_tools::conn::{connect, resolve, secret, target};
 use sluice_worker::WorkerConfig;
 
@@ -767,7 +768,7 @@ pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
     let c = connect(conn)?;
     for (s, what) in c.jobs()? {
         let pool = if s.pool.is_empty() { "-" } else { &s.pool };
-        println!("{:<12} {:<10} {pool:<10} {what}", s.job, s.state);
+        println!("{:<12} {:<10} {pool:<10} {what}", JobId(s.job), s.state);
         if s.state == "running" {
             let held = s.running_maps + s.running_reduces;
             let share = 100.0 * held as f64 / (2 * s.slots).max(1) as f64;
@@ -819,11 +820,11 @@ pub fn jobs_json(conn: &Conn) -> anyhow::Result<()> {
         let report = if s.state == "running" {
             serde_json::Value::Null
         } else {
-            let full = c.wait(s.job, Duration::ZERO)?;
+            let full = c.wait(JobId(s.job), Duration::ZERO)?;
             serde_json::from_str(&full.report_json).unwrap_or(serde_json::Value::Null)
         };
         let line = serde_json::json!({
-            "job": s.job,
+            "job": JobId(s.job).to_string(),
             "state": s.state,
             "pool": s.pool,
             "description": what,
@@ -843,15 +844,15 @@ pub fn jobs_json(conn: &Conn) -> anyhow::Result<()> {
 
 /// `sluice history JOB`: the report the coordinator keeps of a job that
 /// ended (the job history survives the coordinator's restarts).
-pub fn history(job: u64, conn: &Conn) -> anyhow::Result<()> {
+pub fn history(job: JobId, conn: &Conn) -> anyhow::Result<()> {
     let s = connect(conn)?.wait(job, Duration::ZERO)?;
     anyhow::ensure!(
         s.state != "running",
-        "job {job} is still running (its report is written when it ends)"
+        "{job} is still running (its report is written when it ends)"
     );
     anyhow::ensure!(
         !s.report_json.is_empty(),
-        "job {job} {} but its report is no longer kept (the history keeps the newest \
+        "{job} {} but its report is no longer kept (the history keeps the newest \
          --history reports)",
         s.state
     );
@@ -883,10 +884,10 @@ pub fn pools(reload: bool, conn: &Conn) -> anyhow::Result<()> {
 }
 
 /// `sluice kill`.
-pub fn kill(job: u64, conn: &Conn) -> anyhow::Result<()> {
+pub fn kill(job: JobId, conn: &Conn) -> anyhow::Result<()> {
     let c = connect(conn)?;
     let s = c.kill(job)?;
-    println!("job {job} {}: {}", s.state, s.error);
+    println!("{job} {}: {}", s.state, s.error);
     Ok(())
 }
 

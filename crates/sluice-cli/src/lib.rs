@@ -106,8 +106,8 @@ enum Command {
     /// Print the report of a job that ended, from the coordinator's job
     /// history (kept across its restarts).
     History {
-        /// The job's id (as `sluice jobs` lists it).
-        job: u64,
+        /// The job's id, as `sluice jobs` lists it (`job-1-17`).
+        job: sluice_proto::ids::JobId,
         #[command(flatten)]
         conn: cluster::Conn,
     },
@@ -140,8 +140,8 @@ enum Command {
     /// End a running job on the cluster: its tasks' results are dropped,
     /// its temporary files removed, and it is recorded killed.
     Kill {
-        /// The job's id (as `sluice jobs` lists it).
-        job: u64,
+        /// The job's id, as `sluice jobs` lists it (`job-1-17`).
+        job: sluice_proto::ids::JobId,
         #[command(flatten)]
         conn: cluster::Conn,
     },

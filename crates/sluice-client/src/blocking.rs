@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use sluice_proto::auth::Secret;
 use sluice_proto::catalog::DatasetMeta;
+use sluice_proto::ids::JobId;
 use sluice_proto::proto;
 use sluice_proto::sample::Sample;
 use sluice_proto::ClusterError;
@@ -102,7 +103,7 @@ impl BlockingClient {
     }
 
     /// Submits a job; returns its id.
-    pub fn submit(&self, request: &JobRequest, replication: u32) -> Result<u64> {
+    pub fn submit(&self, request: &JobRequest, replication: u32) -> Result<JobId> {
         self.rt.block_on(self.client.submit(request, replication))
     }
 
@@ -128,12 +129,12 @@ impl BlockingClient {
     }
 
     /// Ends running job `job`.
-    pub fn kill(&self, job: u64) -> Result<proto::JobStatus> {
+    pub fn kill(&self, job: JobId) -> Result<proto::JobStatus> {
         self.rt.block_on(self.client.kill(job))
     }
 
     /// Waits up to `wait` for job `job` to end; returns its status.
-    pub fn wait(&self, job: u64, wait: Duration) -> Result<proto::JobStatus> {
+    pub fn wait(&self, job: JobId, wait: Duration) -> Result<proto::JobStatus> {
         self.rt.block_on(self.client.wait(job, wait))
     }
 }

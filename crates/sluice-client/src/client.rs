@@ -11,7 +11,7 @@ use sluice_request::JobRequest;
 use sluice_proto::auth::Secret;
 use sluice_proto::catalog::{BlockMeta, DatasetMeta, FileMeta};
 use sluice_proto::data;
-use sluice_proto::ids::{BlockId, DatasetName};
+use sluice_proto::ids::{BlockId, DatasetName, JobId};
 use sluice_proto::proto::{self, Empty};
 use sluice_proto::sample::Sample;
 use sluice_proto::signed::{connect, Rpc};
@@ -489,12 +489,12 @@ impl Client {
 
     /// Submits a job whose input and output name data sets, its output
     /// blocks stored `replication` times; returns its id.
-    pub async fn submit(&self, request: &JobRequest, replication: u32) -> Result<u64> {
+    pub async fn submit(&self, request: &JobRequest, replication: u32) -> Result<JobId> {
         let req = proto::SubmitRequest {
             request: request.encode(),
             replication,
         };
-        Ok(self.rpc.clone().submit(req).await?.into_inner().job)
+        Ok(JobId(self.rpc.clone().submit(req).await?.into_inner().job))
     }
 
     /// The scheduler's pools and their use; `reload` reads the pools file
@@ -536,18 +536,18 @@ impl Client {
     }
 
     /// Ends running job `job`; returns its status.
-    pub async fn kill(&self, job: u64) -> Result<proto::JobStatus> {
+    pub async fn kill(&self, job: JobId) -> Result<proto::JobStatus> {
         let req = proto::KillJobRequest {
-            job,
+            job: job.0,
             reason: format!("sluice kill (pid {})", std::process::id()),
         };
         Ok(self.rpc.clone().kill_job(req).await?.into_inner())
     }
 
     /// Waits up to `wait` for a job to end; returns its status.
-    pub async fn wait(&self, job: u64, wait: Duration) -> Result<proto::JobStatus> {
+    pub async fn wait(&self, job: JobId, wait: Duration) -> Result<proto::JobStatus> {
         let req = proto::WaitJobRequest {
-            job,
+            job: job.0,
             wait_ms: wait.as_millis() as u64,
         };
         Ok(self.rpc.clone().wait_job(req).await?.into_inner())

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use sluice_client::BlockingClient;
 use sluice_proto::auth::Secret;
+use sluice_proto::ids::JobId;
 use sluice_proto::proto::JobStatus;
 use sluice_proto::report::ClusterReport;
 use sluice_request::{JobRequest, Plan, Sampling};
@@ -23,7 +24,7 @@ pub trait StatusWatch: Send + Sync {
     /// The job's latest status.
     fn status(&self, s: &JobStatus);
     /// The coordinator did not answer; the driver keeps asking.
-    fn lost(&self, job: u64, why: &str);
+    fn lost(&self, job: JobId, why: &str);
 }
 
 /// A cluster as a target.
@@ -120,7 +121,7 @@ impl ClusterTarget {
 
     /// Waits for job `id` to end; a restarted coordinator knows what
     /// became of it, so a lost one is asked again for a minute.
-    fn wait(&self, client: &mut BlockingClient, id: u64) -> Result<JobStatus, DriverError> {
+    fn wait(&self, client: &mut BlockingClient, id: JobId) -> Result<JobStatus, DriverError> {
         let mut lost_since: Option<Instant> = None;
         loop {
             let s = match client.wait(id, Duration::from_secs(30)) {

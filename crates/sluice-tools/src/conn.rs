@@ -9,6 +9,7 @@ use clap::Args;
 use sluice_client::{embedded, BlockingClient};
 use sluice_driver::JobReport;
 use sluice_proto::auth::Secret;
+use sluice_proto::ids::JobId;
 use sluice_proto::sample::Sample;
 use sluice_request::Registry;
 
@@ -86,13 +87,17 @@ pub struct Progress;
 impl sluice_driver::StatusWatch for Progress {
     fn status(&self, s: &sluice_proto::proto::JobStatus) {
         eprintln!(
-            "job {}: maps {}/{}, reduces {}/{}",
-            s.job, s.maps_done, s.maps, s.reduces_done, s.reduces
+            "{}: maps {}/{}, reduces {}/{}",
+            JobId(s.job),
+            s.maps_done,
+            s.maps,
+            s.reduces_done,
+            s.reduces
         );
     }
 
-    fn lost(&self, job: u64, why: &str) {
-        eprintln!("job {job}: lost the coordinator ({why}); waiting for it");
+    fn lost(&self, job: JobId, why: &str) {
+        eprintln!("{job}: lost the coordinator ({why}); waiting for it");
     }
 }
 

@@ -716,7 +716,7 @@ fn sluice_kill_ends_a_running_job_and_leaves_nothing() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("job {id} was killed by sluice kill")),
+        err.contains(&format!("{id} was killed by sluice kill")),
         "{err}"
     );
     // Recorded killed; a second kill says it is over.
