@@ -248,14 +248,23 @@ pub enum ClusterCmd {
         /// Extra flags for every worker, e.g. "--scan-period-s 60".
         #[arg(long, default_value = "", allow_hyphen_values = true)]
         worker_flags: String,
+        /// Run the coordinator alone: when it dies it stays down (by
+        /// default a supervisor starts it again).
+        #[arg(long)]
+        no_supervise: bool,
     },
     /// Stop the processes of a `cluster up`.
     Down {
         #[arg(long, default_value = "sluice-cluster")]
         dir: PathBuf,
     },
-    /// Show the workers.
+    /// Show the coordinator (its pid, and how many times its supervisor
+    /// started it again) and the workers.
     Status(Conn),
+    /// Run a coordinator and start it again when it dies (`cluster up`
+    /// starts one).
+    #[command(hide = true)]
+    Supervise(crate::supervise::SuperviseArgs),
 }
 
 /// `sluice put`.
@@ -433,6 +442,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             slots,
             coordinator_flags,
             worker_flags,
+            no_supervise,
         } => {
             let opts = embedded::UpOptions {
                 exe: std::env::current_exe()?,
@@ -440,6 +450,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
                 slots: *slots,
                 coordinator_flags: words(coordinator_flags),
                 worker_flags: words(worker_flags),
+                supervise: !no_supervise,
             };
             let f = embedded::up(dir, &opts)?;
             println!(
@@ -460,12 +471,46 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             Ok(())
         }
         ClusterCmd::Status(conn) => {
+            if conn.coordinator.is_none() {
+                if let Some(line) = coordinator_line(&conn.cluster) {
+                    println!("{line}");
+                }
+            }
             let info = connect(conn)?.info()?;
             println!("epoch {}", info.epoch);
             print!("{}", topology_tree(&info.workers));
             Ok(())
         }
+        ClusterCmd::Supervise(a) => crate::supervise::run(a),
     }
+}
+
+/// The coordinator of a `cluster up` cluster: its pid, and whether and
+/// how often its supervisor started it again.
+fn coordinator_line(dir: &Path) -> Option<String> {
+    let f = embedded::load(dir).ok()?;
+    let Some(sup) = f.supervisor_pid else {
+        let state = if embedded::alive(f.coordinator_pid) {
+            "running"
+        } else {
+            "not running"
+        };
+        return Some(format!(
+            "coordinator pid {} {state} (not supervised)",
+            f.coordinator_pid
+        ));
+    };
+    let s = embedded::SupervisorFile::load(dir).unwrap_or_default();
+    let supervisor = if embedded::alive(sup) {
+        format!("supervisor pid {sup}")
+    } else {
+        format!("supervisor pid {sup} not running")
+    };
+    let stopped = s.stopped.map(|w| format!("; {w}")).unwrap_or_default();
+    Some(format!(
+        "coordinator pid {} restarted {} times ({supervisor}{stopped})",
+        s.coordinator_pid, s.restarts
+    ))
 }
 
 /// Workers per data center from `--workers` and `--datacenters`.

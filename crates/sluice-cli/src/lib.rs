@@ -22,6 +22,7 @@ mod request;
 mod run;
 mod streaming;
 mod summary;
+mod supervise;
 
 use sluice_tools::{
     convert, datagen as gen, index, model, pavlo_bench as bench, teravalidate, units,

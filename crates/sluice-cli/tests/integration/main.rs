@@ -23,4 +23,5 @@ mod scheduling;
 mod small_files;
 mod streaming;
 mod streaming_hadoop;
+mod supervise;
 mod web;

@@ -363,7 +363,7 @@ fn pages_show_a_real_job_and_metrics_equal_its_report() {
 #[test]
 fn history_is_kept_bounded_across_a_coordinator_restart() {
     let d = tempfile::tempdir().unwrap();
-    let c = Cluster::up(d.path(), 1, "--history 2");
+    let c = Cluster::unsupervised(d.path(), 1, "--history 2");
     let data = gen(d.path(), "1MB");
     put(&c, &data, "txt", "1MB", "1");
     let jobs: Vec<JobId> = (0..3)
