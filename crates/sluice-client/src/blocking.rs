@@ -12,7 +12,7 @@ use sluice_proto::sample::Sample;
 use sluice_proto::ClusterError;
 use sluice_request::JobRequest;
 
-use crate::{Client, PutOptions};
+use crate::{Client, Patience, PutOptions};
 
 type Result<T> = std::result::Result<T, ClusterError>;
 
@@ -35,12 +35,18 @@ impl std::fmt::Debug for BlockingClient {
 impl BlockingClient {
     /// Connects to the coordinator at `addr`.
     pub fn connect(addr: &str, secret: Secret) -> Result<Self> {
+        Self::connect_patient(addr, secret, Patience::default())
+    }
+
+    /// Connects to the coordinator at `addr`, its calls waiting for one
+    /// that does not answer as `patience` says.
+    pub fn connect_patient(addr: &str, secret: Secret, patience: Patience) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .map_err(|e| ClusterError::Remote(format!("starting the client runtime: {e}")))?;
-        let client = rt.block_on(Client::connect(addr, secret.clone()))?;
+        let client = rt.block_on(Client::connect_patient(addr, secret.clone(), patience))?;
         Ok(BlockingClient {
             rt,
             client,
@@ -51,9 +57,12 @@ impl BlockingClient {
 
     /// Connects again (after the coordinator restarted).
     pub fn reconnect(&mut self) -> Result<()> {
-        self.client = self
-            .rt
-            .block_on(Client::connect(&self.addr, self.secret.clone()))?;
+        let patience = self.client.patience.clone();
+        self.client = self.rt.block_on(Client::connect_patient(
+            &self.addr,
+            self.secret.clone(),
+            patience,
+        ))?;
         Ok(())
     }
 

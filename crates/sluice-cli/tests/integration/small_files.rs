@@ -220,7 +220,8 @@ fn the_catalog_is_whole_after_the_coordinator_is_killed_during_puts() {
             for (i, src) in sources.iter().enumerate() {
                 let name = format!("p{i:02}");
                 let out = sluice()
-                    .args(["put", "--dataset", &name, "--cluster"])
+                    .args(["put", "--wait-coordinator", "0", "--dataset", &name])
+                    .arg("--cluster")
                     .arg(&dir)
                     .arg(src)
                     .output()

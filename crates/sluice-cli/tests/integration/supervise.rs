@@ -1,10 +1,13 @@
-//! `cluster up` supervises its coordinator: one killed with SIGKILL is
-//! started again on the same address and state directory, `cluster
-//! status` counts the restarts, `cluster down` leaves no process behind
-//! (the supervisor included), and with `--no-supervise` a killed
-//! coordinator stays down.
+//! A coordinator that restarts. `cluster up` supervises its coordinator:
+//! one killed with SIGKILL is started again on the same address and
+//! state directory, `cluster status` counts the restarts, `cluster down`
+//! leaves no process behind (the supervisor included), and with
+//! `--no-supervise` a killed coordinator stays down. Clients wait for a
+//! coordinator that does not answer, saying so once, and go on when it
+//! is back: `submit` reports its job's end by the same id.
 
 use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::support::*;
@@ -91,18 +94,82 @@ fn with_no_supervise_a_killed_coordinator_stays_down() {
     assert!(!c.dir.join("supervisor.json").exists());
     let line = coordinator_line_after_death(&c);
     assert!(line.contains("not running (not supervised)"), "{line}");
-    let err = fails(c.cmd(&["ls"]).output().unwrap());
-    assert!(!err.is_empty());
+    let err = fails(c.cmd(&["ls", "--wait-coordinator", "0"]).output().unwrap());
+    assert!(err.contains("cannot reach the coordinator"), "{err}");
     down(&c.dir);
 }
 
 /// `cluster status`'s coordinator line when the coordinator is gone
 /// (the command itself then fails to reach it).
 fn coordinator_line_after_death(c: &Cluster) -> String {
-    let out = c.cmd(&["cluster", "status"]).output().unwrap();
+    let status = ["cluster", "status", "--wait-coordinator", "0"];
+    let out = c.cmd(&status).output().unwrap();
+    assert!(!out.status.success());
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.lines()
         .find(|l| l.starts_with("coordinator pid "))
         .unwrap_or_else(|| panic!("no coordinator line in:\n{text}"))
         .to_owned()
+}
+
+#[test]
+fn clients_wait_for_a_restarting_coordinator_and_go_on() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "12MB");
+    let c = Cluster::unsupervised(d.path(), 2, "--heartbeat-ms 100");
+    put(&c, &data, "words", "1MB", "1");
+    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let argv = argv_of(pid);
+    let job = submit_wc(&c, "words", "counts")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    poll(|| {
+        let out = ok(c.cmd(&["jobs"]).output().unwrap());
+        String::from_utf8_lossy(&out.stdout)
+            .contains(" running ")
+            .then_some(())
+    });
+    signal(pid, "KILL");
+    poll(|| (!alive(pid)).then_some(()));
+    // A command started while the coordinator is away waits for it too.
+    let ls = c
+        .cmd(&["ls"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let _again = restart_coordinator(&c, &argv, 2);
+
+    let ls = ok(ls.wait_with_output().unwrap());
+    assert!(String::from_utf8_lossy(&ls.stdout).contains("words"));
+    let said = String::from_utf8_lossy(&ls.stderr);
+    assert_eq!(
+        said.matches("coordinator restarting; waiting...").count(),
+        1,
+        "{said}"
+    );
+
+    // The waiting submit reports its job's end, whatever it is, by the
+    // id it was given; never a lost connection.
+    let out = job.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("coordinator restarting; waiting...").count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        !err.contains("cannot reach") && !err.contains("transport error"),
+        "{err}"
+    );
+    if out.status.success() {
+        counts_match_local(&c, d.path(), &data);
+    } else {
+        assert!(
+            err.contains("error: job-1-") && err.contains(" failed: "),
+            "{err}"
+        );
+    }
 }
