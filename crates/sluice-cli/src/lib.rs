@@ -18,6 +18,7 @@ mod args;
 mod cache;
 mod cluster;
 mod demo;
+mod jobs;
 mod request;
 mod run;
 mod streaming;
@@ -204,16 +205,16 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
             name: Some(name),
             conn,
         } => cluster::ls_blocks(&name, &conn),
-        Command::Jobs { json: false, conn } => cluster::jobs(&conn),
-        Command::Jobs { json: true, conn } => cluster::jobs_json(&conn),
-        Command::History { job, conn } => cluster::history(job, &conn),
+        Command::Jobs { json: false, conn } => jobs::jobs(&conn),
+        Command::Jobs { json: true, conn } => jobs::jobs_json(&conn),
+        Command::History { job, conn } => jobs::history(job, &conn),
         Command::Web { http, conn } => cluster::web(http.as_deref(), &conn),
         Command::Pools {
             action,
             reload,
             conn,
-        } => cluster::pools(reload || action.is_some(), &conn),
-        Command::Kill { job, conn } => cluster::kill(job, &conn),
+        } => jobs::pools(reload || action.is_some(), &conn),
+        Command::Kill { job, conn } => jobs::kill(job, &conn),
         Command::Cache { cmd } => cache::cache(&cmd),
         Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
         Command::Rm { name, conn } => cluster::rm(&name, &conn),
