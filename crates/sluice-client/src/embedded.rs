@@ -281,10 +281,10 @@ fn start_coordinator(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result
         Some((addr, pid))
     });
     let Some((addr, pid)) = started else {
-        signal(
-            &supervisor.into_iter().chain(first).collect::<Vec<_>>(),
-            "KILL",
-        );
+        // Nothing of a coordinator that did not start is left running.
+        let last = SupervisorFile::load(dir).map(|s| s.coordinator_pid);
+        let pids: Vec<u32> = supervisor.into_iter().chain(first).chain(last).collect();
+        signal(&pids, "KILL");
         return Err(ClusterError::Config(
             "the coordinator did not start; see coordinator.log".into(),
         ));
@@ -424,10 +424,20 @@ fn is_zombie(pid: u32) -> bool {
     })
 }
 
+/// Sends `sig` to `pids`; pid 0 (none), which `kill` would take for
+/// its own process group, is left out.
 fn signal(pids: &[u32], sig: &str) {
+    let pids: Vec<String> = pids
+        .iter()
+        .filter(|&&p| p != 0)
+        .map(u32::to_string)
+        .collect();
+    if pids.is_empty() {
+        return;
+    }
     let _ = std::process::Command::new("kill")
         .arg(format!("-{sig}"))
-        .args(pids.iter().map(u32::to_string))
+        .args(pids)
         .stderr(std::process::Stdio::null())
         .status();
 }

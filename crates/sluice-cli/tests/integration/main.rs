@@ -14,6 +14,7 @@ mod cluster;
 mod geo;
 mod hdfs;
 mod heal;
+mod ids;
 mod integrity;
 mod iterative;
 mod memory;

@@ -173,3 +173,24 @@ fn clients_wait_for_a_restarting_coordinator_and_go_on() {
         );
     }
 }
+
+#[test]
+fn a_coordinator_that_cannot_start_fails_up_and_leaves_no_supervisor() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("cluster");
+    let out = sluice()
+        .args(["cluster", "up", "--workers", "1", "--dir"])
+        .arg(&dir)
+        .args(["--coordinator-flags", "--no-such-flag"])
+        .output()
+        .unwrap();
+    let err = fails(out);
+    assert!(err.contains("the coordinator did not start"), "{err}");
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("supervisor.json")).unwrap()).unwrap();
+    let supervisor = s["supervisor_pid"].as_u64().unwrap() as u32;
+    assert!(s["restarts"].as_u64().unwrap() >= 1, "{s}");
+    poll(|| (!alive(supervisor)).then_some(()));
+    let log = std::fs::read_to_string(dir.join("supervisor.log")).unwrap();
+    assert!(log.contains("starting it again"), "{log}");
+}
