@@ -470,19 +470,31 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             println!("cluster down: stopped {n} processes");
             Ok(())
         }
-        ClusterCmd::Status(conn) => {
-            if conn.coordinator.is_none() {
-                if let Some(line) = coordinator_line(&conn.cluster) {
-                    println!("{line}");
-                }
-            }
-            let info = connect(conn)?.info()?;
-            println!("epoch {}", info.epoch);
-            print!("{}", topology_tree(&info.workers));
-            Ok(())
-        }
+        ClusterCmd::Status(conn) => status(conn),
         ClusterCmd::Supervise(a) => crate::supervise::run(a),
     }
+}
+
+/// `sluice cluster status`: the coordinator, the epoch, the workers (a
+/// reader that went away, `| head`, ends it quietly).
+fn status(conn: &Conn) -> anyhow::Result<()> {
+    let mut out = Listing::new();
+    if conn.coordinator.is_none() {
+        if let Some(line) = coordinator_line(&conn.cluster) {
+            if !out.line(format_args!("{line}"))? {
+                return Ok(());
+            }
+        }
+    }
+    let info = connect(conn)?.info()?;
+    let tree = topology_tree(&info.workers);
+    out.line(format_args!("epoch {}", info.epoch))?;
+    for line in tree.lines() {
+        if !out.line(format_args!("{line}"))? {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The coordinator of a `cluster up` cluster: its pid, and whether and
