@@ -127,6 +127,8 @@ impl Client {
         let rpc = loop {
             match connect(addr, &secret, once).await {
                 Ok(rpc) => break rpc,
+                // A malformed address is not waited for.
+                Err(e @ ClusterError::Config(_)) => return Err(e),
                 Err(e) => match waiting.pause(&patience) {
                     Some(p) => tokio::time::sleep(p).await,
                     None => return Err(e),

@@ -75,15 +75,28 @@ pub enum Call {
 /// refused, or lost on the way), and, for a write, the request never
 /// left (the connection could not be made).
 pub fn may_ask_again(s: &Status, call: Call) -> bool {
-    let text = format!("{s:?}").to_ascii_lowercase();
-    let unsent = text.contains("connect error")
-        || text.contains("connection refused")
-        || text.contains("error trying to connect");
-    let lost = matches!(s.code(), Code::Unavailable | Code::Unknown)
-        && (text.contains("transport error")
-            || text.contains("connection")
-            || text.contains("broken pipe")
-            || text.contains("unavailable"));
+    if !matches!(s.code(), Code::Unavailable | Code::Unknown) {
+        return false;
+    }
+    // The message and its causes: what the transport said.
+    let mut text = s.message().to_ascii_lowercase();
+    let mut cause = std::error::Error::source(s);
+    while let Some(c) = cause {
+        text.push_str(&c.to_string().to_ascii_lowercase());
+        cause = c.source();
+    }
+    let said = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    let unsent = said(&[
+        "connect error",
+        "connection refused",
+        "error trying to connect",
+    ]);
+    let lost = said(&[
+        "transport error",
+        "connection",
+        "broken pipe",
+        "h2 protocol error",
+    ]);
     unsent || (call == Call::Read && lost)
 }
 
@@ -160,6 +173,10 @@ mod tests {
             &Status::permission_denied("bad signature"),
             Call::Read
         ));
+        // The coordinator's own refusal is no lost connection.
+        let no_workers = Status::unavailable("no live workers");
+        assert!(!may_ask_again(&no_workers, Call::Read));
+        assert!(!may_ask_again(&no_workers, Call::Write));
     }
 
     #[test]
