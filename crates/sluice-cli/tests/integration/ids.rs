@@ -1,6 +1,7 @@
 //! Job ids as people read and type them: `sluice jobs` lists `job-1-N`,
 //! `history` and `kill` take that form or the plain number printed
-//! before, and refuse anything else with a clear error.
+//! before, and refuse anything else with a clear error. Names programs
+//! read back (output blocks) keep the number.
 
 use sluice_proto::ids::JobId;
 
@@ -24,6 +25,23 @@ fn job_ids_are_listed_and_taken_as_job_epoch_n_or_the_old_number() {
     assert_eq!(by_text, by_number);
     let report: serde_json::Value = serde_json::from_slice(&by_text).unwrap();
     assert_eq!(report["job_id"], "job-1-1");
+
+    // Output blocks keep their names, `j<the id's number>-...`, which
+    // workers read their job back from.
+    let blocks = ok(c.cmd(&["ls", "counts"]).output().unwrap()).stdout;
+    let blocks = String::from_utf8_lossy(&blocks).into_owned();
+    let names: Vec<&str> = blocks
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert!(!names.is_empty(), "{blocks}");
+    for name in names {
+        assert_eq!(
+            sluice_proto::ids::output_block_job(name),
+            Some(job),
+            "{name}"
+        );
+    }
 
     let over = fails(c.cmd(&["kill", &id]).output().unwrap());
     assert!(over.contains("job-1-1 is not running"), "{over}");
