@@ -10,7 +10,8 @@ use crate::ClusterError;
 
 /// A block's id, safe as a file name: 1-64 of `[A-Za-z0-9_-]`. The
 /// coordinator names put blocks `b<epoch>-<n>` and task outputs
-/// `j<job>-<m|r><task>-a<attempt>`.
+/// `j<job>-<m|r><task>-a<attempt>`, `<job>` the job id's number (the
+/// `u64`, not its `job-E-N` text).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct BlockId(pub(crate) String);
