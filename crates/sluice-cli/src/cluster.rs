@@ -1,5 +1,6 @@
-//! The cluster commands: `coordinator`, `worker`, `cluster up/down`,
-//! `put`, `ls`, `get`, `rm`, `submit`.
+//! The cluster commands: `coordinator`, `worker`, `cluster up/down/status`,
+//! `put`, `ls`, `get`, `rm`, `web`, `submit` (the job commands are in
+//! `jobs`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -247,14 +248,23 @@ pub enum ClusterCmd {
         /// Extra flags for every worker, e.g. "--scan-period-s 60".
         #[arg(long, default_value = "", allow_hyphen_values = true)]
         worker_flags: String,
+        /// Run the coordinator alone: when it dies it stays down (by
+        /// default a supervisor starts it again).
+        #[arg(long)]
+        no_supervise: bool,
     },
     /// Stop the processes of a `cluster up`.
     Down {
         #[arg(long, default_value = "sluice-cluster")]
         dir: PathBuf,
     },
-    /// Show the workers.
+    /// Show the coordinator (its pid, and how many times its supervisor
+    /// started it again) and the workers.
     Status(Conn),
+    /// Run a coordinator and start it again when it dies (`cluster up`
+    /// starts one).
+    #[command(hide = true)]
+    Supervise(crate::supervise::SuperviseArgs),
 }
 
 /// `sluice put`.
@@ -432,6 +442,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             slots,
             coordinator_flags,
             worker_flags,
+            no_supervise,
         } => {
             let opts = embedded::UpOptions {
                 exe: std::env::current_exe()?,
@@ -439,6 +450,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
                 slots: *slots,
                 coordinator_flags: words(coordinator_flags),
                 worker_flags: words(worker_flags),
+                supervise: !no_supervise,
             };
             let f = embedded::up(dir, &opts)?;
             println!(
@@ -458,13 +470,59 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             println!("cluster down: stopped {n} processes");
             Ok(())
         }
-        ClusterCmd::Status(conn) => {
-            let info = connect(conn)?.info()?;
-            println!("epoch {}", info.epoch);
-            print!("{}", topology_tree(&info.workers));
-            Ok(())
+        ClusterCmd::Status(conn) => status(conn),
+        ClusterCmd::Supervise(a) => crate::supervise::run(a),
+    }
+}
+
+/// `sluice cluster status`: the coordinator, the epoch, the workers (a
+/// reader that went away, `| head`, ends it quietly).
+fn status(conn: &Conn) -> anyhow::Result<()> {
+    let mut out = Listing::new();
+    if conn.coordinator.is_none() {
+        if let Some(line) = coordinator_line(&conn.cluster) {
+            if !out.line(format_args!("{line}"))? {
+                return Ok(());
+            }
         }
     }
+    let info = connect(conn)?.info()?;
+    let tree = topology_tree(&info.workers);
+    out.line(format_args!("epoch {}", info.epoch))?;
+    for line in tree.lines() {
+        if !out.line(format_args!("{line}"))? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The coordinator of a `cluster up` cluster: its pid, and whether and
+/// how often its supervisor started it again.
+fn coordinator_line(dir: &Path) -> Option<String> {
+    let f = embedded::load(dir).ok()?;
+    let Some(sup) = f.supervisor_pid else {
+        let state = if embedded::alive(f.coordinator_pid) {
+            "running"
+        } else {
+            "not running"
+        };
+        return Some(format!(
+            "coordinator pid {} {state} (not supervised)",
+            f.coordinator_pid
+        ));
+    };
+    let s = embedded::SupervisorFile::load(dir).unwrap_or_default();
+    let supervisor = if embedded::alive(sup) {
+        format!("supervisor pid {sup}")
+    } else {
+        format!("supervisor pid {sup} not running")
+    };
+    let stopped = s.stopped.map(|w| format!("; {w}")).unwrap_or_default();
+    Some(format!(
+        "coordinator pid {} restarted {} times ({supervisor}{stopped})",
+        s.coordinator_pid, s.restarts
+    ))
 }
 
 /// Workers per data center from `--workers` and `--datacenters`.
@@ -633,15 +691,15 @@ impl Drop for Shown {
 /// A listing's lines on standard output. A reader that went away
 /// (`sluice ls NAME | head`) ends the listing quietly, as `ls` does,
 /// instead of a panic on the broken pipe.
-struct Listing(std::io::StdoutLock<'static>);
+pub(crate) struct Listing(std::io::StdoutLock<'static>);
 
 impl Listing {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Listing(std::io::stdout().lock())
     }
 
     /// Writes one line; `false` once the reader is gone.
-    fn line(&mut self, text: std::fmt::Arguments<'_>) -> anyhow::Result<bool> {
+    pub(crate) fn line(&mut self, text: std::fmt::Arguments<'_>) -> anyhow::Result<bool> {
         use std::io::Write;
         match writeln!(self.0, "{text}") {
             Ok(()) => Ok(true),
@@ -762,34 +820,6 @@ fn get_to_store(c: &sluice_client::BlockingClient, name: &str, url: &str) -> any
     Ok(())
 }
 
-/// `sluice jobs`.
-pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
-    let c = connect(conn)?;
-    for (s, what) in c.jobs()? {
-        let pool = if s.pool.is_empty() { "-" } else { &s.pool };
-        println!("{:<12} {:<10} {pool:<10} {what}", s.job, s.state);
-        if s.state == "running" {
-            let held = s.running_maps + s.running_reduces;
-            let share = 100.0 * held as f64 / (2 * s.slots).max(1) as f64;
-            println!(
-                "{:<12} maps {}/{} done, reduces {}/{} done; holds {} map and {} reduce slots of {} each ({share:.0}%)",
-                "",
-                s.maps_done,
-                s.maps,
-                s.reduces_done,
-                s.reduces,
-                s.running_maps,
-                s.running_reduces,
-                s.slots
-            );
-        }
-        if !s.error.is_empty() {
-            println!("{:<12} {:<10} {}", "", "", s.error);
-        }
-    }
-    Ok(())
-}
-
 /// The address of the web pages with the token that opens them.
 fn web_url(http: &str, secret: &Secret) -> String {
     format!("http://{http}/?token={}", secret.web_token())
@@ -807,86 +837,6 @@ pub fn web(http: Option<&str>, conn: &Conn) -> anyhow::Result<()> {
         })?,
     };
     println!("{}", web_url(&http, &resolve(conn)?.1));
-    Ok(())
-}
-
-/// `sluice jobs --json`: every job the coordinator remembers, as JSON
-/// lines, each with its report when one is kept.
-pub fn jobs_json(conn: &Conn) -> anyhow::Result<()> {
-    let c = connect(conn)?;
-    let mut out = Listing::new();
-    for (s, what) in c.jobs()? {
-        let report = if s.state == "running" {
-            serde_json::Value::Null
-        } else {
-            let full = c.wait(s.job, Duration::ZERO)?;
-            serde_json::from_str(&full.report_json).unwrap_or(serde_json::Value::Null)
-        };
-        let line = serde_json::json!({
-            "job": s.job,
-            "state": s.state,
-            "pool": s.pool,
-            "description": what,
-            "error": s.error,
-            "maps": s.maps,
-            "maps_done": s.maps_done,
-            "reduces": s.reduces,
-            "reduces_done": s.reduces_done,
-            "report": report,
-        });
-        if !out.line(format_args!("{line}"))? {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// `sluice history JOB`: the report the coordinator keeps of a job that
-/// ended (the job history survives the coordinator's restarts).
-pub fn history(job: u64, conn: &Conn) -> anyhow::Result<()> {
-    let s = connect(conn)?.wait(job, Duration::ZERO)?;
-    anyhow::ensure!(
-        s.state != "running",
-        "job {job} is still running (its report is written when it ends)"
-    );
-    anyhow::ensure!(
-        !s.report_json.is_empty(),
-        "job {job} {} but its report is no longer kept (the history keeps the newest \
-         --history reports)",
-        s.state
-    );
-    Listing::new().line(format_args!("{}", s.report_json))?;
-    Ok(())
-}
-
-/// `sluice pools`.
-pub fn pools(reload: bool, conn: &Conn) -> anyhow::Result<()> {
-    let l = connect(conn)?.pools(reload)?;
-    println!(
-        "scheduler {}; {} map and {} reduce slots",
-        l.scheduler, l.map_slots, l.reduce_slots
-    );
-    for p in l.pools {
-        println!(
-            "pool {:<16} weight {:<5} min share {:<3} max share {:<5} {:<5} {} jobs, running {} maps, {} reduces",
-            p.name,
-            p.weight,
-            p.min_share,
-            p.max_share,
-            p.mode,
-            p.jobs,
-            p.running_maps,
-            p.running_reduces
-        );
-    }
-    Ok(())
-}
-
-/// `sluice kill`.
-pub fn kill(job: u64, conn: &Conn) -> anyhow::Result<()> {
-    let c = connect(conn)?;
-    let s = c.kill(job)?;
-    println!("job {job} {}: {}", s.state, s.error);
     Ok(())
 }
 

@@ -18,10 +18,12 @@ mod args;
 mod cache;
 mod cluster;
 mod demo;
+mod jobs;
 mod request;
 mod run;
 mod streaming;
 mod summary;
+mod supervise;
 
 use sluice_tools::{
     convert, datagen as gen, index, model, pavlo_bench as bench, teravalidate, units,
@@ -106,8 +108,8 @@ enum Command {
     /// Print the report of a job that ended, from the coordinator's job
     /// history (kept across its restarts).
     History {
-        /// The job's id (as `sluice jobs` lists it).
-        job: u64,
+        /// The job's id, as `sluice jobs` lists it (`job-1-17`).
+        job: sluice_proto::ids::JobId,
         #[command(flatten)]
         conn: cluster::Conn,
     },
@@ -140,8 +142,8 @@ enum Command {
     /// End a running job on the cluster: its tasks' results are dropped,
     /// its temporary files removed, and it is recorded killed.
     Kill {
-        /// The job's id (as `sluice jobs` lists it).
-        job: u64,
+        /// The job's id, as `sluice jobs` lists it (`job-1-17`).
+        job: sluice_proto::ids::JobId,
         #[command(flatten)]
         conn: cluster::Conn,
     },
@@ -203,16 +205,16 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
             name: Some(name),
             conn,
         } => cluster::ls_blocks(&name, &conn),
-        Command::Jobs { json: false, conn } => cluster::jobs(&conn),
-        Command::Jobs { json: true, conn } => cluster::jobs_json(&conn),
-        Command::History { job, conn } => cluster::history(job, &conn),
+        Command::Jobs { json: false, conn } => jobs::jobs(&conn),
+        Command::Jobs { json: true, conn } => jobs::jobs_json(&conn),
+        Command::History { job, conn } => jobs::history(job, &conn),
         Command::Web { http, conn } => cluster::web(http.as_deref(), &conn),
         Command::Pools {
             action,
             reload,
             conn,
-        } => cluster::pools(reload || action.is_some(), &conn),
-        Command::Kill { job, conn } => cluster::kill(job, &conn),
+        } => jobs::pools(reload || action.is_some(), &conn),
+        Command::Kill { job, conn } => jobs::kill(job, &conn),
         Command::Cache { cmd } => cache::cache(&cmd),
         Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
         Command::Rm { name, conn } => cluster::rm(&name, &conn),

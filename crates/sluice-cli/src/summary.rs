@@ -162,7 +162,7 @@ fn print_cluster(r: &ClusterReport) {
         .map(|(level, n)| format!("{n} {level}"))
         .collect();
     eprintln!(
-        "cluster  job {} on {} workers; {} data-local, {} remote maps (by level: {}); receive skew {:.2}",
+        "cluster  {} on {} workers; {} data-local, {} remote maps (by level: {}); receive skew {:.2}",
         r.job_id,
         r.workers,
         r.data_local_maps,

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use sluice_proto::auth::Secret;
 use sluice_proto::catalog::DatasetMeta;
+use sluice_proto::ids::JobId;
 use sluice_proto::proto;
 use sluice_proto::sample::Sample;
 use sluice_proto::ClusterError;
 use sluice_request::JobRequest;
 
-use crate::{Client, PutOptions};
+use crate::{Client, Patience, PutOptions};
 
 type Result<T> = std::result::Result<T, ClusterError>;
 
@@ -34,12 +35,18 @@ impl std::fmt::Debug for BlockingClient {
 impl BlockingClient {
     /// Connects to the coordinator at `addr`.
     pub fn connect(addr: &str, secret: Secret) -> Result<Self> {
+        Self::connect_patient(addr, secret, Patience::default())
+    }
+
+    /// Connects to the coordinator at `addr`, its calls waiting for one
+    /// that does not answer as `patience` says.
+    pub fn connect_patient(addr: &str, secret: Secret, patience: Patience) -> Result<Self> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .map_err(|e| ClusterError::Remote(format!("starting the client runtime: {e}")))?;
-        let client = rt.block_on(Client::connect(addr, secret.clone()))?;
+        let client = rt.block_on(Client::connect_patient(addr, secret.clone(), patience))?;
         Ok(BlockingClient {
             rt,
             client,
@@ -50,9 +57,12 @@ impl BlockingClient {
 
     /// Connects again (after the coordinator restarted).
     pub fn reconnect(&mut self) -> Result<()> {
-        self.client = self
-            .rt
-            .block_on(Client::connect(&self.addr, self.secret.clone()))?;
+        let patience = self.client.patience.clone();
+        self.client = self.rt.block_on(Client::connect_patient(
+            &self.addr,
+            self.secret.clone(),
+            patience,
+        ))?;
         Ok(())
     }
 
@@ -102,7 +112,7 @@ impl BlockingClient {
     }
 
     /// Submits a job; returns its id.
-    pub fn submit(&self, request: &JobRequest, replication: u32) -> Result<u64> {
+    pub fn submit(&self, request: &JobRequest, replication: u32) -> Result<JobId> {
         self.rt.block_on(self.client.submit(request, replication))
     }
 
@@ -128,12 +138,12 @@ impl BlockingClient {
     }
 
     /// Ends running job `job`.
-    pub fn kill(&self, job: u64) -> Result<proto::JobStatus> {
+    pub fn kill(&self, job: JobId) -> Result<proto::JobStatus> {
         self.rt.block_on(self.client.kill(job))
     }
 
     /// Waits up to `wait` for job `job` to end; returns its status.
-    pub fn wait(&self, job: u64, wait: Duration) -> Result<proto::JobStatus> {
+    pub fn wait(&self, job: JobId, wait: Duration) -> Result<proto::JobStatus> {
         self.rt.block_on(self.client.wait(job, wait))
     }
 }

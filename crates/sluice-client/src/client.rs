@@ -11,19 +11,37 @@ use sluice_request::JobRequest;
 use sluice_proto::auth::Secret;
 use sluice_proto::catalog::{BlockMeta, DatasetMeta, FileMeta};
 use sluice_proto::data;
-use sluice_proto::ids::{BlockId, DatasetName};
+use sluice_proto::ids::{BlockId, DatasetName, JobId};
 use sluice_proto::proto::{self, Empty};
 use sluice_proto::sample::Sample;
 use sluice_proto::signed::{connect, Rpc};
 use sluice_proto::ClusterError;
 
+use crate::patience::{ask, Call, Patience, Waiting};
+
 type Result<T> = std::result::Result<T, ClusterError>;
+
+/// Asks the coordinator `method(request)` (a read or a write, [`Call`]),
+/// waiting for it as the client's patience says when it does not answer.
+macro_rules! ask {
+    ($client:expr, $call:expr, $method:ident, $req:expr) => {{
+        let req = $req;
+        ask(&$client.patience, $call, || {
+            let mut rpc = $client.rpc.clone();
+            let req = req.clone();
+            async move { rpc.$method(req).await }
+        })
+        .await
+    }};
+}
 
 /// A connected client.
 #[derive(Clone)]
 pub struct Client {
     pub rpc: Rpc,
     pub secret: Secret,
+    /// How long its calls wait for a coordinator that does not answer.
+    pub patience: Patience,
 }
 
 impl std::fmt::Debug for Client {
@@ -93,18 +111,45 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Client {
     /// Connects to the coordinator at `addr`.
     pub async fn connect(addr: &str, secret: Secret) -> Result<Self> {
-        let rpc = connect(addr, &secret, Duration::from_secs(5)).await?;
-        Ok(Client { rpc, secret })
+        Self::connect_patient(addr, secret, Patience::default()).await
+    }
+
+    /// Connects to the coordinator at `addr`, waiting for it as
+    /// `patience` says when it does not answer (with none, for 5 s
+    /// silently); its calls wait for it the same way.
+    pub async fn connect_patient(addr: &str, secret: Secret, patience: Patience) -> Result<Self> {
+        let mut waiting = Waiting::new();
+        let once = if patience.wait.is_zero() {
+            Duration::from_secs(5)
+        } else {
+            Duration::ZERO
+        };
+        let rpc = loop {
+            match connect(addr, &secret, once).await {
+                Ok(rpc) => break rpc,
+                // A malformed address is not waited for.
+                Err(e @ ClusterError::Config(_)) => return Err(e),
+                Err(e) => match waiting.pause(&patience) {
+                    Some(p) => tokio::time::sleep(p).await,
+                    None => return Err(e),
+                },
+            }
+        };
+        Ok(Client {
+            rpc,
+            secret,
+            patience,
+        })
     }
 
     /// The workers.
     pub async fn info(&self) -> Result<proto::ClusterInfo> {
-        Ok(self.rpc.clone().info(Empty {}).await?.into_inner())
+        Ok(ask!(self, Call::Read, info, Empty {})?)
     }
 
     /// Every job the coordinator remembers, with a one-line description.
     pub async fn jobs(&self) -> Result<Vec<(proto::JobStatus, String)>> {
-        let l = self.rpc.clone().list_jobs(Empty {}).await?.into_inner();
+        let l = ask!(self, Call::Read, list_jobs, Empty {})?;
         Ok(l.jobs.into_iter().zip(l.descriptions).collect())
     }
 
@@ -385,7 +430,7 @@ impl Client {
                 after: all.last().map(|d| d.name.clone()).unwrap_or_default(),
                 limit: 0,
             };
-            let page = self.rpc.clone().list_datasets(req).await?.into_inner();
+            let page = ask!(self, Call::Read, list_datasets, req)?;
             all.extend(page.datasets);
             if !page.more {
                 return Ok(all);
@@ -395,20 +440,19 @@ impl Client {
 
     /// One data set.
     pub async fn dataset(&self, name: &str) -> Result<DatasetMeta> {
-        let d = self
-            .rpc
-            .clone()
-            .get_dataset(proto::Name { name: name.into() })
-            .await?;
-        DatasetMeta::try_from(d.into_inner())
+        let d = ask!(
+            self,
+            Call::Read,
+            get_dataset,
+            proto::Name { name: name.into() }
+        )?;
+        DatasetMeta::try_from(d)
     }
 
     /// Removes a data set and its blocks.
     pub async fn remove(&self, name: &str) -> Result<()> {
-        self.rpc
-            .clone()
-            .remove_dataset(proto::Name { name: name.into() })
-            .await?;
+        let name = proto::Name { name: name.into() };
+        ask!(self, Call::Write, remove_dataset, name)?;
         Ok(())
     }
 
@@ -489,24 +533,26 @@ impl Client {
 
     /// Submits a job whose input and output name data sets, its output
     /// blocks stored `replication` times; returns its id.
-    pub async fn submit(&self, request: &JobRequest, replication: u32) -> Result<u64> {
+    pub async fn submit(&self, request: &JobRequest, replication: u32) -> Result<JobId> {
         let req = proto::SubmitRequest {
             request: request.encode(),
             replication,
         };
-        Ok(self.rpc.clone().submit(req).await?.into_inner().job)
+        let r = ask!(self, Call::Write, submit, req)?;
+        Ok(JobId(r.job))
     }
 
     /// The scheduler's pools and their use; `reload` reads the pools file
     /// again first.
     pub async fn pools(&self, reload: bool) -> Result<proto::PoolList> {
         let req = proto::PoolsRequest { reload };
-        Ok(self.rpc.clone().pools(req).await?.into_inner())
+        let call = if reload { Call::Write } else { Call::Read };
+        Ok(ask!(self, call, pools, req)?)
     }
 
     /// Adds a cache directive.
     pub async fn cache_add(&self, req: proto::CacheAddRequest) -> Result<proto::CacheDirective> {
-        Ok(self.rpc.clone().cache_add(req).await?.into_inner())
+        Ok(ask!(self, Call::Write, cache_add, req)?)
     }
 
     /// Removes cache directive `id`, or (id 0) every directive of
@@ -516,41 +562,30 @@ impl Client {
             id,
             dataset: dataset.to_owned(),
         };
-        Ok(self
-            .rpc
-            .clone()
-            .cache_remove(req)
-            .await?
-            .into_inner()
-            .removed)
+        Ok(ask!(self, Call::Write, cache_remove, req)?.removed)
     }
 
     /// The cache directives and each live worker's cache.
     pub async fn cache_list(&self) -> Result<proto::CacheListReply> {
-        Ok(self
-            .rpc
-            .clone()
-            .cache_list(proto::Empty {})
-            .await?
-            .into_inner())
+        Ok(ask!(self, Call::Read, cache_list, proto::Empty {})?)
     }
 
     /// Ends running job `job`; returns its status.
-    pub async fn kill(&self, job: u64) -> Result<proto::JobStatus> {
+    pub async fn kill(&self, job: JobId) -> Result<proto::JobStatus> {
         let req = proto::KillJobRequest {
-            job,
+            job: job.0,
             reason: format!("sluice kill (pid {})", std::process::id()),
         };
-        Ok(self.rpc.clone().kill_job(req).await?.into_inner())
+        Ok(ask!(self, Call::Write, kill_job, req)?)
     }
 
     /// Waits up to `wait` for a job to end; returns its status.
-    pub async fn wait(&self, job: u64, wait: Duration) -> Result<proto::JobStatus> {
+    pub async fn wait(&self, job: JobId, wait: Duration) -> Result<proto::JobStatus> {
         let req = proto::WaitJobRequest {
-            job,
+            job: job.0,
             wait_ms: wait.as_millis() as u64,
         };
-        Ok(self.rpc.clone().wait_job(req).await?.into_inner())
+        Ok(ask!(self, Call::Read, wait_job, req)?)
     }
 }
 

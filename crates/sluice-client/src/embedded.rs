@@ -5,6 +5,14 @@
 //! `DIR/cluster.json` ([`ClusterFile`]) records the processes; `DIR/secret`
 //! the shared secret (created 0600); `DIR/coordinator/` the coordinator's
 //! state; `DIR/worker-N/` each worker's data; `DIR/*.log` their logs.
+//!
+//! Unless told not to, `up` starts the coordinator under a supervisor (a
+//! `sluice cluster supervise` process, [`SUPERVISE`]) that starts it
+//! again, with the same command line and state directory, whenever it
+//! dies; the supervisor keeps `DIR/supervisor.json` ([`SupervisorFile`]):
+//! the coordinator's pid now and how many times it was started again.
+//! `down` stops the supervisor first, so that nothing starts the
+//! coordinator again while the cluster stops.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -21,7 +29,12 @@ type Result<T> = std::result::Result<T, ClusterError>;
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ClusterFile {
     pub coordinator: String,
+    /// The coordinator's pid when the cluster came up (a supervised one's
+    /// pid now is in `supervisor.json`).
     pub coordinator_pid: u32,
+    /// The supervisor's pid, unless the coordinator runs unsupervised.
+    #[serde(default)]
+    pub supervisor_pid: Option<u32>,
     /// Where the coordinator serves its web pages and `/metrics`.
     #[serde(default)]
     pub http: Option<String>,
@@ -53,6 +66,45 @@ pub struct UpOptions {
     pub coordinator_flags: Vec<String>,
     /// Extra flags for every worker.
     pub worker_flags: Vec<String>,
+    /// Start the coordinator under a supervisor that starts it again when
+    /// it dies.
+    pub supervise: bool,
+}
+
+/// The subcommand of the `sluice` executable that supervises a
+/// coordinator: `sluice cluster supervise --dir DIR -- COORDINATOR-ARGS`.
+pub const SUPERVISE: [&str; 2] = ["cluster", "supervise"];
+
+/// What a supervisor writes to `DIR/supervisor.json` (whole, renamed into
+/// place) each time its coordinator starts or it stops.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SupervisorFile {
+    /// The supervisor's pid.
+    pub supervisor_pid: u32,
+    /// The coordinator's pid now (0 while none runs).
+    pub coordinator_pid: u32,
+    /// Times the coordinator was started again after it died.
+    pub restarts: u32,
+    /// Why the supervisor stopped starting it, once it has.
+    #[serde(default)]
+    pub stopped: Option<String>,
+}
+
+impl SupervisorFile {
+    /// Reads `DIR/supervisor.json`, if there is one.
+    pub fn load(dir: &Path) -> Option<SupervisorFile> {
+        let bytes = std::fs::read(dir.join("supervisor.json")).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Writes it to `DIR/supervisor.json` whole.
+    pub fn save(&self, dir: &Path) -> Result<()> {
+        let path = dir.join("supervisor.json");
+        let tmp = dir.join(".supervisor.json.tmp");
+        let json = serde_json::to_string_pretty(self).expect("serializable");
+        std::fs::write(&tmp, json).map_err(|e| ClusterError::io("writing", &tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| ClusterError::io("renaming to", &path, e))
+    }
 }
 
 /// Reads `DIR/cluster.json`.
@@ -77,7 +129,8 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
         .canonicalize()
         .map_err(|e| ClusterError::io("resolving", dir, e))?;
     let secret_file = write_secret(&dir)?;
-    let (addr, http, coordinator_pid) = start_coordinator(&dir, &secret_file, opts)?;
+    let started = start_coordinator(&dir, &secret_file, opts)?;
+    let addr = started.addr.clone();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let n: u32 = opts.workers.iter().sum();
     let slots = opts.slots.unwrap_or((cores / n.max(1)).max(1));
@@ -111,8 +164,9 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
     let workers = wait_for_workers(&addr, &secret_file, pids)?;
     let f = ClusterFile {
         coordinator: addr,
-        coordinator_pid,
-        http,
+        coordinator_pid: started.pid,
+        supervisor_pid: started.supervisor,
+        http: started.http,
         workers,
     };
     let path = dir.join("cluster.json");
@@ -164,19 +218,29 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
-/// Starts the coordinator on ports chosen now, not at bind time, so that
-/// one restarted with the same command line comes back where workers look;
-/// returns its address, its web pages' address (served on loopback unless
-/// the coordinator flags say `--http` themselves) and its pid.
-fn start_coordinator(
-    dir: &Path,
-    secret_file: &Path,
-    opts: &UpOptions,
-) -> Result<(String, Option<String>, u32)> {
+/// A coordinator `up` started.
+struct Started {
+    /// Its address.
+    addr: String,
+    /// Its web pages' address.
+    http: Option<String>,
+    /// Its pid.
+    pid: u32,
+    /// Its supervisor's pid, if it has one.
+    supervisor: Option<u32>,
+}
+
+/// Starts the coordinator (under a supervisor unless `opts` say not to)
+/// on ports chosen now, not at bind time, so that one restarted with the
+/// same command line comes back where workers look. Its web pages are
+/// served on loopback unless the coordinator flags say `--http`
+/// themselves.
+fn start_coordinator(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result<Started> {
     let addr_file = dir.join("coordinator.addr");
     let http_file = dir.join("http.addr");
     let _ = std::fs::remove_file(&addr_file);
     let _ = std::fs::remove_file(&http_file);
+    let _ = std::fs::remove_file(dir.join("supervisor.json"));
     let port = free_port()?;
     let mut args = vec![
         "coordinator".into(),
@@ -202,16 +266,37 @@ fn start_coordinator(
         ]);
     }
     args.extend(opts.coordinator_flags.iter().cloned());
-    let pid = spawn(&opts.exe, dir, "coordinator.log", &args)?;
-    let addr = wait_for(Duration::from_secs(20), || {
-        std::fs::read_to_string(&addr_file).ok()
-    })
-    .ok_or_else(|| {
-        ClusterError::Config("the coordinator did not start; see coordinator.log".into())
-    })?;
+    let (first, supervisor) = if opts.supervise {
+        let mut sup: Vec<String> = SUPERVISE.iter().map(|&a| a.to_owned()).collect();
+        sup.extend(["--dir".into(), path_arg(dir), "--".into()]);
+        sup.extend(args);
+        let pid = spawn(&opts.exe, dir, "supervisor.log", &sup)?;
+        (None, Some(pid))
+    } else {
+        (Some(spawn(&opts.exe, dir, "coordinator.log", &args)?), None)
+    };
+    let started = wait_for(Duration::from_secs(20), || {
+        let addr = std::fs::read_to_string(&addr_file).ok()?;
+        let pid = first.or_else(|| Some(SupervisorFile::load(dir)?.coordinator_pid))?;
+        Some((addr, pid))
+    });
+    let Some((addr, pid)) = started else {
+        // Nothing of a coordinator that did not start is left running.
+        let last = SupervisorFile::load(dir).map(|s| s.coordinator_pid);
+        let pids: Vec<u32> = supervisor.into_iter().chain(first).chain(last).collect();
+        signal(&pids, "KILL");
+        return Err(ClusterError::Config(
+            "the coordinator did not start; see coordinator.log".into(),
+        ));
+    };
     // The web address is written before the coordinator's own.
     let http = std::fs::read_to_string(&http_file).ok();
-    Ok((addr, http, pid))
+    Ok(Started {
+        addr,
+        http,
+        pid,
+        supervisor,
+    })
 }
 
 /// Waits until the workers spawned as `pids` have registered.
@@ -242,24 +327,45 @@ fn wait_for_workers(
         .collect())
 }
 
-/// Stops every process of cluster.json (TERM, then KILL after 5 s) and
-/// removes the file; returns how many processes there were.
+/// Stops every process of cluster.json (TERM, then KILL after 5 s): the
+/// supervisor first, so that it starts nothing again, then the
+/// coordinator and the workers. Removes the file; returns how many
+/// processes there were.
 pub fn down(dir: &Path) -> Result<usize> {
     let f = load(dir)?;
+    let supervisor: Vec<u32> = f.supervisor_pid.into_iter().collect();
+    stop(&supervisor);
     let mut pids: Vec<u32> = f.workers.iter().map(|w| w.pid).collect();
-    pids.push(f.coordinator_pid);
-    signal(&pids, "TERM");
-    let gone = wait_for(Duration::from_secs(5), || {
-        pids.iter()
-            .all(|p| !Path::new(&format!("/proc/{p}")).exists() || is_zombie(*p))
-            .then_some(())
-    });
-    if gone.is_none() {
-        signal(&pids, "KILL");
-    }
+    // A supervised coordinator's pid is the one it started last (there,
+    // should it have outlived its supervisor).
+    let coordinator = match f.supervisor_pid {
+        Some(_) => SupervisorFile::load(dir).map_or(0, |s| s.coordinator_pid),
+        None => f.coordinator_pid,
+    };
+    pids.extend(Some(coordinator).filter(|&p| p != 0 && alive(p)));
+    stop(&pids);
     let path = dir.join("cluster.json");
     std::fs::remove_file(&path).map_err(|e| ClusterError::io("removing", &path, e))?;
-    Ok(pids.len())
+    Ok(f.workers.len() + 1 + supervisor.len())
+}
+
+/// Sends `pids` TERM, and KILL to those still there after 5 s.
+fn stop(pids: &[u32]) {
+    if pids.is_empty() {
+        return;
+    }
+    signal(pids, "TERM");
+    let gone = wait_for(Duration::from_secs(5), || {
+        pids.iter().all(|&p| !alive(p)).then_some(())
+    });
+    if gone.is_none() {
+        signal(pids, "KILL");
+    }
+}
+
+/// Whether process `pid` runs (a zombie has ended).
+pub fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists() && !is_zombie(pid)
 }
 
 /// This host's memory in bytes (`MemTotal` of /proc/meminfo; 4 GiB when
@@ -318,10 +424,20 @@ fn is_zombie(pid: u32) -> bool {
     })
 }
 
+/// Sends `sig` to `pids`; pid 0 (none), which `kill` would take for
+/// its own process group, is left out.
 fn signal(pids: &[u32], sig: &str) {
+    let pids: Vec<String> = pids
+        .iter()
+        .filter(|&&p| p != 0)
+        .map(u32::to_string)
+        .collect();
+    if pids.is_empty() {
+        return;
+    }
     let _ = std::process::Command::new("kill")
         .arg(format!("-{sig}"))
-        .args(pids.iter().map(u32::to_string))
+        .args(pids)
         .stderr(std::process::Stdio::null())
         .status();
 }

@@ -9,6 +9,8 @@
 mod blocking;
 pub mod client;
 pub mod embedded;
+pub mod patience;
 
 pub use blocking::BlockingClient;
 pub use client::{Client, PutOptions, PutProgress};
+pub use patience::Patience;

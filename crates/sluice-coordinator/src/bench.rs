@@ -192,7 +192,7 @@ fn done_reports(st: &State, w: WorkerId) -> Vec<proto::TaskReport> {
                 continue;
             }
             let output = (kind == REDUCE).then(|| proto::BlockInfo {
-                id: format!("j{}-r{index}-a{attempt}", job.id()),
+                id: format!("j{}-r{index}-a{attempt}", job.id().0),
                 len: 10,
                 ..Default::default()
             });

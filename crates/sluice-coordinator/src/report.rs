@@ -24,7 +24,7 @@ pub struct Places {
 pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
     let now = Instant::now();
     let mut r = ClusterReport {
-        job_id: job.id().0,
+        job_id: job.id(),
         job: job.request().job.clone(),
         pool: job.pool().to_owned(),
         request: Some(job.request().as_ref().clone()),

@@ -339,7 +339,7 @@ impl Coordinator for Service {
                     .state
                     .jobs
                     .get(&JobId(r.job))
-                    .ok_or_else(|| Status::not_found(format!("no job {}", r.job)))?;
+                    .ok_or_else(|| Status::not_found(format!("no job {}", JobId(r.job))))?;
                 let outputs: Vec<proto::MapOutput> = job
                     .maps()
                     .iter()
@@ -476,7 +476,7 @@ impl Coordinator for Service {
                 let core = self.lock();
                 let st = &core.state;
                 let s = st.status(JobId(r.job)).ok_or_else(|| {
-                    Status::not_found(format!("no job {} (epoch {})", r.job, st.epoch))
+                    Status::not_found(format!("no job {} (epoch {})", JobId(r.job), st.epoch))
                 })?;
                 if s.state != "running" || Instant::now() >= deadline {
                     return Ok(Response::new(s));

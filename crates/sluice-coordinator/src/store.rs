@@ -378,7 +378,7 @@ impl StateDir {
     ) -> Result<()> {
         let dir = self.history_dir();
         std::fs::create_dir_all(&dir).map_err(|e| ClusterError::io("creating", &dir, e))?;
-        write_atomic(&dir.join(format!("{id}.json")), json.as_bytes())?;
+        write_atomic(&dir.join(format!("{}.json", id.0)), json.as_bytes())?;
         let ids = self.history_ids()?;
         for old in ids.iter().take(ids.len().saturating_sub(keep)) {
             let path = dir.join(format!("{old}.json"));

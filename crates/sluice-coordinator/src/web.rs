@@ -141,7 +141,7 @@ fn not_found(what: String) -> Response {
 
 /// One job as the jobs page lists it.
 struct JobRow {
-    id: u64,
+    id: JobId,
     state: String,
     pool: String,
     job: String,
@@ -169,7 +169,7 @@ fn job_rows(st: &State) -> (Vec<JobRow>, bool) {
             None => report_of(st, *id).map(|r| r.phases.total_s),
         };
         rows.push(JobRow {
-            id: id.0,
+            id: *id,
             state: s.state,
             pool: s.pool,
             job: req.map_or_else(String::new, |q| q.job.clone()),
@@ -226,14 +226,18 @@ async fn jobs_page(AxState(web): AxState<Web>) -> Html<String> {
     Html(layout("Jobs", &body, live))
 }
 
-async fn job_report(AxState(web): AxState<Web>, Path(id): Path<u64>) -> Response {
-    match job_view(&web, JobId(id)) {
+async fn job_report(AxState(web): AxState<Web>, Path(id): Path<String>) -> Response {
+    let id = match path_job(&id) {
+        Ok(id) => id,
+        Err(refused) => return *refused,
+    };
+    match job_view(&web, id) {
         Some((_, report)) => (
             [(header::CONTENT_TYPE, "application/json")],
             serde_json::to_string_pretty(&report).expect("serializable"),
         )
             .into_response(),
-        None => not_found(format!("no job {id} with a report")),
+        None => not_found(format!("no {id} with a report")),
     }
 }
 
@@ -253,9 +257,23 @@ fn job_view(web: &Web, id: JobId) -> Option<(sluice_proto::proto::JobStatus, Clu
     Some((status, report))
 }
 
-async fn job_page(AxState(web): AxState<Web>, Path(id): Path<u64>) -> Response {
-    let Some((status, r)) = job_view(&web, JobId(id)) else {
-        return not_found(format!("no job {id} (or none with a report kept)"));
+/// The job a URL names (`job-1-17`, or the number older links carry),
+/// else the answer to a URL that names none.
+fn path_job(id: &str) -> Result<JobId, Box<Response>> {
+    id.parse().map_err(|e: sluice_proto::ClusterError| {
+        let mut refused = not_found(e.to_string());
+        *refused.status_mut() = StatusCode::BAD_REQUEST;
+        Box::new(refused)
+    })
+}
+
+async fn job_page(AxState(web): AxState<Web>, Path(id): Path<String>) -> Response {
+    let id = match path_job(&id) {
+        Ok(id) => id,
+        Err(refused) => return *refused,
+    };
+    let Some((status, r)) = job_view(&web, id) else {
+        return not_found(format!("no {id} (or none with a report kept)"));
     };
     let live = status.state == "running";
     let mut body = String::new();
@@ -289,7 +307,7 @@ async fn job_page(AxState(web): AxState<Web>, Path(id): Path<u64>) -> Response {
         page::timeline(&r.timeline, r.phases.total_s)
     );
     body.push_str(&job_tables(&r));
-    Html(layout(&format!("Job {id} ({})", r.job), &body, live)).into_response()
+    Html(layout(&format!("{id} ({})", r.job), &body, live)).into_response()
 }
 
 /// Phases, input and output, attempts, locality, the cache and skew.

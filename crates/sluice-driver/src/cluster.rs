@@ -1,10 +1,11 @@
 //! Jobs on a cluster.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use sluice_client::BlockingClient;
+use sluice_client::{BlockingClient, Patience};
 use sluice_proto::auth::Secret;
+use sluice_proto::ids::JobId;
 use sluice_proto::proto::JobStatus;
 use sluice_proto::report::ClusterReport;
 use sluice_request::{JobRequest, Plan, Sampling};
@@ -14,16 +15,11 @@ use crate::error::DriverError;
 /// Bytes read from the head of each block to sample a data set.
 const SAMPLE_HEAD: u64 = 256 << 10;
 
-/// How long a lost coordinator is waited for before the job is given up.
-const COORDINATOR_GRACE: Duration = Duration::from_secs(60);
-
 /// Sees a running cluster job's status about every 30 seconds and at
 /// every change (progress lines).
 pub trait StatusWatch: Send + Sync {
     /// The job's latest status.
     fn status(&self, s: &JobStatus);
-    /// The coordinator did not answer; the driver keeps asking.
-    fn lost(&self, job: u64, why: &str);
 }
 
 /// A cluster as a target.
@@ -36,6 +32,9 @@ pub struct ClusterTarget {
     pub replication: u32,
     /// Who sees the job's progress.
     pub watch: Option<Arc<dyn StatusWatch>>,
+    /// How long to wait for a coordinator that does not answer (one
+    /// restarting), and whom to tell.
+    pub patience: Patience,
 }
 
 impl std::fmt::Debug for ClusterTarget {
@@ -54,9 +53,10 @@ pub(crate) fn temp_outputs(n: usize) -> Vec<String> {
 
 impl ClusterTarget {
     fn connect(&self) -> Result<BlockingClient, DriverError> {
-        Ok(BlockingClient::connect(
+        Ok(BlockingClient::connect_patient(
             &self.coordinator,
             self.secret.clone(),
+            self.patience.clone(),
         )?)
     }
 
@@ -93,7 +93,7 @@ impl ClusterTarget {
         mut req: JobRequest,
         plan: Plan,
     ) -> Result<ClusterReport, DriverError> {
-        let mut client = self.connect()?;
+        let client = self.connect()?;
         if let Plan::Sample(s) = plan {
             req.split_points = Some(sample(&client, &req, s)?);
         }
@@ -104,7 +104,7 @@ impl ClusterTarget {
             self.replication
         };
         let id = client.submit(&req, replication)?;
-        let status = self.wait(&mut client, id)?;
+        let status = self.wait(&client, id)?;
         match status.state.as_str() {
             "succeeded" => serde_json_report(&status),
             "killed" => Err(DriverError::Killed {
@@ -118,27 +118,12 @@ impl ClusterTarget {
         }
     }
 
-    /// Waits for job `id` to end; a restarted coordinator knows what
-    /// became of it, so a lost one is asked again for a minute.
-    fn wait(&self, client: &mut BlockingClient, id: u64) -> Result<JobStatus, DriverError> {
-        let mut lost_since: Option<Instant> = None;
+    /// Waits for job `id` to end. A coordinator that does not answer is
+    /// waited for as the target's patience says (the client's calls
+    /// wait): a restarted one knows the job by the same id.
+    fn wait(&self, client: &BlockingClient, id: JobId) -> Result<JobStatus, DriverError> {
         loop {
-            let s = match client.wait(id, Duration::from_secs(30)) {
-                Ok(s) => s,
-                Err(e) if lost_since.is_none_or(|t| t.elapsed() < COORDINATOR_GRACE) => {
-                    if lost_since.is_none() {
-                        if let Some(w) = &self.watch {
-                            w.lost(id, &e.to_string());
-                        }
-                    }
-                    lost_since.get_or_insert_with(Instant::now);
-                    std::thread::sleep(Duration::from_millis(200));
-                    let _ = client.reconnect();
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
-            };
-            lost_since = None;
+            let s = client.wait(id, Duration::from_secs(30))?;
             if s.state != "running" {
                 return Ok(s);
             }

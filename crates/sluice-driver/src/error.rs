@@ -14,18 +14,18 @@ pub enum DriverError {
     #[error(transparent)]
     Cluster(#[from] sluice_proto::ClusterError),
     /// The job failed on the cluster.
-    #[error("job {id} failed: {reason}")]
+    #[error("{id} failed: {reason}")]
     Failed {
         /// The job's id.
-        id: u64,
+        id: sluice_proto::ids::JobId,
         /// Why.
         reason: String,
     },
     /// The job was killed (`reason` says by whom).
-    #[error("job {id} was {reason}")]
+    #[error("{id} was {reason}")]
     Killed {
         /// The job's id.
-        id: u64,
+        id: sluice_proto::ids::JobId,
         /// Why.
         reason: String,
     },

@@ -188,7 +188,9 @@ pub struct Phases {
 /// Everything measured about one cluster job.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ClusterReport {
-    pub job_id: u64,
+    /// The job's id, as text (`job-1-17`); older reports hold the number.
+    #[serde(with = "crate::ids::job_text")]
+    pub job_id: crate::ids::JobId,
     pub job: String,
     /// The pool it ran in (fair scheduling).
     #[serde(default)]

@@ -3,12 +3,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use sluice_client::{embedded, BlockingClient};
+use sluice_client::{embedded, BlockingClient, Patience};
 use sluice_driver::JobReport;
 use sluice_proto::auth::Secret;
+use sluice_proto::ids::JobId;
 use sluice_proto::sample::Sample;
 use sluice_request::Registry;
 
@@ -24,6 +26,34 @@ pub struct Conn {
     /// Shared secret file [default: CLUSTER/secret, or $SLUICE_SECRET].
     #[arg(long)]
     pub secret_file: Option<PathBuf>,
+    /// How long to wait for a coordinator that does not answer (one
+    /// restarting) before giving up: `60s`, `500ms`, `2m`, or seconds;
+    /// `0` gives up at once.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub wait_coordinator: Duration,
+}
+
+/// A duration such as `60s`, `500ms`, `2m` or `1.5` (seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 0.001,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => f64::NAN,
+    };
+    let secs = num.parse::<f64>().map(|n| n * scale).unwrap_or(f64::NAN);
+    if !(0.0..=1e9).contains(&secs) {
+        return Err(format!(
+            "invalid duration {s:?}: expected a number with an optional unit (ms, s, m, h)"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 impl Conn {
@@ -37,6 +67,7 @@ impl Conn {
             coordinator,
             cluster: cluster.unwrap_or_else(|| "sluice-cluster".into()),
             secret_file,
+            wait_coordinator: Duration::from_secs(60),
         }
     }
 }
@@ -52,10 +83,21 @@ pub fn secret(file: Option<&Path>) -> anyhow::Result<Secret> {
     }
 }
 
-/// A blocking client of the cluster of `conn`.
+/// A blocking client of the cluster of `conn`; it waits for a
+/// coordinator that does not answer as `--wait-coordinator` says.
 pub fn connect(conn: &Conn) -> anyhow::Result<BlockingClient> {
     let (addr, secret) = resolve(conn)?;
-    Ok(BlockingClient::connect(&addr, secret)?)
+    Ok(BlockingClient::connect_patient(
+        &addr,
+        secret,
+        patience(conn),
+    )?)
+}
+
+/// How a command waits for a coordinator that does not answer: up to
+/// `--wait-coordinator`, saying so once on standard error.
+pub fn patience(conn: &Conn) -> Patience {
+    Patience::on_stderr(conn.wait_coordinator)
 }
 
 /// The coordinator's address and the shared secret of a connection.
@@ -86,13 +128,13 @@ pub struct Progress;
 impl sluice_driver::StatusWatch for Progress {
     fn status(&self, s: &sluice_proto::proto::JobStatus) {
         eprintln!(
-            "job {}: maps {}/{}, reduces {}/{}",
-            s.job, s.maps_done, s.maps, s.reduces_done, s.reduces
+            "{}: maps {}/{}, reduces {}/{}",
+            JobId(s.job),
+            s.maps_done,
+            s.maps,
+            s.reduces_done,
+            s.reduces
         );
-    }
-
-    fn lost(&self, job: u64, why: &str) {
-        eprintln!("job {job}: lost the coordinator ({why}); waiting for it");
     }
 }
 
@@ -109,6 +151,7 @@ pub fn target(
         secret,
         replication,
         watch: (!quiet).then(|| Arc::new(Progress) as Arc<dyn sluice_driver::StatusWatch>),
+        patience: patience(conn),
     })
 }
 
@@ -139,4 +182,24 @@ pub fn remove(conn: &Conn, name: &str) -> anyhow::Result<()> {
 pub fn node_samples(conn: &Conn, since: u64) -> anyhow::Result<Vec<(String, Vec<Sample>)>> {
     let c = connect(conn)?;
     Ok(c.node_samples(since)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_with_their_units_and_bad_ones_are_refused() {
+        let ok = |s| parse_duration(s).unwrap();
+        assert_eq!(ok("60s"), Duration::from_secs(60));
+        assert_eq!(ok("60"), Duration::from_secs(60));
+        assert_eq!(ok("500ms"), Duration::from_millis(500));
+        assert_eq!(ok("2m"), Duration::from_secs(120));
+        assert_eq!(ok("1.5"), Duration::from_millis(1500));
+        assert_eq!(ok("0"), Duration::ZERO);
+        for bad in ["", "s", "-1s", "1 s", "1d", "1e3", "nan", "5sec"] {
+            let err = parse_duration(bad).unwrap_err();
+            assert!(err.contains("invalid duration"), "{bad:?}: {err}");
+        }
+    }
 }

@@ -78,7 +78,7 @@ fn coordinator_argv(c: &Cluster) -> (u32, Vec<String>) {
 fn directives_pin_blocks_survive_a_restart_and_go_with_their_data_set() {
     let d = tempfile::tempdir().unwrap();
     let data = gen(d.path(), "4MB");
-    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 50");
+    let c = Cluster::unsupervised(d.path(), 2, "--heartbeat-ms 50");
     put(&c, &data, "words", "1MB", "2");
     let blocks = 4;
     // Every block, on one holder each.

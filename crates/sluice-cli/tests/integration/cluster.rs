@@ -391,7 +391,7 @@ fn a_worker_killed_after_reducers_fetched_its_output_loses_nothing() {
 fn the_catalog_survives_a_coordinator_restart_and_the_running_job_fails_clearly() {
     let d = tempfile::tempdir().unwrap();
     let data = gen(d.path(), "12MB");
-    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 100");
+    let c = Cluster::unsupervised(d.path(), 2, "--heartbeat-ms 100");
     put(&c, &data, "words", "1MB", "1");
     let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
     let argv = argv_of(pid);
@@ -716,7 +716,7 @@ fn sluice_kill_ends_a_running_job_and_leaves_nothing() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("job {id} was killed by sluice kill")),
+        err.contains(&format!("{id} was killed by sluice kill")),
         "{err}"
     );
     // Recorded killed; a second kill says it is over.

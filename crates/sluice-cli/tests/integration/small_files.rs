@@ -196,7 +196,7 @@ fn names(c: &Cluster) -> Vec<String> {
 #[test]
 fn the_catalog_is_whole_after_the_coordinator_is_killed_during_puts() {
     let d = tempfile::tempdir().unwrap();
-    let c = Cluster::up(d.path(), 2, "--heartbeat-ms 100");
+    let c = Cluster::unsupervised(d.path(), 2, "--heartbeat-ms 100");
     // Sources of many small puts: five files each.
     let sources: Vec<PathBuf> = (0..40)
         .map(|i| {
@@ -220,7 +220,8 @@ fn the_catalog_is_whole_after_the_coordinator_is_killed_during_puts() {
             for (i, src) in sources.iter().enumerate() {
                 let name = format!("p{i:02}");
                 let out = sluice()
-                    .args(["put", "--dataset", &name, "--cluster"])
+                    .args(["put", "--wait-coordinator", "0", "--dataset", &name])
+                    .arg("--cluster")
                     .arg(&dir)
                     .arg(src)
                     .output()

@@ -53,6 +53,17 @@ impl Cluster {
 
     /// With extra flags for the coordinator and for every worker.
     pub fn up_with(dir: &Path, workers: u32, flags: &str, worker_flags: &str) -> Self {
+        Self::up_args(dir, workers, flags, worker_flags, &[])
+    }
+
+    /// Its coordinator unsupervised (`--no-supervise`): a test that kills
+    /// it starts it again itself.
+    pub fn unsupervised(dir: &Path, workers: u32, flags: &str) -> Self {
+        Self::up_args(dir, workers, flags, "", &["--no-supervise"])
+    }
+
+    /// With extra `cluster up` arguments.
+    pub fn up_args(dir: &Path, workers: u32, flags: &str, worker_flags: &str, up: &[&str]) -> Self {
         let dir = dir.join("cluster");
         ok(sluice()
             .args([
@@ -64,7 +75,9 @@ impl Cluster {
                 "1",
             ])
             .args(["--coordinator-flags", flags])
-            .args(["--worker-flags", worker_flags, "--dir"])
+            .args(["--worker-flags", worker_flags])
+            .args(up)
+            .arg("--dir")
             .arg(&dir)
             .output()
             .unwrap());

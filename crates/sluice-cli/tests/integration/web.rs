@@ -12,6 +12,8 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use sluice_proto::ids::JobId;
+
 use crate::support::*;
 
 /// A reply: status, headers, body.
@@ -51,7 +53,7 @@ fn web(c: &Cluster) -> (String, String) {
 }
 
 /// Runs word count over `input` into `output`; returns the job's id.
-fn wordcount(c: &Cluster, input: &str, output: &str) -> u64 {
+fn wordcount(c: &Cluster, input: &str, output: &str) -> JobId {
     ok(c.submit(&[
         "wordcount",
         "--input",
@@ -74,12 +76,12 @@ fn wordcount(c: &Cluster, input: &str, output: &str) -> u64 {
             .unwrap()
             .ends_with(&format!("-> {output}"))
     })
-    .map(|j| j["job"].as_u64().unwrap())
+    .map(|j| j["job"].as_str().unwrap().parse::<JobId>().unwrap())
     .next_back()
     .unwrap()
 }
 
-fn history(c: &Cluster, job: u64) -> serde_json::Value {
+fn history(c: &Cluster, job: JobId) -> serde_json::Value {
     let out = ok(c.cmd(&["history", &job.to_string()]).output().unwrap());
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -197,6 +199,20 @@ fn pages_show_a_real_job_and_metrics_equal_its_report() {
         assert!(r.body.contains("</html>"), "{path}");
     }
     assert_eq!(get(&addr, "/jobs/12345", Some(&cookie)).status, 404);
+    assert_eq!(get(&addr, "/jobs/job-9-9", Some(&cookie)).status, 404);
+    // Ids read as people type them; links of before, by number, still work.
+    assert!(job.to_string().starts_with("job-1-"), "{job}");
+    assert_eq!(report["job_id"], job.to_string());
+    let numeric = get(&addr, &format!("/jobs/{}", job.0), Some(&cookie));
+    assert_eq!(numeric.status, 200, "{}", numeric.body);
+    assert!(
+        numeric.body.contains(&format!("{job} (wordcount)")),
+        "{}",
+        numeric.body
+    );
+    let bad = get(&addr, "/jobs/job-1", Some(&cookie));
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("invalid job id"), "{}", bad.body);
 
     // The metrics parse as Prometheus text and count what the report does.
     let bearer = format!("Authorization: Bearer {token}");
@@ -347,13 +363,13 @@ fn pages_show_a_real_job_and_metrics_equal_its_report() {
 #[test]
 fn history_is_kept_bounded_across_a_coordinator_restart() {
     let d = tempfile::tempdir().unwrap();
-    let c = Cluster::up(d.path(), 1, "--history 2");
+    let c = Cluster::unsupervised(d.path(), 1, "--history 2");
     let data = gen(d.path(), "1MB");
     put(&c, &data, "txt", "1MB", "1");
-    let jobs: Vec<u64> = (0..3)
+    let jobs: Vec<JobId> = (0..3)
         .map(|i| wordcount(&c, "txt", &format!("wc{i}")))
         .collect();
-    let before: BTreeMap<u64, serde_json::Value> =
+    let before: BTreeMap<JobId, serde_json::Value> =
         jobs.iter().map(|j| (*j, history(&c, *j))).collect();
 
     let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
@@ -380,7 +396,7 @@ fn history_is_kept_bounded_across_a_coordinator_restart() {
     assert!(listed.iter().all(|j| j["state"] == "succeeded"));
     let with_report = listed
         .iter()
-        .filter(|j| j["report"]["job_id"].is_u64())
+        .filter(|j| j["report"]["job_id"] == j["job"])
         .count();
     assert_eq!(with_report, 2);
 

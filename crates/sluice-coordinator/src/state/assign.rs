@@ -304,7 +304,7 @@ pub(super) fn assignment(
         })
         .collect();
     if kind == REDUCE || job.map_only() {
-        a.output_block = format!("j{}-{}{i}-a{attempt}", job.id(), kind.letter());
+        a.output_block = format!("j{}-{}{i}-a{attempt}", job.id().0, kind.letter());
     }
     a
 }

@@ -158,10 +158,10 @@ mod tests {
             ),
             (
                 Refusal::NoJob {
-                    job: JobId(7),
+                    job: JobId::new(1, 7),
                     epoch: 2,
                 },
-                "no job 7 (epoch 2)",
+                "no job job-1-7 (epoch 2)",
             ),
             (
                 Refusal::NoBlock {

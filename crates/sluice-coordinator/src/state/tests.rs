@@ -307,7 +307,7 @@ impl Sim {
                 };
                 let last = kind == REDUCE || job.map_only();
                 let output = (ok && last).then(|| proto::BlockInfo {
-                    id: format!("j{}-{}{index}-a{attempt}", job.id(), kind.letter()),
+                    id: format!("j{}-{}{index}-a{attempt}", job.id().0, kind.letter()),
                     len: 10,
                     ..Default::default()
                 });
