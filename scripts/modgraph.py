@@ -190,7 +190,7 @@ class Crate:
             private = re.sub(r"pub(?:\([^)]*\))?\s+use\s+[^;]+;", "", code)
             for m in re.finditer(r"\buse\s+([^;]+);", private):
                 refs += [r.split("::") for r in expand_use_tree(m.group(1))]
-            for m in re.finditer(r"\b((?:crate|super|self)(?:::(?:super|\w+))+)", private):
+            for m in re.finditer(r"\b((?:crate|super|self)(?:::\w+)+)", private):
                 refs.append(m.group(1).split("::"))
             # A bare path through a child module (`child::item`) names it.
             for m in re.finditer(r"(?<![\w:])(\w+)::(\w+)", private):
