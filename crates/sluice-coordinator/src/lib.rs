@@ -16,6 +16,7 @@ mod core;
 pub mod editlog;
 pub mod heal;
 pub mod input;
+pub mod joblog;
 mod metrics;
 pub mod policy;
 pub mod queues;
