@@ -13,6 +13,7 @@ pub mod bench;
 pub mod combine;
 pub mod config;
 mod core;
+pub mod crash;
 pub mod editlog;
 pub mod heal;
 pub mod input;
