@@ -103,18 +103,18 @@ fn registered(shared: &Shared, r: proto::RegisterReply) {
     files::remove_other_jobs_files(&shared.layout, &r.running_jobs);
 }
 
-/// Heartbeats until the coordinator asks for a re-registration.
+/// Heartbeats until the coordinator asks for a re-registration. A beat
+/// is never dropped half way (its answer may hand out tasks): a request
+/// to register again, seen by any beat, is acted on when the one in
+/// flight has its answer (the coordinator holds it at most one heartbeat
+/// interval).
 pub(crate) async fn heartbeats(shared: &Arc<Shared>) {
     loop {
         if shared.outbox().must_register() {
             return;
         }
         let reports = shared.outbox().take_reports();
-        let call = beat(shared, reports);
-        tokio::select! {
-            () = call => {}
-            () = shared.reregister.notified() => if shared.outbox().must_register() { return },
-        }
+        beat(shared, reports).await;
     }
 }
 
@@ -140,7 +140,7 @@ impl Drop for Sending<'_> {
 }
 
 /// One heartbeat carrying `reports`. An answer asking this session to
-/// register again wakes [`heartbeats`].
+/// register again is noted for [`heartbeats`].
 async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) {
     let (letter, session, due) = {
         let mut o = shared.outbox();
@@ -173,10 +173,7 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) {
                 // Sent again in the next session. A late answer to a beat
                 // of a session already replaced asks nothing.
                 o.returned(letter);
-                if o.asked_again(session) {
-                    drop(o);
-                    shared.reregister.notify_one();
-                }
+                o.asked_again(session);
                 return;
             }
             o.delivered(&letter);

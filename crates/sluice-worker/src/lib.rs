@@ -59,7 +59,6 @@ use sluice_proto::data::{self, Layout};
 use sluice_proto::signed::connect;
 use sluice_proto::ClusterError;
 use tokio::runtime::Handle;
-use tokio::sync::Notify;
 
 pub use config::{ScanSettings, WorkerConfig};
 
@@ -102,7 +101,6 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         rt: Handle::current(),
         tasks,
         outbox: Mutex::default(),
-        reregister: Notify::new(),
         cache,
         loader,
         cfg,
