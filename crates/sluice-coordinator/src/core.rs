@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use crate::editlog::CatalogLog;
+use crate::joblog::{JobEntry, JobLog};
 use crate::state::{Answer, At, Event, Refusal, State};
 use crate::store::StateDir;
 use sluice_proto::catalog::DatasetMeta;
@@ -19,6 +20,8 @@ pub(crate) struct Core {
     pub(crate) history: usize,
     /// The catalog's edit log.
     pub(crate) log: CatalogLog,
+    /// The job log.
+    pub(crate) jobs: JobLog,
 }
 
 impl Core {
@@ -29,13 +32,18 @@ impl Core {
         let at = At::now();
         let mut step = self.state.handle(ev, at);
         let mut wake = step.wake;
+        wake |= self.log_jobs(&step.log, &mut step.answer);
         while let Some(write) = step.catalog.take() {
             let catalog = &self.state.catalog;
             let result = self
                 .log
                 .append(&write.edit(catalog), catalog)
                 .map_err(|e| e.to_string());
-            let next = self.state.handle(Event::CatalogSaved { write, result }, at);
+            if result.is_ok() && write.commits() {
+                crate::crash::at("commit-written");
+            }
+            let mut next = self.state.handle(Event::CatalogSaved { write, result }, at);
+            wake |= self.log_jobs(&next.log, &mut next.answer);
             wake |= next.wake;
             step.save_jobs |= next.save_jobs;
             step.history.extend(next.history);
@@ -57,6 +65,31 @@ impl Core {
             }
         }
         (step.answer, wake)
+    }
+
+    /// Appends the job log records a step asks for. A job whose
+    /// acceptance could not be logged is handled as one whose record
+    /// could not be written; any other failure is logged (a lost task
+    /// record only means the task runs again after a restart).
+    fn log_jobs(&mut self, entries: &[JobEntry], answer: &mut Result<Answer, Refusal>) -> bool {
+        if let Err(e) = self.jobs.append(entries) {
+            tracing::error!("writing the job log: {e}");
+            if entries.iter().any(|e| matches!(e, JobEntry::Accepted(_))) {
+                return self.records_unsaved(answer, e);
+            }
+            return false;
+        }
+        for e in entries {
+            crate::crash::logged(e);
+        }
+        if entries.iter().any(|e| matches!(e, JobEntry::Ended { .. }))
+            && !self.state.jobs.values().any(|j| j.is_running())
+        {
+            if let Err(e) = self.jobs.restart_if_large() {
+                tracing::error!("starting the job log again: {e}");
+            }
+        }
+        false
     }
 
     /// The job records could not be written: a job just submitted is

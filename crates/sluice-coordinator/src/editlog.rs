@@ -143,13 +143,7 @@ impl CatalogLog {
     /// `catalog` (which holds the edit) once the log outgrew the last one.
     /// A failed append leaves the log as it was.
     pub fn append(&mut self, edit: &CatalogEdit, catalog: &Catalog) -> Result<()> {
-        let payload = serde_json::to_vec(edit).expect("serializable");
-        let mut record = Vec::with_capacity(payload.len() + 8);
-        let n = u32::try_from(payload.len())
-            .map_err(|_| ClusterError::Config("a catalog change over 4 GiB".into()))?;
-        record.extend_from_slice(&n.to_le_bytes());
-        record.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
-        record.extend_from_slice(&payload);
+        let record = frame(edit, "a catalog change")?;
         let written = self
             .file
             .seek(SeekFrom::Start(self.len))
@@ -187,7 +181,7 @@ impl CatalogLog {
     }
 }
 
-fn open_for_writing(path: &Path) -> Result<File> {
+pub(crate) fn open_for_writing(path: &Path) -> Result<File> {
     OpenOptions::new()
         .write(true)
         .open(path)
@@ -196,9 +190,15 @@ fn open_for_writing(path: &Path) -> Result<File> {
 
 /// A new, empty log at `path`, in place atomically.
 fn start_log(path: &Path) -> Result<()> {
+    start_log_as(path, MAGIC)
+}
+
+/// A new, empty log at `path` headed by `magic` and version 1, in place
+/// atomically.
+pub(crate) fn start_log_as(path: &Path, magic: &[u8; 4]) -> Result<()> {
     let tmp = path.with_extension("log-tmp");
     let mut f = File::create(&tmp).map_err(|e| ClusterError::io("creating", &tmp, e))?;
-    f.write_all(MAGIC)
+    f.write_all(magic)
         .and_then(|()| f.write_all(&[VERSION]))
         .and_then(|()| f.sync_all())
         .map_err(|e| ClusterError::io("writing", &tmp, e))?;
@@ -207,6 +207,19 @@ fn start_log(path: &Path) -> Result<()> {
         let _ = File::open(dir).and_then(|d| d.sync_all());
     }
     Ok(())
+}
+
+/// `value` as a record: `len:u32 crc:u32` and its JSON (`what` names it
+/// in the error for one over 4 GiB).
+pub(crate) fn frame<T: Serialize>(value: &T, what: &str) -> Result<Vec<u8>> {
+    let payload = serde_json::to_vec(value).expect("serializable");
+    let n = u32::try_from(payload.len())
+        .map_err(|_| ClusterError::Config(format!("{what} over 4 GiB")))?;
+    let mut record = Vec::with_capacity(payload.len() + 8);
+    record.extend_from_slice(&n.to_le_bytes());
+    record.extend_from_slice(&crc32c::crc32c(&payload).to_le_bytes());
+    record.extend_from_slice(&payload);
+    Ok(record)
 }
 
 /// Applies every whole record of the log `bytes` to `c`; returns the
@@ -227,9 +240,9 @@ fn replay(path: &Path, bytes: &[u8], c: &mut Catalog) -> Result<u64> {
     }
     let mut at = HEADER as usize;
     while at < bytes.len() {
-        let Some((edit, next)) = record(bytes, at) else {
+        let Some((edit, next)) = record::<CatalogEdit>(bytes, at) else {
             // A torn tail: cut off, unless whole records follow it.
-            if records_follow(bytes, at) {
+            if records_follow::<CatalogEdit>(bytes, at) {
                 return Err(damaged(at, "its checksum does not match"));
             }
             tracing::warn!(
@@ -246,7 +259,10 @@ fn replay(path: &Path, bytes: &[u8], c: &mut Catalog) -> Result<u64> {
 
 /// The record at `at` and where the next starts, if it is whole and
 /// intact.
-fn record(bytes: &[u8], at: usize) -> Option<(CatalogEdit, usize)> {
+pub(crate) fn record<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    at: usize,
+) -> Option<(T, usize)> {
     let head = bytes.get(at..at + 8)?;
     let len = u32::from_le_bytes(head[..4].try_into().ok()?) as usize;
     let crc = u32::from_le_bytes(head[4..].try_into().ok()?);
@@ -260,13 +276,13 @@ fn record(bytes: &[u8], at: usize) -> Option<(CatalogEdit, usize)> {
 
 /// Whether a whole, intact record starts somewhere after a bad one at
 /// `at` (its length field read as given).
-fn records_follow(bytes: &[u8], at: usize) -> bool {
+pub(crate) fn records_follow<T: serde::de::DeserializeOwned>(bytes: &[u8], at: usize) -> bool {
     let Some(head) = bytes.get(at..at + 4) else {
         return false;
     };
     let len = u32::from_le_bytes(head.try_into().expect("four bytes")) as usize;
     let next = at + 8 + len;
-    next < bytes.len() && record(bytes, next).is_some()
+    next < bytes.len() && record::<T>(bytes, next).is_some()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use sluice_proto::catalog::BlockMeta;
 
 /// What a map task reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum MapInput {
     /// Blocks of data sets, with where their replicas are: one, or several
     /// small ones packed into one task ([`crate::combine`]). Never empty.
@@ -18,7 +18,7 @@ pub enum MapInput {
 }
 
 /// A map's split of a file in an external store.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct External {
     /// `hdfs://...` or `s3://...`.
     pub url: String,

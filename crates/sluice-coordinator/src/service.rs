@@ -10,11 +10,14 @@
 //! ends, and then offers the worker's slots again, so a submitted job
 //! starts without waiting for the next beat. A worker silent for
 //! [`CoordinatorConfig::worker_timeout`] is lost. Each coordinator start
-//! has a new epoch: workers of an older epoch are told to re-register,
-//! dropping their running tasks (fencing), and jobs that were running when
-//! the previous coordinator died are recorded as failed with the reason.
+//! has a new epoch: workers of an older epoch are told to register again,
+//! and report the attempts they still run; jobs that were running when
+//! the previous coordinator died are taken back from the job log
+//! ([`crate::joblog`], [`State::with_recovered`]) with their finished
+//! tasks, and the reported attempts of their unfinished tasks go on.
 
 use crate::editlog::CatalogLog;
+use crate::joblog::{JobLog, Recovered};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -67,18 +70,9 @@ pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
     let store = StateDir::open(&cfg.state_dir)?;
     let epoch = store.next_epoch()?;
     let (log, catalog) = CatalogLog::open(store.clone())?;
+    let (jobs, recovered) = JobLog::open(&store)?;
     let mut records = store.load_jobs()?;
-    for r in records
-        .values_mut()
-        .filter(|r| r.state == RecordState::Running)
-    {
-        r.state = RecordState::Failed;
-        r.error = format!(
-            "the coordinator restarted (now epoch {epoch}) while the job ran; \
-             its output was not committed; resubmit it"
-        );
-    }
-    store.save_jobs(&records)?;
+    fail_unlogged(&mut records, &recovered, epoch);
     let policy = cfg.scheduler.policy()?;
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
@@ -88,13 +82,16 @@ pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
         .map_err(|e| ClusterError::net("listening on", &cfg.listen.to_string(), e))?;
     let cfg = Arc::new(cfg);
     let history = store.load_history(cfg.history)?;
-    let state =
-        State::new(cfg.clone(), epoch, catalog, records, policy, At::now()).with_history(history);
+    let state = State::new(cfg.clone(), epoch, catalog, records, policy, At::now())
+        .with_history(history)
+        .with_recovered(recovered);
+    store.save_jobs(&state.records)?;
     let svc = Service {
         core: Arc::new(Mutex::new(Core {
             state,
             store,
             log,
+            jobs,
             history: cfg.history,
         })),
         notify: Arc::new(Notify::new()),
@@ -145,6 +142,26 @@ pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
         http,
         server: handle,
     })
+}
+
+/// Jobs recorded running that the job log cannot take back (it lost
+/// their acceptance) fail, saying so.
+fn fail_unlogged(
+    records: &mut std::collections::BTreeMap<JobId, crate::store::JobRecord>,
+    recovered: &[Recovered],
+    epoch: u64,
+) {
+    let logged = |id: &JobId| recovered.iter().any(|r| r.accepted.id == *id);
+    for r in records
+        .values_mut()
+        .filter(|r| r.state == RecordState::Running && !logged(&r.id))
+    {
+        r.state = RecordState::Failed;
+        r.error = format!(
+            "the coordinator restarted (now epoch {epoch}) and its job log does not hold \
+             the job; its output was not committed; resubmit it"
+        );
+    }
 }
 
 impl Service {
@@ -282,6 +299,23 @@ fn refused(r: Refusal) -> Status {
     }
 }
 
+/// A heartbeat's reply, after the `shuffle` crash point: the process
+/// aborts once the reply handing out a reduce is sent.
+fn shuffle_point(reply: proto::HeartbeatReply) -> proto::HeartbeatReply {
+    let reduce = sluice_proto::ids::TaskKind::Reduce.wire();
+    if reply
+        .tasks
+        .iter()
+        .any(|t| t.task.is_some_and(|t| t.kind == reduce))
+    {
+        std::thread::spawn(|| {
+            std::thread::sleep(Duration::from_millis(200));
+            crate::crash::at("shuffle");
+        });
+    }
+    reply
+}
+
 /// An answer of an unexpected kind (a bug in the state machine).
 fn unexpected(a: Answer) -> Status {
     Status::internal(format!("unexpected answer {a:?}"))
@@ -312,13 +346,13 @@ impl Coordinator for Service {
         let answer = self.dispatch(Event::Heartbeat(r));
         self.metrics.heartbeat(t0.elapsed().as_secs_f64());
         match answer? {
-            Answer::Heartbeat(Some(reply)) => return Ok(Response::new(reply)),
+            Answer::Heartbeat(Some(reply)) => return Ok(Response::new(shuffle_point(reply))),
             Answer::Heartbeat(None) => {}
             a => return Err(unexpected(a)),
         }
         let _ = tokio::time::timeout(self.cfg.heartbeat, notified).await;
         match self.dispatch(Event::Offer(worker))? {
-            Answer::Heartbeat(Some(reply)) => Ok(Response::new(reply)),
+            Answer::Heartbeat(Some(reply)) => Ok(Response::new(shuffle_point(reply))),
             a => Err(unexpected(a)),
         }
     }
@@ -374,7 +408,10 @@ impl Coordinator for Service {
         req: Request<proto::PlanBlocksRequest>,
     ) -> Reply<proto::PlanBlocksReply> {
         match self.dispatch(Event::PlanBlocks(req.into_inner()))? {
-            Answer::Planned(p) => Ok(Response::new(p)),
+            Answer::Planned(p) => {
+                crate::crash::at("put");
+                Ok(Response::new(p))
+            }
             a => Err(unexpected(a)),
         }
     }

@@ -22,11 +22,19 @@ use crate::tasks::AttemptKey;
 
 type Result<T> = std::result::Result<T, ClusterError>;
 
-/// Registers with the coordinator, trying for a minute while it does not
-/// answer; a refusal is final.
-pub(crate) async fn register(shared: &Shared) -> Result<()> {
+/// How long a worker's first registration waits for a coordinator that
+/// does not answer; registering again waits as long as it takes.
+const FIRST_REGISTRATION: Duration = Duration::from_secs(60);
+
+/// Registers with the coordinator, trying again after a capped
+/// exponential backoff while it does not answer (for a minute the first
+/// time, then for as long as it takes: a restarting coordinator comes
+/// back); a refusal is final. Each try reports the attempts running here
+/// and those whose reports wait: they go on under the coordinator.
+pub(crate) async fn register(shared: &Shared, first: bool) -> Result<()> {
     let req = register_request(shared);
-    let mut tries = 0;
+    let since = Instant::now();
+    let mut failures = 0;
     loop {
         // A fresh listing each try: blocks may arrive meanwhile.
         let mut req = req.clone();
@@ -34,6 +42,8 @@ pub(crate) async fn register(shared: &Shared) -> Result<()> {
             .layout
             .block_ids()
             .map_err(|e| ClusterError::io("listing", &shared.layout.root.join("blocks"), e))?;
+        req.running = shared.tasks().running_ids();
+        req.running.extend(shared.outbox().unreported());
         shared.outbox().block_report_sent();
         match shared.rpc.clone().register(req).await {
             Ok(r) => {
@@ -49,11 +59,17 @@ pub(crate) async fn register(shared: &Shared) -> Result<()> {
                     s.message()
                 )))
             }
-            Err(_) if tries < 600 => {
-                tries += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
+            Err(s) if first && since.elapsed() > FIRST_REGISTRATION => return Err(s.into()),
+            Err(s) => {
+                failures += 1;
+                if failures == 1 {
+                    tracing::warn!(
+                        "the coordinator does not answer ({}); trying again",
+                        s.message()
+                    );
+                }
+                tokio::time::sleep(crate::outbox::backoff(failures)).await;
             }
-            Err(s) => return Err(s.into()),
         }
     }
 }
@@ -73,11 +89,13 @@ fn register_request(shared: &Shared) -> proto::RegisterRequest {
         http_addr: shared.http_addr.clone(),
         host: shared.cfg.host.clone(),
         free_bytes: files::free_bytes(&shared.cfg.data_dir),
+        running: Vec::new(),
     }
 }
 
 /// A new session: the cache is reported afresh and the files of jobs not
-/// running any more are removed.
+/// running any more are removed (a restarted coordinator names the jobs
+/// it took back, whose map outputs stay).
 fn registered(shared: &Shared, r: proto::RegisterReply) {
     shared.outbox().registered(r.worker_id, r.epoch);
     // A new registration knows nothing of this cache yet.
@@ -85,53 +103,89 @@ fn registered(shared: &Shared, r: proto::RegisterReply) {
     files::remove_other_jobs_files(&shared.layout, &r.running_jobs);
 }
 
-/// Heartbeats until the coordinator asks for a re-registration.
+/// Heartbeats until the coordinator asks for a re-registration. A beat
+/// is never dropped half way (its answer may hand out tasks): a request
+/// to register again, seen by any beat, is acted on when the one in
+/// flight has its answer (the coordinator holds it at most one heartbeat
+/// interval).
 pub(crate) async fn heartbeats(shared: &Arc<Shared>) {
     loop {
+        if shared.outbox().must_register() {
+            return;
+        }
         let reports = shared.outbox().take_reports();
-        let call = beat(shared, reports);
-        tokio::select! {
-            again = call => if again { return },
-            () = shared.reregister.notified() => return,
+        beat(shared, reports).await;
+    }
+}
+
+/// A letter on its way: put back in the outbox if its heartbeat is
+/// dropped before it is answered (nothing it carries is lost).
+struct Sending<'a> {
+    shared: &'a Shared,
+    letter: Option<Letter>,
+}
+
+impl Sending<'_> {
+    fn take(&mut self) -> Letter {
+        self.letter.take().expect("taken once")
+    }
+}
+
+impl Drop for Sending<'_> {
+    fn drop(&mut self) {
+        if let Some(l) = self.letter.take() {
+            self.shared.outbox().returned(l);
         }
     }
 }
 
-/// The session ended: no attempt running now may report.
-pub(crate) fn fence(shared: &Shared) {
-    shared.tasks().kill_all();
-    shared.outbox().fence();
-}
-
-/// One heartbeat carrying `reports`; returns whether to re-register.
-async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) -> bool {
+/// One heartbeat carrying `reports`. An answer asking this session to
+/// register again is noted for [`heartbeats`].
+async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) {
     let (letter, session, due) = {
         let mut o = shared.outbox();
         let due = o.block_report_due(shared.cfg.block_report);
         (o.letter(reports), o.session(), due)
     };
+    let mut sending = Sending {
+        shared,
+        letter: Some(letter),
+    };
+    let letter = sending.letter.as_ref().expect("just put");
     // No report from a listing that failed (it would make blocks look
     // missing); the next heartbeat tries again.
     let listed = due.then(|| shared.layout.block_ids().ok()).flatten();
     let block_report = listed.is_some();
     let cache = shared.cache.report(block_report);
     let cache_sent = cache.is_some();
-    let req = heartbeat_request(shared, session, &letter, listed, cache);
+    let req = heartbeat_request(shared, session, letter, listed, cache);
     let t0 = Instant::now();
     let answer = shared.rpc.clone().heartbeat(req).await;
     let seconds = t0.elapsed().as_secs_f64();
     shared.metrics.heartbeat(seconds, answer.is_ok());
+    let letter = sending.take();
     match answer {
         Ok(r) => {
-            if block_report {
-                shared.outbox().block_report_sent();
+            let r = r.into_inner();
+            let mut o = shared.outbox();
+            o.answered();
+            if r.reregister {
+                // Sent again in the next session. A late answer to a beat
+                // of a session already replaced asks nothing.
+                o.returned(letter);
+                o.asked_again(session);
+                return;
             }
-            handle_reply(shared, r.into_inner())
+            o.delivered(&letter);
+            if block_report {
+                o.block_report_sent();
+            }
+            drop(o);
+            handle_reply(shared, r);
         }
         Err(e) => {
             tracing::warn!("heartbeat failed: {}", e.message());
             undelivered(shared, letter, cache_sent).await;
-            false
         }
     }
 }
@@ -160,21 +214,21 @@ fn heartbeat_request(
 }
 
 /// A heartbeat failed: what it carried goes with the next one, after a
-/// pause.
+/// pause that doubles with each failure in a row, up to a cap.
 async fn undelivered(shared: &Shared, letter: Letter, cache_sent: bool) {
-    shared.outbox().returned(letter);
+    let pause = {
+        let mut o = shared.outbox();
+        o.returned(letter);
+        o.failed()
+    };
     if cache_sent {
         shared.cache.unreported();
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::sleep(pause).await;
 }
 
-/// Does what a heartbeat's reply asks; returns whether to re-register.
-fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
-    if r.reregister {
-        shared.reregister.notify_one();
-        return true;
-    }
+/// Does what a heartbeat's reply asks (a request to register again apart).
+fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) {
     for k in &r.kills {
         shared.tasks().kill(AttemptKey::from(k));
     }
@@ -196,7 +250,6 @@ fn handle_reply(shared: &Arc<Shared>, r: proto::HeartbeatReply) -> bool {
     for t in r.tasks {
         spawn_task(shared, t);
     }
-    false
 }
 
 /// Runs task `t` on a thread of its own, which reports it on a heartbeat

@@ -59,7 +59,6 @@ use sluice_proto::data::{self, Layout};
 use sluice_proto::signed::connect;
 use sluice_proto::ClusterError;
 use tokio::runtime::Handle;
-use tokio::sync::Notify;
 
 pub use config::{ScanSettings, WorkerConfig};
 
@@ -102,23 +101,25 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         rt: Handle::current(),
         tasks,
         outbox: Mutex::default(),
-        reregister: Notify::new(),
         cache,
         loader,
         cfg,
     });
     blocks::spawn_cache_loader(&shared, to_load);
     blocks::spawn_scanner(&shared);
+    let mut first = true;
     loop {
-        heartbeat::register(&shared).await?;
+        heartbeat::register(&shared, first).await?;
+        first = false;
         tracing::info!(
             "worker {} registered, data plane on {}",
             shared.uid,
             shared.data_addr
         );
+        // Until the coordinator asks for a new registration (it restarted,
+        // or took this worker for lost): the attempts running go on, and
+        // the next registration names them.
         heartbeat::heartbeats(&shared).await;
-        // Fenced: nothing running now may report.
-        heartbeat::fence(&shared);
     }
 }
 

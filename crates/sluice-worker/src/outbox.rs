@@ -2,13 +2,16 @@
 //! state, no I/O, behind one lock.
 //!
 //! Task reports, damaged replicas and the outcomes of re-replication
-//! copies wait here until a heartbeat takes them; a heartbeat that fails
-//! puts them back. A re-registration starts a new session and drops the
-//! reports of the old one (nothing running before it may report).
+//! copies wait here until a heartbeat takes them; a heartbeat that fails,
+//! or that the coordinator answers with a request to register again,
+//! puts them back. A registration starts a new session; the reports still
+//! waiting are sent in it (the registration named their attempts, so the
+//! coordinator takes them). Failed heartbeats are retried after a capped
+//! exponential backoff ([`Outbox::failed`]).
 
 use std::time::{Duration, Instant};
 
-use sluice_proto::proto::{CorruptReplica, ReplicateResult, TaskReport};
+use sluice_proto::proto::{CorruptReplica, ReplicateResult, TaskId, TaskReport};
 
 /// What one heartbeat takes to send.
 #[derive(Debug, Default)]
@@ -32,6 +35,25 @@ pub(crate) struct Outbox {
     replicated: Vec<ReplicateResult>,
     /// When the last block report was sent.
     last_block_report: Option<Instant>,
+    /// Heartbeats failed in a row.
+    failures: u32,
+    /// The attempts whose reports are on their way (a letter sent and not
+    /// answered yet).
+    in_flight: Vec<TaskId>,
+    /// The session the coordinator asked to register again, if that is
+    /// the current one.
+    stale: Option<(u64, u64)>,
+}
+
+/// The first pause after a failed heartbeat or registration.
+pub(crate) const BACKOFF_FIRST: Duration = Duration::from_millis(50);
+/// The longest pause: it doubles up to this.
+pub(crate) const BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// The pause after `failures` failed calls in a row (at least one).
+pub(crate) fn backoff(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    (BACKOFF_FIRST * (1 << doublings)).min(BACKOFF_MAX)
 }
 
 impl Outbox {
@@ -45,9 +67,38 @@ impl Outbox {
         self.session
     }
 
-    /// The session ended: reports of the tasks that ran in it are dropped.
-    pub fn fence(&mut self) {
-        self.unsent.clear();
+    /// The attempts whose reports wait to be sent or are on their way:
+    /// a registration names them with the attempts running.
+    pub fn unreported(&self) -> Vec<TaskId> {
+        let waiting = self.unsent.iter().filter_map(|r| r.task);
+        waiting.chain(self.in_flight.iter().copied()).collect()
+    }
+
+    /// The coordinator answered a heartbeat of `session` asking it to
+    /// register again: whether that is the current session (an answer to
+    /// one already replaced asks nothing).
+    pub fn asked_again(&mut self, session: (u64, u64)) -> bool {
+        let current = session == self.session;
+        if current {
+            self.stale = Some(session);
+        }
+        current
+    }
+
+    /// Whether the current session must register again (asked once).
+    pub fn must_register(&mut self) -> bool {
+        self.stale.take() == Some(self.session)
+    }
+
+    /// A heartbeat failed: how long to wait before the next.
+    pub fn failed(&mut self) -> Duration {
+        self.failures = self.failures.saturating_add(1);
+        backoff(self.failures)
+    }
+
+    /// A heartbeat was answered.
+    pub fn answered(&mut self) {
+        self.failures = 0;
     }
 
     /// The reports waiting to be sent, taken.
@@ -67,6 +118,7 @@ impl Outbox {
 
     /// A heartbeat's letter: `reports` and every finding waiting.
     pub fn letter(&mut self, reports: Vec<TaskReport>) -> Letter {
+        self.in_flight.extend(reports.iter().filter_map(|r| r.task));
         Letter {
             reports,
             corrupt: std::mem::take(&mut self.corrupt),
@@ -74,8 +126,18 @@ impl Outbox {
         }
     }
 
+    /// A letter was delivered: its reports are no longer on their way.
+    pub fn delivered(&mut self, l: &Letter) {
+        for t in l.reports.iter().filter_map(|r| r.task) {
+            if let Some(i) = self.in_flight.iter().position(|f| *f == t) {
+                self.in_flight.swap_remove(i);
+            }
+        }
+    }
+
     /// A letter that was not delivered, to send again.
     pub fn returned(&mut self, l: Letter) {
+        self.delivered(&l);
         self.unsent.extend(l.reports);
         self.corrupt.extend(l.corrupt);
         self.replicated.extend(l.replicated);
@@ -122,14 +184,48 @@ mod tests {
     }
 
     #[test]
-    fn a_fence_drops_the_old_sessions_reports_but_not_its_findings() {
+    fn reports_returned_are_kept_for_the_next_session_and_named() {
         let mut o = Outbox::default();
-        o.corrupt(CorruptReplica::default());
-        let l = o.letter(vec![report(1)]);
+        o.registered(1, 1);
+        let l = o.letter(vec![report(1), report(4)]);
         o.returned(l);
-        o.fence();
-        assert!(o.take_reports().is_empty());
-        assert_eq!(o.letter(Vec::new()).corrupt.len(), 1);
+        o.registered(3, 2);
+        let named: Vec<u32> = o.unreported().iter().map(|t| t.index).collect();
+        assert_eq!(named, vec![1, 4]);
+        assert_eq!(o.take_reports().len(), 2);
+    }
+
+    #[test]
+    fn reports_on_their_way_are_named_until_delivered() {
+        let mut o = Outbox::default();
+        let l = o.letter(vec![report(2)]);
+        assert_eq!(o.unreported().len(), 1);
+        o.delivered(&l);
+        assert!(o.unreported().is_empty());
+    }
+
+    #[test]
+    fn only_the_current_session_is_asked_to_register_again_and_once() {
+        let mut o = Outbox::default();
+        o.registered(1, 1);
+        assert!(o.asked_again((1, 1)));
+        assert!(o.asked_again((1, 1)), "a second answer of the same session");
+        o.registered(1, 2);
+        assert!(!o.must_register(), "the session it named is gone");
+        assert!(!o.asked_again((1, 1)), "a late answer of the old session");
+        assert!(o.asked_again((1, 2)));
+        assert!(o.must_register());
+        assert!(!o.must_register(), "asked once");
+    }
+
+    #[test]
+    fn failed_heartbeats_back_off_doubling_to_a_cap_and_reset_when_answered() {
+        let mut o = Outbox::default();
+        let waits: Vec<u128> = (0..8).map(|_| o.failed().as_millis()).collect();
+        assert_eq!(waits, vec![50, 100, 200, 400, 800, 1600, 2000, 2000]);
+        o.answered();
+        assert_eq!(o.failed(), BACKOFF_FIRST);
+        assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
     }
 
     #[test]

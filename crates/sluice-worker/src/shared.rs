@@ -10,7 +10,6 @@ use sluice_proto::data::Layout;
 use sluice_proto::proto;
 use sluice_proto::signed::Rpc;
 use tokio::runtime::Handle;
-use tokio::sync::Notify;
 
 use crate::cache::BlockCache;
 use crate::config::WorkerConfig;
@@ -33,8 +32,6 @@ pub(crate) struct Shared {
     pub tasks: Arc<Mutex<Tasks>>,
     /// The session and what the next heartbeat carries.
     pub outbox: Mutex<Outbox>,
-    /// Wakes the heartbeat loop to register again.
-    pub reregister: Notify,
     pub cache: Arc<BlockCache>,
     /// Blocks for the cache's loading thread.
     pub loader: Sender<Pin>,

@@ -68,8 +68,7 @@ type Received = BTreeMap<String, Arc<FetchWatch>>;
 /// A running attempt.
 #[derive(Default)]
 struct Attempt {
-    /// Its result is to be discarded (killed, its job ended, or the worker
-    /// re-registered).
+    /// Its result is to be discarded (killed, or its job ended).
     cancelled: bool,
     /// Its shuffle fetches, once it has started fetching (a reduce).
     fetched: Option<Received>,
@@ -121,9 +120,17 @@ impl Tasks {
         }
     }
 
-    /// The worker re-registers: no attempt running now may report.
-    pub fn kill_all(&mut self) {
-        self.running.values_mut().for_each(Attempt::cancel);
+    /// The attempts running here and not cancelled, as a registration
+    /// reports them (they go on under the coordinator it registers with).
+    pub fn running_ids(&self) -> Vec<TaskId> {
+        let mut ids: Vec<TaskId> = self
+            .running
+            .iter()
+            .filter(|(_, a)| !a.cancelled)
+            .map(|(k, _)| k.task_id())
+            .collect();
+        ids.sort_by_key(|t| (t.job, t.kind, t.index, t.attempt));
+        ids
     }
 
     /// Attempt `k` has ended: it is forgotten.
@@ -363,15 +370,16 @@ mod tests {
     }
 
     #[test]
-    fn kill_all_cancels_every_running_attempt() {
+    fn a_registration_reports_the_attempts_running_and_not_cancelled() {
         let mut t = Tasks::default();
-        t.start(attempt(1, 0));
         t.start(attempt(2, 5));
-        t.kill_all();
-        assert!(t.is_cancelled(attempt(1, 0)) && t.is_cancelled(attempt(2, 5)));
-        assert!(t.finish(attempt(1, 0)).cancelled);
-        assert!(t.finish(attempt(2, 5)).cancelled);
-        assert_empty(&t);
+        t.start(attempt(1, 0));
+        t.start(attempt(1, 1));
+        t.kill(attempt(1, 1));
+        let ids: Vec<(u64, u32)> = t.running_ids().iter().map(|i| (i.job, i.index)).collect();
+        assert_eq!(ids, vec![(1, 0), (2, 5)]);
+        t.finish(attempt(1, 0));
+        assert_eq!(t.running_ids().len(), 1);
     }
 
     #[test]

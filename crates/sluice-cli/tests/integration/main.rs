@@ -19,6 +19,7 @@ mod integrity;
 mod iterative;
 mod memory;
 mod ohb;
+mod recovery;
 mod s3;
 mod scheduling;
 mod small_files;

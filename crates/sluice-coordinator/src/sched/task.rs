@@ -119,6 +119,10 @@ pub struct Task {
     /// An attempt failed on a damaged replica: the next may run on any
     /// worker at once, reading an intact replica.
     pub any_worker: bool,
+    /// The id of its next attempt. Ids are unique within the task across
+    /// coordinator restarts: a job taken back numbers its new attempts
+    /// past any an earlier coordinator may have started.
+    pub next_id: u32,
 }
 
 impl Task {
@@ -130,7 +134,13 @@ impl Task {
             pending_since: now,
             last_error: String::new(),
             any_worker: false,
+            next_id: 0,
         }
+    }
+
+    /// Where attempt `id` is in `attempts`.
+    pub fn slot_of(&self, id: u32) -> Option<usize> {
+        self.attempts.iter().position(|a| a.id == id)
     }
 
     /// Running attempts.

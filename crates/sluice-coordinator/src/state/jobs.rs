@@ -7,6 +7,7 @@ use super::refusal::MemoryAsk;
 
 use crate::combine;
 use crate::input::{External, ExternalInput, MapInput};
+use crate::joblog::{JobEntry, TaskDone};
 use crate::sched::{task_name, Job, JobState, MAP, REDUCE};
 use crate::store::{JobRecord, Node, PlacementPolicy, RecordState};
 use sluice_proto::catalog::{BlockMeta, DatasetMeta, FileMeta};
@@ -68,6 +69,15 @@ impl State {
             state: RecordState::Running,
             error: String::new(),
         };
+        self.logged
+            .push(JobEntry::Accepted(Box::new(crate::joblog::Accepted {
+                id,
+                request: r.clone(),
+                reducers,
+                replication,
+                inputs: blocks.clone(),
+                side: side.clone(),
+            })));
         let job =
             Job::new(id, r, blocks, reducers, token, self.at.now).with_side(side, replication);
         self.jobs.insert(id, job);
@@ -161,8 +171,11 @@ impl State {
     }
 
     /// Fails jobs with a pending map whose block has no live intact
-    /// replica.
+    /// replica (not while workers register again after a restart).
     pub(super) fn fail_unreadable_inputs(&mut self) -> bool {
+        if self.regrouping() {
+            return false;
+        }
         let live: Vec<String> = self.alive().map(|w| w.info.uid.clone()).collect();
         let workers: Vec<proto::WorkerInfo> =
             self.workers.values().map(|w| w.info.clone()).collect();
@@ -261,6 +274,15 @@ impl State {
     pub(super) fn commit(&mut self, id: JobId) {
         let now = self.at.now;
         let job = self.jobs.get_mut(&id).expect("job exists");
+        if let Some(d) = self.catalog.datasets.get(job.output()) {
+            if super::recover::is_origin(&d.origin, id) {
+                // Its commit was written before a restart (its end record
+                // was not): it is not committed again.
+                job.committing();
+                job.committed(now);
+                return;
+            }
+        }
         let (kind, prefix) = if job.map_only() {
             (MAP, "part-m")
         } else {
@@ -307,11 +329,16 @@ impl State {
             name: name.clone(),
             files,
             created_ms: self.at.ms,
-            origin: format!("job {id} ({})", job.request().describe()),
+            origin: format!(
+                "{} ({})",
+                super::recover::origin(id),
+                job.request().describe()
+            ),
             replication: job.output_replication(),
             block_size: 0,
         };
         job.committing();
+        self.logged.push(JobEntry::CommitStarted { job: id });
         let replaced = self.put_dataset(meta);
         self.write().then.push(Then::Commit { job: id, replaced });
     }
@@ -330,6 +357,7 @@ impl State {
         self.totals.add(&report);
         job.reported(serde_json::to_string_pretty(&report).expect("serializable"));
         self.ended.push((id, job.report_json().to_owned()));
+        self.logged.push(JobEntry::Ended { job: id });
         let succeeded = *job.state() == JobState::Succeeded;
         let mut kills = Vec::new();
         for (worker, kind, index, attempt) in job.running_attempts() {
@@ -439,6 +467,22 @@ impl State {
             .into_iter()
             .filter(|c| self.mark_corrupt(c))
             .collect();
+        let task = self.jobs.get(&JobId(t.job));
+        let task = task.and_then(|j| j.tasks(kind).get(t.index as usize));
+        // A winner's report sent again (its first answer was lost) changes
+        // nothing; its output is the job's.
+        if task
+            .and_then(|x| x.winner())
+            .is_some_and(|a| a.id == t.attempt)
+        {
+            return;
+        }
+        // An attempt an earlier coordinator started, reported before its
+        // worker's registration named it, is adopted first.
+        let unknown = task.is_some_and(|x| x.slot_of(t.attempt).is_none());
+        if unknown {
+            self.adopt_attempts(worker, &[t]);
+        }
         let Some(job) = self.jobs.get_mut(&JobId(t.job)) else {
             return;
         };
@@ -457,6 +501,9 @@ impl State {
         } else {
             (Vec::new(), true)
         };
+        if !discard {
+            self.logged.extend(task_done(job, kind, t.index as usize));
+        }
         for (w, attempt) in kills {
             if let Some(ws) = self.workers.get_mut(&w) {
                 ws.kills.push(proto::TaskId { attempt, ..t });
@@ -510,4 +557,20 @@ pub(super) fn committed_blocks(job: &Job) -> Vec<String> {
         .map(|o| o.id.clone())
         .filter(|id| !id.is_empty())
         .collect()
+}
+
+/// The job log's record of a task's winner, if it has one.
+fn task_done(job: &Job, kind: TaskKind, index: usize) -> Option<JobEntry> {
+    let a = job.tasks(kind).get(index)?.winner()?;
+    let report = a.report.as_ref()?;
+    Some(JobEntry::TaskDone(TaskDone {
+        job: job.id(),
+        kind: kind.wire(),
+        index: index as u32,
+        attempt: a.id,
+        uid: a.uid.clone(),
+        addr: a.addr.clone(),
+        datacenter: a.datacenter.clone(),
+        report: prost::Message::encode_to_vec(report),
+    }))
 }

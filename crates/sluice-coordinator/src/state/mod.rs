@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 use crate::config::CoordinatorConfig;
 use crate::editlog::CatalogEdit;
 use crate::input::ExternalInput;
+use crate::joblog::JobEntry;
 use crate::policy::Policy;
 use crate::sched::Job;
 use crate::store::JobRecord;
@@ -187,6 +188,8 @@ pub struct Step {
     pub save_jobs: bool,
     /// Reports of jobs that ended, to add to the job history.
     pub history: Vec<(JobId, String)>,
+    /// Records for the job log, in order ([`crate::joblog`]).
+    pub log: Vec<JobEntry>,
     /// Waiting callers should look again.
     pub wake: bool,
 }
@@ -210,6 +213,11 @@ pub struct CatalogWrite {
 }
 
 impl CatalogWrite {
+    /// Whether it commits a job's output.
+    pub fn commits(&self) -> bool {
+        self.then.iter().any(|t| matches!(t, Then::Commit { .. }))
+    }
+
     /// The change to log: every data set it touched as `c` holds it now,
     /// the directives if they changed, the counters.
     pub fn edit(&self, c: &Catalog) -> CatalogEdit {
@@ -301,6 +309,17 @@ pub struct State {
     history: BTreeMap<JobId, String>,
     /// Reports of jobs that ended this step, to write to the history.
     ended: Vec<(JobId, String)>,
+    /// Job log records asked for this step.
+    logged: Vec<JobEntry>,
+    /// Workers that ran a recovered job's finished tasks, by uid, under
+    /// the id their attempts name, and since when they are awaited: a
+    /// worker that does not register again within the worker timeout is
+    /// lost.
+    awaited: HashMap<String, (WorkerId, Instant)>,
+    /// When jobs were taken back after a restart: for a while no task is
+    /// handed out (the workers are registering again with the attempts
+    /// they run) and no job fails for want of a live replica.
+    regrouping: Option<Instant>,
     /// Shuffle fetch failures reported since the coordinator started.
     pub(crate) fetch_failures: u64,
     /// The reports of the jobs that ended since the coordinator started,
@@ -372,6 +391,9 @@ impl State {
             starved_since: HashMap::new(),
             history: BTreeMap::new(),
             ended: Vec::new(),
+            logged: Vec::new(),
+            awaited: HashMap::new(),
+            regrouping: None,
             fetch_failures: 0,
             totals: Totals::default(),
             heal: crate::heal::Healing::default(),
@@ -446,6 +468,7 @@ impl State {
             catalog: self.write.take(),
             save_jobs: std::mem::take(&mut self.jobs_dirty),
             history: std::mem::take(&mut self.ended),
+            log: std::mem::take(&mut self.logged),
             wake,
         }
     }
@@ -455,6 +478,7 @@ mod assign;
 mod cache;
 mod catalog;
 mod jobs;
+mod recover;
 mod refusal;
 mod replicas;
 mod workers;
@@ -463,3 +487,6 @@ pub use refusal::{MemoryAsk, Refusal};
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod recover_tests;

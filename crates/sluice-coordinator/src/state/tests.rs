@@ -15,7 +15,7 @@ use sluice_proto::ids::BlockId;
 
 /// One step of a script.
 #[derive(Clone, Copy)]
-enum E {
+pub(super) enum E {
     /// A worker `uid` in `datacenter`, `rack` with `slots` slots of each
     /// kind registers.
     Worker(&'static str, &'static str, &'static str, u32),
@@ -50,17 +50,19 @@ enum E {
 use E::*;
 
 /// The coordinator's state, and the service's part played by hand.
-struct Sim {
-    st: State,
-    at: At,
-    workers: BTreeMap<&'static str, WorkerId>,
+pub(super) struct Sim {
+    pub(super) st: State,
+    pub(super) at: At,
+    pub(super) workers: BTreeMap<&'static str, WorkerId>,
     silent: HashSet<&'static str>,
     disk_full: bool,
-    log: Vec<String>,
+    pub(super) log: Vec<String>,
     jobs: usize,
+    /// The job log records asked for, in order.
+    pub(super) entries: Vec<crate::joblog::JobEntry>,
 }
 
-fn settings() -> Settings {
+pub(super) fn settings() -> Settings {
     Settings {
         delay: Delay {
             cache: 0,
@@ -74,7 +76,7 @@ fn settings() -> Settings {
     }
 }
 
-fn config(s: Settings, preemption: Option<Duration>) -> CoordinatorConfig {
+pub(super) fn config(s: Settings, preemption: Option<Duration>) -> CoordinatorConfig {
     CoordinatorConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         state_dir: std::path::PathBuf::new(),
@@ -95,7 +97,7 @@ fn config(s: Settings, preemption: Option<Duration>) -> CoordinatorConfig {
 }
 
 impl Sim {
-    fn new(cfg: CoordinatorConfig, policy: Box<dyn Policy>) -> Self {
+    pub(super) fn new(cfg: CoordinatorConfig, policy: Box<dyn Policy>) -> Self {
         let at = At::now();
         let st = State::new(
             Arc::new(cfg),
@@ -113,23 +115,26 @@ impl Sim {
             disk_full: false,
             log: Vec::new(),
             jobs: 0,
+            entries: Vec::new(),
         }
     }
 
     /// Handles an event as the service does: catalog writes succeed
     /// unless the disk is full, and their outcome is the next event.
-    fn handle(&mut self, ev: Event) -> Answer {
+    pub(super) fn handle(&mut self, ev: Event) -> Answer {
         let before = self.ended();
         let mut step = self.st.handle(ev, self.at);
+        self.entries.append(&mut step.log);
         while let Some(write) = step.catalog.take() {
             let result = if self.disk_full {
                 Err("disk full".to_string())
             } else {
                 Ok(())
             };
-            let next = self
+            let mut next = self
                 .st
                 .handle(Event::CatalogSaved { write, result }, self.at);
+            self.entries.append(&mut next.log);
             step.catalog = next.catalog;
         }
         for (id, state) in self.ended() {
@@ -153,7 +158,7 @@ impl Sim {
             .collect()
     }
 
-    fn run(&mut self, e: E) {
+    pub(super) fn run(&mut self, e: E) {
         match e {
             Worker(uid, dc, rack, slots) => self.register(uid, dc, rack, slots),
             Data(name, holders) => self.data(name, holders, 100),
@@ -172,8 +177,21 @@ impl Sim {
         }
     }
 
-    fn register(&mut self, uid: &'static str, dc: &str, rack: &str, slots: u32) {
+    pub(super) fn register(&mut self, uid: &'static str, dc: &str, rack: &str, slots: u32) {
+        self.register_with(uid, dc, rack, slots, Vec::new());
+    }
+
+    /// Registers `uid`, saying it runs the attempts `running`.
+    pub(super) fn register_with(
+        &mut self,
+        uid: &'static str,
+        dc: &str,
+        rack: &str,
+        slots: u32,
+        running: Vec<proto::TaskId>,
+    ) {
         let r = proto::RegisterRequest {
+            running,
             protocol_version: sluice_proto::PROTOCOL_VERSION,
             data_addr: format!("{uid}:1"),
             datacenter: dc.into(),
@@ -188,7 +206,7 @@ impl Sim {
         self.workers.insert(uid, WorkerId(reply.worker_id));
     }
 
-    fn data(&mut self, name: &str, holders: &[&[&str]], block_size: u64) {
+    pub(super) fn data(&mut self, name: &str, holders: &[&[&str]], block_size: u64) {
         let blocks = holders
             .iter()
             .enumerate()
@@ -234,7 +252,7 @@ impl Sim {
     fn beat(&mut self, uid: &'static str, reports: Vec<proto::TaskReport>) {
         let r = proto::HeartbeatRequest {
             worker_id: self.workers[uid].0,
-            epoch: 1,
+            epoch: self.st.epoch,
             reports,
             ..Default::default()
         };
@@ -244,7 +262,7 @@ impl Sim {
     fn beat_with_cache(&mut self, uid: &'static str, blocks: &[&str]) {
         let r = proto::HeartbeatRequest {
             worker_id: self.workers[uid].0,
-            epoch: 1,
+            epoch: self.st.epoch,
             cache: Some(proto::CacheReport {
                 blocks: blocks.iter().map(|b| b.to_string()).collect(),
                 ..Default::default()
@@ -277,7 +295,8 @@ impl Sim {
             let id = t.task.unwrap();
             let kind = TaskKind::from_wire(id.kind).unwrap();
             let job = &self.st.jobs[&JobId(id.job)];
-            let a = &job.tasks(kind)[id.index as usize].attempts[id.attempt as usize];
+            let t = &job.tasks(kind)[id.index as usize];
+            let a = &t.attempts[t.slot_of(id.attempt).unwrap()];
             let spec = if a.speculative { " backup" } else { "" };
             let (short, task) = (id.job & 0xffff_ffff, task_name(kind, id.index as usize));
             let level = a.level.name();
@@ -291,7 +310,7 @@ impl Sim {
     }
 
     /// Reports every attempt running on `uid` as succeeded or failed.
-    fn report(&mut self, uid: &'static str, ok: bool, maps_only: bool) {
+    pub(super) fn report(&mut self, uid: &'static str, ok: bool, maps_only: bool) {
         let w = self.workers[uid];
         let mut reports = Vec::new();
         for job in self.st.jobs.values().filter(|j| j.is_running()) {
@@ -323,7 +342,7 @@ impl Sim {
         self.beat(uid, reports);
     }
 
-    fn wait(&mut self, ms: u64) {
+    pub(super) fn wait(&mut self, ms: u64) {
         self.at = self.at.after(Duration::from_millis(ms));
         let now = self.at.now;
         for (uid, id) in &self.workers {
@@ -364,8 +383,8 @@ fn fair(pools: &str) -> Box<dyn Policy> {
     })
 }
 
-const A: E = Worker("a", "dc1", "r1", 1);
-const B: E = Worker("b", "dc1", "r1", 1);
+pub(super) const A: E = Worker("a", "dc1", "r1", 1);
+pub(super) const B: E = Worker("b", "dc1", "r1", 1);
 const C: E = Worker("c", "dc1", "r2", 1);
 const D: E = Worker("d", "dc2", "r3", 1);
 

@@ -9,11 +9,14 @@ use sluice_proto::proto;
 use super::{Refusal, State, WorkerState};
 
 impl State {
-    /// A worker joins: an older registration of the same worker is lost
-    /// (its tasks with it), its blocks are checked against the catalog.
+    /// A worker joins: a worker registering again keeps its id and its
+    /// finished work (its running attempts it does not name are lost), a
+    /// worker that ran a recovered job's finished tasks takes the id they
+    /// name; its blocks are checked against the catalog, the attempts it
+    /// says it runs are adopted or killed.
     pub(super) fn register(
         &mut self,
-        r: proto::RegisterRequest,
+        mut r: proto::RegisterRequest,
     ) -> Result<proto::RegisterReply, Refusal> {
         if r.protocol_version != sluice_proto::PROTOCOL_VERSION {
             return Err(Refusal::Protocol {
@@ -21,17 +24,22 @@ impl State {
                 coordinator: sluice_proto::PROTOCOL_VERSION,
             });
         }
-        let old: Vec<WorkerId> = self
+        let running = std::mem::take(&mut r.running);
+        let again = self
             .workers
             .iter()
-            .filter(|(_, w)| w.info.alive && w.info.uid == r.uid)
-            .map(|(&id, _)| id)
-            .collect();
-        for id in old {
-            self.lose_worker(id);
-        }
-        self.next_worker += 1;
-        let id = WorkerId(self.next_worker);
+            .find(|(_, w)| w.info.alive && w.info.uid == r.uid)
+            .map(|(&id, _)| id);
+        let id = match again {
+            Some(id) => {
+                self.registered_again(id, &running);
+                id
+            }
+            None => self.claim_awaited(&r.uid).unwrap_or_else(|| {
+                self.next_worker += 1;
+                WorkerId(self.next_worker)
+            }),
+        };
         let host = if r.host.is_empty() {
             host_of(&r.data_addr)
         } else {
@@ -54,6 +62,7 @@ impl State {
         self.workers.insert(id, WorkerState::new(info, self.at.now));
         self.heal.changed();
         self.block_report(id, &r.blocks);
+        self.adopt_attempts(id, &running);
         Ok(proto::RegisterReply {
             running_jobs: self
                 .jobs
@@ -120,7 +129,10 @@ impl State {
         if !self.workers.get(&worker).is_some_and(|w| w.info.alive) {
             return reregister();
         }
-        let mut tasks = self.assign(worker);
+        let mut tasks = match self.holding_tasks() {
+            true => Vec::new(),
+            false => self.assign(worker),
+        };
         let cfg = self.cfg.clone();
         for t in tasks.iter_mut().filter(|t| !t.output_block.is_empty()) {
             let job = JobId(t.task.unwrap_or_default().job);
@@ -171,7 +183,7 @@ impl State {
         for &id in &lost {
             self.lose_worker(id);
         }
-        let mut changed = !lost.is_empty();
+        let mut changed = !lost.is_empty() | self.give_up_awaited();
         if cfg.replication_streams > 0 {
             let live = self.live_by_uid();
             let busy = self.blocks_read();

@@ -409,7 +409,8 @@ impl Job {
             speculative,
         } = p;
         let t = &mut self.tasks_mut(kind)[index];
-        let id = t.attempts.len() as u32;
+        let id = t.next_id;
+        t.next_id += 1;
         t.attempts.push(Attempt {
             id,
             worker: w.id,
@@ -436,11 +437,10 @@ impl Job {
         id: u32,
         fetched: Vec<proto::RemoteRead>,
     ) {
-        if let Some(a) = self
-            .tasks_mut(kind)
-            .get_mut(index)
-            .and_then(|t| t.attempts.get_mut(id as usize))
-        {
+        if let Some(a) = self.tasks_mut(kind).get_mut(index).and_then(|t| {
+            let at = t.slot_of(id)?;
+            t.attempts.get_mut(at)
+        }) {
             a.fetched = fetched;
         }
     }
@@ -452,10 +452,10 @@ impl Job {
         index: usize,
         id: u32,
     ) -> Option<&mut Attempt> {
-        self.tasks_mut(kind)
-            .get_mut(index)?
-            .attempts
-            .get_mut(id as usize)
+        let t = self.tasks_mut(kind).get_mut(index)?;
+        let at = t.slot_of(id)?;
+        t.attempts
+            .get_mut(at)
             .filter(|a| a.state == AttemptState::Running)
     }
 
@@ -485,15 +485,16 @@ impl Job {
             MAP => &mut self.maps[index],
             REDUCE => &mut self.reduces[index],
         };
+        let at = t.slot_of(id).expect("a running attempt");
         if ok {
-            t.attempts[id as usize].state = AttemptState::Succeeded;
+            t.attempts[at].state = AttemptState::Succeeded;
             if t.done.is_some() {
                 return (Vec::new(), true);
             }
-            t.done = Some(id as usize);
-            let took = micros(&t.attempts[id as usize]);
+            t.done = Some(at);
+            let took = micros(&t.attempts[at]);
             if kind == MAP {
-                self.map_outputs.count(&t.attempts[id as usize], 1);
+                self.map_outputs.count(&t.attempts[at], 1);
             }
             let mut kills = Vec::new();
             for a in &mut t.attempts {
@@ -510,7 +511,7 @@ impl Job {
             self.queues.winner(kind, took, true);
             return (kills, false);
         }
-        t.attempts[id as usize].state = AttemptState::Failed;
+        t.attempts[at].state = AttemptState::Failed;
         t.last_error = err;
         if blame_replica {
             t.any_worker = true;
@@ -547,15 +548,15 @@ impl Job {
         let Some(t) = self.maps.get_mut(index) else {
             return false;
         };
-        if t.done != Some(id as usize) {
+        let Some(at) = t.slot_of(id).filter(|&at| t.done == Some(at)) else {
             return false;
-        }
-        t.attempts[id as usize].state = AttemptState::Failed;
+        };
+        t.attempts[at].state = AttemptState::Failed;
         t.failures += 1;
         t.last_error = format!("map output unreadable: {reason}");
-        self.map_outputs.count(&t.attempts[id as usize], -1);
+        self.map_outputs.count(&t.attempts[at], -1);
         t.reset(now);
-        let took = micros(&t.attempts[id as usize]);
+        let took = micros(&t.attempts[at]);
         self.queues.reopen(MAP, index);
         self.queues.winner(MAP, took, false);
         if t.failures >= s.max_attempts {
@@ -657,6 +658,7 @@ impl Job {
 /// blocks no other worker caches before taking the first.
 pub const PREFER_SCAN: usize = 16;
 
+pub mod adopt;
 mod offer;
 
 #[cfg(test)]
