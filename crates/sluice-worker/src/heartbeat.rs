@@ -23,13 +23,19 @@ use crate::tasks::AttemptKey;
 type Result<T> = std::result::Result<T, ClusterError>;
 
 /// How long a worker's first registration waits for a coordinator that
-/// does not answer; registering again waits as long as it takes.
+/// does not answer.
 const FIRST_REGISTRATION: Duration = Duration::from_secs(60);
+
+/// How long a registered worker waits for a coordinator that stopped
+/// answering (a restart takes seconds) before it ends: as YARN's
+/// NodeManager gives up on its ResourceManager after 15 minutes, so a
+/// worker whose cluster is gone does not run on for ever.
+pub(crate) const COORDINATOR_PATIENCE: Duration = Duration::from_secs(15 * 60);
 
 /// Registers with the coordinator, trying again after a capped
 /// exponential backoff while it does not answer (for a minute the first
-/// time, then for as long as it takes: a restarting coordinator comes
-/// back); a refusal is final. Each try reports the attempts running here
+/// time, then for [`COORDINATOR_PATIENCE`]: a restarting coordinator
+/// comes back); a refusal is final. Each try reports the attempts running here
 /// and those whose reports wait: they go on under the coordinator.
 pub(crate) async fn register(shared: &Shared, first: bool) -> Result<()> {
     let req = register_request(shared);
@@ -60,6 +66,7 @@ pub(crate) async fn register(shared: &Shared, first: bool) -> Result<()> {
                 )))
             }
             Err(s) if first && since.elapsed() > FIRST_REGISTRATION => return Err(s.into()),
+            Err(s) if since.elapsed() > COORDINATOR_PATIENCE => return Err(gone(s.message())),
             Err(s) => {
                 failures += 1;
                 if failures == 1 {
@@ -107,15 +114,27 @@ fn registered(shared: &Shared, r: proto::RegisterReply) {
 /// is never dropped half way (its answer may hand out tasks): a request
 /// to register again, seen by any beat, is acted on when the one in
 /// flight has its answer (the coordinator holds it at most one heartbeat
-/// interval).
-pub(crate) async fn heartbeats(shared: &Arc<Shared>) {
+/// interval). Fails when no heartbeat was answered for
+/// [`COORDINATOR_PATIENCE`].
+pub(crate) async fn heartbeats(shared: &Arc<Shared>) -> Result<()> {
     loop {
         if shared.outbox().must_register() {
-            return;
+            return Ok(());
+        }
+        if shared.outbox().silent_for(Instant::now()) > COORDINATOR_PATIENCE {
+            return Err(gone("no heartbeat answered"));
         }
         let reports = shared.outbox().take_reports();
         beat(shared, reports).await;
     }
+}
+
+/// The error a worker ends with when its coordinator stayed away.
+fn gone(why: &str) -> ClusterError {
+    ClusterError::Rpc(format!(
+        "no coordinator for {} minutes ({why}); this worker stops",
+        COORDINATOR_PATIENCE.as_secs() / 60
+    ))
 }
 
 /// A letter on its way: put back in the outbox if its heartbeat is

@@ -119,7 +119,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         // Until the coordinator asks for a new registration (it restarted,
         // or took this worker for lost): the attempts running go on, and
         // the next registration names them.
-        heartbeat::heartbeats(&shared).await;
+        heartbeat::heartbeats(&shared).await?;
     }
 }
 

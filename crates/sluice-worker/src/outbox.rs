@@ -37,6 +37,8 @@ pub(crate) struct Outbox {
     last_block_report: Option<Instant>,
     /// Heartbeats failed in a row.
     failures: u32,
+    /// When the first of the failed calls in a row failed.
+    silent_since: Option<Instant>,
     /// The attempts whose reports are on their way (a letter sent and not
     /// answered yet).
     in_flight: Vec<TaskId>,
@@ -93,12 +95,21 @@ impl Outbox {
     /// A heartbeat failed: how long to wait before the next.
     pub fn failed(&mut self) -> Duration {
         self.failures = self.failures.saturating_add(1);
+        self.silent_since.get_or_insert_with(Instant::now);
         backoff(self.failures)
+    }
+
+    /// How long no heartbeat has been answered, at `now` (zero while they
+    /// are).
+    pub fn silent_for(&self, now: Instant) -> Duration {
+        self.silent_since
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t))
     }
 
     /// A heartbeat was answered.
     pub fn answered(&mut self) {
         self.failures = 0;
+        self.silent_since = None;
     }
 
     /// The reports waiting to be sent, taken.
@@ -235,5 +246,18 @@ mod tests {
         o.block_report_sent();
         assert!(!o.block_report_due(Duration::from_secs(3600)));
         assert!(o.block_report_due(Duration::ZERO));
+    }
+
+    #[test]
+    fn silence_counts_from_the_first_failure_until_an_answer() {
+        let mut o = Outbox::default();
+        let t0 = Instant::now();
+        assert_eq!(o.silent_for(t0), Duration::ZERO);
+        o.failed();
+        o.failed();
+        let later = Instant::now() + Duration::from_secs(5);
+        assert!(o.silent_for(later) >= Duration::from_secs(5));
+        o.answered();
+        assert_eq!(o.silent_for(later), Duration::ZERO);
     }
 }
