@@ -70,7 +70,7 @@ fn until_pinned(c: &Cluster, what: &str, f: impl Fn(&BTreeMap<String, usize>) ->
 
 /// The coordinator's pid and command line, to start it again.
 fn coordinator_argv(c: &Cluster) -> (u32, Vec<String>) {
-    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let pid = c.coordinator_pid();
     (pid, argv_of(pid))
 }
 

@@ -393,7 +393,7 @@ fn the_catalog_and_a_running_job_survive_a_coordinator_restart() {
     let data = gen(d.path(), "12MB");
     let c = Cluster::unsupervised(d.path(), 2, "--heartbeat-ms 100");
     put(&c, &data, "words", "1MB", "1");
-    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let pid = c.coordinator_pid();
     let argv = argv_of(pid);
     let job = submit_wc(&c, "words", "counts")
         .stderr(Stdio::piped())

@@ -40,7 +40,7 @@ fn crash_and_recover(point: &str) -> (tempfile::TempDir, Cluster, Output, serde_
     let data = gen(d.path(), "12MB");
     let c = up_crashing(d.path(), point);
     put(&c, &data, "words", "1MB", "1");
-    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let pid = c.coordinator_pid();
     let argv = argv_of(pid);
     let report = d.path().join("report.json");
     let job = submit_wc(&c, "words", "counts")
@@ -128,7 +128,7 @@ fn a_killed_coordinator_loses_no_finished_map() {
     let data = gen(d.path(), "12MB");
     let c = Cluster::up(d.path(), 2, "--heartbeat-ms 100");
     put(&c, &data, "words", "1MB", "1");
-    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let pid = c.coordinator_pid();
     let argv = argv_of(pid);
     let (job, report) = spawn_wc(&c, d.path());
     std::thread::sleep(Duration::from_millis(400));

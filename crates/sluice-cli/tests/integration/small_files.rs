@@ -209,7 +209,7 @@ fn the_catalog_is_whole_after_the_coordinator_is_killed_during_puts() {
             dir
         })
         .collect();
-    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let pid = c.coordinator_pid();
     let argv = argv_of(pid);
     // Puts one after another until one fails (the coordinator is gone);
     // returns the names acknowledged.

@@ -50,7 +50,7 @@ fn a_killed_coordinator_is_started_again_and_down_leaves_nothing() {
     let first = coordinator_line(&c);
     assert!(first.contains("restarted 0 times"), "{first}");
     let old = pid_of(&first);
-    assert_eq!(old, c.json()["coordinator_pid"].as_u64().unwrap() as u32);
+    assert_eq!(old, c.coordinator_pid());
 
     signal(old, "KILL");
     // A new coordinator answers on the same address, with the catalog.
@@ -118,7 +118,7 @@ fn clients_wait_for_a_restarting_coordinator_and_go_on() {
     let data = gen(d.path(), "12MB");
     let c = Cluster::unsupervised(d.path(), 2, "--heartbeat-ms 100");
     put(&c, &data, "words", "1MB", "1");
-    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let pid = c.coordinator_pid();
     let argv = argv_of(pid);
     let job = submit_wc(&c, "words", "counts")
         .stderr(Stdio::piped())

@@ -47,6 +47,11 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// The coordinator's pid, as `cluster.json` names it.
+    pub fn coordinator_pid(&self) -> u32 {
+        self.json()["coordinator_pid"].as_u64().unwrap() as u32
+    }
+
     pub fn up(dir: &Path, workers: u32, flags: &str) -> Self {
         Self::up_with(dir, workers, flags, "")
     }

@@ -372,7 +372,7 @@ fn history_is_kept_bounded_across_a_coordinator_restart() {
     let before: BTreeMap<JobId, serde_json::Value> =
         jobs.iter().map(|j| (*j, history(&c, *j))).collect();
 
-    let pid = c.json()["coordinator_pid"].as_u64().unwrap() as u32;
+    let pid = c.coordinator_pid();
     let argv = argv_of(pid);
     signal(pid, "KILL");
     let _again = restart_coordinator(&c, &argv, 1);
