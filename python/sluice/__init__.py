@@ -161,8 +161,9 @@ class Job:
         traceback and the record being processed.
 
         With ``cluster=`` (a ``sluice cluster up`` directory) or
-        ``coordinator=`` (an address, with ``secret_file=`` or
-        ``$SLUICE_SECRET``) the job is submitted to that cluster instead:
+        ``coordinator=`` (an address, or several comma-separated,
+        ``"A,B"``, of which the active one is followed, with
+        ``secret_file=`` or ``$SLUICE_SECRET``) the job is submitted to that cluster instead:
         ``input`` and ``output`` are data set names, and the job runs as a
         Streaming job whose tasks are ``python -m sluice._task`` processes
         of this interpreter (``sys.executable``), which every worker must
@@ -279,7 +280,8 @@ def run(
 
     Runs on the local engine, or on a cluster given by its directory
     (``cluster=``, from ``sluice cluster up``) or coordinator address
-    (``coordinator=``, with ``secret_file=`` or ``$SLUICE_SECRET``); there
+    (``coordinator=``, ``"A,B"`` for several, with ``secret_file=`` or
+    ``$SLUICE_SECRET``); there
     ``input`` and ``output`` are data set names."""
     req = _request(
         job, params or None, input, output, reducers, threads, memory, split_size, overwrite,

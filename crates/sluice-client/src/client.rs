@@ -11,6 +11,7 @@ use sluice_request::JobRequest;
 use sluice_proto::auth::Secret;
 use sluice_proto::catalog::{BlockMeta, DatasetMeta, FileMeta};
 use sluice_proto::data;
+use sluice_proto::follow::{Coordinators, Following};
 use sluice_proto::ids::{BlockId, DatasetName, JobId};
 use sluice_proto::proto::{self, Empty};
 use sluice_proto::sample::Sample;
@@ -18,19 +19,30 @@ use sluice_proto::signed::{connect, Rpc};
 use sluice_proto::ClusterError;
 
 use crate::patience::{ask, Call, Patience, Waiting};
+use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, ClusterError>;
 
 /// Asks the coordinator `method(request)` (a read or a write, [`Call`]),
-/// waiting for it as the client's patience says when it does not answer.
+/// waiting for it as the client's patience says when it does not answer,
+/// or following the next one when there are several; `hold` is how long
+/// the call asks the coordinator to hold it.
 macro_rules! ask {
-    ($client:expr, $call:expr, $method:ident, $req:expr) => {{
+    ($client:expr, $call:expr, $method:ident, $req:expr) => {
+        ask!($client, $call, $method, $req, Duration::ZERO)
+    };
+    ($client:expr, $call:expr, $method:ident, $req:expr, $hold:expr) => {{
         let req = $req;
-        ask(&$client.patience, $call, || {
-            let mut rpc = $client.rpc.clone();
-            let req = req.clone();
-            async move { rpc.$method(req).await }
-        })
+        ask(
+            &$client.coordinator,
+            &$client.patience,
+            $call,
+            $hold,
+            |mut rpc: Rpc| {
+                let req = req.clone();
+                async move { rpc.$method(req).await }
+            },
+        )
         .await
     }};
 }
@@ -38,7 +50,8 @@ macro_rules! ask {
 /// A connected client.
 #[derive(Clone)]
 pub struct Client {
-    pub rpc: Rpc,
+    /// The coordinator followed (one of several, when given several).
+    coordinator: Arc<Following>,
     pub secret: Secret,
     /// How long its calls wait for a coordinator that does not answer.
     pub patience: Patience,
@@ -109,37 +122,42 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Client {
-    /// Connects to the coordinator at `addr`.
+    /// Connects to the coordinator at `addr`, or (`A,B,...`) to the first
+    /// of several that answers.
     pub async fn connect(addr: &str, secret: Secret) -> Result<Self> {
         Self::connect_patient(addr, secret, Patience::default()).await
     }
 
     /// Connects to the coordinator at `addr`, waiting for it as
     /// `patience` says when it does not answer (with none, for 5 s
-    /// silently); its calls wait for it the same way.
+    /// silently); its calls wait for it the same way. Given several
+    /// (`A,B,...`), the first that answers is followed, starting with the
+    /// one that answered this process last, and calls follow the next
+    /// when it goes ([`crate::patience`]).
     pub async fn connect_patient(addr: &str, secret: Secret, patience: Patience) -> Result<Self> {
-        let mut waiting = Waiting::new();
-        let once = if patience.wait.is_zero() {
-            Duration::from_secs(5)
+        let list = Coordinators::parse(addr)?;
+        let coordinator = if list.several() {
+            crate::follow::first_answering(list, &secret, &patience).await?
         } else {
-            Duration::ZERO
-        };
-        let rpc = loop {
-            match connect(addr, &secret, once).await {
-                Ok(rpc) => break rpc,
-                // A malformed address is not waited for.
-                Err(e @ ClusterError::Config(_)) => return Err(e),
-                Err(e) => match waiting.pause(&patience) {
-                    Some(p) => tokio::time::sleep(p).await,
-                    None => return Err(e),
-                },
-            }
+            let rpc = connect_one(addr, &secret, &patience).await?;
+            Following::new(list, secret.clone(), 0, rpc)
         };
         Ok(Client {
-            rpc,
+            coordinator: Arc::new(coordinator),
             secret,
             patience,
         })
+    }
+
+    /// A channel to the coordinator followed now.
+    pub fn rpc(&self) -> Rpc {
+        self.coordinator.rpc()
+    }
+
+    /// The address of the coordinator followed now.
+    pub fn coordinator(&self) -> String {
+        let (at, _) = self.coordinator.current();
+        self.coordinator.list().addr(at).to_owned()
     }
 
     /// The workers.
@@ -221,7 +239,7 @@ impl Client {
             let req = proto::BlockIds {
                 ids: std::mem::take(&mut *lock(&plan.planned)),
             };
-            if let Err(a) = self.rpc.clone().abandon_blocks(req).await {
+            if let Err(a) = self.rpc().abandon_blocks(req).await {
                 tracing::warn!("abandoning the put's blocks: {}", a.message());
             }
             return Err(e);
@@ -249,7 +267,7 @@ impl Client {
             dataset: Some((&*meta).into()),
             overwrite: opts.overwrite,
         };
-        self.rpc.clone().commit_dataset(req).await?;
+        self.rpc().commit_dataset(req).await?;
         Ok(())
     }
 
@@ -335,7 +353,7 @@ impl Client {
                 writer_datacenter: opts.datacenter.clone(),
                 block_size: with_slop(opts.block_size),
             };
-            all.extend(self.rpc.clone().plan_blocks(req).await?.into_inner().blocks);
+            all.extend(self.rpc().plan_blocks(req).await?.into_inner().blocks);
             left -= batch;
         }
         Ok(all)
@@ -350,7 +368,7 @@ impl Client {
             exclude,
             ..Default::default()
         };
-        let r = self.rpc.clone().plan_blocks(req).await?.into_inner();
+        let r = self.rpc().plan_blocks(req).await?.into_inner();
         Ok(r.blocks
             .into_iter()
             .next()
@@ -480,7 +498,7 @@ impl Client {
             return;
         }
         let req = proto::CorruptReport { replicas };
-        if let Err(e) = self.rpc.clone().report_corrupt(req).await {
+        if let Err(e) = self.rpc().report_corrupt(req).await {
             tracing::warn!("reporting damaged replicas: {}", e.message());
         }
     }
@@ -585,7 +603,29 @@ impl Client {
             job: job.0,
             wait_ms: wait.as_millis() as u64,
         };
-        Ok(ask!(self, Call::Read, wait_job, req)?)
+        Ok(ask!(self, Call::Read, wait_job, req, wait)?)
+    }
+}
+
+/// Connects to the one coordinator at `addr`, waiting for it as
+/// `patience` says (with none, for 5 s silently).
+async fn connect_one(addr: &str, secret: &Secret, patience: &Patience) -> Result<Rpc> {
+    let mut waiting = Waiting::new();
+    let once = if patience.wait.is_zero() {
+        Duration::from_secs(5)
+    } else {
+        Duration::ZERO
+    };
+    loop {
+        match connect(addr, secret, once).await {
+            Ok(rpc) => return Ok(rpc),
+            // A malformed address is not waited for.
+            Err(e @ ClusterError::Config(_)) => return Err(e),
+            Err(e) => match waiting.pause(patience) {
+                Some(p) => tokio::time::sleep(p).await,
+                None => return Err(e),
+            },
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 mod blocking;
 pub mod client;
 pub mod embedded;
+mod follow;
 pub mod patience;
 
 pub use blocking::BlockingClient;

@@ -5,19 +5,40 @@
 //! Whether a failed call may be asked again is decided here alone
 //! ([`may_ask_again`]): a call that only reads may always be; one that
 //! changes the coordinator's state (a submit, a kill, a removal) only when
-//! it never reached the coordinator (the connection was refused), so that
-//! nothing is done twice.
+//! it never reached the coordinator (the connection was refused), or the
+//! coordinator refused it as no longer active, so that nothing is done
+//! twice.
+//!
+//! Given several coordinators (`--coordinator A,B`), a call asked again
+//! goes to the next address ([`sluice_proto::follow`]); the client pauses
+//! only once every address has failed in a row, and a call to one of
+//! several has a deadline ([`CALL_DEADLINE`]), so a coordinator that
+//! accepts connections and never answers (a stopped process) is left.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sluice_proto::follow::Following;
+use sluice_proto::signed::Rpc;
 use tonic::{Code, Status};
 
 /// The first pause before asking again.
 const FIRST_PAUSE: Duration = Duration::from_millis(100);
 /// The longest pause between two attempts.
 const MAX_PAUSE: Duration = Duration::from_secs(2);
+
+/// How long a call to one of several coordinators may take beyond the
+/// time it asks the coordinator to hold it (a job's wait).
+pub const CALL_DEADLINE: Duration = Duration::from_secs(30);
+
+/// What a call that found no answer in time fails with (it may have
+/// arrived: a write is not asked again).
+pub const NO_ANSWER: &str = "did not answer in time";
+
+/// What a coordinator that lost its lease answers every call with: it
+/// did nothing, and another is active.
+pub const NOT_ACTIVE: &str = "no longer active";
 
 /// What a client says when its coordinator goes away and comes back.
 pub type Notice = Arc<dyn Fn(&str) + Send + Sync>;
@@ -72,11 +93,15 @@ pub enum Call {
 
 /// Whether a call that failed with `s` may be asked again once the
 /// coordinator answers: it did not answer at all (the connection was
-/// refused, or lost on the way), and, for a write, the request never
-/// left (the connection could not be made).
+/// refused, lost on the way, or silent past its deadline), and, for a
+/// write, the request never left (the connection could not be made); or
+/// the coordinator refused it as no longer active (it did nothing).
 pub fn may_ask_again(s: &Status, call: Call) -> bool {
     if !matches!(s.code(), Code::Unavailable | Code::Unknown) {
         return false;
+    }
+    if s.code() == Code::Unavailable && s.message().contains(NOT_ACTIVE) {
+        return true;
     }
     // The message and its causes: what the transport said.
     let mut text = s.message().to_ascii_lowercase();
@@ -96,6 +121,7 @@ pub fn may_ask_again(s: &Status, call: Call) -> bool {
         "connection",
         "broken pipe",
         "h2 protocol error",
+        NO_ANSWER,
     ]);
     unsent || (call == Call::Read && lost)
 }
@@ -134,23 +160,62 @@ impl Waiting {
     }
 }
 
-/// Asks `ask` until it answers, or fails in a way not to ask again, or
-/// `patience` is spent.
-pub(crate) async fn ask<T, F, Fut>(patience: &Patience, call: Call, mut ask: F) -> Result<T, Status>
+/// Asks `ask` (given a channel to the coordinator followed now) until it
+/// answers, or fails in a way not to ask again, or `patience` is spent.
+/// A call asked again goes to the next coordinator, if there are several,
+/// at once until every one has failed in a row; a call to one of several
+/// is given up past `hold` (what it asks the coordinator to hold it) and
+/// [`CALL_DEADLINE`].
+pub(crate) async fn ask<T, F, Fut>(
+    follow: &Following,
+    patience: &Patience,
+    call: Call,
+    hold: Duration,
+    mut ask: F,
+) -> Result<T, Status>
 where
-    F: FnMut() -> Fut,
+    F: FnMut(Rpc) -> Fut,
     Fut: Future<Output = Result<tonic::Response<T>, Status>>,
 {
     let mut waiting = Waiting::new();
+    let deadline = follow.list().several().then_some(hold + CALL_DEADLINE);
     loop {
-        match ask().await {
-            Ok(r) => return Ok(r.into_inner()),
-            Err(s) if may_ask_again(&s, call) => match waiting.pause(patience) {
-                Some(p) => tokio::time::sleep(p).await,
-                None => return Err(s),
-            },
+        let (at, rpc) = follow.current();
+        match within(deadline, ask(rpc)).await {
+            Ok(r) => {
+                follow.answered(at);
+                return Ok(r.into_inner());
+            }
+            Err(s) if may_ask_again(&s, call) => {
+                if !follow.missed(at) {
+                    tracing::info!("coordinator {}: {}", follow.list().addr(at), s.message());
+                    continue;
+                }
+                match waiting.pause(patience) {
+                    Some(p) => tokio::time::sleep(p).await,
+                    None => return Err(s),
+                }
+            }
             Err(s) => return Err(s),
         }
+    }
+}
+
+/// `call`'s outcome, or (past `deadline`, if any) an `UNAVAILABLE`
+/// status saying it found no answer in time.
+async fn within<T>(
+    deadline: Option<Duration>,
+    call: impl Future<Output = Result<T, Status>>,
+) -> Result<T, Status> {
+    let Some(d) = deadline else {
+        return call.await;
+    };
+    match tokio::time::timeout(d, call).await {
+        Ok(r) => r,
+        Err(_) => Err(Status::unavailable(format!(
+            "the coordinator {NO_ANSWER} ({} s)",
+            d.as_secs()
+        ))),
     }
 }
 
@@ -177,6 +242,18 @@ mod tests {
         let no_workers = Status::unavailable("no live workers");
         assert!(!may_ask_again(&no_workers, Call::Read));
         assert!(!may_ask_again(&no_workers, Call::Write));
+        // One that lost its lease did nothing: anything goes elsewhere.
+        let fenced = Status::unavailable("this coordinator is no longer active");
+        assert!(may_ask_again(&fenced, Call::Read));
+        assert!(may_ask_again(&fenced, Call::Write));
+        assert!(!may_ask_again(
+            &Status::failed_precondition("this coordinator is no longer active"),
+            Call::Read
+        ));
+        // A call past its deadline may have arrived.
+        let silent = Status::unavailable(format!("the coordinator {NO_ANSWER} (30 s)"));
+        assert!(may_ask_again(&silent, Call::Read));
+        assert!(!may_ask_again(&silent, Call::Write));
     }
 
     #[test]

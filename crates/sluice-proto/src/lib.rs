@@ -11,6 +11,7 @@
 //! - the framed TCP data plane for blocks and shuffle segments ([`data`]);
 //! - the block store every replica lives in, with its checksums
 //!   ([`block`]), in the worker's data directory ([`layout`]);
+//! - which of several coordinators to follow ([`follow`]);
 //! - the catalog's types ([`catalog`]), ids ([`ids`]), the job report
 //!   ([`report`]) and utilization samples ([`sample`]).
 //!
@@ -23,6 +24,7 @@ pub mod block;
 pub mod catalog;
 pub mod data;
 mod error;
+pub mod follow;
 pub mod ids;
 pub mod layout;
 pub mod report;

@@ -44,7 +44,8 @@ fn request(json: &str) -> PyResult<JobRequest> {
     serde_json::from_str(json).map_err(|e| PyValueError::new_err(format!("bad job request: {e}")))
 }
 
-/// The cluster of a coordinator address or `cluster up` directory.
+/// The cluster of a coordinator address (or several, `A,B`: the active
+/// one is followed) or `cluster up` directory.
 fn cluster_target(
     coordinator: Option<String>,
     cluster: Option<PathBuf>,

@@ -17,7 +17,9 @@ use sluice_request::Registry;
 /// Where a client finds the cluster.
 #[derive(Debug, Args, Clone)]
 pub struct Conn {
-    /// Coordinator address [default: the one in CLUSTER/cluster.json].
+    /// Coordinator address, or every coordinator's, comma-separated
+    /// (`A,B`: the active one is followed) [default: those in
+    /// CLUSTER/cluster.json].
     #[arg(long)]
     pub coordinator: Option<String>,
     /// Directory of a `sluice cluster up` cluster.

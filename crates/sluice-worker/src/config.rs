@@ -12,6 +12,8 @@ use crate::cache;
 
 /// Worker settings.
 pub struct WorkerConfig {
+    /// The coordinator's address, or every coordinator's (`A,B`): the
+    /// worker follows the active one.
     pub coordinator: String,
     pub listen: SocketAddr,
     /// Address other processes reach the data plane at [default: the

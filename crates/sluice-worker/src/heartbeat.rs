@@ -32,10 +32,40 @@ const FIRST_REGISTRATION: Duration = Duration::from_secs(60);
 /// worker whose cluster is gone does not run on for ever.
 pub(crate) const COORDINATOR_PATIENCE: Duration = Duration::from_secs(15 * 60);
 
+/// How long past the coordinator's hold a heartbeat to one of several
+/// coordinators may go unanswered before the next one is tried.
+const BEAT_MARGIN: Duration = Duration::from_secs(5);
+
+/// How long a registration to one of several coordinators may go
+/// unanswered before the next one is tried.
+const REGISTER_DEADLINE: Duration = Duration::from_secs(10);
+
+/// `call`'s answer, or, past `deadline` (when following one of several
+/// coordinators), an `UNAVAILABLE` status saying there was none.
+async fn within<T>(
+    shared: &Shared,
+    deadline: Duration,
+    call: impl std::future::Future<Output = std::result::Result<T, tonic::Status>>,
+) -> std::result::Result<T, tonic::Status> {
+    if !shared.coordinator.list().several() {
+        return call.await;
+    }
+    tokio::time::timeout(deadline, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(tonic::Status::unavailable(format!(
+                "no answer within {} ms",
+                deadline.as_millis()
+            )))
+        })
+}
+
 /// Registers with the coordinator, trying again after a capped
 /// exponential backoff while it does not answer (for a minute the first
 /// time, then for [`COORDINATOR_PATIENCE`]: a restarting coordinator
-/// comes back); a refusal is final. Each try reports the attempts running here
+/// comes back); a refusal is final. Given several coordinators, a try
+/// that fails goes to the next at once, and the backoff is taken once
+/// every one has failed. Each try reports the attempts running here
 /// and those whose reports wait: they go on under the coordinator.
 pub(crate) async fn register(shared: &Shared, first: bool) -> Result<()> {
     let req = register_request(shared);
@@ -51,8 +81,10 @@ pub(crate) async fn register(shared: &Shared, first: bool) -> Result<()> {
         req.running = shared.tasks().running_ids();
         req.running.extend(shared.outbox().unreported());
         shared.outbox().block_report_sent();
-        match shared.rpc.clone().register(req).await {
+        let (at, mut rpc) = shared.coordinator.current();
+        match within(shared, REGISTER_DEADLINE, rpc.register(req)).await {
             Ok(r) => {
+                shared.coordinator.answered(at);
                 registered(shared, r.into_inner());
                 return Ok(());
             }
@@ -68,6 +100,14 @@ pub(crate) async fn register(shared: &Shared, first: bool) -> Result<()> {
             Err(s) if first && since.elapsed() > FIRST_REGISTRATION => return Err(s.into()),
             Err(s) if since.elapsed() > COORDINATOR_PATIENCE => return Err(gone(s.message())),
             Err(s) => {
+                let addr = shared.coordinator.list().addr(at).to_owned();
+                if !shared.coordinator.missed(at) {
+                    tracing::warn!(
+                        "coordinator {addr} does not answer ({}); trying the next",
+                        s.message()
+                    );
+                    continue;
+                }
                 failures += 1;
                 if failures == 1 {
                     tracing::warn!(
@@ -105,6 +145,8 @@ fn register_request(shared: &Shared) -> proto::RegisterRequest {
 /// it took back, whose map outputs stay).
 fn registered(shared: &Shared, r: proto::RegisterReply) {
     shared.outbox().registered(r.worker_id, r.epoch);
+    let hold = &shared.heartbeat_ms;
+    hold.store(r.heartbeat_ms, std::sync::atomic::Ordering::Relaxed);
     // A new registration knows nothing of this cache yet.
     shared.cache.unreported();
     files::remove_other_jobs_files(&shared.layout, &r.running_jobs);
@@ -179,12 +221,18 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) {
     let cache_sent = cache.is_some();
     let req = heartbeat_request(shared, session, letter, listed, cache);
     let t0 = Instant::now();
-    let answer = shared.rpc.clone().heartbeat(req).await;
+    let (at, mut rpc) = shared.coordinator.current();
+    let hold = shared
+        .heartbeat_ms
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let deadline = Duration::from_millis(hold) + BEAT_MARGIN;
+    let answer = within(shared, deadline, rpc.heartbeat(req)).await;
     let seconds = t0.elapsed().as_secs_f64();
     shared.metrics.heartbeat(seconds, answer.is_ok());
     let letter = sending.take();
     match answer {
         Ok(r) => {
+            shared.coordinator.answered(at);
             let r = r.into_inner();
             let mut o = shared.outbox();
             o.answered();
@@ -204,7 +252,10 @@ async fn beat(shared: &Arc<Shared>, reports: Vec<TaskReport>) {
         }
         Err(e) => {
             tracing::warn!("heartbeat failed: {}", e.message());
-            undelivered(shared, letter, cache_sent).await;
+            // Another coordinator is tried at once; the backoff comes
+            // once every one has failed.
+            let round = shared.coordinator.missed(at);
+            undelivered(shared, letter, cache_sent, round).await;
         }
     }
 }
@@ -233,17 +284,20 @@ fn heartbeat_request(
 }
 
 /// A heartbeat failed: what it carried goes with the next one, after a
-/// pause that doubles with each failure in a row, up to a cap.
-async fn undelivered(shared: &Shared, letter: Letter, cache_sent: bool) {
+/// pause that doubles with each failure in a row, up to a cap, when
+/// `round` (every coordinator failed in a row), else at once.
+async fn undelivered(shared: &Shared, letter: Letter, cache_sent: bool, round: bool) {
     let pause = {
         let mut o = shared.outbox();
         o.returned(letter);
-        o.failed()
+        round.then(|| o.failed())
     };
     if cache_sent {
         shared.cache.unreported();
     }
-    tokio::time::sleep(pause).await;
+    if let Some(p) = pause {
+        tokio::time::sleep(p).await;
+    }
 }
 
 /// Does what a heartbeat's reply asks (a request to register again apart).

@@ -55,7 +55,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sluice_proto::auth::Secret;
 use sluice_proto::data::{self, Layout};
+use sluice_proto::follow::{Coordinators, Following};
 use sluice_proto::signed::connect;
 use sluice_proto::ClusterError;
 use tokio::runtime::Handle;
@@ -85,7 +87,7 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
     // utilization (data plane STATS).
     let sampler = sluice_proto::sample::Sampler::start(Duration::from_millis(100), 36_000);
     data::serve(listener, layout.clone(), cfg.secret.clone(), Some(sampler));
-    let rpc = connect(&cfg.coordinator, &cfg.secret, Duration::from_secs(60)).await?;
+    let coordinator = follow(&cfg.coordinator, &cfg.secret).await?;
     let (loader, to_load) = std::sync::mpsc::channel();
     let cache = Arc::new(cache::BlockCache::new(cfg.cache_size, cfg.cache_policy));
     let tasks = Arc::new(Mutex::new(Tasks::default()));
@@ -97,7 +99,8 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         uid,
         data_addr,
         layout,
-        rpc,
+        coordinator,
+        heartbeat_ms: std::sync::atomic::AtomicU64::new(0),
         rt: Handle::current(),
         tasks,
         outbox: Mutex::default(),
@@ -121,6 +124,18 @@ pub async fn run(cfg: WorkerConfig) -> Result<()> {
         // the next registration names them.
         heartbeat::heartbeats(&shared).await?;
     }
+}
+
+/// The coordinator to follow: one address connected as a worker always
+/// was (trying for a minute), or the first of several, each connected
+/// at its first call (registration goes round them until one answers).
+async fn follow(list: &str, secret: &Secret) -> Result<Following> {
+    let coordinators = Coordinators::parse(list)?;
+    if coordinators.several() {
+        return Following::lazy(coordinators, secret.clone(), 0);
+    }
+    let rpc = connect(list, secret, Duration::from_secs(60)).await?;
+    Ok(Following::new(coordinators, secret.clone(), 0, rpc))
 }
 
 /// Refuses a memory too small to share among the worker's tasks.

@@ -7,6 +7,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use sluice_proto::data::Layout;
+use sluice_proto::follow::Following;
 use sluice_proto::proto;
 use sluice_proto::signed::Rpc;
 use tokio::runtime::Handle;
@@ -26,7 +27,11 @@ pub(crate) struct Shared {
     pub uid: String,
     pub data_addr: String,
     pub layout: Layout,
-    pub rpc: Rpc,
+    /// The coordinator followed (one of several, when given several).
+    pub coordinator: Following,
+    /// How long the coordinator holds a heartbeat (ms), as it said at
+    /// registration.
+    pub heartbeat_ms: std::sync::atomic::AtomicU64,
     pub rt: Handle,
     /// Every attempt running here, and the jobs built and ended.
     pub tasks: Arc<Mutex<Tasks>>,
@@ -41,6 +46,11 @@ pub(crate) struct Shared {
 pub(crate) struct Pin(pub proto::BlockInfo);
 
 impl Shared {
+    /// A channel to the coordinator followed now.
+    pub fn rpc(&self) -> Rpc {
+        self.coordinator.rpc()
+    }
+
     /// The attempts' lifecycle, locked.
     pub fn tasks(&self) -> MutexGuard<'_, Tasks> {
         lock(&self.tasks)

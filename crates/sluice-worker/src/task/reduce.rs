@@ -102,7 +102,7 @@ fn map_outputs(shared: &Shared, job: u64, known: u32) -> Result<Vec<proto::MapOu
         known,
         wait_ms: 2000,
     };
-    let mut rpc = shared.rpc.clone();
+    let mut rpc = shared.rpc();
     let r = shared
         .rt
         .block_on(async move { rpc.map_outputs(req).await })?
@@ -193,7 +193,7 @@ fn report_fetch_failure(shared: &Shared, job: u64, o: &proto::MapOutput, e: &Clu
         attempt: o.attempt,
         reason: format!("{} ({e})", o.addr),
     };
-    let mut rpc = shared.rpc.clone();
+    let mut rpc = shared.rpc();
     let _ = shared
         .rt
         .block_on(async move { rpc.fetch_failed(req).await });
