@@ -156,7 +156,8 @@ pub enum SchedulerArg {
 /// Worker settings.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// The coordinator's address.
+    /// The coordinator's address, or every coordinator's, comma-separated
+    /// (`A,B`): the worker follows the active one.
     #[arg(long)]
     coordinator: String,
     /// Data-plane address to listen on (port 0: any free port).
@@ -252,6 +253,14 @@ pub enum ClusterCmd {
         /// default a supervisor starts it again).
         #[arg(long)]
         no_supervise: bool,
+        /// Coordinators to start, one active and the others standing by
+        /// to take over (more than one needs --etcd).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        coordinators: u32,
+        /// etcd endpoints (`URL[,URL...]`): the coordinators keep the
+        /// catalog and the job log there and elect the active one.
+        #[arg(long)]
+        etcd: Option<String>,
     },
     /// Stop the processes of a `cluster up`.
     Down {
@@ -443,7 +452,15 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             coordinator_flags,
             worker_flags,
             no_supervise,
+            coordinators,
+            etcd,
         } => {
+            if *coordinators > 1 && etcd.is_none() {
+                bail!(
+                    "--coordinators {coordinators} needs --etcd URL: several coordinators \
+                     share their state through etcd"
+                );
+            }
             let opts = embedded::UpOptions {
                 exe: std::env::current_exe()?,
                 workers: per_datacenter(workers, *datacenters)?,
@@ -451,10 +468,13 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
                 coordinator_flags: words(coordinator_flags),
                 worker_flags: words(worker_flags),
                 supervise: !no_supervise,
+                coordinators: *coordinators,
+                etcd: etcd.clone(),
             };
             let f = embedded::up(dir, &opts)?;
+            let several = if f.coordinators.len() > 1 { "s" } else { "" };
             println!(
-                "cluster up: coordinator {} and {} workers; state in {}",
+                "cluster up: coordinator{several} {} and {} workers; state in {}",
                 f.coordinator,
                 f.workers.len(),
                 dir.display()
@@ -480,7 +500,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
 fn status(conn: &Conn) -> anyhow::Result<()> {
     let mut out = Listing::new();
     if conn.coordinator.is_none() {
-        if let Some(line) = coordinator_line(&conn.cluster) {
+        for line in coordinator_lines(conn)? {
             if !out.line(format_args!("{line}"))? {
                 return Ok(());
             }
@@ -497,8 +517,33 @@ fn status(conn: &Conn) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The coordinator of a `cluster up` cluster: its pid, and whether and
-/// how often its supervisor started it again.
+/// The coordinators of a `cluster up` cluster: of several, a line each
+/// (`coordinator K ADDR pid N active|standby|down`); of one, its pid and
+/// whether and how often its supervisor started it again.
+fn coordinator_lines(conn: &Conn) -> anyhow::Result<Vec<String>> {
+    let dir = &conn.cluster;
+    let Ok(f) = embedded::load(dir) else {
+        return Ok(Vec::new());
+    };
+    if f.coordinators.is_empty() {
+        return Ok(coordinator_line(dir).into_iter().collect());
+    }
+    let secret = resolve(conn)?.1;
+    Ok((f.coordinators.iter().enumerate())
+        .map(|(k, c)| {
+            let role = embedded::role(c, &secret);
+            format!(
+                "coordinator {} {} pid {} {role}",
+                k + 1,
+                c.addr,
+                c.pid_now()
+            )
+        })
+        .collect())
+}
+
+/// The coordinator of a `cluster up` cluster of one: its pid, and
+/// whether and how often its supervisor started it again.
 fn coordinator_line(dir: &Path) -> Option<String> {
     let f = embedded::load(dir).ok()?;
     let Some(sup) = f.supervisor_pid else {
@@ -829,7 +874,7 @@ fn web_url(http: &str, secret: &Secret) -> String {
 pub fn web(http: Option<&str>, conn: &Conn) -> anyhow::Result<()> {
     let http = match http {
         Some(h) => h.to_owned(),
-        None => embedded::load(&conn.cluster)?.http.ok_or_else(|| {
+        None => active_http(conn)?.ok_or_else(|| {
             anyhow::anyhow!(
                 "the cluster in {} serves no web pages (its coordinator runs without --http)",
                 conn.cluster.display()
@@ -838,6 +883,20 @@ pub fn web(http: Option<&str>, conn: &Conn) -> anyhow::Result<()> {
     };
     println!("{}", web_url(&http, &resolve(conn)?.1));
     Ok(())
+}
+
+/// Where the cluster's coordinator serves its web pages: of several, the
+/// active one's (else the first's).
+fn active_http(conn: &Conn) -> anyhow::Result<Option<String>> {
+    let f = embedded::load(&conn.cluster)?;
+    if f.coordinators.is_empty() {
+        return Ok(f.http);
+    }
+    let secret = resolve(conn)?.1;
+    let active = (f.coordinators.iter()).find(|c| embedded::answers(&c.addr, &secret));
+    Ok(active
+        .or(f.coordinators.first())
+        .and_then(|c| c.http.clone()))
 }
 
 /// `sluice rm`.

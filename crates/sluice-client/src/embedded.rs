@@ -13,6 +13,16 @@
 //! the coordinator's pid now and how many times it was started again.
 //! `down` stops the supervisor first, so that nothing starts the
 //! coordinator again while the cluster stops.
+//!
+//! With `--etcd URL` ([`UpOptions::etcd`]), `up` starts
+//! [`UpOptions::coordinators`] coordinators instead, each at its own
+//! ports with its home `DIR/coordinator-K/` (K from 1: its state
+//! directory, its log, its supervisor's `supervisor.json`), all electing
+//! one active coordinator under one etcd prefix of this cluster's own
+//! ([`etcd_prefix`]); the workers are given every address. cluster.json
+//! then lists them in `coordinators` ([`CoordinatorEntry`]), and its
+//! `coordinator` is every address, comma-separated, for clients to
+//! follow.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -39,6 +49,95 @@ pub struct ClusterFile {
     #[serde(default)]
     pub http: Option<String>,
     pub workers: Vec<WorkerEntry>,
+    /// Every coordinator of a cluster whose coordinators share their
+    /// state through etcd (none in a cluster of one coordinator with its
+    /// state directory, and in files written before there were several).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub coordinators: Vec<CoordinatorEntry>,
+    /// The etcd endpoints the coordinators share, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd: Option<String>,
+    /// The etcd prefix under which they elect their active coordinator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_prefix: Option<String>,
+}
+
+/// One of several coordinators in cluster.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CoordinatorEntry {
+    /// Its gRPC address (it listens there only while active).
+    pub addr: String,
+    /// Where it serves its web pages while active.
+    #[serde(default)]
+    pub http: Option<String>,
+    /// Its pid when the cluster came up (a supervised one's pid now is
+    /// in its home's `supervisor.json`).
+    pub pid: u32,
+    /// Its supervisor's pid, unless it runs unsupervised.
+    #[serde(default)]
+    pub supervisor_pid: Option<u32>,
+    /// Its state directory.
+    pub state_dir: PathBuf,
+    /// Its home: its log and its supervisor's `supervisor.json` (for one
+    /// of several, its state directory too).
+    pub home: PathBuf,
+}
+
+impl CoordinatorEntry {
+    /// Its pid now: the one its supervisor started last, or the one it
+    /// was started with (0: none runs).
+    pub fn pid_now(&self) -> u32 {
+        match self.supervisor_pid {
+            Some(_) => SupervisorFile::load(&self.home).map_or(0, |s| s.coordinator_pid),
+            None => self.pid,
+        }
+    }
+}
+
+/// What one of several coordinators is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// It answers calls.
+    Active,
+    /// It runs and does not answer (it waits to take over).
+    Standby,
+    /// No process.
+    Down,
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Role::Active => "active",
+            Role::Standby => "standby",
+            Role::Down => "down",
+        })
+    }
+}
+
+/// Whether the coordinator at `addr` answers a call within about a
+/// second.
+pub fn answers(addr: &str, secret: &Secret) -> bool {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return false;
+    };
+    rt.block_on(crate::follow::probe(addr, secret)).is_ok()
+}
+
+/// What coordinator `c` is doing: active if it answers within about a
+/// second, else standby while its process runs, else down.
+pub fn role(c: &CoordinatorEntry, secret: &Secret) -> Role {
+    let pid = c.pid_now();
+    if pid != 0 && alive(pid) && answers(&c.addr, secret) {
+        Role::Active
+    } else if pid != 0 && alive(pid) {
+        Role::Standby
+    } else {
+        Role::Down
+    }
 }
 
 /// One worker in cluster.json.
@@ -69,6 +168,11 @@ pub struct UpOptions {
     /// Start the coordinator under a supervisor that starts it again when
     /// it dies.
     pub supervise: bool,
+    /// Coordinators to start (with [`UpOptions::etcd`]; one without).
+    pub coordinators: u32,
+    /// etcd endpoints (`URL[,URL...]`) the coordinators keep their state
+    /// in and elect their active one through.
+    pub etcd: Option<String>,
 }
 
 /// The subcommand of the `sluice` executable that supervises a
@@ -129,8 +233,12 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
         .canonicalize()
         .map_err(|e| ClusterError::io("resolving", dir, e))?;
     let secret_file = write_secret(&dir)?;
-    let started = start_coordinator(&dir, &secret_file, opts)?;
-    let addr = started.addr.clone();
+    let started = match &opts.etcd {
+        Some(etcd) => start_several(&dir, &secret_file, opts, etcd)?,
+        None => vec![start_coordinator(&dir, &secret_file, opts)?],
+    };
+    let addrs: Vec<&str> = started.iter().map(|s| s.addr.as_str()).collect();
+    let addr = addrs.join(",");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let n: u32 = opts.workers.iter().sum();
     let slots = opts.slots.unwrap_or((cores / n.max(1)).max(1));
@@ -162,17 +270,54 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
         pids.push((spawn(&opts.exe, &dir, &log, &args)?, data));
     }
     let workers = wait_for_workers(&addr, &secret_file, pids)?;
-    let f = ClusterFile {
-        coordinator: addr,
-        coordinator_pid: started.pid,
-        supervisor_pid: started.supervisor,
-        http: started.http,
-        workers,
-    };
+    let f = cluster_file(addr, started, workers, opts, &dir);
     let path = dir.join("cluster.json");
     let json = serde_json::to_string_pretty(&f).expect("serializable");
     std::fs::write(&path, json).map_err(|e| ClusterError::io("writing", &path, e))?;
     Ok(f)
+}
+
+/// What cluster.json says of a cluster `up` started: one coordinator as
+/// it always did, or several, each listed, the first active one's pid
+/// and web pages on top.
+fn cluster_file(
+    addr: String,
+    started: Vec<Started>,
+    workers: Vec<WorkerEntry>,
+    opts: &UpOptions,
+    dir: &Path,
+) -> ClusterFile {
+    let active = (started.iter())
+        .position(|s| s.home.dir.join("coordinator.addr").exists())
+        .unwrap_or(0);
+    let top = &started[active];
+    let mut f = ClusterFile {
+        coordinator: addr,
+        coordinator_pid: top.pid,
+        supervisor_pid: top.supervisor,
+        http: top.http.clone(),
+        workers,
+        coordinators: Vec::new(),
+        etcd: None,
+        etcd_prefix: None,
+    };
+    if let Some(etcd) = &opts.etcd {
+        f.supervisor_pid = None;
+        f.etcd = Some(etcd.clone());
+        f.etcd_prefix = Some(etcd_prefix(dir));
+        f.coordinators = started
+            .into_iter()
+            .map(|s| CoordinatorEntry {
+                addr: s.addr,
+                http: s.http,
+                pid: s.pid,
+                supervisor_pid: s.supervisor,
+                state_dir: s.home.state,
+                home: s.home.dir,
+            })
+            .collect();
+    }
+    f
 }
 
 /// Each worker's place flags, workers numbered across data centers: none
@@ -228,6 +373,45 @@ struct Started {
     pid: u32,
     /// Its supervisor's pid, if it has one.
     supervisor: Option<u32>,
+    /// Its home: state directory, log, `supervisor.json`.
+    home: Home,
+}
+
+/// Where a coordinator's files go: its address files, logs and
+/// `supervisor.json` (`dir`), and its state directory.
+#[derive(Debug, Clone)]
+struct Home {
+    dir: PathBuf,
+    state: PathBuf,
+}
+
+/// A coordinator process started, not yet known to be serving.
+struct Launch {
+    port: u16,
+    /// Its web port, when `up` chose it.
+    http: Option<u16>,
+    /// Its pid, when it runs unsupervised.
+    first: Option<u32>,
+    supervisor: Option<u32>,
+}
+
+impl Launch {
+    /// Its pid, once known (a supervisor writes it).
+    fn pid(&self, home: &Home) -> Option<u32> {
+        self.first
+            .or_else(|| Some(SupervisorFile::load(&home.dir)?.coordinator_pid))
+            .filter(|&p| p != 0)
+    }
+
+    /// Kills whatever runs of it.
+    fn kill(&self, home: &Home) {
+        let last = SupervisorFile::load(&home.dir).map(|s| s.coordinator_pid);
+        let pids: Vec<u32> = (self.supervisor.into_iter())
+            .chain(self.first)
+            .chain(last)
+            .collect();
+        signal(&pids, "KILL");
+    }
 }
 
 /// Starts the coordinator (under a supervisor unless `opts` say not to)
@@ -236,65 +420,168 @@ struct Started {
 /// served on loopback unless the coordinator flags say `--http`
 /// themselves.
 fn start_coordinator(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result<Started> {
-    let addr_file = dir.join("coordinator.addr");
-    let http_file = dir.join("http.addr");
+    let home = Home {
+        dir: dir.to_owned(),
+        state: dir.join("coordinator"),
+    };
+    let l = launch(&home, secret_file, opts, &[])?;
+    let addr_file = home.dir.join("coordinator.addr");
+    let started = wait_for(Duration::from_secs(20), || {
+        let addr = std::fs::read_to_string(&addr_file).ok()?;
+        Some((addr, l.pid(&home)?))
+    });
+    let Some((addr, pid)) = started else {
+        // Nothing of a coordinator that did not start is left running.
+        l.kill(&home);
+        return Err(ClusterError::Config(
+            "the coordinator did not start; see coordinator.log".into(),
+        ));
+    };
+    // The web address is written before the coordinator's own.
+    let http = std::fs::read_to_string(home.dir.join("http.addr")).ok();
+    Ok(Started {
+        addr,
+        http,
+        pid,
+        supervisor: l.supervisor,
+        home,
+    })
+}
+
+/// Starts `opts.coordinators` coordinators sharing `etcd`, each in its
+/// home `DIR/coordinator-K/`, and waits until every one runs and one is
+/// active (listening). Every one is killed if they do not.
+fn start_several(
+    dir: &Path,
+    secret_file: &Path,
+    opts: &UpOptions,
+    etcd: &str,
+) -> Result<Vec<Started>> {
+    let shared = [
+        "--etcd".to_owned(),
+        etcd.to_owned(),
+        "--etcd-prefix".to_owned(),
+        etcd_prefix(dir),
+    ];
+    let mut launched: Vec<(Home, Launch)> = Vec::new();
+    for k in 1..=opts.coordinators.max(1) {
+        let home_dir = dir.join(format!("coordinator-{k}"));
+        std::fs::create_dir_all(&home_dir)
+            .map_err(|e| ClusterError::io("creating", &home_dir, e))?;
+        let home = Home {
+            dir: home_dir.clone(),
+            state: home_dir,
+        };
+        match launch(&home, secret_file, opts, &shared) {
+            Ok(l) => launched.push((home, l)),
+            Err(e) => {
+                launched.iter().for_each(|(h, l)| l.kill(h));
+                return Err(e);
+            }
+        }
+    }
+    let ready = wait_for(Duration::from_secs(20), || {
+        let pids: Option<Vec<u32>> = launched.iter().map(|(h, l)| l.pid(h)).collect();
+        let active = launched
+            .iter()
+            .any(|(h, _)| h.dir.join("coordinator.addr").exists());
+        pids.filter(|_| active)
+    });
+    let Some(pids) = ready else {
+        launched.iter().for_each(|(h, l)| l.kill(h));
+        return Err(ClusterError::Config(
+            "the coordinators did not start, or none became active; see coordinator-*/coordinator.log"
+                .into(),
+        ));
+    };
+    Ok(launched
+        .into_iter()
+        .zip(pids)
+        .map(|((home, l), pid)| Started {
+            addr: format!("127.0.0.1:{}", l.port),
+            http: l.http.map(|p| format!("127.0.0.1:{p}")),
+            pid,
+            supervisor: l.supervisor,
+            home,
+        })
+        .collect())
+}
+
+/// The etcd prefix the coordinators of the cluster in `dir` share:
+/// `/sluice/` and the directory's name with a checksum of its whole
+/// path, so that two clusters on one etcd never meet, and a cluster
+/// brought up again in the same directory finds its state.
+pub fn etcd_prefix(dir: &Path) -> String {
+    let name: String = (dir
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .chars())
+    .map(|c| {
+        if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+            c
+        } else {
+            '_'
+        }
+    })
+    .collect();
+    let sum = crc32c::crc32c(dir.as_os_str().as_encoded_bytes());
+    format!("/sluice/{name}-{sum:08x}")
+}
+
+/// Spawns a coordinator whose files go to `home` (under a supervisor
+/// unless `opts` say not to), with `extra` flags, on ports chosen now.
+fn launch(home: &Home, secret_file: &Path, opts: &UpOptions, extra: &[String]) -> Result<Launch> {
+    let addr_file = home.dir.join("coordinator.addr");
+    let http_file = home.dir.join("http.addr");
     let _ = std::fs::remove_file(&addr_file);
     let _ = std::fs::remove_file(&http_file);
-    let _ = std::fs::remove_file(dir.join("supervisor.json"));
+    let _ = std::fs::remove_file(home.dir.join("supervisor.json"));
     let port = free_port()?;
     let mut args = vec![
         "coordinator".into(),
         "--listen".into(),
         format!("127.0.0.1:{port}"),
         "--state-dir".into(),
-        path_arg(&dir.join("coordinator")),
+        path_arg(&home.state),
         "--secret-file".into(),
         path_arg(secret_file),
         "--addr-file".into(),
         path_arg(&addr_file),
     ];
+    let mut http = None;
     if !opts
         .coordinator_flags
         .iter()
         .any(|f| f.starts_with("--http"))
     {
+        let p = free_port()?;
+        http = Some(p);
         args.extend([
             "--http".into(),
-            format!("127.0.0.1:{}", free_port()?),
+            format!("127.0.0.1:{p}"),
             "--http-addr-file".into(),
             path_arg(&http_file),
         ]);
     }
+    args.extend(extra.iter().cloned());
     args.extend(opts.coordinator_flags.iter().cloned());
     let (first, supervisor) = if opts.supervise {
         let mut sup: Vec<String> = SUPERVISE.iter().map(|&a| a.to_owned()).collect();
-        sup.extend(["--dir".into(), path_arg(dir), "--".into()]);
+        sup.extend(["--dir".into(), path_arg(&home.dir), "--".into()]);
         sup.extend(args);
-        let pid = spawn(&opts.exe, dir, "supervisor.log", &sup)?;
+        let pid = spawn(&opts.exe, &home.dir, "supervisor.log", &sup)?;
         (None, Some(pid))
     } else {
-        (Some(spawn(&opts.exe, dir, "coordinator.log", &args)?), None)
+        (
+            Some(spawn(&opts.exe, &home.dir, "coordinator.log", &args)?),
+            None,
+        )
     };
-    let started = wait_for(Duration::from_secs(20), || {
-        let addr = std::fs::read_to_string(&addr_file).ok()?;
-        let pid = first.or_else(|| Some(SupervisorFile::load(dir)?.coordinator_pid))?;
-        Some((addr, pid))
-    });
-    let Some((addr, pid)) = started else {
-        // Nothing of a coordinator that did not start is left running.
-        let last = SupervisorFile::load(dir).map(|s| s.coordinator_pid);
-        let pids: Vec<u32> = supervisor.into_iter().chain(first).chain(last).collect();
-        signal(&pids, "KILL");
-        return Err(ClusterError::Config(
-            "the coordinator did not start; see coordinator.log".into(),
-        ));
-    };
-    // The web address is written before the coordinator's own.
-    let http = std::fs::read_to_string(&http_file).ok();
-    Ok(Started {
-        addr,
+    Ok(Launch {
+        port,
         http,
-        pid,
+        first,
         supervisor,
     })
 }
@@ -333,20 +620,41 @@ fn wait_for_workers(
 /// processes there were.
 pub fn down(dir: &Path) -> Result<usize> {
     let f = load(dir)?;
-    let supervisor: Vec<u32> = f.supervisor_pid.into_iter().collect();
-    stop(&supervisor);
+    let coordinators = f.coordinator_entries(dir);
+    let supervisors: Vec<u32> = (coordinators.iter())
+        .filter_map(|c| c.supervisor_pid)
+        .collect();
+    stop(&supervisors);
     let mut pids: Vec<u32> = f.workers.iter().map(|w| w.pid).collect();
     // A supervised coordinator's pid is the one it started last (there,
     // should it have outlived its supervisor).
-    let coordinator = match f.supervisor_pid {
-        Some(_) => SupervisorFile::load(dir).map_or(0, |s| s.coordinator_pid),
-        None => f.coordinator_pid,
-    };
-    pids.extend(Some(coordinator).filter(|&p| p != 0 && alive(p)));
+    pids.extend(
+        (coordinators.iter())
+            .map(CoordinatorEntry::pid_now)
+            .filter(|&p| p != 0 && alive(p)),
+    );
     stop(&pids);
     let path = dir.join("cluster.json");
     std::fs::remove_file(&path).map_err(|e| ClusterError::io("removing", &path, e))?;
-    Ok(f.workers.len() + 1 + supervisor.len())
+    Ok(f.workers.len() + coordinators.len() + supervisors.len())
+}
+
+impl ClusterFile {
+    /// Every coordinator of the cluster in `dir`: those listed, or the
+    /// one of a cluster of one (its home is `dir`).
+    pub fn coordinator_entries(&self, dir: &Path) -> Vec<CoordinatorEntry> {
+        if !self.coordinators.is_empty() {
+            return self.coordinators.clone();
+        }
+        vec![CoordinatorEntry {
+            addr: self.coordinator.clone(),
+            http: self.http.clone(),
+            pid: self.coordinator_pid,
+            supervisor_pid: self.supervisor_pid,
+            state_dir: dir.join("coordinator"),
+            home: dir.to_owned(),
+        }]
+    }
 }
 
 /// Sends `pids` TERM, and KILL to those still there after 5 s.

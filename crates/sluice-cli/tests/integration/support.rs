@@ -470,3 +470,74 @@ pub fn maven_classpath(rel: &str, jar: &str) -> String {
         dir.join("target/lib").display()
     )
 }
+
+/// An etcd server of its own (Debian's `etcd-server`: `etcd` on the
+/// PATH, or `$SLUICE_ETCD`) on free loopback ports in a temporary
+/// directory, killed when dropped.
+pub struct Etcd {
+    child: Child,
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Etcd {
+    /// Starts one and waits until it says it is healthy.
+    pub fn start() -> Etcd {
+        let free = || {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let (client, peer) = (free(), free());
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("http://127.0.0.1:{client}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let exe = std::env::var_os("SLUICE_ETCD").unwrap_or_else(|| "etcd".into());
+        let child = Command::new(&exe)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .args(["--name", "test", "--listen-client-urls", &url])
+            .args([
+                "--advertise-client-urls",
+                &url,
+                "--listen-peer-urls",
+                &peer_url,
+            ])
+            .args(["--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &format!("test={peer_url}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("starting etcd ({exe:?}): {e}; install Debian's etcd-server package")
+            });
+        let etcd = Etcd {
+            child,
+            url,
+            _dir: dir,
+        };
+        poll(|| etcd.healthy().then_some(()));
+        etcd
+    }
+
+    /// Whether it answers `/health` with `"health":"true"`.
+    fn healthy(&self) -> bool {
+        use std::io::{Read, Write};
+        let addr = self.url.trim_start_matches("http://");
+        let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+            return false;
+        };
+        let req = format!("GET /health HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+        let mut answer = String::new();
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        s.write_all(req.as_bytes()).is_ok()
+            && s.read_to_string(&mut answer).is_ok()
+            && answer.contains("\"health\":\"true\"")
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,365 @@
+//! Workers and clients given several coordinators (`--coordinator A,B`)
+//! follow the one that answers: past an address nothing listens on, past
+//! a coordinator that accepts connections and never answers (a stopped
+//! process), and on to the next when the one they followed stops. A bad
+//! list is refused, naming it. `cluster status` prints a line for each
+//! coordinator of cluster.json, and `cluster down` stops them all.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// A loopback address nothing listens on.
+fn dead_addr() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// A coordinator that accepts connections and never answers, as a
+/// stopped one does (the kernel accepts them for it).
+fn black_hole() -> (TcpListener, String) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    (l, addr)
+}
+
+/// The cluster's coordinator address.
+fn coordinator(c: &Cluster) -> String {
+    c.json()["coordinator"].as_str().unwrap().to_owned()
+}
+
+/// `sluice ARGS --coordinator LIST --secret-file` the cluster's secret.
+fn at(c: &Cluster, list: &str, args: &[&str]) -> std::process::Command {
+    let mut cmd = sluice();
+    cmd.args(args)
+        .args(["--coordinator", list, "--secret-file"])
+        .arg(c.dir.join("secret"));
+    cmd
+}
+
+/// A worker given `list`, its data in the cluster's `extra-K`.
+fn worker(c: &Cluster, list: &str, k: usize) -> Killed {
+    let log = std::fs::File::create(c.dir.join(format!("extra-{k}.log"))).unwrap();
+    Killed(
+        sluice()
+            .args(["worker", "--coordinator", list, "--data-dir"])
+            .arg(c.dir.join(format!("extra-{k}")))
+            .args(["--slots", "1", "--memory", "512MiB", "--cache-size", "0"])
+            .arg("--secret-file")
+            .arg(c.dir.join("secret"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Live workers the coordinator at `addr` counts.
+fn alive_at(c: &Cluster, addr: &str) -> usize {
+    let out = at(c, addr, &["cluster", "status"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.ends_with("alive"))
+        .count()
+}
+
+/// Word count of data set `words` into `counts`, submitted to `list`.
+fn submit_to(c: &Cluster, list: &str) -> std::process::Command {
+    let mut cmd = sluice();
+    cmd.args(["submit", "--coordinator", list, "--secret-file"])
+        .arg(c.dir.join("secret"))
+        .args(WC)
+        .args(["--input", "words", "--output", "counts"]);
+    cmd
+}
+
+/// `child`'s output once it ends, failing the test past `limit`.
+fn wait_within(mut child: Child, limit: Duration) -> Output {
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {limit:?}:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The cluster's `counts`, got through `list`, equal the local engine's
+/// word count of `data`.
+fn counts_right(c: &Cluster, list: &str, dir: &Path, data: &Path) {
+    let out = dir.join("cluster-out");
+    ok(at(c, list, &["get", "counts"]).arg(&out).output().unwrap());
+    same_dirs(&out, &local(dir, data, WC));
+}
+
+#[test]
+fn a_worker_and_clients_given_a_dead_and_a_silent_coordinator_first_use_the_live_one() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "2MB");
+    let c = Cluster::up(d.path(), 0, "--heartbeat-ms 100");
+    let (_hole, hole) = black_hole();
+    let list = format!("{},{hole},{}", dead_addr(), coordinator(&c));
+    let _w = worker(&c, &list, 0);
+    poll(|| (alive_at(&c, &coordinator(&c)) == 1).then_some(()));
+    ok(at(&c, &list, &["put"])
+        .arg(&data)
+        .args(["--dataset", "words", "--block-size", "512KB"])
+        .output()
+        .unwrap());
+    let ls = ok(at(&c, &list, &["ls"]).output().unwrap());
+    assert!(String::from_utf8_lossy(&ls.stdout).contains("words"));
+    let job = submit_to(&c, &list)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = ok(wait_within(job, Duration::from_secs(120)));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("== wordcount"), "{said}");
+    counts_right(&c, &list, d.path(), &data);
+    ok(at(&c, &list, &["jobs"]).output().unwrap());
+}
+
+#[test]
+fn a_bad_coordinator_list_is_refused_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("secret"), "0123456789abcdef0123").unwrap();
+    let secret = d.path().join("secret");
+    let e = fails(
+        sluice()
+            .args([
+                "ls",
+                "--coordinator",
+                "127.0.0.1:1,,127.0.0.1:2",
+                "--secret-file",
+            ])
+            .arg(&secret)
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("bad coordinator list"), "{e}");
+    let e = fails(
+        sluice()
+            .args(["worker", "--coordinator", "127.0.0.1:1,", "--data-dir"])
+            .arg(d.path().join("w"))
+            .args(["--memory", "512MiB", "--cache-size", "0", "--secret-file"])
+            .arg(&secret)
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("bad coordinator list"), "{e}");
+}
+
+/// The coordinator command line `argv` moved to `listen`, its web pages
+/// on any free port, its address files in `dir`.
+fn moved(argv: &[String], listen: &str, dir: &Path) -> Vec<String> {
+    let mut out = argv.to_vec();
+    let file = |name: &str| dir.join(name).display().to_string();
+    for i in 0..out.len().saturating_sub(1) {
+        let value = match out[i].as_str() {
+            "--listen" => listen.to_owned(),
+            "--http" => "127.0.0.1:0".to_owned(),
+            "--addr-file" => file("b.addr"),
+            "--http-addr-file" => file("b-http.addr"),
+            _ => continue,
+        };
+        out[i + 1] = value;
+    }
+    out
+}
+
+#[test]
+fn workers_and_a_waiting_client_leave_a_stopped_coordinator_for_the_next() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "12MB");
+    let c = Cluster::unsupervised(d.path(), 0, "--heartbeat-ms 100 --worker-timeout-ms 3000");
+    let a = coordinator(&c);
+    let b = dead_addr();
+    let list = format!("{a},{b}");
+    let workers = [worker(&c, &list, 0), worker(&c, &list, 1)];
+    poll(|| (alive_at(&c, &a) == 2).then_some(()));
+    ok(at(&c, &list, &["put"])
+        .arg(&data)
+        .args(["--dataset", "words", "--block-size", "1MB"])
+        .output()
+        .unwrap());
+    let report = d.path().join("report.json");
+    let job = submit_to(&c, &list)
+        .arg("--report")
+        .arg(&report)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Mid-map: some maps done, not all.
+    poll(|| {
+        let jobs = at(&c, &a, &["jobs"]).output().ok()?;
+        let jobs = String::from_utf8_lossy(&jobs.stdout).into_owned();
+        let done: u32 = jobs
+            .split("maps ")
+            .nth(1)?
+            .split('/')
+            .next()?
+            .parse()
+            .ok()?;
+        (1..12).contains(&done).then_some(())
+    });
+    assert!(workers.iter().all(|w| !ended(w.0.id())));
+
+    // A stops (its sockets still accept); B takes its state over, as a
+    // standby would.
+    let pid_a = c.coordinator_pid();
+    let argv = argv_of(pid_a);
+    signal(pid_a, "STOP");
+    let stopped = Instant::now();
+    let argv_b = moved(&argv, &b, d.path());
+    let _b = Killed(
+        std::process::Command::new(&argv_b[0])
+            .args(&argv_b[1..])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The workers move to B, well before the 15 minutes they would wait
+    // for A.
+    poll(|| (alive_at(&c, &b) == 2).then_some(()));
+    let moved_in = stopped.elapsed();
+    let out = ok(wait_within(job, Duration::from_secs(120)));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("== wordcount"), "{said}");
+    counts_right(&c, &list, d.path(), &data);
+    let jobs = ok(at(&c, &b, &["jobs"]).output().unwrap());
+    let jobs = String::from_utf8_lossy(&jobs.stdout).into_owned();
+    assert_eq!(jobs.matches("succeeded").count(), 1, "{jobs}\n{said}");
+    no_map_ran_again(&read_json(&report));
+    signal(pid_a, "KILL");
+    eprintln!("workers followed coordinator B {moved_in:?} after A stopped");
+}
+
+/// Whether process `pid` has ended (gone, or a zombie).
+fn ended(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+        let state = s.rsplit(')').next().unwrap_or("");
+        state.trim_start().starts_with('Z')
+    })
+}
+
+/// Every map of the report ran one attempt.
+fn no_map_ran_again(r: &serde_json::Value) {
+    let spans = r["cluster"]["timeline"].as_array().expect("a timeline");
+    let maps: Vec<&str> = (spans.iter())
+        .filter_map(|s| s["task"].as_str())
+        .filter(|t| t.starts_with('m'))
+        .collect();
+    let mut once = maps.clone();
+    once.sort_unstable();
+    once.dedup();
+    assert_eq!(once.len(), maps.len(), "a map ran again: {maps:?}");
+    assert_eq!(maps.len(), 12, "{spans:?}");
+}
+
+/// cluster.json of `c` with its coordinator listed first, then the
+/// coordinators `more` (address, pid), as a cluster of several has them.
+fn list_coordinators(c: &Cluster, more: &[(String, u32)]) {
+    let mut j = c.json();
+    let entry = |addr: &str, pid: u32, k: usize| {
+        let home: PathBuf = c.dir.join(format!("coordinator-{k}"));
+        serde_json::json!({
+            "addr": addr, "http": null, "pid": pid, "supervisor_pid": null,
+            "state_dir": home, "home": home,
+        })
+    };
+    let mut all = vec![entry(&coordinator(c), c.coordinator_pid(), 1)];
+    for (k, (addr, pid)) in more.iter().enumerate() {
+        all.push(entry(addr, *pid, k + 2));
+    }
+    j["coordinators"] = serde_json::Value::Array(all);
+    std::fs::write(
+        c.dir.join("cluster.json"),
+        serde_json::to_vec_pretty(&j).unwrap(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn cluster_status_prints_each_coordinator_active_standby_or_down_and_down_stops_them() {
+    let d = tempfile::tempdir().unwrap();
+    let c = Cluster::unsupervised(d.path(), 1, "");
+    // A standby: a process that runs and does not answer.
+    let (_hole, hole) = black_hole();
+    let standby = Killed(
+        std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap(),
+    );
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let down_pid = gone.id();
+    list_coordinators(
+        &c,
+        &[(hole.clone(), standby.0.id()), (dead_addr(), down_pid)],
+    );
+    let out = ok(c.cmd(&["cluster", "status"]).output().unwrap());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    let a = coordinator(&c);
+    assert_eq!(
+        lines[0],
+        format!("coordinator 1 {a} pid {} active", c.coordinator_pid()),
+        "{text}"
+    );
+    assert_eq!(
+        lines[1],
+        format!("coordinator 2 {hole} pid {} standby", standby.0.id()),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("coordinator 3 ") && lines[2].ends_with(" down"),
+        "{text}"
+    );
+    assert!(text.contains("epoch "), "{text}");
+    assert!(text.contains("alive"), "{text}");
+    // `down` stops every coordinator listed.
+    let pid_a = c.coordinator_pid();
+    ok(sluice()
+        .args(["cluster", "down", "--dir"])
+        .arg(&c.dir)
+        .output()
+        .unwrap());
+    assert!(ended(pid_a));
+    assert!(ended(standby.0.id()), "the standby outlived cluster down");
+}
+
+#[test]
+fn cluster_up_refuses_several_coordinators_without_etcd() {
+    let d = tempfile::tempdir().unwrap();
+    let e = fails(
+        sluice()
+            .args(["cluster", "up", "--coordinators", "2", "--dir"])
+            .arg(d.path().join("c"))
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("--coordinators 2 needs --etcd"), "{e}");
+    assert!(!d.path().join("c").exists());
+    let e = fails(
+        sluice()
+            .args(["cluster", "up", "--coordinators", "0", "--dir"])
+            .arg(d.path().join("c"))
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("--coordinators"), "{e}");
+}
