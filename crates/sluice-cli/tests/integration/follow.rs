@@ -182,7 +182,9 @@ fn moved(argv: &[String], listen: &str, dir: &Path) -> Vec<String> {
 fn workers_and_a_waiting_client_leave_a_stopped_coordinator_for_the_next() {
     let d = tempfile::tempdir().unwrap();
     let data = gen(d.path(), "12MB");
-    let c = Cluster::unsupervised(d.path(), 0, "--heartbeat-ms 100 --worker-timeout-ms 3000");
+    // Reduces start with the first map done, and wait for the others.
+    let flags = "--heartbeat-ms 100 --worker-timeout-ms 3000 --slowstart 0.05";
+    let c = Cluster::unsupervised(d.path(), 0, flags);
     let a = coordinator(&c);
     let b = dead_addr();
     let list = format!("{a},{b}");
@@ -201,18 +203,15 @@ fn workers_and_a_waiting_client_leave_a_stopped_coordinator_for_the_next() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Mid-map: some maps done, not all.
+    // Mid-map, with reduces running: some maps done, not all.
     poll(|| {
         let jobs = at(&c, &a, &["jobs"]).output().ok()?;
         let jobs = String::from_utf8_lossy(&jobs.stdout).into_owned();
-        let done: u32 = jobs
-            .split("maps ")
-            .nth(1)?
-            .split('/')
-            .next()?
-            .parse()
-            .ok()?;
-        (1..12).contains(&done).then_some(())
+        let number = |after: &str, end: char| -> Option<u32> {
+            jobs.split(after).nth(1)?.split(end).next()?.parse().ok()
+        };
+        let (done, reducing) = (number("maps ", '/')?, number(" map and ", ' ')?);
+        ((1..12).contains(&done) && reducing > 0).then_some(())
     });
     assert!(workers.iter().all(|w| !ended(w.0.id())));
 
@@ -242,7 +241,7 @@ fn workers_and_a_waiting_client_leave_a_stopped_coordinator_for_the_next() {
     let jobs = ok(at(&c, &b, &["jobs"]).output().unwrap());
     let jobs = String::from_utf8_lossy(&jobs.stdout).into_owned();
     assert_eq!(jobs.matches("succeeded").count(), 1, "{jobs}\n{said}");
-    no_map_ran_again(&read_json(&report));
+    no_task_ran_again(&read_json(&report));
     signal(pid_a, "KILL");
     eprintln!("workers followed coordinator B {moved_in:?} after A stopped");
 }
@@ -255,18 +254,16 @@ fn ended(pid: u32) -> bool {
     })
 }
 
-/// Every map of the report ran one attempt.
-fn no_map_ran_again(r: &serde_json::Value) {
+/// Every task of the report ran one attempt: 12 maps and 3 reduces.
+fn no_task_ran_again(r: &serde_json::Value) {
     let spans = r["cluster"]["timeline"].as_array().expect("a timeline");
-    let maps: Vec<&str> = (spans.iter())
-        .filter_map(|s| s["task"].as_str())
-        .filter(|t| t.starts_with('m'))
-        .collect();
-    let mut once = maps.clone();
+    let tasks: Vec<&str> = (spans.iter()).filter_map(|s| s["task"].as_str()).collect();
+    let mut once = tasks.clone();
     once.sort_unstable();
     once.dedup();
-    assert_eq!(once.len(), maps.len(), "a map ran again: {maps:?}");
-    assert_eq!(maps.len(), 12, "{spans:?}");
+    assert_eq!(once.len(), tasks.len(), "a task ran again: {tasks:?}");
+    let maps = tasks.iter().filter(|t| t.starts_with('m')).count();
+    assert_eq!((maps, tasks.len()), (12, 15), "{spans:?}");
 }
 
 /// cluster.json of `c` with its coordinator listed first, then the

@@ -21,6 +21,10 @@ use super::job::task_job;
 
 type Result<T> = std::result::Result<T, ClusterError>;
 
+/// How long a reducer asks the coordinator to hold its map outputs call
+/// for more (ms).
+const MAP_OUTPUTS_WAIT_MS: u64 = 2000;
+
 /// Concurrent shuffle fetches per reduce task (bounds in-flight bytes).
 const PARALLEL_FETCHES: usize = 4;
 
@@ -60,7 +64,7 @@ fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBu
     while have.iter().any(Option::is_none) {
         not_killed(shared, a)?;
         let known = have.iter().filter(|h| h.is_some()).count() as u32;
-        let todo: Vec<proto::MapOutput> = (map_outputs(shared, id.job, known)?.into_iter())
+        let todo: Vec<proto::MapOutput> = (map_outputs(shared, a, known)?.into_iter())
             .filter(|o| have.get(o.map as usize).is_some_and(Option::is_none))
             .collect();
         let results = fetch_all(shared, a, &todo, dir);
@@ -93,20 +97,46 @@ fn not_killed(shared: &Shared, a: &TaskAssignment) -> Result<()> {
     Ok(())
 }
 
-/// The finished map outputs of job `job`, as the coordinator lists them
+/// The finished map outputs of `a`'s job, as the coordinator lists them
 /// to a reducer that has `known` of them (it waits up to two seconds for
-/// more).
-fn map_outputs(shared: &Shared, job: u64, known: u32) -> Result<Vec<proto::MapOutput>> {
+/// more). Following one of several coordinators, a call that finds none
+/// answering is asked again (of the coordinator the heartbeats follow by
+/// then) until one answers or the attempt is killed: the attempt goes on
+/// under the coordinator that takes over.
+fn map_outputs(shared: &Shared, a: &TaskAssignment, known: u32) -> Result<Vec<proto::MapOutput>> {
+    let job = a.task.unwrap_or_default().job;
     let req = proto::MapOutputsRequest {
         job,
         known,
-        wait_ms: 2000,
+        wait_ms: MAP_OUTPUTS_WAIT_MS,
     };
-    let mut rpc = shared.rpc();
-    let r = shared
-        .rt
-        .block_on(async move { rpc.map_outputs(req).await })?
-        .into_inner();
+    let several = shared.coordinator.list().several();
+    let mut failures = 0;
+    let r = loop {
+        let mut rpc = shared.rpc();
+        let call = async move { rpc.map_outputs(req).await };
+        let answer = if several {
+            let deadline = Duration::from_millis(MAP_OUTPUTS_WAIT_MS) + Duration::from_secs(5);
+            shared
+                .rt
+                .block_on(async { tokio::time::timeout(deadline, call).await })
+                .unwrap_or_else(|_| Err(tonic::Status::unavailable("no answer in time")))
+        } else {
+            shared.rt.block_on(call)
+        };
+        match answer {
+            Ok(r) => break r.into_inner(),
+            Err(s)
+                if several
+                    && matches!(s.code(), tonic::Code::Unavailable | tonic::Code::Unknown) =>
+            {
+                failures += 1;
+                not_killed(shared, a)?;
+                std::thread::sleep(crate::outbox::backoff(failures));
+            }
+            Err(s) => return Err(s.into()),
+        }
+    };
     if r.aborted {
         return Err(ClusterError::Remote("the job ended".into()));
     }
