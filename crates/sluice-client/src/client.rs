@@ -33,7 +33,7 @@ macro_rules! ask {
     };
     ($client:expr, $call:expr, $method:ident, $req:expr, $hold:expr) => {{
         let req = $req;
-        ask(
+        let answer = ask(
             &$client.coordinator,
             &$client.patience,
             $call,
@@ -43,7 +43,11 @@ macro_rules! ask {
                 async move { rpc.$method(req).await }
             },
         )
-        .await
+        .await;
+        if answer.is_ok() {
+            crate::follow::remember_current(&$client.coordinator);
+        }
+        answer
     }};
 }
 

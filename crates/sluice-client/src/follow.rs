@@ -33,6 +33,14 @@ fn remembered(list: &Coordinators) -> usize {
         .unwrap_or(0)
 }
 
+/// Remembers the coordinator `follow` follows now, where the next
+/// client of this process starts (after a call that it answered).
+pub(crate) fn remember_current(follow: &Following) {
+    if follow.list().several() {
+        remember(follow.list(), follow.current().0);
+    }
+}
+
 fn remember(list: &Coordinators, index: usize) {
     let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
     last.get_or_insert_with(HashMap::new)
@@ -139,11 +147,16 @@ mod tests {
         assert!(t0.elapsed() < Duration::from_secs(10));
     }
 
-    #[test]
-    fn the_address_that_answered_last_is_tried_first() {
+    #[tokio::test]
+    async fn the_address_that_answered_last_is_tried_first() {
         let list = Coordinators::parse("127.0.0.1:9,127.0.0.1:8").unwrap();
         assert_eq!(remembered(&list), 0);
         remember(&list, 1);
         assert_eq!(remembered(&list), 1);
+        // A client that moved on to another address remembers it.
+        let f = Following::lazy(list.clone(), secret(), 1).unwrap();
+        f.missed(1);
+        remember_current(&f);
+        assert_eq!(remembered(&list), 0);
     }
 }

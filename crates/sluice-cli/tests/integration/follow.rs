@@ -266,22 +266,32 @@ fn no_task_ran_again(r: &serde_json::Value) {
     assert_eq!((maps, tasks.len()), (12, 15), "{spans:?}");
 }
 
-/// cluster.json of `c` with its coordinator listed first, then the
-/// coordinators `more` (address, pid), as a cluster of several has them.
-fn list_coordinators(c: &Cluster, more: &[(String, u32)]) {
+/// A coordinator as cluster.json lists it: address, web pages, pid.
+type Listed = (String, serde_json::Value, u32);
+
+/// `c`'s own coordinator, listed.
+fn own(c: &Cluster) -> Listed {
+    (
+        coordinator(c),
+        c.json()["http"].clone(),
+        c.coordinator_pid(),
+    )
+}
+
+/// cluster.json of `c` listing `all` as its coordinators, as a cluster of
+/// several has them.
+fn list_coordinators(c: &Cluster, all: &[Listed]) {
     let mut j = c.json();
-    let entry = |addr: &str, pid: u32, k: usize| {
-        let home: PathBuf = c.dir.join(format!("coordinator-{k}"));
-        serde_json::json!({
-            "addr": addr, "http": null, "pid": pid, "supervisor_pid": null,
-            "state_dir": home, "home": home,
+    let entries = (all.iter().enumerate())
+        .map(|(k, (addr, http, pid))| {
+            let home: PathBuf = c.dir.join(format!("coordinator-{}", k + 1));
+            serde_json::json!({
+                "addr": addr, "http": http, "pid": pid, "supervisor_pid": null,
+                "state_dir": home, "home": home,
+            })
         })
-    };
-    let mut all = vec![entry(&coordinator(c), c.coordinator_pid(), 1)];
-    for (k, (addr, pid)) in more.iter().enumerate() {
-        all.push(entry(addr, *pid, k + 2));
-    }
-    j["coordinators"] = serde_json::Value::Array(all);
+        .collect();
+    j["coordinators"] = serde_json::Value::Array(entries);
     std::fs::write(
         c.dir.join("cluster.json"),
         serde_json::to_vec_pretty(&j).unwrap(),
@@ -304,9 +314,15 @@ fn cluster_status_prints_each_coordinator_active_standby_or_down_and_down_stops_
     let mut gone = std::process::Command::new("true").spawn().unwrap();
     gone.wait().unwrap();
     let down_pid = gone.id();
+    let nowhere = serde_json::json!(dead_addr());
+    let standby_entry: Listed = (hole.clone(), nowhere.clone(), standby.0.id());
     list_coordinators(
         &c,
-        &[(hole.clone(), standby.0.id()), (dead_addr(), down_pid)],
+        &[
+            own(&c),
+            standby_entry.clone(),
+            (dead_addr(), nowhere, down_pid),
+        ],
     );
     let out = ok(c.cmd(&["cluster", "status"]).output().unwrap());
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -328,6 +344,16 @@ fn cluster_status_prints_each_coordinator_active_standby_or_down_and_down_stops_
     );
     assert!(text.contains("epoch "), "{text}");
     assert!(text.contains("alive"), "{text}");
+    // `web` names the active coordinator's pages, wherever it is listed.
+    let listed = c.json()["coordinators"].clone();
+    list_coordinators(&c, &[standby_entry, own(&c)]);
+    let web = ok(c.cmd(&["web"]).output().unwrap());
+    let http = c.json()["http"].as_str().unwrap().to_owned();
+    let url = String::from_utf8_lossy(&web.stdout).into_owned();
+    assert!(url.starts_with(&format!("http://{http}/")), "{url}");
+    let mut j = c.json();
+    j["coordinators"] = listed;
+    std::fs::write(c.dir.join("cluster.json"), j.to_string()).unwrap();
     // `down` stops every coordinator listed.
     let pid_a = c.coordinator_pid();
     ok(sluice()
