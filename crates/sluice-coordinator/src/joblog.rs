@@ -258,6 +258,17 @@ fn replay(path: &Path, bytes: &[u8]) -> Result<Vec<Recovered>> {
     Ok(jobs.into_values().collect())
 }
 
+/// The jobs `entries` (in the order they were logged) say were running,
+/// in id order: what a log kept elsewhere than in a file (etcd) replays
+/// to.
+pub fn recovered_from(entries: impl IntoIterator<Item = JobEntry>) -> Vec<Recovered> {
+    let mut jobs = BTreeMap::new();
+    for e in entries {
+        apply(&mut jobs, e);
+    }
+    jobs.into_values().collect()
+}
+
 /// One record replayed onto the jobs it has seen.
 fn apply(jobs: &mut BTreeMap<JobId, Recovered>, e: JobEntry) {
     match e {

@@ -14,6 +14,7 @@ pub mod combine;
 pub mod config;
 mod core;
 pub mod crash;
+pub mod durable;
 pub mod editlog;
 pub mod heal;
 pub mod input;
@@ -26,7 +27,8 @@ pub mod sched;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod term;
 mod web;
 
 pub use config::{sched_settings, CoordinatorConfig, Delay, Scheduler, Settings};
-pub use service::{start, Started};
+pub use service::{start, start_with, Started};
