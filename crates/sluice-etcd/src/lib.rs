@@ -1,0 +1,70 @@
+//! A small etcd v3 client for Sluice: key-value reads and writes,
+//! transactions, leases and watches.
+//!
+//! # The subset
+//!
+//! `proto/etcd.proto` is a hand-written subset of etcd's v3 gRPC API
+//! (`api/etcdserverpb/rpc.proto` and `api/mvccpb/kv.proto`): the `KV`
+//! service's `Range`, `Put`, `DeleteRange` and `Txn`; `Lease`'s
+//! `LeaseGrant`, `LeaseRevoke` and `LeaseKeepAlive`; and `Watch`. It keeps
+//! etcd's package name, so the gRPC paths are etcd's
+//! (`/etcdserverpb.KV/Range`, ...), and etcd's exact field numbers, so it
+//! is wire-compatible with etcd 3.4 and later. It exists because building
+//! Sluice needs no `protoc`: the `etcd-client` crate's build script runs
+//! `protoc`, while this crate compiles its file with protox (a protobuf
+//! compiler in Rust) as `sluice-proto` does.
+//!
+//! # The client
+//!
+//! [`Etcd`] is async (tokio) and cheap to clone. It takes one or more
+//! endpoints of one etcd cluster; calls go to the current endpoint and fail
+//! over to the next while etcd is unavailable there. Connecting and every
+//! unary call have timeouts ([`CONNECT_TIMEOUT`], [`CALL_TIMEOUT`]), so a
+//! dead or frozen etcd gives an [`EtcdError`], never a hang. Only equality
+//! compares are offered in transactions; prefixes are key ranges
+//! (`[prefix, prefix_end)`).
+//!
+//! Leases: [`Etcd::grant`] asks for a TTL in whole seconds; etcd raises it
+//! to its minimum, 1.5 election timeouts rounded up to a second (2 s with
+//! etcd's default 1 s election timeout), and expires leases on a 500 ms
+//! tick, so a key can outlive its lease's TTL by up to about half a second.
+//! A [`Keeper`] renews one lease over etcd's keep-alive stream.
+//!
+//! Watches: [`Etcd::watch_prefix`] from a past revision first delivers the
+//! changes made since, then live ones, as [`WatchBatch`]es in revision
+//! order. A start revision etcd has compacted away gives
+//! [`EtcdError::WatchCompacted`].
+//!
+//! # The blocking facade
+//!
+//! [`blocking::Etcd`] runs the async client on a thread of its own with a
+//! current-thread runtime, and offers synchronous `txn`, `get_prefix` and
+//! `put`, callable from plain threads and from inside a tokio runtime.
+//!
+//! # The test server
+//!
+//! With the `testing` feature, `testing::EtcdServer` runs a throwaway
+//! one-member etcd (the `etcd` binary from `PATH`, or `$SLUICE_ETCD`) on
+//! free loopback ports in a temporary directory, and kills it on drop.
+
+mod client;
+mod error;
+mod lease;
+mod types;
+mod watch;
+
+pub mod blocking;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use client::{Etcd, CALL_TIMEOUT, CONNECT_TIMEOUT};
+pub use error::{EtcdError, Result};
+pub use lease::Keeper;
+pub use types::{Compare, Event, EventKind, Kv, Lease, Op, Txn, TxnOutcome, WatchBatch};
+pub use watch::Watcher;
+
+/// The generated etcd API subset (client side).
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub(crate) mod proto {
+    tonic::include_proto!("etcdserverpb");
+}

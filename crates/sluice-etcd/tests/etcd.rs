@@ -1,0 +1,371 @@
+//! The client against a real etcd (`testing::EtcdServer`).
+
+use std::time::{Duration, Instant};
+
+use sluice_etcd::testing::EtcdServer;
+use sluice_etcd::{blocking, Compare, Etcd, EtcdError, EventKind, Op, Txn};
+
+async fn client(server: &EtcdServer) -> Etcd {
+    Etcd::connect(&[server.url()]).await.unwrap()
+}
+
+fn keys(kvs: &[sluice_etcd::Kv]) -> Vec<&[u8]> {
+    kvs.iter().map(|kv| kv.key.as_slice()).collect()
+}
+
+#[tokio::test]
+async fn put_get_get_prefix_delete_prefix() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let r1 = etcd.put(b"job/a", b"1", None).await.unwrap();
+    let r2 = etcd.put(b"job/b", b"2", None).await.unwrap();
+    etcd.put(b"jobs", b"not under job/", None).await.unwrap();
+    assert!(r2 > r1);
+
+    let (rev, kv) = etcd.get(b"job/a").await.unwrap();
+    let kv = kv.unwrap();
+    assert!(rev >= r2);
+    assert_eq!(
+        (
+            kv.value.as_slice(),
+            kv.create_revision,
+            kv.mod_revision,
+            kv.version
+        ),
+        (&b"1"[..], r1, r1, 1)
+    );
+    assert_eq!(etcd.get(b"job/none").await.unwrap().1, None);
+
+    let (_, kvs) = etcd.get_prefix(b"job/").await.unwrap();
+    assert_eq!(keys(&kvs), [&b"job/a"[..], b"job/b"]);
+
+    etcd.delete_prefix(b"job/").await.unwrap();
+    assert!(etcd.get_prefix(b"job/").await.unwrap().1.is_empty());
+    assert!(
+        etcd.get(b"jobs").await.unwrap().1.is_some(),
+        "a sibling outside the prefix stays"
+    );
+}
+
+#[tokio::test]
+async fn get_prefix_reads_past_one_page() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let n = 2500;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(100) {
+        let success = chunk
+            .iter()
+            .map(|i| Op::Put {
+                key: format!("p/{i:05}").into_bytes(),
+                value: vec![1],
+                lease: None,
+            })
+            .collect();
+        etcd.txn(Txn {
+            success,
+            ..Txn::default()
+        })
+        .await
+        .unwrap();
+    }
+    let (_, kvs) = etcd.get_prefix(b"p/").await.unwrap();
+    assert_eq!(kvs.len(), n);
+    assert!(
+        kvs.windows(2).all(|w| w[0].key < w[1].key),
+        "in key order, no repeats"
+    );
+}
+
+#[tokio::test]
+async fn txn_on_create_revision_succeeds_then_fails() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let create_once = |value: &[u8]| Txn {
+        compare: vec![Compare::CreateRevision {
+            key: b"leader".to_vec(),
+            equals: 0,
+        }],
+        success: vec![Op::Put {
+            key: b"leader".to_vec(),
+            value: value.to_vec(),
+            lease: None,
+        }],
+        failure: vec![Op::Get {
+            key: b"leader".to_vec(),
+        }],
+    };
+    let first = etcd.txn(create_once(b"one")).await.unwrap();
+    assert!(first.succeeded);
+    assert!(first.gets.is_empty());
+
+    let second = etcd.txn(create_once(b"two")).await.unwrap();
+    assert!(!second.succeeded);
+    assert_eq!(
+        second.revision, first.revision,
+        "a failed txn writes nothing"
+    );
+    assert_eq!(second.gets.len(), 1);
+    assert_eq!(second.gets[0][0].value, b"one");
+    assert_eq!(second.gets[0][0].create_revision, first.revision);
+
+    let (_, kv) = etcd.get(b"leader").await.unwrap();
+    let at = kv.unwrap().mod_revision;
+    let guarded = Txn {
+        compare: vec![
+            Compare::ModRevision {
+                key: b"leader".to_vec(),
+                equals: at,
+            },
+            Compare::Value {
+                key: b"leader".to_vec(),
+                equals: b"one".to_vec(),
+            },
+            Compare::Version {
+                key: b"leader".to_vec(),
+                equals: 1,
+            },
+        ],
+        success: vec![
+            Op::DeletePrefix {
+                prefix: b"lead".to_vec(),
+            },
+            Op::GetPrefix {
+                prefix: b"lead".to_vec(),
+            },
+        ],
+        failure: vec![],
+    };
+    let third = etcd.txn(guarded).await.unwrap();
+    assert!(third.succeeded);
+    assert_eq!(third.gets, vec![Vec::new()]);
+}
+
+#[tokio::test]
+async fn a_lease_kept_alive_then_let_expire_takes_its_key() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let lease = etcd.grant(Duration::from_secs(1)).await.unwrap();
+    assert_eq!(
+        lease.ttl,
+        Duration::from_secs(1),
+        "the test server's minimum TTL is 1 s"
+    );
+    etcd.put(b"alive", b"x", Some(lease.id)).await.unwrap();
+    let mut keeper = etcd.keeper(lease.id).await.unwrap();
+    // Kept alive for three TTLs: the key stays.
+    let until = Instant::now() + 3 * lease.ttl;
+    while Instant::now() < until {
+        assert_eq!(keeper.keep_alive().await.unwrap(), lease.ttl);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(etcd.get(b"alive").await.unwrap().1.unwrap().lease, lease.id);
+    // Let go: the key goes within the TTL and etcd's 500 ms expiry tick.
+    let let_go = Instant::now();
+    while etcd.get(b"alive").await.unwrap().1.is_some() {
+        assert!(
+            let_go.elapsed() < Duration::from_secs(5),
+            "the key outlived its lease"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!(
+        "a 1 s lease's key went {:?} after its last renewal",
+        let_go.elapsed()
+    );
+    match keeper.keep_alive().await {
+        Err(EtcdError::LeaseExpired { lease: id }) => assert_eq!(id, lease.id),
+        other => panic!("expected LeaseExpired, got {other:?}"),
+    }
+    assert!(matches!(
+        etcd.keeper(lease.id).await,
+        Err(EtcdError::LeaseExpired { .. })
+    ));
+    assert!(matches!(
+        etcd.revoke(lease.id).await,
+        Err(EtcdError::LeaseExpired { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_watch_from_the_past_sees_puts_and_deletes_in_order() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let start = etcd.put(b"w/a", b"1", None).await.unwrap();
+    etcd.put(b"w/b", b"2", None).await.unwrap();
+    etcd.put(b"other", b"-", None).await.unwrap();
+    etcd.delete_prefix(b"w/a").await.unwrap();
+
+    let mut watch = etcd.watch_prefix(b"w/", start).await.unwrap();
+    etcd.put(b"w/c", b"3", None).await.unwrap();
+    let last = etcd.delete_prefix(b"w/").await.unwrap();
+
+    let mut seen = Vec::new();
+    let mut revisions = Vec::new();
+    while revisions.last() != Some(&last) {
+        let batch = tokio::time::timeout(Duration::from_secs(5), watch.next())
+            .await
+            .unwrap()
+            .unwrap();
+        for e in batch.events {
+            revisions.push(e.kv.mod_revision);
+            seen.push((e.kind, String::from_utf8(e.kv.key).unwrap()));
+        }
+    }
+    let expected = [
+        (EventKind::Put, "w/a"),
+        (EventKind::Put, "w/b"),
+        (EventKind::Delete, "w/a"),
+        (EventKind::Put, "w/c"),
+        (EventKind::Delete, "w/b"),
+        (EventKind::Delete, "w/c"),
+    ];
+    let seen: Vec<(EventKind, &str)> = seen.iter().map(|(k, s)| (*k, s.as_str())).collect();
+    assert_eq!(seen, expected);
+    assert!(revisions.windows(2).all(|w| w[0] <= w[1]));
+}
+
+#[tokio::test]
+async fn revoking_a_lease_deletes_its_key_and_the_watch_sees_it() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let lease = etcd.grant(Duration::from_secs(30)).await.unwrap();
+    let put = etcd
+        .put(b"owner/coordinator", b"host:1", Some(lease.id))
+        .await
+        .unwrap();
+    let mut watch = etcd.watch_prefix(b"owner/", put + 1).await.unwrap();
+    etcd.revoke(lease.id).await.unwrap();
+    let batch = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(batch.events.len(), 1);
+    assert_eq!(batch.events[0].kind, EventKind::Delete);
+    assert_eq!(batch.events[0].kv.key, b"owner/coordinator");
+    assert!(etcd.get(b"owner/coordinator").await.unwrap().1.is_none());
+}
+
+#[tokio::test]
+async fn a_dead_endpoint_is_a_clear_error_within_seconds() {
+    let mut server = EtcdServer::start();
+    let url = server.url();
+    server.stop();
+    let t = Instant::now();
+    let e = Etcd::connect(std::slice::from_ref(&url)).await.unwrap_err();
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert!(matches!(e, EtcdError::Connect { .. }), "{e:?}");
+    assert!(e.to_string().contains(&url), "{e}");
+}
+
+#[tokio::test]
+async fn bad_endpoints_are_refused() {
+    let e = Etcd::connect(&["https://127.0.0.1:1".into()])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, EtcdError::Endpoint { .. }), "{e:?}");
+    let e = Etcd::connect(&[]).await.unwrap_err();
+    assert!(matches!(e, EtcdError::Endpoint { .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn a_call_fails_over_to_the_next_endpoint() {
+    let dead = EtcdServer::start();
+    let live = EtcdServer::start();
+    let etcd = Etcd::connect(&[dead.url(), live.url()]).await.unwrap();
+    etcd.put(b"k", b"v", None).await.unwrap();
+    drop(dead);
+    // The first endpoint was current and is gone: a read moves on to the
+    // next one (a write over the broken connection might have been applied,
+    // so it is not sent twice; it fails, and the next call moves on).
+    let t = Instant::now();
+    assert_eq!(
+        etcd.get(b"k").await.unwrap().1,
+        None,
+        "the other cluster's store"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5));
+    etcd.put(b"k", b"w", None).await.unwrap();
+    assert_eq!(etcd.get(b"k").await.unwrap().1.unwrap().value, b"w");
+}
+
+#[tokio::test]
+async fn a_paused_etcd_is_a_timeout_not_a_hang() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    server.pause();
+    let t = Instant::now();
+    let e = etcd.get(b"k").await.unwrap_err();
+    server.resume();
+    assert!(
+        matches!(
+            e,
+            EtcdError::Timeout {
+                call: "KV/Range",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(t.elapsed() < sluice_etcd::CALL_TIMEOUT + Duration::from_secs(2));
+    etcd.get(b"k").await.unwrap();
+}
+
+fn blocking_round_trip(etcd: &blocking::Etcd) {
+    let lock = std::sync::Mutex::new(());
+    let _held = lock.lock().unwrap();
+    etcd.put(b"b/1", b"one", None).unwrap();
+    let out = etcd
+        .txn(Txn {
+            compare: vec![Compare::Version {
+                key: b"b/1".to_vec(),
+                equals: 1,
+            }],
+            success: vec![Op::Put {
+                key: b"b/2".to_vec(),
+                value: b"two".to_vec(),
+                lease: None,
+            }],
+            failure: vec![],
+        })
+        .unwrap();
+    assert!(out.succeeded);
+    let (rev, kvs) = etcd.get_prefix(b"b/").unwrap();
+    assert_eq!(rev, out.revision);
+    assert_eq!(keys(&kvs), [&b"b/1"[..], b"b/2"]);
+    etcd.txn(Txn {
+        success: vec![Op::DeletePrefix {
+            prefix: b"b/".to_vec(),
+        }],
+        ..Txn::default()
+    })
+    .unwrap();
+}
+
+#[test]
+fn blocking_works_outside_a_runtime() {
+    let server = EtcdServer::start();
+    let etcd = blocking::Etcd::connect(&[server.url()]).unwrap();
+    blocking_round_trip(&etcd);
+    let clone = etcd.clone();
+    drop(etcd);
+    clone.put(b"b/after", b"x", None).unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn blocking_works_inside_a_runtime() {
+    let server = EtcdServer::start();
+    let etcd = blocking::Etcd::connect(&[server.url()]).unwrap();
+    blocking_round_trip(&etcd);
+}
+
+#[test]
+fn blocking_connect_to_a_dead_endpoint_is_an_error() {
+    let mut server = EtcdServer::start();
+    server.stop();
+    let e = blocking::Etcd::connect(&[server.url()]).unwrap_err();
+    assert!(matches!(e, EtcdError::Connect { .. }), "{e:?}");
+}
