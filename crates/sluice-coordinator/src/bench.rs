@@ -97,7 +97,7 @@ pub fn heartbeats(tasks: usize) -> BeatCost {
         worker_timeout: Duration::from_secs(3600),
         settings: Settings::default(),
         jobs: Arc::new(sluice_request::Registry::builtin()),
-        placement: Box::new(RackAware),
+        placement: std::sync::Arc::new(RackAware),
         orphan_grace: Duration::from_secs(3600),
         scheduler: Scheduler::Fifo,
         preemption_timeout: None,

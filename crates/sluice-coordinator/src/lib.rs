@@ -16,6 +16,7 @@ mod core;
 pub mod crash;
 pub mod durable;
 pub mod editlog;
+pub mod ha;
 pub mod heal;
 pub mod input;
 pub mod joblog;

@@ -264,10 +264,10 @@ impl PlacementPolicy for WanAware {
 }
 
 /// The placement policy `--placement` names.
-pub fn placement(name: &str) -> Option<Box<dyn PlacementPolicy>> {
+pub fn placement(name: &str) -> Option<std::sync::Arc<dyn PlacementPolicy>> {
     match name {
-        "rack-aware" | "default" => Some(Box::new(RackAware)),
-        "wan-aware" => Some(Box::new(WanAware)),
+        "rack-aware" | "default" => Some(std::sync::Arc::new(RackAware)),
+        "wan-aware" => Some(std::sync::Arc::new(WanAware)),
         _ => None,
     }
 }
