@@ -24,6 +24,7 @@ pub mod store;
 #[cfg(test)]
 mod tests;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sluice_proto::ClusterError;
@@ -49,24 +50,56 @@ pub struct HaConfig {
 /// The lease's TTL when none is given.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(2);
 
+/// The lease of the term under way, if any: given back when the process
+/// is asked to stop, so a standby takes over at once.
+type Current = Arc<Mutex<Option<(sluice_etcd::Etcd, i64)>>>;
+
 /// Stands by, leads when no other coordinator does, and stands by again
-/// when its term ends, for as long as the process runs. `on_active` is
-/// told each time this coordinator starts serving.
+/// when its term ends, until the process is asked to stop (SIGTERM or
+/// SIGINT): a leader then gives its lease back, so a standby takes over
+/// without waiting for it to run out. `on_active` is told each time this
+/// coordinator starts serving.
 pub async fn run(
     cfg: CoordinatorConfig,
     ha: HaConfig,
     on_active: impl Fn(&Started),
 ) -> Result<(), ClusterError> {
     let keys = Keys::new(&ha.prefix);
-    loop {
-        match lead_once(&cfg, &ha, &keys, &on_active).await {
-            Ok(()) => tracing::warn!("this coordinator's term ended; it stands by again"),
-            Err(e) => {
-                tracing::error!("standing by through etcd: {e}; trying again");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+    let current = Current::default();
+    let terms = async {
+        loop {
+            match lead_once(&cfg, &ha, &keys, &on_active, &current).await {
+                Ok(()) => tracing::warn!("this coordinator's term ended; it stands by again"),
+                Err(e) => {
+                    tracing::error!("standing by through etcd: {e}; trying again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
             }
         }
+    };
+    tokio::select! {
+        () = terms => Ok(()),
+        r = stop_asked() => {
+            let held = current.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some((etcd, lease)) = held {
+                tracing::info!("stopping: giving the lead back");
+                let _ = etcd.revoke(lease).await;
+            }
+            r
+        }
     }
+}
+
+/// Resolves when the process gets SIGTERM or SIGINT.
+async fn stop_asked() -> Result<(), ClusterError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let listen = |k| signal(k).map_err(|e| ClusterError::Config(format!("signals: {e}")));
+    let (mut term, mut int) = (listen(SignalKind::terminate())?, listen(SignalKind::interrupt())?);
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    Ok(())
 }
 
 /// One standby period and, if it wins, one term.
@@ -75,6 +108,7 @@ async fn lead_once(
     ha: &HaConfig,
     keys: &Keys,
     on_active: &impl Fn(&Started),
+    current: &Current,
 ) -> Result<(), ClusterError> {
     let etcd = sluice_etcd::Etcd::connect(&ha.endpoints)
         .await
@@ -94,6 +128,7 @@ async fn lead_once(
     let won = campaign(&etcd, &mut mirror, &me, ha.ttl).await?;
     let term = won.term.clone();
     tokio::spawn(keep_lease(etcd.clone(), won.lease, ha.ttl, term.clone()));
+    *current.lock().unwrap_or_else(|p| p.into_inner()) = Some((etcd.clone(), won.lease));
     tracing::info!("active: epoch {} (lease {:x})", won.epoch, won.lease);
     let started = match serve(cfg, ha, keys, &mirror, &won).await {
         Ok(s) => s,
@@ -106,6 +141,7 @@ async fn lead_once(
     say_where(&etcd, keys, &me, &won, &started).await;
     on_active(&started);
     term.ended().await;
+    current.lock().unwrap_or_else(|p| p.into_inner()).take();
     // In-flight calls get a moment to end (refused: the term is over),
     // then the server goes with its listener.
     let mut server = started.server;
