@@ -21,7 +21,7 @@ pub const REGROUP: Duration = Duration::from_millis(2500);
 
 /// How a job's output data set names the job that committed it.
 pub(crate) fn origin(id: JobId) -> String {
-    format!("job {id}")
+    id.to_string()
 }
 
 /// Whether a data set's origin names job `id` as its committer.
