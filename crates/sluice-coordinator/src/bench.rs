@@ -127,6 +127,7 @@ pub fn heartbeats(tasks: usize) -> BeatCost {
         reducers: 2,
         side: Vec::new(),
         external: None,
+        submission: String::new(),
     };
     st.handle(Event::Submit(sub), At::now());
     let job = *st.jobs.keys().next().expect("a job");

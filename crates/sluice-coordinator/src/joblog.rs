@@ -102,6 +102,9 @@ pub struct Accepted {
     /// depend on it).
     pub inputs: Vec<MapInput>,
     pub side: Vec<(String, Vec<BlockMeta>)>,
+    /// The client's id for the submission (empty: none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub submission: String,
 }
 
 /// A task's winning attempt and where its output lives.
@@ -309,6 +312,7 @@ mod tests {
             replication: 1,
             inputs: vec![MapInput::Synthetic; 3],
             side: Vec::new(),
+            submission: String::new(),
         }))
     }
 

@@ -523,6 +523,7 @@ impl Coordinator for Service {
 
     async fn submit(&self, req: Request<proto::SubmitRequest>) -> Reply<proto::SubmitReply> {
         let replication = req.get_ref().replication;
+        let submission = req.get_ref().submission.clone();
         let request = JobRequest::decode(&req.into_inner().request).map_err(invalid)?;
         check_name(&request.output).map_err(invalid)?;
         if request.input.split(',').any(|n| n == request.output) {
@@ -539,6 +540,7 @@ impl Coordinator for Service {
             reducers,
             side,
             external,
+            submission,
         };
         match self.dispatch(Event::Submit(sub))? {
             Answer::Submitted(id) => Ok(Response::new(proto::SubmitReply { job: id.0 })),

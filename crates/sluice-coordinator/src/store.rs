@@ -290,6 +290,9 @@ pub struct JobRecord {
     pub state: RecordState,
     /// Why it failed or was killed; empty otherwise.
     pub error: String,
+    /// The client's id for the submission that made it (empty: none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub submission: String,
 }
 
 /// Where a recorded job stands (`running` while its coordinator lives).

@@ -94,7 +94,10 @@ pub async fn run(
 async fn stop_asked() -> Result<(), ClusterError> {
     use tokio::signal::unix::{signal, SignalKind};
     let listen = |k| signal(k).map_err(|e| ClusterError::Config(format!("signals: {e}")));
-    let (mut term, mut int) = (listen(SignalKind::terminate())?, listen(SignalKind::interrupt())?);
+    let (mut term, mut int) = (
+        listen(SignalKind::terminate())?,
+        listen(SignalKind::interrupt())?,
+    );
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}

@@ -39,6 +39,7 @@ fn accepted(id: u64) -> JobEntry {
         replication: 1,
         inputs: vec![MapInput::Synthetic; 2],
         side: Vec::new(),
+        submission: format!("s{id}"),
     }))
 }
 
@@ -111,6 +112,7 @@ async fn what_a_leader_writes_the_next_one_loads() {
             request: None,
             state,
             error: String::new(),
+            submission: String::new(),
         };
         records.insert(JobId(id), r);
     }

@@ -100,6 +100,7 @@ impl State {
             request: Some(r.accepted.request.clone()),
             state,
             error: String::new(),
+            submission: r.accepted.submission.clone(),
         });
         rec.state = state;
         self.jobs_dirty = true;

@@ -245,6 +245,7 @@ impl Sim {
             reducers,
             side: Vec::new(),
             external: None,
+            submission: String::new(),
         };
         self.handle(Event::Submit(sub));
     }
