@@ -8,7 +8,7 @@ use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::proto::kv_client::KvClient;
-use crate::types::{header_revision, prefix_end, range_request};
+use crate::types::{header_revision, prefix_range, range_request};
 use crate::{proto, EtcdError, Kv, Result, Txn, TxnOutcome};
 
 /// How long opening a connection to one endpoint may take.
@@ -217,8 +217,8 @@ impl Etcd {
     /// Reads every key that starts with `prefix`, in key order, as of one
     /// revision (returned), in pages of a thousand keys.
     pub async fn get_prefix(&self, prefix: &[u8]) -> Result<(i64, Vec<Kv>)> {
-        let end = prefix_end(prefix);
-        let mut req = range_request(prefix, end);
+        let (key, end) = prefix_range(prefix);
+        let mut req = range_request(&key, end);
         req.limit = PAGE;
         let mut kvs = Vec::new();
         loop {
@@ -269,9 +269,10 @@ impl Etcd {
 
     /// Deletes every key that starts with `prefix`; returns the revision.
     pub async fn delete_prefix(&self, prefix: &[u8]) -> Result<i64> {
+        let (key, range_end) = prefix_range(prefix);
         let req = proto::DeleteRangeRequest {
-            key: prefix.to_vec(),
-            range_end: prefix_end(prefix),
+            key,
+            range_end,
             prev_kv: false,
         };
         let r = self

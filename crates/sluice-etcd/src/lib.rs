@@ -21,8 +21,9 @@
 //! over to the next while etcd is unavailable there. Connecting and every
 //! unary call have timeouts ([`CONNECT_TIMEOUT`], [`CALL_TIMEOUT`]), so a
 //! dead or frozen etcd gives an [`EtcdError`], never a hang. Only equality
-//! compares are offered in transactions; prefixes are key ranges
-//! (`[prefix, prefix_end)`).
+//! compares are offered in transactions. A prefix is etcd's key range
+//! from the prefix to the first key past every key that starts with it;
+//! the empty prefix is every key.
 //!
 //! Leases: [`Etcd::grant`] asks for a TTL in whole seconds; etcd raises it
 //! to its minimum, 1.5 election timeouts rounded up to a second (2 s with

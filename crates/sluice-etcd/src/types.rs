@@ -163,18 +163,24 @@ pub struct WatchBatch {
     pub events: Vec<Event>,
 }
 
-/// The end of the range of keys that start with `prefix`: the prefix with
-/// its last byte below 0xff incremented and what follows dropped; `\0`
-/// (every key) when there is none.
-pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+/// The key range `[key, end)` of the keys that start with `prefix`: `end`
+/// is the prefix with its last byte below 0xff incremented and what follows
+/// dropped, or `\0` (no end) when there is none. etcd refuses an empty key,
+/// so the empty prefix is the range from `\0`.
+pub(crate) fn prefix_range(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let key = if prefix.is_empty() {
+        vec![0]
+    } else {
+        prefix.to_vec()
+    };
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {
             end.push(last + 1);
-            return end;
+            return (key, end);
         }
     }
-    vec![0]
+    (key, vec![0])
 }
 
 pub(crate) fn range_request(key: &[u8], range_end: Vec<u8>) -> proto::RangeRequest {
@@ -215,13 +221,19 @@ fn op_to_wire(op: Op) -> proto::RequestOp {
             key,
             ..Default::default()
         }),
-        Op::DeletePrefix { prefix } => R::RequestDeleteRange(proto::DeleteRangeRequest {
-            range_end: prefix_end(&prefix),
-            key: prefix,
-            prev_kv: false,
-        }),
+        Op::DeletePrefix { prefix } => {
+            let (key, range_end) = prefix_range(&prefix);
+            R::RequestDeleteRange(proto::DeleteRangeRequest {
+                key,
+                range_end,
+                prev_kv: false,
+            })
+        }
         Op::Get { key } => R::RequestRange(range_request(&key, Vec::new())),
-        Op::GetPrefix { prefix } => R::RequestRange(range_request(&prefix, prefix_end(&prefix))),
+        Op::GetPrefix { prefix } => {
+            let (key, end) = prefix_range(&prefix);
+            R::RequestRange(range_request(&key, end))
+        }
     };
     proto::RequestOp {
         request: Some(request),
@@ -298,10 +310,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prefix_end_increments_the_last_byte_below_0xff() {
-        assert_eq!(prefix_end(b"a/"), b"a0");
-        assert_eq!(prefix_end(b"a\xff"), b"b");
-        assert_eq!(prefix_end(b"\xff\xff"), b"\0");
-        assert_eq!(prefix_end(b""), b"\0");
+    fn prefix_range_ends_past_the_last_byte_below_0xff() {
+        let range = |p: &[u8]| prefix_range(p);
+        assert_eq!(range(b"a/"), (b"a/".to_vec(), b"a0".to_vec()));
+        assert_eq!(range(b"a\xff"), (b"a\xff".to_vec(), b"b".to_vec()));
+        assert_eq!(range(b"\xff\xff"), (b"\xff\xff".to_vec(), b"\0".to_vec()));
+        assert_eq!(range(b""), (b"\0".to_vec(), b"\0".to_vec()));
     }
 }

@@ -6,7 +6,7 @@ use tonic::Streaming;
 
 use crate::client::{rpc_error, CALL_TIMEOUT};
 use crate::proto::watch_client::WatchClient;
-use crate::types::{header_revision, prefix_end};
+use crate::types::{header_revision, prefix_range};
 use crate::{proto, Etcd, EtcdError, Event, Result, WatchBatch};
 
 const CALL: &str = "Watch/Watch";
@@ -19,9 +19,10 @@ impl Etcd {
         let (_, m) = self.current();
         let endpoint = m.url.clone();
         let (tx, rx) = mpsc::channel(4);
+        let (key, range_end) = prefix_range(prefix);
         let create = proto::WatchCreateRequest {
-            key: prefix.to_vec(),
-            range_end: prefix_end(prefix),
+            key,
+            range_end,
             start_revision,
             progress_notify: true,
             ..Default::default()

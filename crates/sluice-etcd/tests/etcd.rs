@@ -369,3 +369,21 @@ fn blocking_connect_to_a_dead_endpoint_is_an_error() {
     let e = blocking::Etcd::connect(&[server.url()]).unwrap_err();
     assert!(matches!(e, EtcdError::Connect { .. }), "{e:?}");
 }
+
+#[tokio::test]
+async fn the_empty_prefix_is_every_key() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    etcd.put(b"a", b"1", None).await.unwrap();
+    etcd.put(b"\xff", b"2", None).await.unwrap();
+    let mut watch = etcd.watch_prefix(b"", 1).await.unwrap();
+    let (_, kvs) = etcd.get_prefix(b"").await.unwrap();
+    assert_eq!(keys(&kvs), [&b"a"[..], b"\xff"]);
+    let batch = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(batch.events.len(), 2);
+    etcd.delete_prefix(b"").await.unwrap();
+    assert!(etcd.get_prefix(b"").await.unwrap().1.is_empty());
+}
