@@ -307,21 +307,89 @@ pub(crate) fn rpc_error(endpoint: &str, call: &'static str, s: &tonic::Status) -
         call,
         code: s.code(),
         message: match std::error::Error::source(s) {
-            Some(source) => format!("{}: {}", s.message(), source_chain(source)),
+            Some(source) => source_chain_after(s.message(), source),
             None => s.message().to_string(),
         },
     }
 }
 
+/// `message` followed by what of `source`'s chain it does not say.
+fn source_chain_after(message: &str, source: &dyn std::error::Error) -> String {
+    let chain = source_chain(source);
+    if message.contains(&chain) {
+        message.to_string()
+    } else if chain.contains(message) {
+        chain
+    } else {
+        format!("{message}: {chain}")
+    }
+}
+
 /// An error and its sources, as one line (tonic's transport errors say
-/// little at the top).
+/// little at the top), each text once.
 fn source_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
         cur = c.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Chain(&'static str, Option<Box<Chain>>);
+    impl std::fmt::Display for Chain {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for Chain {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|c| c as _)
+        }
+    }
+
+    #[test]
+    fn an_error_chain_says_each_text_once() {
+        let refused = Chain("connection refused", None);
+        let e = Chain(
+            "tcp connect error",
+            Some(Box::new(Chain(
+                "tcp connect error",
+                Some(Box::new(refused)),
+            ))),
+        );
+        assert_eq!(source_chain(&e), "tcp connect error: connection refused");
+        assert_eq!(
+            source_chain_after("transport error", &e),
+            "transport error: tcp connect error: connection refused"
+        );
+        assert_eq!(
+            source_chain_after("tcp connect error", &e),
+            "tcp connect error: connection refused"
+        );
+    }
+
+    #[tokio::test]
+    async fn endpoints_are_http_urls() {
+        assert_eq!(endpoint_url("127.0.0.1:2379"), "http://127.0.0.1:2379");
+        assert_eq!(endpoint_url("http://h:1"), "http://h:1");
+        assert!(matches!(
+            member("https://h:1"),
+            Err(EtcdError::Endpoint { .. })
+        ));
+        assert!(matches!(
+            member("a host:1"),
+            Err(EtcdError::Endpoint { .. })
+        ));
+    }
 }

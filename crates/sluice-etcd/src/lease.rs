@@ -6,7 +6,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 
-use crate::client::{rpc_error, Retry, CALL_TIMEOUT};
+use crate::client::{Retry, CALL_TIMEOUT};
 use crate::proto::lease_client::LeaseClient;
 use crate::{proto, Etcd, EtcdError, Lease, Result};
 
@@ -56,31 +56,23 @@ impl Etcd {
         }
     }
 
-    /// Opens a keep-alive stream for `lease` on the current endpoint and
-    /// renews the lease once ([`EtcdError::LeaseExpired`] if it is gone).
-    /// etcd sends the stream's headers with its first answer, so the first
-    /// renewal goes out before the stream is awaited.
+    /// Opens a keep-alive stream for `lease` (on the current endpoint, or
+    /// the next while it is unavailable) and renews the lease once
+    /// ([`EtcdError::LeaseExpired`] if it is gone). etcd sends the stream's
+    /// headers with its first answer, so the first renewal goes out before
+    /// the stream is awaited.
     pub async fn keeper(&self, lease: i64) -> Result<Keeper> {
-        let (_, m) = self.current();
-        let endpoint = m.url.clone();
-        let (tx, rx) = mpsc::channel(4);
-        tx.send(proto::LeaseKeepAliveRequest { id: lease })
-            .await
-            .expect("receiver held");
-        let mut client = LeaseClient::new(m.channel.clone());
-        let call = client.lease_keep_alive(ReceiverStream::new(rx));
-        let answers = match tokio::time::timeout(CALL_TIMEOUT, call).await {
-            Ok(Ok(r)) => r.into_inner(),
-            Ok(Err(s)) => return Err(rpc_error(&endpoint, "Lease/LeaseKeepAlive", &s)),
-            Err(_) => {
-                let call = "Lease/LeaseKeepAlive";
-                return Err(EtcdError::Timeout {
-                    endpoint,
-                    call,
-                    timeout: CALL_TIMEOUT,
-                });
-            }
-        };
+        let (tx, answers) = self
+            .unary("Lease/LeaseKeepAlive", Retry::Idempotent, |ch| async move {
+                let (tx, rx) = mpsc::channel(4);
+                let first = proto::LeaseKeepAliveRequest { id: lease };
+                tx.send(first).await.expect("receiver held");
+                let r = LeaseClient::new(ch)
+                    .lease_keep_alive(ReceiverStream::new(rx))
+                    .await?;
+                Ok(r.map(|answers| (tx, answers)))
+            })
+            .await?;
         let mut keeper = Keeper { lease, tx, answers };
         keeper.answer().await?;
         Ok(keeper)

@@ -4,7 +4,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 
-use crate::client::{rpc_error, CALL_TIMEOUT};
+use crate::client::{Retry, CALL_TIMEOUT};
 use crate::proto::watch_client::WatchClient;
 use crate::types::{header_revision, prefix_range};
 use crate::{proto, Etcd, EtcdError, Event, Result, WatchBatch};
@@ -16,9 +16,6 @@ impl Etcd {
     /// (changes made since then are delivered first, if etcd has not
     /// compacted them; 0 means from now on).
     pub async fn watch_prefix(&self, prefix: &[u8], start_revision: i64) -> Result<Watcher> {
-        let (_, m) = self.current();
-        let endpoint = m.url.clone();
-        let (tx, rx) = mpsc::channel(4);
         let (key, range_end) = prefix_range(prefix);
         let create = proto::WatchCreateRequest {
             key,
@@ -27,25 +24,20 @@ impl Etcd {
             progress_notify: true,
             ..Default::default()
         };
-        let req = proto::watch_request::RequestUnion::CreateRequest(create);
-        tx.send(proto::WatchRequest {
-            request_union: Some(req),
-        })
-        .await
-        .expect("receiver held");
-        let mut client = WatchClient::new(m.channel.clone());
-        let call = client.watch(ReceiverStream::new(rx));
-        let answers = match tokio::time::timeout(CALL_TIMEOUT, call).await {
-            Ok(Ok(r)) => r.into_inner(),
-            Ok(Err(s)) => return Err(rpc_error(&endpoint, CALL, &s)),
-            Err(_) => {
-                return Err(EtcdError::Timeout {
-                    endpoint,
-                    call: CALL,
-                    timeout: CALL_TIMEOUT,
-                })
-            }
+        let first = proto::WatchRequest {
+            request_union: Some(proto::watch_request::RequestUnion::CreateRequest(create)),
         };
+        let (tx, answers) = self
+            .unary(CALL, Retry::Idempotent, |ch| {
+                let first = first.clone();
+                async move {
+                    let (tx, rx) = mpsc::channel(4);
+                    tx.send(first).await.expect("receiver held");
+                    let r = WatchClient::new(ch).watch(ReceiverStream::new(rx)).await?;
+                    Ok(r.map(|answers| (tx, answers)))
+                }
+            })
+            .await?;
         let prefix = String::from_utf8_lossy(prefix).into_owned();
         let mut w = Watcher {
             prefix,

@@ -387,3 +387,27 @@ async fn the_empty_prefix_is_every_key() {
     etcd.delete_prefix(b"").await.unwrap();
     assert!(etcd.get_prefix(b"").await.unwrap().1.is_empty());
 }
+
+#[tokio::test]
+async fn watches_and_keepers_open_on_the_next_endpoint() {
+    let dead = EtcdServer::start();
+    let live = EtcdServer::start();
+    let urls = [dead.url(), live.url()];
+    let (watching, keeping) = (
+        Etcd::connect(&urls).await.unwrap(),
+        Etcd::connect(&urls).await.unwrap(),
+    );
+    drop(dead);
+
+    let mut watch = watching.watch_prefix(b"w/", 0).await.unwrap();
+    let lease = watching.grant(Duration::from_secs(30)).await.unwrap();
+    let mut keeper = keeping.keeper(lease.id).await.unwrap();
+    assert_eq!(keeper.keep_alive().await.unwrap(), lease.ttl);
+
+    let put = client(&live).await.put(b"w/x", b"1", None).await.unwrap();
+    let batch = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(batch.events[0].kv.mod_revision, put);
+}
