@@ -297,6 +297,24 @@ impl Etcd {
     }
 }
 
+impl Etcd {
+    /// Discards the history before `revision` (watches from earlier
+    /// revisions then fail with [`EtcdError::WatchCompacted`]); returns
+    /// the store's revision.
+    pub async fn compact(&self, revision: i64) -> Result<i64> {
+        let req = proto::CompactionRequest {
+            revision,
+            physical: false,
+        };
+        let r = self
+            .unary("KV/Compact", Retry::Idempotent, |ch| async move {
+                kv_client(ch).compact(req).await
+            })
+            .await?;
+        header_revision(r.header.as_ref(), "KV/Compact")
+    }
+}
+
 fn kv_client(ch: Channel) -> KvClient<Channel> {
     KvClient::new(ch).max_decoding_message_size(MAX_MESSAGE)
 }

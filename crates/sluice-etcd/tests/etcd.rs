@@ -411,3 +411,34 @@ async fn watches_and_keepers_open_on_the_next_endpoint() {
         .unwrap();
     assert_eq!(batch.events[0].kv.mod_revision, put);
 }
+
+#[tokio::test]
+async fn a_watch_from_a_compacted_revision_says_so() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let first = etcd.put(b"c/k", b"1", None).await.unwrap();
+    etcd.put(b"c/k", b"2", None).await.unwrap();
+    let third = etcd.put(b"c/k", b"3", None).await.unwrap();
+    etcd.compact(third).await.unwrap();
+    let watched = async {
+        let mut watch = etcd.watch_prefix(b"c/", first).await?;
+        watch.next().await
+    };
+    match tokio::time::timeout(Duration::from_secs(5), watched)
+        .await
+        .unwrap()
+    {
+        Err(EtcdError::WatchCompacted {
+            start_revision,
+            compact_revision,
+            ..
+        }) => {
+            assert_eq!((start_revision, compact_revision), (first, third));
+        }
+        other => panic!("expected WatchCompacted, got {other:?}"),
+    }
+    // From the compaction revision on, the watch works.
+    let mut watch = etcd.watch_prefix(b"c/", third).await.unwrap();
+    let batch = watch.next().await.unwrap();
+    assert_eq!(batch.events[0].kv.value, b"3");
+}
