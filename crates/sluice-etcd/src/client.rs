@@ -13,7 +13,8 @@ use crate::{proto, EtcdError, Kv, Result, Txn, TxnOutcome};
 
 /// How long opening a connection to one endpoint may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long one unary call may wait for its answer.
+/// How long one call may wait for its answer, unless
+/// [`Etcd::with_call_timeout`] says otherwise.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Keys per page when `get_prefix` reads a range.
 const PAGE: i64 = 1000;
@@ -35,6 +36,7 @@ pub(crate) struct Member {
 pub struct Etcd {
     members: Arc<Vec<Member>>,
     current: Arc<AtomicUsize>,
+    call_timeout: Duration,
 }
 
 /// `127.0.0.1:2379` or `http://127.0.0.1:2379` as an http URL.
@@ -109,6 +111,7 @@ impl Etcd {
         let etcd = Etcd {
             members: Arc::new(members),
             current: Arc::new(AtomicUsize::new(0)),
+            call_timeout: CALL_TIMEOUT,
         };
         etcd.first_reachable().await?;
         Ok(etcd)
@@ -136,6 +139,19 @@ impl Etcd {
             endpoints: endpoints.join(","),
             reason,
         })
+    }
+
+    /// This client with calls, keep-alive answers and watch confirmations
+    /// timing out after `timeout` (a lease holder wants it well under the
+    /// lease's TTL). Connecting keeps its own [`CONNECT_TIMEOUT`].
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Etcd {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// How long a call may wait for its answer.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
     }
 
     /// The endpoints, in the order given.
@@ -172,7 +188,7 @@ impl Etcd {
         let mut last = None;
         for _ in 0..self.members.len() {
             let (i, m) = self.current();
-            match tokio::time::timeout(CALL_TIMEOUT, f(m.channel.clone())).await {
+            match tokio::time::timeout(self.call_timeout, f(m.channel.clone())).await {
                 Ok(Ok(r)) => return Ok(r.into_inner()),
                 Ok(Err(s)) => {
                     let e = rpc_error(&m.url, call, &s);
@@ -191,7 +207,7 @@ impl Etcd {
                     return Err(EtcdError::Timeout {
                         endpoint,
                         call,
-                        timeout: CALL_TIMEOUT,
+                        timeout: self.call_timeout,
                     });
                 }
             }

@@ -4,7 +4,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 
-use crate::client::{Retry, CALL_TIMEOUT};
+use crate::client::Retry;
 use crate::proto::watch_client::WatchClient;
 use crate::types::{header_revision, prefix_range};
 use crate::{proto, Etcd, EtcdError, Event, Result, WatchBatch};
@@ -45,7 +45,7 @@ impl Etcd {
             _tx: tx,
             answers,
         };
-        w.await_created().await?;
+        w.await_created(self.call_timeout()).await?;
         Ok(w)
     }
 }
@@ -62,10 +62,10 @@ pub struct Watcher {
 
 impl Watcher {
     /// Waits for etcd to confirm the watch (or refuse it).
-    async fn await_created(&mut self) -> Result<()> {
-        let r = tokio::time::timeout(CALL_TIMEOUT, self.answer())
+    async fn await_created(&mut self, timeout: std::time::Duration) -> Result<()> {
+        let r = tokio::time::timeout(timeout, self.answer())
             .await
-            .map_err(|_| self.canceled(format!("no confirmation within {CALL_TIMEOUT:?}")))??;
+            .map_err(|_| self.canceled(format!("no confirmation within {timeout:?}")))??;
         if !r.created {
             return Err(EtcdError::BadResponse {
                 call: CALL,

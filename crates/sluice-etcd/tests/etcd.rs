@@ -295,11 +295,13 @@ async fn a_call_fails_over_to_the_next_endpoint() {
 #[tokio::test]
 async fn a_paused_etcd_is_a_timeout_not_a_hang() {
     let server = EtcdServer::start();
-    let etcd = client(&server).await;
+    let timeout = Duration::from_millis(500);
+    let etcd = client(&server).await.with_call_timeout(timeout);
+    let lease = etcd.grant(Duration::from_secs(30)).await.unwrap();
+    let mut keeper = etcd.keeper(lease.id).await.unwrap();
     server.pause();
     let t = Instant::now();
     let e = etcd.get(b"k").await.unwrap_err();
-    server.resume();
     assert!(
         matches!(
             e,
@@ -310,8 +312,30 @@ async fn a_paused_etcd_is_a_timeout_not_a_hang() {
         ),
         "{e:?}"
     );
-    assert!(t.elapsed() < sluice_etcd::CALL_TIMEOUT + Duration::from_secs(2));
+    let lost = keeper.keep_alive().await.unwrap_err();
+    assert!(
+        t.elapsed() < 2 * timeout + Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
+    );
+    server.resume();
+    assert!(matches!(lost, EtcdError::LeaseLost { .. }), "{lost:?}");
+    // The keeper is spent (a late answer could pass for the next one's); a
+    // new one renews the lease again.
+    assert!(matches!(
+        keeper.keep_alive().await,
+        Err(EtcdError::LeaseLost { .. })
+    ));
     etcd.get(b"k").await.unwrap();
+    assert_eq!(
+        etcd.keeper(lease.id)
+            .await
+            .unwrap()
+            .keep_alive()
+            .await
+            .unwrap(),
+        lease.ttl
+    );
 }
 
 fn blocking_round_trip(etcd: &blocking::Etcd) {
