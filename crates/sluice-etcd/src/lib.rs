@@ -61,6 +61,8 @@ pub mod testing;
 pub use client::{Etcd, CALL_TIMEOUT, CONNECT_TIMEOUT};
 pub use error::{EtcdError, Result};
 pub use lease::Keeper;
+/// The gRPC status codes of [`EtcdError::Rpc`].
+pub use tonic::Code;
 pub use types::{Compare, Event, EventKind, Kv, Lease, Op, Txn, TxnOutcome, WatchBatch};
 pub use watch::Watcher;
 

@@ -317,4 +317,75 @@ mod tests {
         assert_eq!(range(b"\xff\xff"), (b"\xff\xff".to_vec(), b"\0".to_vec()));
         assert_eq!(range(b""), (b"\0".to_vec(), b"\0".to_vec()));
     }
+
+    #[test]
+    fn answers_without_what_etcd_always_sends_are_bad_responses() {
+        let no_header = proto::TxnResponse {
+            header: None,
+            succeeded: true,
+            responses: vec![],
+        };
+        let e = TxnOutcome::from_wire(no_header).unwrap_err();
+        assert!(
+            matches!(e, crate::EtcdError::BadResponse { call: "KV/Txn", .. }),
+            "{e:?}"
+        );
+
+        let unknown = proto::Event {
+            r#type: 7,
+            kv: Some(proto::KeyValue::default()),
+            prev_kv: None,
+        };
+        let e = Event::from_wire(unknown).unwrap_err();
+        assert!(e.to_string().contains("unknown event type 7"), "{e}");
+
+        let keyless = proto::Event {
+            r#type: 0,
+            kv: None,
+            prev_kv: None,
+        };
+        assert!(matches!(
+            Event::from_wire(keyless),
+            Err(crate::EtcdError::BadResponse { .. })
+        ));
+    }
+
+    #[test]
+    fn a_txn_goes_on_the_wire_as_etcd_expects() {
+        let txn = Txn {
+            compare: vec![Compare::CreateRevision {
+                key: b"k".to_vec(),
+                equals: 0,
+            }],
+            success: vec![Op::Put {
+                key: b"k".to_vec(),
+                value: b"v".to_vec(),
+                lease: Some(7),
+            }],
+            failure: vec![Op::GetPrefix {
+                prefix: b"k/".to_vec(),
+            }],
+        };
+        let wire = txn.into_wire();
+        let c = &wire.compare[0];
+        assert_eq!(c.target, proto::compare::CompareTarget::Create as i32);
+        assert_eq!(c.result, proto::compare::CompareResult::Equal as i32);
+        assert_eq!(
+            c.target_union,
+            Some(proto::compare::TargetUnion::CreateRevision(0))
+        );
+        match &wire.success[0].request {
+            Some(proto::request_op::Request::RequestPut(p)) => assert_eq!(p.lease, 7),
+            other => panic!("{other:?}"),
+        }
+        match &wire.failure[0].request {
+            Some(proto::request_op::Request::RequestRange(r)) => {
+                assert_eq!(
+                    (r.key.as_slice(), r.range_end.as_slice()),
+                    (&b"k/"[..], &b"k0"[..])
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -466,3 +466,48 @@ async fn a_watch_from_a_compacted_revision_says_so() {
     let batch = watch.next().await.unwrap();
     assert_eq!(batch.events[0].kv.value, b"3");
 }
+
+#[tokio::test]
+async fn a_watch_whose_etcd_dies_is_canceled() {
+    let mut server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let mut watch = etcd.watch_prefix(b"d/", 0).await.unwrap();
+    server.stop();
+    let r = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .unwrap();
+    assert!(matches!(r, Err(EtcdError::WatchCanceled { .. })), "{r:?}");
+}
+
+#[tokio::test]
+async fn an_oversized_txn_is_refused_and_writes_nothing() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    // etcd's default --max-txn-ops is 128.
+    let success = (0..129)
+        .map(|i| Op::Put {
+            key: format!("t/{i}").into_bytes(),
+            value: vec![],
+            lease: None,
+        })
+        .collect();
+    let e = etcd
+        .txn(Txn {
+            success,
+            ..Txn::default()
+        })
+        .await
+        .unwrap_err();
+    match &e {
+        EtcdError::Rpc {
+            call: "KV/Txn",
+            code: sluice_etcd::Code::InvalidArgument,
+            message,
+            ..
+        } => {
+            assert!(message.contains("too many operations"), "{message}");
+        }
+        other => panic!("expected etcd's refusal, got {other:?}"),
+    }
+    assert!(etcd.get_prefix(b"t/").await.unwrap().1.is_empty());
+}
