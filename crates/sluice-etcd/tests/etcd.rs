@@ -511,3 +511,19 @@ async fn an_oversized_txn_is_refused_and_writes_nothing() {
     }
     assert!(etcd.get_prefix(b"t/").await.unwrap().1.is_empty());
 }
+
+#[test]
+fn blocking_calls_to_a_paused_etcd_time_out() {
+    let server = EtcdServer::start();
+    let timeout = Duration::from_millis(300);
+    let etcd = blocking::Etcd::connect_with(&[server.url()], timeout).unwrap();
+    etcd.put(b"k", b"v", None).unwrap();
+    server.pause();
+    let t = Instant::now();
+    let e = etcd.get_prefix(b"k").unwrap_err();
+    let waited = t.elapsed();
+    server.resume();
+    assert!(matches!(e, EtcdError::Timeout { .. }), "{e:?}");
+    assert!(waited < timeout + Duration::from_secs(1), "{waited:?}");
+    assert_eq!(etcd.get_prefix(b"k").unwrap().1.len(), 1);
+}
