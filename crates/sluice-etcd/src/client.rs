@@ -178,15 +178,16 @@ impl Etcd {
     }
 
     /// Runs a unary call on the current endpoint, trying each other
-    /// endpoint in turn while the call finds etcd unavailable (or, for an
-    /// idempotent call, while the connection breaks under it).
+    /// endpoint in turn, then the first again (its channel reconnects),
+    /// while the call finds etcd unavailable (or, for an idempotent call,
+    /// while the connection breaks under it, as when etcd restarted).
     pub(crate) async fn unary<T, F, Fut>(&self, call: &'static str, retry: Retry, f: F) -> Result<T>
     where
         F: Fn(Channel) -> Fut,
         Fut: Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
     {
         let mut last = None;
-        for _ in 0..self.members.len() {
+        for _ in 0..=self.members.len() {
             let (i, m) = self.current();
             match tokio::time::timeout(self.call_timeout, f(m.channel.clone())).await {
                 Ok(Ok(r)) => return Ok(r.into_inner()),

@@ -527,3 +527,17 @@ fn blocking_calls_to_a_paused_etcd_time_out() {
     assert!(waited < timeout + Duration::from_secs(1), "{waited:?}");
     assert_eq!(etcd.get_prefix(b"k").unwrap().1.len(), 1);
 }
+
+#[tokio::test]
+async fn a_client_outlives_an_etcd_restart() {
+    let mut server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let put = etcd.put(b"r/k", b"v", None).await.unwrap();
+    server.restart();
+    let (rev, kv) = etcd.get(b"r/k").await.unwrap();
+    assert_eq!(
+        (rev, kv.unwrap().mod_revision),
+        (put, put),
+        "the data survives"
+    );
+}
