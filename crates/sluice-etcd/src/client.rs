@@ -77,16 +77,34 @@ pub(crate) enum Retry {
     Once,
 }
 
-/// What to do after a failed call: move to the next endpoint, and whether
-/// to send the call again there.
+/// What to do after a failed call: `None` to give up, else move to the
+/// next endpoint, and whether to send the call again there.
 fn after_failure(s: &tonic::Status, retry: Retry) -> Option<bool> {
-    match s.code() {
-        // The request was not sent: no connection.
-        tonic::Code::Unavailable => Some(true),
-        // The connection broke under the call: it may have been applied.
-        tonic::Code::Unknown if broken_connection(s) => Some(retry == Retry::Idempotent),
-        _ => None,
+    if not_sent(s) {
+        return Some(true);
     }
+    // etcd's own Unavailable (a leader change, a request that timed out in
+    // raft) or a connection that broke under the call: it may have been
+    // applied.
+    let uncertain = match s.code() {
+        tonic::Code::Unavailable => true,
+        tonic::Code::Unknown => broken_connection(s),
+        _ => false,
+    };
+    uncertain.then_some(retry == Retry::Idempotent)
+}
+
+/// Whether the request surely never reached etcd's state machine: no
+/// connection could be made, or etcd had no leader to propose it to.
+fn not_sent(s: &tonic::Status) -> bool {
+    let mut cur = std::error::Error::source(s);
+    while let Some(e) = cur {
+        if e.is::<tonic::ConnectError>() {
+            return true;
+        }
+        cur = e.source();
+    }
+    s.code() == tonic::Code::Unavailable && s.message() == "etcdserver: no leader"
 }
 
 fn broken_connection(s: &tonic::Status) -> bool {
@@ -412,6 +430,26 @@ mod tests {
             source_chain_after("tcp connect error", &e),
             "tcp connect error: connection refused"
         );
+    }
+
+    #[test]
+    fn only_calls_that_cannot_have_been_applied_are_sent_twice() {
+        use tonic::{Code, Status};
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let connect = Status::from_error(Box::new(tonic::ConnectError(Box::new(refused))));
+        assert_eq!(connect.code(), Code::Unavailable);
+        let no_leader = Status::unavailable("etcdserver: no leader");
+        let leader_changed = Status::unavailable("etcdserver: leader changed");
+        let refused = Status::invalid_argument("etcdserver: too many operations in txn request");
+        for (status, write, read) in [
+            (&connect, Some(true), Some(true)),
+            (&no_leader, Some(true), Some(true)),
+            (&leader_changed, Some(false), Some(true)),
+            (&refused, None, None),
+        ] {
+            assert_eq!(after_failure(status, Retry::Once), write, "{status:?}");
+            assert_eq!(after_failure(status, Retry::Idempotent), read, "{status:?}");
+        }
     }
 
     #[tokio::test]

@@ -18,10 +18,11 @@
 //!
 //! [`Etcd`] is async (tokio) and cheap to clone. It takes one or more
 //! endpoints of one etcd cluster; calls go to the current endpoint. A call
-//! that finds etcd unavailable (no connection: the request was not sent)
-//! moves to the next endpoint and is sent again there; a read whose
-//! connection broke under it is too, but a write is not (it may have been
-//! applied): it fails, and [`EtcdError::is_transient`] says so. Connecting
+//! that surely did not reach etcd (no connection, or etcd had no leader)
+//! moves to the next endpoint and is sent again there; a read that failed
+//! otherwise for want of etcd (its connection broke, etcd said it is
+//! unavailable) is too, but a write is not (it may have been applied): it
+//! fails, and [`EtcdError::is_transient`] says so. Connecting
 //! and every call have timeouts ([`CONNECT_TIMEOUT`], and [`CALL_TIMEOUT`]
 //! unless [`Etcd::with_call_timeout`] sets another), so a dead or frozen
 //! etcd gives an [`EtcdError`], never a hang. Only equality

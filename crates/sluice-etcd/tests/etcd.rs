@@ -277,7 +277,12 @@ async fn a_call_fails_over_to_the_next_endpoint() {
     let live = EtcdServer::start();
     let etcd = Etcd::connect(&[dead.url(), live.url()]).await.unwrap();
     etcd.put(b"k", b"v", None).await.unwrap();
+    // A client that has not called yet has no connection to break.
+    let fresh = Etcd::connect(&[dead.url(), live.url()]).await.unwrap();
     drop(dead);
+    // Its write finds no etcd on the first endpoint: surely not applied
+    // there, so sent to the next.
+    fresh.put(b"fresh", b"1", None).await.unwrap();
     // The first endpoint was current and is gone: a read moves on to the
     // next one (a write over the broken connection might have been applied,
     // so it is not sent twice; it fails, and the next call moves on).
