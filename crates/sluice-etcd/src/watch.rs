@@ -104,7 +104,10 @@ impl Watcher {
 
     /// The next batch of changes, in revision order; waits as long as it
     /// takes. A batch without events is a progress notice (etcd sends one
-    /// every ten minutes of quiet): nothing changed up to its revision.
+    /// every ten minutes of quiet): nothing changed up to its revision. A
+    /// connection that stalls (a frozen etcd, a partition) is found by
+    /// HTTP/2 pings, every 10 s with 5 s to answer, and ends the watch with
+    /// [`EtcdError::WatchCanceled`].
     pub async fn next(&mut self) -> Result<WatchBatch> {
         let r = self.answer().await?;
         let revision = header_revision(r.header.as_ref(), CALL)?;

@@ -546,3 +546,14 @@ async fn a_client_outlives_an_etcd_restart() {
         "the data survives"
     );
 }
+
+#[test]
+fn the_handles_move_between_threads_and_tasks() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Etcd>();
+    send_sync::<blocking::Etcd>();
+    send_sync::<EtcdError>();
+    send::<sluice_etcd::Keeper>();
+    send::<sluice_etcd::Watcher>();
+}
