@@ -9,6 +9,7 @@
 
 use std::sync::mpsc as std_mpsc;
 use std::thread;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 
@@ -37,12 +38,18 @@ impl std::fmt::Debug for Call {
 impl Etcd {
     /// Connects as [`crate::Etcd::connect`] does, on a new thread.
     pub fn connect(endpoints: &[String]) -> Result<Etcd> {
+        Etcd::connect_with(endpoints, crate::CALL_TIMEOUT)
+    }
+
+    /// Connects with calls timing out after `call_timeout` (see
+    /// [`crate::Etcd::with_call_timeout`]).
+    pub fn connect_with(endpoints: &[String], call_timeout: Duration) -> Result<Etcd> {
         let (calls, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std_mpsc::channel();
         let endpoints = endpoints.to_vec();
         thread::Builder::new()
             .name("sluice-etcd".into())
-            .spawn(move || serve(endpoints, rx, ready_tx))
+            .spawn(move || serve(endpoints, call_timeout, rx, ready_tx))
             .map_err(|e| EtcdError::Connect {
                 endpoints: String::new(),
                 reason: e.to_string(),
@@ -77,6 +84,7 @@ impl Etcd {
 /// gone.
 fn serve(
     endpoints: Vec<String>,
+    call_timeout: Duration,
     mut calls: mpsc::UnboundedReceiver<Call>,
     ready: std_mpsc::Sender<Result<()>>,
 ) {
@@ -96,7 +104,7 @@ fn serve(
     };
     rt.block_on(async move {
         let etcd = match crate::Etcd::connect(&endpoints).await {
-            Ok(etcd) => etcd,
+            Ok(etcd) => etcd.with_call_timeout(call_timeout),
             Err(e) => return drop(ready.send(Err(e))),
         };
         let _ = ready.send(Ok(()));

@@ -8,12 +8,13 @@ use std::time::Duration;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::proto::kv_client::KvClient;
-use crate::types::{header_revision, prefix_end, range_request};
+use crate::types::{header_revision, prefix_range, range_request};
 use crate::{proto, EtcdError, Kv, Result, Txn, TxnOutcome};
 
 /// How long opening a connection to one endpoint may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long one unary call may wait for its answer.
+/// How long one call may wait for its answer, unless
+/// [`Etcd::with_call_timeout`] says otherwise.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Keys per page when `get_prefix` reads a range.
 const PAGE: i64 = 1000;
@@ -35,6 +36,7 @@ pub(crate) struct Member {
 pub struct Etcd {
     members: Arc<Vec<Member>>,
     current: Arc<AtomicUsize>,
+    call_timeout: Duration,
 }
 
 /// `127.0.0.1:2379` or `http://127.0.0.1:2379` as an http URL.
@@ -75,16 +77,34 @@ pub(crate) enum Retry {
     Once,
 }
 
-/// What to do after a failed call: move to the next endpoint, and whether
-/// to send the call again there.
+/// What to do after a failed call: `None` to give up, else move to the
+/// next endpoint, and whether to send the call again there.
 fn after_failure(s: &tonic::Status, retry: Retry) -> Option<bool> {
-    match s.code() {
-        // The request was not sent: no connection.
-        tonic::Code::Unavailable => Some(true),
-        // The connection broke under the call: it may have been applied.
-        tonic::Code::Unknown if broken_connection(s) => Some(retry == Retry::Idempotent),
-        _ => None,
+    if not_sent(s) {
+        return Some(true);
     }
+    // etcd's own Unavailable (a leader change, a request that timed out in
+    // raft) or a connection that broke under the call: it may have been
+    // applied.
+    let uncertain = match s.code() {
+        tonic::Code::Unavailable => true,
+        tonic::Code::Unknown => broken_connection(s),
+        _ => false,
+    };
+    uncertain.then_some(retry == Retry::Idempotent)
+}
+
+/// Whether the request surely never reached etcd's state machine: no
+/// connection could be made, or etcd had no leader to propose it to.
+fn not_sent(s: &tonic::Status) -> bool {
+    let mut cur = std::error::Error::source(s);
+    while let Some(e) = cur {
+        if e.is::<tonic::ConnectError>() {
+            return true;
+        }
+        cur = e.source();
+    }
+    s.code() == tonic::Code::Unavailable && s.message() == "etcdserver: no leader"
 }
 
 fn broken_connection(s: &tonic::Status) -> bool {
@@ -109,6 +129,7 @@ impl Etcd {
         let etcd = Etcd {
             members: Arc::new(members),
             current: Arc::new(AtomicUsize::new(0)),
+            call_timeout: CALL_TIMEOUT,
         };
         etcd.first_reachable().await?;
         Ok(etcd)
@@ -138,6 +159,19 @@ impl Etcd {
         })
     }
 
+    /// This client with calls, keep-alive answers and watch confirmations
+    /// timing out after `timeout` (a lease holder wants it well under the
+    /// lease's TTL). Connecting keeps its own [`CONNECT_TIMEOUT`].
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Etcd {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// How long a call may wait for its answer.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
+    }
+
     /// The endpoints, in the order given.
     pub fn endpoints(&self) -> Vec<String> {
         self.members.iter().map(|m| m.url.clone()).collect()
@@ -162,17 +196,18 @@ impl Etcd {
     }
 
     /// Runs a unary call on the current endpoint, trying each other
-    /// endpoint in turn while the call finds etcd unavailable (or, for an
-    /// idempotent call, while the connection breaks under it).
+    /// endpoint in turn, then the first again (its channel reconnects),
+    /// while the call finds etcd unavailable (or, for an idempotent call,
+    /// while the connection breaks under it, as when etcd restarted).
     pub(crate) async fn unary<T, F, Fut>(&self, call: &'static str, retry: Retry, f: F) -> Result<T>
     where
         F: Fn(Channel) -> Fut,
         Fut: Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
     {
         let mut last = None;
-        for _ in 0..self.members.len() {
+        for _ in 0..=self.members.len() {
             let (i, m) = self.current();
-            match tokio::time::timeout(CALL_TIMEOUT, f(m.channel.clone())).await {
+            match tokio::time::timeout(self.call_timeout, f(m.channel.clone())).await {
                 Ok(Ok(r)) => return Ok(r.into_inner()),
                 Ok(Err(s)) => {
                     let e = rpc_error(&m.url, call, &s);
@@ -191,7 +226,7 @@ impl Etcd {
                     return Err(EtcdError::Timeout {
                         endpoint,
                         call,
-                        timeout: CALL_TIMEOUT,
+                        timeout: self.call_timeout,
                     });
                 }
             }
@@ -217,8 +252,8 @@ impl Etcd {
     /// Reads every key that starts with `prefix`, in key order, as of one
     /// revision (returned), in pages of a thousand keys.
     pub async fn get_prefix(&self, prefix: &[u8]) -> Result<(i64, Vec<Kv>)> {
-        let end = prefix_end(prefix);
-        let mut req = range_request(prefix, end);
+        let (key, end) = prefix_range(prefix);
+        let mut req = range_request(&key, end);
         req.limit = PAGE;
         let mut kvs = Vec::new();
         loop {
@@ -269,9 +304,10 @@ impl Etcd {
 
     /// Deletes every key that starts with `prefix`; returns the revision.
     pub async fn delete_prefix(&self, prefix: &[u8]) -> Result<i64> {
+        let (key, range_end) = prefix_range(prefix);
         let req = proto::DeleteRangeRequest {
-            key: prefix.to_vec(),
-            range_end: prefix_end(prefix),
+            key,
+            range_end,
             prev_kv: false,
         };
         let r = self
@@ -296,6 +332,24 @@ impl Etcd {
     }
 }
 
+impl Etcd {
+    /// Discards the history before `revision` (watches from earlier
+    /// revisions then fail with [`EtcdError::WatchCompacted`]); returns
+    /// the store's revision.
+    pub async fn compact(&self, revision: i64) -> Result<i64> {
+        let req = proto::CompactionRequest {
+            revision,
+            physical: false,
+        };
+        let r = self
+            .unary("KV/Compact", Retry::Idempotent, |ch| async move {
+                kv_client(ch).compact(req).await
+            })
+            .await?;
+        header_revision(r.header.as_ref(), "KV/Compact")
+    }
+}
+
 fn kv_client(ch: Channel) -> KvClient<Channel> {
     KvClient::new(ch).max_decoding_message_size(MAX_MESSAGE)
 }
@@ -306,21 +360,109 @@ pub(crate) fn rpc_error(endpoint: &str, call: &'static str, s: &tonic::Status) -
         call,
         code: s.code(),
         message: match std::error::Error::source(s) {
-            Some(source) => format!("{}: {}", s.message(), source_chain(source)),
+            Some(source) => source_chain_after(s.message(), source),
             None => s.message().to_string(),
         },
     }
 }
 
+/// `message` followed by what of `source`'s chain it does not say.
+fn source_chain_after(message: &str, source: &dyn std::error::Error) -> String {
+    let chain = source_chain(source);
+    if message.contains(&chain) {
+        message.to_string()
+    } else if chain.contains(message) {
+        chain
+    } else {
+        format!("{message}: {chain}")
+    }
+}
+
 /// An error and its sources, as one line (tonic's transport errors say
-/// little at the top).
+/// little at the top), each text once.
 fn source_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
         cur = c.source();
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Chain(&'static str, Option<Box<Chain>>);
+    impl std::fmt::Display for Chain {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for Chain {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|c| c as _)
+        }
+    }
+
+    #[test]
+    fn an_error_chain_says_each_text_once() {
+        let refused = Chain("connection refused", None);
+        let e = Chain(
+            "tcp connect error",
+            Some(Box::new(Chain(
+                "tcp connect error",
+                Some(Box::new(refused)),
+            ))),
+        );
+        assert_eq!(source_chain(&e), "tcp connect error: connection refused");
+        assert_eq!(
+            source_chain_after("transport error", &e),
+            "transport error: tcp connect error: connection refused"
+        );
+        assert_eq!(
+            source_chain_after("tcp connect error", &e),
+            "tcp connect error: connection refused"
+        );
+    }
+
+    #[test]
+    fn only_calls_that_cannot_have_been_applied_are_sent_twice() {
+        use tonic::{Code, Status};
+        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let connect = Status::from_error(Box::new(tonic::ConnectError(Box::new(refused))));
+        assert_eq!(connect.code(), Code::Unavailable);
+        let no_leader = Status::unavailable("etcdserver: no leader");
+        let leader_changed = Status::unavailable("etcdserver: leader changed");
+        let refused = Status::invalid_argument("etcdserver: too many operations in txn request");
+        for (status, write, read) in [
+            (&connect, Some(true), Some(true)),
+            (&no_leader, Some(true), Some(true)),
+            (&leader_changed, Some(false), Some(true)),
+            (&refused, None, None),
+        ] {
+            assert_eq!(after_failure(status, Retry::Once), write, "{status:?}");
+            assert_eq!(after_failure(status, Retry::Idempotent), read, "{status:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn endpoints_are_http_urls() {
+        assert_eq!(endpoint_url("127.0.0.1:2379"), "http://127.0.0.1:2379");
+        assert_eq!(endpoint_url("http://h:1"), "http://h:1");
+        assert!(matches!(
+            member("https://h:1"),
+            Err(EtcdError::Endpoint { .. })
+        ));
+        assert!(matches!(
+            member("a host:1"),
+            Err(EtcdError::Endpoint { .. })
+        ));
+    }
 }

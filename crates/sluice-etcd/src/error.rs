@@ -88,5 +88,34 @@ pub enum EtcdError {
     Closed,
 }
 
+impl EtcdError {
+    /// Whether trying again later may succeed: etcd or the way to it was
+    /// down, slow or busy, or a stream broke. A transient error of a write
+    /// does not say whether the write was applied (read before retrying a
+    /// write that is not idempotent). Bad input, a lost lease, a compacted
+    /// watch and etcd's refusals are not transient.
+    pub fn is_transient(&self) -> bool {
+        use tonic::Code;
+        match self {
+            EtcdError::Connect { .. }
+            | EtcdError::Timeout { .. }
+            | EtcdError::LeaseLost { .. }
+            | EtcdError::WatchCanceled { .. } => true,
+            EtcdError::Rpc { code, .. } => matches!(
+                code,
+                Code::Unavailable
+                    | Code::Unknown
+                    | Code::DeadlineExceeded
+                    | Code::ResourceExhausted
+            ),
+            EtcdError::Endpoint { .. }
+            | EtcdError::LeaseExpired { .. }
+            | EtcdError::WatchCompacted { .. }
+            | EtcdError::BadResponse { .. }
+            | EtcdError::Closed => false,
+        }
+    }
+}
+
 /// The crate's result type.
 pub type Result<T, E = EtcdError> = std::result::Result<T, E>;

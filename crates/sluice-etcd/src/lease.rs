@@ -6,7 +6,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 
-use crate::client::{rpc_error, Retry, CALL_TIMEOUT};
+use crate::client::Retry;
 use crate::proto::lease_client::LeaseClient;
 use crate::{proto, Etcd, EtcdError, Lease, Result};
 
@@ -56,32 +56,31 @@ impl Etcd {
         }
     }
 
-    /// Opens a keep-alive stream for `lease` on the current endpoint and
-    /// renews the lease once ([`EtcdError::LeaseExpired`] if it is gone).
-    /// etcd sends the stream's headers with its first answer, so the first
-    /// renewal goes out before the stream is awaited.
+    /// Opens a keep-alive stream for `lease` (on the current endpoint, or
+    /// the next while it is unavailable) and renews the lease once
+    /// ([`EtcdError::LeaseExpired`] if it is gone). etcd sends the stream's
+    /// headers with its first answer, so the first renewal goes out before
+    /// the stream is awaited.
     pub async fn keeper(&self, lease: i64) -> Result<Keeper> {
-        let (_, m) = self.current();
-        let endpoint = m.url.clone();
-        let (tx, rx) = mpsc::channel(4);
-        tx.send(proto::LeaseKeepAliveRequest { id: lease })
-            .await
-            .expect("receiver held");
-        let mut client = LeaseClient::new(m.channel.clone());
-        let call = client.lease_keep_alive(ReceiverStream::new(rx));
-        let answers = match tokio::time::timeout(CALL_TIMEOUT, call).await {
-            Ok(Ok(r)) => r.into_inner(),
-            Ok(Err(s)) => return Err(rpc_error(&endpoint, "Lease/LeaseKeepAlive", &s)),
-            Err(_) => {
-                let call = "Lease/LeaseKeepAlive";
-                return Err(EtcdError::Timeout {
-                    endpoint,
-                    call,
-                    timeout: CALL_TIMEOUT,
-                });
-            }
+        let (tx, answers) = self
+            .unary("Lease/LeaseKeepAlive", Retry::Idempotent, |ch| async move {
+                let (tx, rx) = mpsc::channel(4);
+                let first = proto::LeaseKeepAliveRequest { id: lease };
+                tx.send(first).await.expect("receiver held");
+                let r = LeaseClient::new(ch)
+                    .lease_keep_alive(ReceiverStream::new(rx))
+                    .await?;
+                Ok(r.map(|answers| (tx, answers)))
+            })
+            .await?;
+        let timeout = self.call_timeout();
+        let mut keeper = Keeper {
+            lease,
+            tx,
+            answers,
+            timeout,
+            failed: None,
         };
-        let mut keeper = Keeper { lease, tx, answers };
         keeper.answer().await?;
         Ok(keeper)
     }
@@ -94,6 +93,10 @@ pub struct Keeper {
     lease: i64,
     tx: mpsc::Sender<proto::LeaseKeepAliveRequest>,
     answers: Streaming<proto::LeaseKeepAliveResponse>,
+    timeout: Duration,
+    /// The first error: once a renewal failed, a late answer could be taken
+    /// for the next one's, so every later call gives this error again.
+    failed: Option<EtcdError>,
 }
 
 impl Keeper {
@@ -104,8 +107,21 @@ impl Keeper {
 
     /// Renews the lease; returns its TTL from now. An error if etcd says it
     /// is gone ([`EtcdError::LeaseExpired`]) or the stream broke or gave no
-    /// answer within the call timeout ([`EtcdError::LeaseLost`]).
+    /// answer within the call timeout ([`EtcdError::LeaseLost`]); after an
+    /// error the keeper is spent (it gives the same error again), and a new
+    /// one may be made while the lease lives.
     pub async fn keep_alive(&mut self) -> Result<Duration> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let r = self.renew().await;
+        if let Err(e) = &r {
+            self.failed = Some(e.clone());
+        }
+        r
+    }
+
+    async fn renew(&mut self) -> Result<Duration> {
         let lease = self.lease;
         let lost = |reason: String| EtcdError::LeaseLost { lease, reason };
         self.tx
@@ -119,9 +135,10 @@ impl Keeper {
     async fn answer(&mut self) -> Result<Duration> {
         let lease = self.lease;
         let lost = |reason: String| EtcdError::LeaseLost { lease, reason };
-        let answer = tokio::time::timeout(CALL_TIMEOUT, self.answers.message())
+        let timeout = self.timeout;
+        let answer = tokio::time::timeout(timeout, self.answers.message())
             .await
-            .map_err(|_| lost(format!("no answer within {CALL_TIMEOUT:?}")))?;
+            .map_err(|_| lost(format!("no answer within {timeout:?}")))?;
         match answer {
             Ok(Some(r)) if r.ttl <= 0 => Err(EtcdError::LeaseExpired { lease }),
             Ok(Some(r)) => Ok(Duration::from_secs(r.ttl as u64)),

@@ -17,23 +17,32 @@
 //! # The client
 //!
 //! [`Etcd`] is async (tokio) and cheap to clone. It takes one or more
-//! endpoints of one etcd cluster; calls go to the current endpoint and fail
-//! over to the next while etcd is unavailable there. Connecting and every
-//! unary call have timeouts ([`CONNECT_TIMEOUT`], [`CALL_TIMEOUT`]), so a
-//! dead or frozen etcd gives an [`EtcdError`], never a hang. Only equality
-//! compares are offered in transactions; prefixes are key ranges
-//! (`[prefix, prefix_end)`).
+//! endpoints of one etcd cluster; calls go to the current endpoint. A call
+//! that surely did not reach etcd (no connection, or etcd had no leader)
+//! moves to the next endpoint and is sent again there; a read that failed
+//! otherwise for want of etcd (its connection broke, etcd said it is
+//! unavailable) is too, but a write is not (it may have been applied): it
+//! fails, and [`EtcdError::is_transient`] says so. Connecting
+//! and every call have timeouts ([`CONNECT_TIMEOUT`], and [`CALL_TIMEOUT`]
+//! unless [`Etcd::with_call_timeout`] sets another), so a dead or frozen
+//! etcd gives an [`EtcdError`], never a hang. Only equality
+//! compares are offered in transactions. A prefix is etcd's key range
+//! from the prefix to the first key past every key that starts with it;
+//! the empty prefix is every key.
 //!
 //! Leases: [`Etcd::grant`] asks for a TTL in whole seconds; etcd raises it
 //! to its minimum, 1.5 election timeouts rounded up to a second (2 s with
 //! etcd's default 1 s election timeout), and expires leases on a 500 ms
 //! tick, so a key can outlive its lease's TTL by up to about half a second.
-//! A [`Keeper`] renews one lease over etcd's keep-alive stream.
+//! A [`Keeper`] renews one lease over etcd's keep-alive stream; after its
+//! first error it is spent.
 //!
 //! Watches: [`Etcd::watch_prefix`] from a past revision first delivers the
 //! changes made since, then live ones, as [`WatchBatch`]es in revision
 //! order. A start revision etcd has compacted away gives
-//! [`EtcdError::WatchCompacted`].
+//! [`EtcdError::WatchCompacted`]; a broken stream gives
+//! [`EtcdError::WatchCanceled`] (watch again from the last revision seen
+//! plus one).
 //!
 //! # The blocking facade
 //!
@@ -45,7 +54,10 @@
 //!
 //! With the `testing` feature, `testing::EtcdServer` runs a throwaway
 //! one-member etcd (the `etcd` binary from `PATH`, or `$SLUICE_ETCD`) on
-//! free loopback ports in a temporary directory, and kills it on drop.
+//! free loopback ports in a temporary directory, and kills it on drop; it
+//! can be stopped, restarted on the same ports and data, paused (SIGSTOP)
+//! and resumed. A missing `etcd` binary is a panic saying to install
+//! Debian's `etcd-server` package, never a skipped test.
 
 mod client;
 mod error;
@@ -60,6 +72,8 @@ pub mod testing;
 pub use client::{Etcd, CALL_TIMEOUT, CONNECT_TIMEOUT};
 pub use error::{EtcdError, Result};
 pub use lease::Keeper;
+/// The gRPC status codes of [`EtcdError::Rpc`].
+pub use tonic::Code;
 pub use types::{Compare, Event, EventKind, Kv, Lease, Op, Txn, TxnOutcome, WatchBatch};
 pub use watch::Watcher;
 

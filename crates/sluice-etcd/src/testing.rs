@@ -26,10 +26,17 @@ pub struct EtcdServer {
     dir: tempfile::TempDir,
 }
 
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
-    l.local_addr().expect("a bound address").port()
+/// Two distinct free loopback ports (both held while they are chosen).
+fn free_ports() -> (u16, u16) {
+    let bind = || TcpListener::bind("127.0.0.1:0").expect("binding a loopback port");
+    let (a, b) = (bind(), bind());
+    let port = |l: &TcpListener| l.local_addr().expect("a bound address").port();
+    (port(&a), port(&b))
 }
+
+/// Attempts at starting, each on new ports: another process may take a
+/// port between its choice and etcd's bind.
+const ATTEMPTS: usize = 3;
 
 fn binary() -> PathBuf {
     std::env::var_os("SLUICE_ETCD")
@@ -44,12 +51,22 @@ impl EtcdServer {
         let dir = tempfile::tempdir().expect("a temporary directory for etcd");
         let mut s = EtcdServer {
             child: None,
-            client_port: free_port(),
-            peer_port: free_port(),
+            client_port: 0,
+            peer_port: 0,
             dir,
         };
-        s.spawn();
-        s
+        for attempt in 1..=ATTEMPTS {
+            (s.client_port, s.peer_port) = free_ports();
+            match s.spawn() {
+                Ok(()) => return s,
+                Err(e) if attempt == ATTEMPTS => panic!("{e}"),
+                Err(_) => {
+                    s.stop();
+                    let _ = std::fs::remove_dir_all(s.dir.path().join("data"));
+                }
+            }
+        }
+        unreachable!("the last attempt returns or panics")
     }
 
     /// The client URL, as `http://127.0.0.1:PORT`.
@@ -62,14 +79,19 @@ impl EtcdServer {
         self.child.as_ref().map(Child::id)
     }
 
-    fn spawn(&mut self) {
+    /// Runs etcd and waits until it answers.
+    fn spawn(&mut self) -> Result<(), String> {
+        self.spawn_binary(binary())
+    }
+
+    fn spawn_binary(&mut self, binary: PathBuf) -> Result<(), String> {
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = File::options()
             .create(true)
             .append(true)
             .open(self.log_path())
             .expect("etcd's log file");
-        let child = Command::new(binary())
+        let child = Command::new(&binary)
             .args(["--name", "sluice-test", "--data-dir"])
             .arg(self.dir.path().join("data"))
             .args([
@@ -96,11 +118,11 @@ impl EtcdServer {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
                 "the etcd binary {:?} is missing: install Debian's etcd-server package \
                  (apt-get install etcd-server) or set SLUICE_ETCD to an etcd binary",
-                binary()
+                binary
             ),
-            Err(e) => panic!("cannot run etcd ({:?}): {e}", binary()),
+            Err(e) => panic!("cannot run etcd ({binary:?}): {e}"),
         }
-        self.await_answer();
+        self.await_answer()
     }
 
     fn log_path(&self) -> PathBuf {
@@ -108,23 +130,23 @@ impl EtcdServer {
     }
 
     /// Waits until etcd answers a read.
-    fn await_answer(&mut self) {
+    fn await_answer(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + START_PATIENCE;
         loop {
             if answers(self.url()) {
-                return;
+                return Ok(());
             }
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().unwrap()) {
-                panic!(
+                return Err(format!(
                     "etcd exited ({status}) while starting:\n{}",
                     self.log_tail()
-                );
+                ));
             }
             if Instant::now() > deadline {
-                panic!(
-                    "etcd did not answer within {START_PATIENCE:?}:\n{}",
-                    self.log_tail()
-                );
+                let tail = self.log_tail();
+                return Err(format!(
+                    "etcd did not answer within {START_PATIENCE:?}:\n{tail}"
+                ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -147,7 +169,9 @@ impl EtcdServer {
     /// Starts etcd again on the same ports and data after [`EtcdServer::stop`].
     pub fn restart(&mut self) {
         self.stop();
-        self.spawn();
+        if let Err(e) = self.spawn() {
+            panic!("{e}");
+        }
     }
 
     /// Freezes etcd (SIGSTOP): connections stay open but nothing answers.
@@ -192,5 +216,25 @@ fn answers(url: String) -> bool {
 impl Drop for EtcdServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "install Debian's etcd-server package")]
+    fn a_missing_binary_says_what_to_install() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-etcd-here");
+        let (client_port, peer_port) = free_ports();
+        let mut s = EtcdServer {
+            child: None,
+            client_port,
+            peer_port,
+            dir,
+        };
+        let _ = s.spawn_binary(missing);
     }
 }

@@ -163,18 +163,24 @@ pub struct WatchBatch {
     pub events: Vec<Event>,
 }
 
-/// The end of the range of keys that start with `prefix`: the prefix with
-/// its last byte below 0xff incremented and what follows dropped; `\0`
-/// (every key) when there is none.
-pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+/// The key range `[key, end)` of the keys that start with `prefix`: `end`
+/// is the prefix with its last byte below 0xff incremented and what follows
+/// dropped, or `\0` (no end) when there is none. etcd refuses an empty key,
+/// so the empty prefix is the range from `\0`.
+pub(crate) fn prefix_range(prefix: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let key = if prefix.is_empty() {
+        vec![0]
+    } else {
+        prefix.to_vec()
+    };
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {
             end.push(last + 1);
-            return end;
+            return (key, end);
         }
     }
-    vec![0]
+    (key, vec![0])
 }
 
 pub(crate) fn range_request(key: &[u8], range_end: Vec<u8>) -> proto::RangeRequest {
@@ -215,13 +221,19 @@ fn op_to_wire(op: Op) -> proto::RequestOp {
             key,
             ..Default::default()
         }),
-        Op::DeletePrefix { prefix } => R::RequestDeleteRange(proto::DeleteRangeRequest {
-            range_end: prefix_end(&prefix),
-            key: prefix,
-            prev_kv: false,
-        }),
+        Op::DeletePrefix { prefix } => {
+            let (key, range_end) = prefix_range(&prefix);
+            R::RequestDeleteRange(proto::DeleteRangeRequest {
+                key,
+                range_end,
+                prev_kv: false,
+            })
+        }
         Op::Get { key } => R::RequestRange(range_request(&key, Vec::new())),
-        Op::GetPrefix { prefix } => R::RequestRange(range_request(&prefix, prefix_end(&prefix))),
+        Op::GetPrefix { prefix } => {
+            let (key, end) = prefix_range(&prefix);
+            R::RequestRange(range_request(&key, end))
+        }
     };
     proto::RequestOp {
         request: Some(request),
@@ -298,10 +310,82 @@ mod tests {
     use super::*;
 
     #[test]
-    fn prefix_end_increments_the_last_byte_below_0xff() {
-        assert_eq!(prefix_end(b"a/"), b"a0");
-        assert_eq!(prefix_end(b"a\xff"), b"b");
-        assert_eq!(prefix_end(b"\xff\xff"), b"\0");
-        assert_eq!(prefix_end(b""), b"\0");
+    fn prefix_range_ends_past_the_last_byte_below_0xff() {
+        let range = |p: &[u8]| prefix_range(p);
+        assert_eq!(range(b"a/"), (b"a/".to_vec(), b"a0".to_vec()));
+        assert_eq!(range(b"a\xff"), (b"a\xff".to_vec(), b"b".to_vec()));
+        assert_eq!(range(b"\xff\xff"), (b"\xff\xff".to_vec(), b"\0".to_vec()));
+        assert_eq!(range(b""), (b"\0".to_vec(), b"\0".to_vec()));
+    }
+
+    #[test]
+    fn answers_without_what_etcd_always_sends_are_bad_responses() {
+        let no_header = proto::TxnResponse {
+            header: None,
+            succeeded: true,
+            responses: vec![],
+        };
+        let e = TxnOutcome::from_wire(no_header).unwrap_err();
+        assert!(
+            matches!(e, crate::EtcdError::BadResponse { call: "KV/Txn", .. }),
+            "{e:?}"
+        );
+
+        let unknown = proto::Event {
+            r#type: 7,
+            kv: Some(proto::KeyValue::default()),
+            prev_kv: None,
+        };
+        let e = Event::from_wire(unknown).unwrap_err();
+        assert!(e.to_string().contains("unknown event type 7"), "{e}");
+
+        let keyless = proto::Event {
+            r#type: 0,
+            kv: None,
+            prev_kv: None,
+        };
+        assert!(matches!(
+            Event::from_wire(keyless),
+            Err(crate::EtcdError::BadResponse { .. })
+        ));
+    }
+
+    #[test]
+    fn a_txn_goes_on_the_wire_as_etcd_expects() {
+        let txn = Txn {
+            compare: vec![Compare::CreateRevision {
+                key: b"k".to_vec(),
+                equals: 0,
+            }],
+            success: vec![Op::Put {
+                key: b"k".to_vec(),
+                value: b"v".to_vec(),
+                lease: Some(7),
+            }],
+            failure: vec![Op::GetPrefix {
+                prefix: b"k/".to_vec(),
+            }],
+        };
+        let wire = txn.into_wire();
+        let c = &wire.compare[0];
+        assert_eq!(c.target, proto::compare::CompareTarget::Create as i32);
+        assert_eq!(c.result, proto::compare::CompareResult::Equal as i32);
+        assert_eq!(
+            c.target_union,
+            Some(proto::compare::TargetUnion::CreateRevision(0))
+        );
+        match &wire.success[0].request {
+            Some(proto::request_op::Request::RequestPut(p)) => assert_eq!(p.lease, 7),
+            other => panic!("{other:?}"),
+        }
+        match &wire.failure[0].request {
+            Some(proto::request_op::Request::RequestRange(r)) => {
+                assert_eq!(
+                    (r.key.as_slice(), r.range_end.as_slice()),
+                    (&b"k/"[..], &b"k0"[..])
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -4,9 +4,9 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Streaming;
 
-use crate::client::{rpc_error, CALL_TIMEOUT};
+use crate::client::Retry;
 use crate::proto::watch_client::WatchClient;
-use crate::types::{header_revision, prefix_end};
+use crate::types::{header_revision, prefix_range};
 use crate::{proto, Etcd, EtcdError, Event, Result, WatchBatch};
 
 const CALL: &str = "Watch/Watch";
@@ -16,35 +16,28 @@ impl Etcd {
     /// (changes made since then are delivered first, if etcd has not
     /// compacted them; 0 means from now on).
     pub async fn watch_prefix(&self, prefix: &[u8], start_revision: i64) -> Result<Watcher> {
-        let (_, m) = self.current();
-        let endpoint = m.url.clone();
-        let (tx, rx) = mpsc::channel(4);
+        let (key, range_end) = prefix_range(prefix);
         let create = proto::WatchCreateRequest {
-            key: prefix.to_vec(),
-            range_end: prefix_end(prefix),
+            key,
+            range_end,
             start_revision,
             progress_notify: true,
             ..Default::default()
         };
-        let req = proto::watch_request::RequestUnion::CreateRequest(create);
-        tx.send(proto::WatchRequest {
-            request_union: Some(req),
-        })
-        .await
-        .expect("receiver held");
-        let mut client = WatchClient::new(m.channel.clone());
-        let call = client.watch(ReceiverStream::new(rx));
-        let answers = match tokio::time::timeout(CALL_TIMEOUT, call).await {
-            Ok(Ok(r)) => r.into_inner(),
-            Ok(Err(s)) => return Err(rpc_error(&endpoint, CALL, &s)),
-            Err(_) => {
-                return Err(EtcdError::Timeout {
-                    endpoint,
-                    call: CALL,
-                    timeout: CALL_TIMEOUT,
-                })
-            }
+        let first = proto::WatchRequest {
+            request_union: Some(proto::watch_request::RequestUnion::CreateRequest(create)),
         };
+        let (tx, answers) = self
+            .unary(CALL, Retry::Idempotent, |ch| {
+                let first = first.clone();
+                async move {
+                    let (tx, rx) = mpsc::channel(4);
+                    tx.send(first).await.expect("receiver held");
+                    let r = WatchClient::new(ch).watch(ReceiverStream::new(rx)).await?;
+                    Ok(r.map(|answers| (tx, answers)))
+                }
+            })
+            .await?;
         let prefix = String::from_utf8_lossy(prefix).into_owned();
         let mut w = Watcher {
             prefix,
@@ -52,7 +45,7 @@ impl Etcd {
             _tx: tx,
             answers,
         };
-        w.await_created().await?;
+        w.await_created(self.call_timeout()).await?;
         Ok(w)
     }
 }
@@ -69,10 +62,10 @@ pub struct Watcher {
 
 impl Watcher {
     /// Waits for etcd to confirm the watch (or refuse it).
-    async fn await_created(&mut self) -> Result<()> {
-        let r = tokio::time::timeout(CALL_TIMEOUT, self.answer())
+    async fn await_created(&mut self, timeout: std::time::Duration) -> Result<()> {
+        let r = tokio::time::timeout(timeout, self.answer())
             .await
-            .map_err(|_| self.canceled(format!("no confirmation within {CALL_TIMEOUT:?}")))??;
+            .map_err(|_| self.canceled(format!("no confirmation within {timeout:?}")))??;
         if !r.created {
             return Err(EtcdError::BadResponse {
                 call: CALL,
@@ -111,7 +104,10 @@ impl Watcher {
 
     /// The next batch of changes, in revision order; waits as long as it
     /// takes. A batch without events is a progress notice (etcd sends one
-    /// every ten minutes of quiet): nothing changed up to its revision.
+    /// every ten minutes of quiet): nothing changed up to its revision. A
+    /// connection that stalls (a frozen etcd, a partition) is found by
+    /// HTTP/2 pings, every 10 s with 5 s to answer, and ends the watch with
+    /// [`EtcdError::WatchCanceled`].
     pub async fn next(&mut self) -> Result<WatchBatch> {
         let r = self.answer().await?;
         let revision = header_revision(r.header.as_ref(), CALL)?;

@@ -277,7 +277,12 @@ async fn a_call_fails_over_to_the_next_endpoint() {
     let live = EtcdServer::start();
     let etcd = Etcd::connect(&[dead.url(), live.url()]).await.unwrap();
     etcd.put(b"k", b"v", None).await.unwrap();
+    // A client that has not called yet has no connection to break.
+    let fresh = Etcd::connect(&[dead.url(), live.url()]).await.unwrap();
     drop(dead);
+    // Its write finds no etcd on the first endpoint: surely not applied
+    // there, so sent to the next.
+    fresh.put(b"fresh", b"1", None).await.unwrap();
     // The first endpoint was current and is gone: a read moves on to the
     // next one (a write over the broken connection might have been applied,
     // so it is not sent twice; it fails, and the next call moves on).
@@ -295,11 +300,13 @@ async fn a_call_fails_over_to_the_next_endpoint() {
 #[tokio::test]
 async fn a_paused_etcd_is_a_timeout_not_a_hang() {
     let server = EtcdServer::start();
-    let etcd = client(&server).await;
+    let timeout = Duration::from_millis(500);
+    let etcd = client(&server).await.with_call_timeout(timeout);
+    let lease = etcd.grant(Duration::from_secs(30)).await.unwrap();
+    let mut keeper = etcd.keeper(lease.id).await.unwrap();
     server.pause();
     let t = Instant::now();
     let e = etcd.get(b"k").await.unwrap_err();
-    server.resume();
     assert!(
         matches!(
             e,
@@ -310,8 +317,30 @@ async fn a_paused_etcd_is_a_timeout_not_a_hang() {
         ),
         "{e:?}"
     );
-    assert!(t.elapsed() < sluice_etcd::CALL_TIMEOUT + Duration::from_secs(2));
+    let lost = keeper.keep_alive().await.unwrap_err();
+    assert!(
+        t.elapsed() < 2 * timeout + Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
+    );
+    server.resume();
+    assert!(matches!(lost, EtcdError::LeaseLost { .. }), "{lost:?}");
+    // The keeper is spent (a late answer could pass for the next one's); a
+    // new one renews the lease again.
+    assert!(matches!(
+        keeper.keep_alive().await,
+        Err(EtcdError::LeaseLost { .. })
+    ));
     etcd.get(b"k").await.unwrap();
+    assert_eq!(
+        etcd.keeper(lease.id)
+            .await
+            .unwrap()
+            .keep_alive()
+            .await
+            .unwrap(),
+        lease.ttl
+    );
 }
 
 fn blocking_round_trip(etcd: &blocking::Etcd) {
@@ -368,4 +397,163 @@ fn blocking_connect_to_a_dead_endpoint_is_an_error() {
     server.stop();
     let e = blocking::Etcd::connect(&[server.url()]).unwrap_err();
     assert!(matches!(e, EtcdError::Connect { .. }), "{e:?}");
+}
+
+#[tokio::test]
+async fn the_empty_prefix_is_every_key() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    etcd.put(b"a", b"1", None).await.unwrap();
+    etcd.put(b"\xff", b"2", None).await.unwrap();
+    let mut watch = etcd.watch_prefix(b"", 1).await.unwrap();
+    let (_, kvs) = etcd.get_prefix(b"").await.unwrap();
+    assert_eq!(keys(&kvs), [&b"a"[..], b"\xff"]);
+    let batch = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(batch.events.len(), 2);
+    etcd.delete_prefix(b"").await.unwrap();
+    assert!(etcd.get_prefix(b"").await.unwrap().1.is_empty());
+}
+
+#[tokio::test]
+async fn watches_and_keepers_open_on_the_next_endpoint() {
+    let dead = EtcdServer::start();
+    let live = EtcdServer::start();
+    let urls = [dead.url(), live.url()];
+    let (watching, keeping) = (
+        Etcd::connect(&urls).await.unwrap(),
+        Etcd::connect(&urls).await.unwrap(),
+    );
+    drop(dead);
+
+    let mut watch = watching.watch_prefix(b"w/", 0).await.unwrap();
+    let lease = watching.grant(Duration::from_secs(30)).await.unwrap();
+    let mut keeper = keeping.keeper(lease.id).await.unwrap();
+    assert_eq!(keeper.keep_alive().await.unwrap(), lease.ttl);
+
+    let put = client(&live).await.put(b"w/x", b"1", None).await.unwrap();
+    let batch = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(batch.events[0].kv.mod_revision, put);
+}
+
+#[tokio::test]
+async fn a_watch_from_a_compacted_revision_says_so() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let first = etcd.put(b"c/k", b"1", None).await.unwrap();
+    etcd.put(b"c/k", b"2", None).await.unwrap();
+    let third = etcd.put(b"c/k", b"3", None).await.unwrap();
+    etcd.compact(third).await.unwrap();
+    let watched = async {
+        let mut watch = etcd.watch_prefix(b"c/", first).await?;
+        watch.next().await
+    };
+    match tokio::time::timeout(Duration::from_secs(5), watched)
+        .await
+        .unwrap()
+    {
+        Err(EtcdError::WatchCompacted {
+            start_revision,
+            compact_revision,
+            ..
+        }) => {
+            assert_eq!((start_revision, compact_revision), (first, third));
+        }
+        other => panic!("expected WatchCompacted, got {other:?}"),
+    }
+    // From the compaction revision on, the watch works.
+    let mut watch = etcd.watch_prefix(b"c/", third).await.unwrap();
+    let batch = watch.next().await.unwrap();
+    assert_eq!(batch.events[0].kv.value, b"3");
+}
+
+#[tokio::test]
+async fn a_watch_whose_etcd_dies_is_canceled() {
+    let mut server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let mut watch = etcd.watch_prefix(b"d/", 0).await.unwrap();
+    server.stop();
+    let r = tokio::time::timeout(Duration::from_secs(5), watch.next())
+        .await
+        .unwrap();
+    assert!(matches!(r, Err(EtcdError::WatchCanceled { .. })), "{r:?}");
+}
+
+#[tokio::test]
+async fn an_oversized_txn_is_refused_and_writes_nothing() {
+    let server = EtcdServer::start();
+    let etcd = client(&server).await;
+    // etcd's default --max-txn-ops is 128.
+    let success = (0..129)
+        .map(|i| Op::Put {
+            key: format!("t/{i}").into_bytes(),
+            value: vec![],
+            lease: None,
+        })
+        .collect();
+    let e = etcd
+        .txn(Txn {
+            success,
+            ..Txn::default()
+        })
+        .await
+        .unwrap_err();
+    match &e {
+        EtcdError::Rpc {
+            call: "KV/Txn",
+            code: sluice_etcd::Code::InvalidArgument,
+            message,
+            ..
+        } => {
+            assert!(message.contains("too many operations"), "{message}");
+        }
+        other => panic!("expected etcd's refusal, got {other:?}"),
+    }
+    assert!(etcd.get_prefix(b"t/").await.unwrap().1.is_empty());
+}
+
+#[test]
+fn blocking_calls_to_a_paused_etcd_time_out() {
+    let server = EtcdServer::start();
+    let timeout = Duration::from_millis(300);
+    let etcd = blocking::Etcd::connect_with(&[server.url()], timeout).unwrap();
+    etcd.put(b"k", b"v", None).unwrap();
+    server.pause();
+    let t = Instant::now();
+    let e = etcd.get_prefix(b"k").unwrap_err();
+    let waited = t.elapsed();
+    server.resume();
+    assert!(matches!(e, EtcdError::Timeout { .. }), "{e:?}");
+    assert!(waited < timeout + Duration::from_secs(1), "{waited:?}");
+    assert_eq!(etcd.get_prefix(b"k").unwrap().1.len(), 1);
+}
+
+#[tokio::test]
+async fn a_client_outlives_an_etcd_restart() {
+    let mut server = EtcdServer::start();
+    let etcd = client(&server).await;
+    let put = etcd.put(b"r/k", b"v", None).await.unwrap();
+    server.restart();
+    let (rev, kv) = etcd.get(b"r/k").await.unwrap();
+    assert_eq!(
+        (rev, kv.unwrap().mod_revision),
+        (put, put),
+        "the data survives"
+    );
+}
+
+#[test]
+fn the_handles_move_between_threads_and_tasks() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Etcd>();
+    send_sync::<blocking::Etcd>();
+    send_sync::<EtcdError>();
+    send::<sluice_etcd::Keeper>();
+    send::<sluice_etcd::Watcher>();
 }
