@@ -109,7 +109,8 @@ impl Keeper {
     /// is gone ([`EtcdError::LeaseExpired`]) or the stream broke or gave no
     /// answer within the call timeout ([`EtcdError::LeaseLost`]); after an
     /// error the keeper is spent (it gives the same error again), and a new
-    /// one may be made while the lease lives.
+    /// one may be made while the lease lives. Not cancel-safe: await it to
+    /// the end (a dropped call leaves its answer for the next one).
     pub async fn keep_alive(&mut self) -> Result<Duration> {
         if let Some(e) = &self.failed {
             return Err(e.clone());

@@ -44,6 +44,33 @@
 //! [`EtcdError::WatchCanceled`] (watch again from the last revision seen
 //! plus one).
 //!
+//! ```no_run
+//! # async fn f() -> sluice_etcd::Result<()> {
+//! use sluice_etcd::{Compare, Etcd, Op, Txn};
+//! use std::time::Duration;
+//!
+//! let etcd = Etcd::connect(&["127.0.0.1:2379".to_string()]).await?;
+//! let lease = etcd.grant(Duration::from_secs(5)).await?;
+//! // Become the leader only if nobody is.
+//! let won = etcd
+//!     .txn(Txn {
+//!         compare: vec![Compare::CreateRevision { key: b"leader".to_vec(), equals: 0 }],
+//!         success: vec![Op::Put { key: b"leader".to_vec(), value: b"me".to_vec(), lease: Some(lease.id) }],
+//!         failure: vec![Op::Get { key: b"leader".to_vec() }],
+//!     })
+//!     .await?;
+//! let mut keeper = etcd.keeper(lease.id).await?;
+//! let mut watch = etcd.watch_prefix(b"jobs/", won.revision + 1).await?;
+//! let mut renew = tokio::time::interval(lease.ttl / 3);
+//! loop {
+//!     tokio::select! {
+//!         batch = watch.next() => println!("{} changes", batch?.events.len()),
+//!         _ = renew.tick() => { keeper.keep_alive().await?; }
+//!     }
+//! }
+//! # }
+//! ```
+//!
 //! # The blocking facade
 //!
 //! [`blocking::Etcd`] runs the async client on a thread of its own with a

@@ -79,7 +79,7 @@ impl EtcdServer {
         self.child.as_ref().map(Child::id)
     }
 
-    /// Runs etcd and waits until it answers.
+    /// Runs etcd (its log starts afresh) and waits until it answers.
     fn spawn(&mut self) -> Result<(), String> {
         self.spawn_binary(binary())
     }
@@ -88,7 +88,8 @@ impl EtcdServer {
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = File::options()
             .create(true)
-            .append(true)
+            .write(true)
+            .truncate(true)
             .open(self.log_path())
             .expect("etcd's log file");
         let child = Command::new(&binary)
@@ -133,7 +134,9 @@ impl EtcdServer {
     fn await_answer(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + START_PATIENCE;
         loop {
-            if answers(self.url()) {
+            // Its own log says it serves (another etcd could hold the
+            // port and answer), and it answers.
+            if self.log_says_serving() && answers(self.url()) {
                 return Ok(());
             }
             if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().unwrap()) {
@@ -150,6 +153,13 @@ impl EtcdServer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Whether etcd logged that it serves clients: it bound the client
+    /// port (it exits when it cannot).
+    fn log_says_serving(&self) -> bool {
+        let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        log.contains("\"msg\":\"serving client traffic")
     }
 
     fn log_tail(&self) -> String {
@@ -175,8 +185,19 @@ impl EtcdServer {
     }
 
     /// Freezes etcd (SIGSTOP): connections stay open but nothing answers.
+    /// Returns once every thread of etcd is stopped (a signal reaches a
+    /// busy process's threads one by one).
     pub fn pause(&self) {
         self.signal("-STOP");
+        let pid = self.pid().expect("etcd is running");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !all_threads_stopped(pid) {
+            assert!(
+                Instant::now() < deadline,
+                "etcd ({pid}) did not stop within 5 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Thaws a paused etcd (SIGCONT).
@@ -193,6 +214,22 @@ impl EtcdServer {
             .success();
         assert!(ok, "kill {sig} {pid} failed");
     }
+}
+
+/// Whether every thread of process `pid` is stopped, by the state letters
+/// of `/proc/PID/task/*/stat` (`T`).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|t| {
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        // The state follows the command name, which is in parentheses.
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
+        matches!(state, Some('T' | 't'))
+    })
 }
 
 /// Whether etcd at `url` answers a read, asked from a thread with a

@@ -107,7 +107,8 @@ impl Watcher {
     /// every ten minutes of quiet): nothing changed up to its revision. A
     /// connection that stalls (a frozen etcd, a partition) is found by
     /// HTTP/2 pings, every 10 s with 5 s to answer, and ends the watch with
-    /// [`EtcdError::WatchCanceled`].
+    /// [`EtcdError::WatchCanceled`]. Cancel-safe: a `select!` may drop it
+    /// and call again without losing a batch.
     pub async fn next(&mut self) -> Result<WatchBatch> {
         let r = self.answer().await?;
         let revision = header_revision(r.header.as_ref(), CALL)?;

@@ -156,7 +156,7 @@ async fn a_lease_kept_alive_then_let_expire_takes_its_key() {
     let until = Instant::now() + 3 * lease.ttl;
     while Instant::now() < until {
         assert_eq!(keeper.keep_alive().await.unwrap(), lease.ttl);
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(etcd.get(b"alive").await.unwrap().1.unwrap().lease, lease.id);
     // Let go: the key goes within the TTL and etcd's 500 ms expiry tick.
@@ -301,8 +301,10 @@ async fn a_call_fails_over_to_the_next_endpoint() {
 async fn a_paused_etcd_is_a_timeout_not_a_hang() {
     let server = EtcdServer::start();
     let timeout = Duration::from_millis(500);
-    let etcd = client(&server).await.with_call_timeout(timeout);
-    let lease = etcd.grant(Duration::from_secs(30)).await.unwrap();
+    let base = client(&server).await;
+    // The grant waits on a disk shared with other tests: the default timeout.
+    let lease = base.grant(Duration::from_secs(30)).await.unwrap();
+    let etcd = base.with_call_timeout(timeout);
     let mut keeper = etcd.keeper(lease.id).await.unwrap();
     server.pause();
     let t = Instant::now();
@@ -520,9 +522,14 @@ async fn an_oversized_txn_is_refused_and_writes_nothing() {
 #[test]
 fn blocking_calls_to_a_paused_etcd_time_out() {
     let server = EtcdServer::start();
+    // The write before the pause waits on a disk shared with other tests:
+    // the default timeout.
+    blocking::Etcd::connect(&[server.url()])
+        .unwrap()
+        .put(b"k", b"v", None)
+        .unwrap();
     let timeout = Duration::from_millis(300);
     let etcd = blocking::Etcd::connect_with(&[server.url()], timeout).unwrap();
-    etcd.put(b"k", b"v", None).unwrap();
     server.pause();
     let t = Instant::now();
     let e = etcd.get_prefix(b"k").unwrap_err();
