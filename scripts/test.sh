@@ -26,6 +26,11 @@ export SLUICE_PYTHON="$PWD/.venv/bin/python"
 if ! command -v chromium >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+# etcd is the store of sluice-etcd's tests (a throwaway one-member
+# cluster per test): Debian's package.
+if ! command -v etcd >/dev/null 2>&1; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+fi
 # Hadoop's MiniDFSCluster is the HDFS of the HDFS tests: its launcher
 # (tests/minidfs) built by Maven, with hadoop-minicluster from Maven Central.
 # (Built again when its sources are newer than the jar.)

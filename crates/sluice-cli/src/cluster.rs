@@ -37,6 +37,19 @@ pub struct CoordinatorArgs {
     /// Write the bound address to this file once listening.
     #[arg(long)]
     addr_file: Option<PathBuf>,
+    /// Stand by for the other coordinators sharing these etcd endpoints
+    /// (comma-separated URLs) and prefix: one leads through an etcd lease,
+    /// the others take over when it goes. The catalog and the job log
+    /// then live in etcd, not in --state-dir.
+    #[arg(long, value_delimiter = ',')]
+    etcd: Vec<String>,
+    /// The prefix of this cluster's keys in etcd.
+    #[arg(long, default_value = sluice_coordinator::ha::keys::DEFAULT_PREFIX, requires = "etcd")]
+    etcd_prefix: String,
+    /// The leader's lease in etcd, in ms (etcd grants whole seconds, at
+    /// least its minimum, 2 s with its default election timeout).
+    #[arg(long, default_value_t = 2000, requires = "etcd")]
+    lease_ttl_ms: u64,
     /// Heartbeat interval in milliseconds.
     #[arg(long, default_value_t = 200)]
     heartbeat_ms: u64,
@@ -396,14 +409,34 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         hardware: sluice_tools::model::load_hardware(a.hardware.as_deref()),
         replication_streams: a.replication_streams,
     };
-    runtime()?.block_on(async {
-        let started = sluice_coordinator::start(cfg).await?;
+    let written = |started: &sluice_coordinator::Started| -> anyhow::Result<()> {
         if let (Some(f), Some(http)) = (&a.http_addr_file, started.http) {
             write_addr(f, &http.to_string())?;
         }
         if let Some(f) = &a.addr_file {
             write_addr(f, &started.addr.to_string())?;
         }
+        Ok(())
+    };
+    if !a.etcd.is_empty() {
+        let ha = sluice_coordinator::ha::HaConfig {
+            endpoints: a.etcd.clone(),
+            prefix: a.etcd_prefix.clone(),
+            ttl: Duration::from_millis(a.lease_ttl_ms),
+        };
+        return runtime()?.block_on(async {
+            sluice_coordinator::ha::run(cfg, ha, |s| {
+                if let Err(e) = written(s) {
+                    eprintln!("sluice coordinator: {e}");
+                }
+            })
+            .await?;
+            anyhow::Ok(())
+        });
+    }
+    runtime()?.block_on(async {
+        let started = sluice_coordinator::start(cfg).await?;
+        written(&started)?;
         started.server.await?;
         anyhow::Ok(())
     })

@@ -554,13 +554,17 @@ impl Client {
     }
 
     /// Submits a job whose input and output name data sets, its output
-    /// blocks stored `replication` times; returns its id.
+    /// blocks stored `replication` times; returns its id. The submission
+    /// carries an id of its own, so when an outage leaves its answer
+    /// unknown it is sent again and answered with the job it made: it is
+    /// asked again as a read is, and never makes two jobs.
     pub async fn submit(&self, request: &JobRequest, replication: u32) -> Result<JobId> {
         let req = proto::SubmitRequest {
             request: request.encode(),
             replication,
+            submission: submission_id(),
         };
-        let r = ask!(self, Call::Write, submit, req)?;
+        let r = ask!(self, Call::Read, submit, req)?;
         Ok(JobId(r.job))
     }
 
@@ -859,6 +863,23 @@ fn read_full(f: &mut impl Read, buf: &mut [u8], path: &Path) -> Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// An id for one submission, unique across clients and time: this host's
+/// boot id when it has one, the process, the clock and a counter, hashed
+/// (no randomness needed: uniqueness, not secrecy).
+fn submission_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    let seed = format!("{boot}/{}/{nanos}/{n}", std::process::id());
+    let lo = crc32c::crc32c(seed.as_bytes());
+    let hi = crc32c::crc32c_append(lo, seed.as_bytes());
+    format!("{}-{n}-{hi:08x}{lo:08x}", std::process::id())
 }
 
 #[cfg(test)]

@@ -97,7 +97,7 @@ pub fn heartbeats(tasks: usize) -> BeatCost {
         worker_timeout: Duration::from_secs(3600),
         settings: Settings::default(),
         jobs: Arc::new(sluice_request::Registry::builtin()),
-        placement: Box::new(RackAware),
+        placement: std::sync::Arc::new(RackAware),
         orphan_grace: Duration::from_secs(3600),
         scheduler: Scheduler::Fifo,
         preemption_timeout: None,
@@ -127,6 +127,7 @@ pub fn heartbeats(tasks: usize) -> BeatCost {
         reducers: 2,
         side: Vec::new(),
         external: None,
+        submission: String::new(),
     };
     st.handle(Event::Submit(sub), At::now());
     let job = *st.jobs.keys().next().expect("a job");

@@ -15,6 +15,7 @@ use crate::policy::{Fair, Fifo, Policy, Pools};
 use crate::store::PlacementPolicy;
 
 /// Coordinator settings.
+#[derive(Clone)]
 pub struct CoordinatorConfig {
     pub listen: SocketAddr,
     pub state_dir: PathBuf,
@@ -24,7 +25,7 @@ pub struct CoordinatorConfig {
     pub settings: Settings,
     /// The job kinds this cluster runs.
     pub jobs: Arc<Registry>,
-    pub placement: Box<dyn PlacementPolicy>,
+    pub placement: Arc<dyn PlacementPolicy>,
     /// How long a block that no data set, put or job knows may sit on a
     /// worker before the worker is told to delete it.
     pub orphan_grace: Duration,

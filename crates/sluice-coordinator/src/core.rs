@@ -3,10 +3,9 @@
 
 use std::collections::HashSet;
 
-use crate::editlog::CatalogLog;
-use crate::joblog::{JobEntry, JobLog};
+use crate::durable::Durable;
+use crate::joblog::JobEntry;
 use crate::state::{Answer, At, Event, Refusal, State};
-use crate::store::StateDir;
 use sluice_proto::catalog::DatasetMeta;
 use sluice_proto::proto;
 use sluice_proto::ClusterError;
@@ -15,13 +14,10 @@ use sluice_proto::ClusterError;
 /// writes its step asks for happen together.
 pub(crate) struct Core {
     pub(crate) state: State,
-    pub(crate) store: StateDir,
+    /// Where what the steps ask to keep is written.
+    pub(crate) durable: Box<dyn Durable>,
     /// Reports the history keeps.
     pub(crate) history: usize,
-    /// The catalog's edit log.
-    pub(crate) log: CatalogLog,
-    /// The job log.
-    pub(crate) jobs: JobLog,
 }
 
 impl Core {
@@ -36,8 +32,8 @@ impl Core {
         while let Some(write) = step.catalog.take() {
             let catalog = &self.state.catalog;
             let result = self
-                .log
-                .append(&write.edit(catalog), catalog)
+                .durable
+                .catalog_changed(&write.edit(catalog), catalog)
                 .map_err(|e| e.to_string());
             if result.is_ok() && write.commits() {
                 crate::crash::at("commit-written");
@@ -55,12 +51,12 @@ impl Core {
         for (id, json) in &step.history {
             // The job's outcome is in the records; its report is a record
             // of what happened, so a failed write is logged, not fatal.
-            if let Err(e) = self.store.save_history(*id, json, self.history) {
+            if let Err(e) = self.durable.save_history(*id, json, self.history) {
                 tracing::error!("writing job {id}'s report to the history: {e}");
             }
         }
         if step.save_jobs {
-            if let Err(e) = self.store.save_jobs(&self.state.records) {
+            if let Err(e) = self.durable.save_records(&self.state.records) {
                 wake |= self.records_unsaved(&mut step.answer, e);
             }
         }
@@ -72,7 +68,7 @@ impl Core {
     /// could not be written; any other failure is logged (a lost task
     /// record only means the task runs again after a restart).
     fn log_jobs(&mut self, entries: &[JobEntry], answer: &mut Result<Answer, Refusal>) -> bool {
-        if let Err(e) = self.jobs.append(entries) {
+        if let Err(e) = self.durable.log_jobs(entries) {
             tracing::error!("writing the job log: {e}");
             if entries.iter().any(|e| matches!(e, JobEntry::Accepted(_))) {
                 return self.records_unsaved(answer, e);
@@ -85,7 +81,7 @@ impl Core {
         if entries.iter().any(|e| matches!(e, JobEntry::Ended { .. }))
             && !self.state.jobs.values().any(|j| j.is_running())
         {
-            if let Err(e) = self.jobs.restart_if_large() {
+            if let Err(e) = self.durable.jobs_idle() {
                 tracing::error!("starting the job log again: {e}");
             }
         }

@@ -102,6 +102,9 @@ pub struct Accepted {
     /// depend on it).
     pub inputs: Vec<MapInput>,
     pub side: Vec<(String, Vec<BlockMeta>)>,
+    /// The client's id for the submission (empty: none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub submission: String,
 }
 
 /// A task's winning attempt and where its output lives.
@@ -258,6 +261,17 @@ fn replay(path: &Path, bytes: &[u8]) -> Result<Vec<Recovered>> {
     Ok(jobs.into_values().collect())
 }
 
+/// The jobs `entries` (in the order they were logged) say were running,
+/// in id order: what a log kept elsewhere than in a file (etcd) replays
+/// to.
+pub fn recovered_from(entries: impl IntoIterator<Item = JobEntry>) -> Vec<Recovered> {
+    let mut jobs = BTreeMap::new();
+    for e in entries {
+        apply(&mut jobs, e);
+    }
+    jobs.into_values().collect()
+}
+
 /// One record replayed onto the jobs it has seen.
 fn apply(jobs: &mut BTreeMap<JobId, Recovered>, e: JobEntry) {
     match e {
@@ -298,6 +312,7 @@ mod tests {
             replication: 1,
             inputs: vec![MapInput::Synthetic; 3],
             side: Vec::new(),
+            submission: String::new(),
         }))
     }
 

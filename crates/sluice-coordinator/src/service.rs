@@ -16,11 +16,13 @@
 //! ([`crate::joblog`], [`State::with_recovered`]) with their finished
 //! tasks, and the reported attempts of their unfinished tasks go on.
 
-use crate::editlog::CatalogLog;
-use crate::joblog::{JobLog, Recovered};
+use crate::durable::{Durable, Files, Loaded};
+use crate::joblog::Recovered;
+use crate::term::Term;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use tonic::service::interceptor::InterceptedService;
 
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
@@ -30,7 +32,7 @@ use crate::core::{summary, Core};
 use crate::input::ExternalInput;
 use crate::metrics::Metrics;
 use crate::state::{Answer, At, Event, Refusal, State, Submission};
-use crate::store::{RecordState, StateDir};
+use crate::store::RecordState;
 use sluice_proto::catalog::{check_name, DatasetMeta};
 use sluice_proto::ids::{JobId, WorkerId};
 use sluice_proto::proto::coordinator_server::{Coordinator, CoordinatorServer};
@@ -45,6 +47,8 @@ pub struct Service {
     notify: Arc<Notify>,
     cfg: Arc<CoordinatorConfig>,
     metrics: Arc<Metrics>,
+    /// While it holds, this coordinator is the active one.
+    term: Term,
 }
 
 type Reply<T> = Result<Response<T>, Status>;
@@ -65,13 +69,29 @@ pub struct Started {
     pub server: tokio::task::JoinHandle<()>,
 }
 
-/// Starts the coordinator (and its web pages when configured).
+/// Starts the coordinator (and its web pages when configured) on its
+/// state directory.
 pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
-    let store = StateDir::open(&cfg.state_dir)?;
-    let epoch = store.next_epoch()?;
-    let (log, catalog) = CatalogLog::open(store.clone())?;
-    let (jobs, recovered) = JobLog::open(&store)?;
-    let mut records = store.load_jobs()?;
+    let (files, loaded) = Files::open(&cfg.state_dir, cfg.history)?;
+    start_with(cfg, loaded, Box::new(files), Term::forever()).await
+}
+
+/// Starts the coordinator from `loaded`, writing through `durable`, for
+/// its `term`: once the term ends it answers no call (`Unavailable`: "no
+/// longer active"), and its server, web pages and ticks stop.
+pub async fn start_with(
+    cfg: CoordinatorConfig,
+    loaded: Loaded,
+    mut durable: Box<dyn Durable>,
+    term: Term,
+) -> Result<Started, ClusterError> {
+    let Loaded {
+        epoch,
+        catalog,
+        mut records,
+        recovered,
+        history,
+    } = loaded;
     fail_unlogged(&mut records, &recovered, epoch);
     let policy = cfg.scheduler.policy()?;
     let listener = tokio::net::TcpListener::bind(cfg.listen)
@@ -81,24 +101,22 @@ pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
         .local_addr()
         .map_err(|e| ClusterError::net("listening on", &cfg.listen.to_string(), e))?;
     let cfg = Arc::new(cfg);
-    let history = store.load_history(cfg.history)?;
     let state = State::new(cfg.clone(), epoch, catalog, records, policy, At::now())
         .with_history(history)
         .with_recovered(recovered);
-    store.save_jobs(&state.records)?;
+    durable.save_records(&state.records)?;
     let svc = Service {
         core: Arc::new(Mutex::new(Core {
             state,
-            store,
-            log,
-            jobs,
+            durable,
             history: cfg.history,
         })),
         notify: Arc::new(Notify::new()),
         cfg,
         metrics: Arc::new(Metrics::new()),
+        term: term.clone(),
     };
-    svc.spawn_ticks();
+    svc.spawn_ticks(term.clone());
     let http = match svc.cfg.http {
         Some(at) => Some(
             crate::web::serve(
@@ -106,6 +124,7 @@ pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
                 svc.core.clone(),
                 svc.cfg.secret.clone(),
                 svc.metrics.clone(),
+                term.clone(),
             )
             .await
             .map_err(|e| ClusterError::net("serving web pages on", &at.to_string(), e))?,
@@ -116,6 +135,7 @@ pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
     let server = CoordinatorServer::new(svc)
         .max_decoding_message_size(sluice_proto::signed::MAX_CONTROL_BODY)
         .max_encoding_message_size(sluice_proto::signed::MAX_CONTROL_BODY);
+    let server = InterceptedService::new(server, only_while(term.clone()));
     // The builder's tcp_nodelay covers only sockets it accepts itself; set
     // it on ours, or small replies wait out the peer's delayed ACK (40 ms).
     let incoming = tokio_stream::StreamExt::map(
@@ -127,7 +147,7 @@ pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
             .tcp_nodelay(true)
             .layer(verify)
             .add_service(server)
-            .serve_with_incoming(incoming)
+            .serve_with_incoming_shutdown(incoming, term.ended())
             .await;
         if let Err(e) = r {
             tracing::error!("coordinator server stopped: {e}");
@@ -143,6 +163,22 @@ pub async fn start(cfg: CoordinatorConfig) -> Result<Started, ClusterError> {
         server: handle,
     })
 }
+
+/// Lets calls through only while `term` holds.
+fn only_while(
+    term: Term,
+) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone + Send + 'static {
+    move |req| {
+        if term.holds() {
+            Ok(req)
+        } else {
+            Err(Status::unavailable(NOT_ACTIVE))
+        }
+    }
+}
+
+/// What a coordinator whose term ended answers.
+pub const NOT_ACTIVE: &str = "this coordinator is no longer active";
 
 /// Jobs recorded running that the job log cannot take back (it lost
 /// their acceptance) fail, saying so.
@@ -172,6 +208,9 @@ impl Service {
     /// Handles one event and wakes waiters if it changed something they
     /// wait for.
     fn dispatch(&self, ev: Event) -> Result<Answer, Status> {
+        if !self.term.holds() {
+            return Err(Status::unavailable(NOT_ACTIVE));
+        }
         let (answer, wake) = self.lock().run(ev);
         let answer = answer.map_err(refused);
         if wake {
@@ -258,12 +297,17 @@ impl Service {
     }
 
     /// The clock's events: a tick every heartbeat interval.
-    fn spawn_ticks(&self) {
+    fn spawn_ticks(&self, term: Term) {
         let (core, notify, every) = (self.core.clone(), self.notify.clone(), self.cfg.heartbeat);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
+            let ended = term.ended();
+            tokio::pin!(ended);
             loop {
-                tick.tick().await;
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    () = &mut ended => return,
+                }
                 let (_, wake) = core
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
@@ -479,6 +523,7 @@ impl Coordinator for Service {
 
     async fn submit(&self, req: Request<proto::SubmitRequest>) -> Reply<proto::SubmitReply> {
         let replication = req.get_ref().replication;
+        let submission = req.get_ref().submission.clone();
         let request = JobRequest::decode(&req.into_inner().request).map_err(invalid)?;
         check_name(&request.output).map_err(invalid)?;
         if request.input.split(',').any(|n| n == request.output) {
@@ -495,6 +540,7 @@ impl Coordinator for Service {
             reducers,
             side,
             external,
+            submission,
         };
         match self.dispatch(Event::Submit(sub))? {
             Answer::Submitted(id) => Ok(Response::new(proto::SubmitReply { job: id.0 })),

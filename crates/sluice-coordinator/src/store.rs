@@ -264,10 +264,10 @@ impl PlacementPolicy for WanAware {
 }
 
 /// The placement policy `--placement` names.
-pub fn placement(name: &str) -> Option<Box<dyn PlacementPolicy>> {
+pub fn placement(name: &str) -> Option<std::sync::Arc<dyn PlacementPolicy>> {
     match name {
-        "rack-aware" | "default" => Some(Box::new(RackAware)),
-        "wan-aware" => Some(Box::new(WanAware)),
+        "rack-aware" | "default" => Some(std::sync::Arc::new(RackAware)),
+        "wan-aware" => Some(std::sync::Arc::new(WanAware)),
         _ => None,
     }
 }
@@ -290,6 +290,9 @@ pub struct JobRecord {
     pub state: RecordState,
     /// Why it failed or was killed; empty otherwise.
     pub error: String,
+    /// The client's id for the submission that made it (empty: none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub submission: String,
 }
 
 /// Where a recorded job stands (`running` while its coordinator lives).

@@ -66,6 +66,7 @@ pub(crate) async fn serve(
     core: Arc<Mutex<Core>>,
     secret: Secret,
     metrics: Arc<Metrics>,
+    term: crate::term::Term,
 ) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
@@ -88,7 +89,11 @@ pub(crate) async fn serve(
         .layer(axum::middleware::from_fn_with_state(web.clone(), auth))
         .with_state(web);
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
+        let stop = async move { term.ended().await };
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(stop)
+            .await
+        {
             tracing::error!("web server stopped: {e}");
         }
     });

@@ -25,6 +25,7 @@ mod recovery;
 mod s3;
 mod scheduling;
 mod small_files;
+mod standby;
 mod streaming;
 mod streaming_hadoop;
 mod supervise;

@@ -45,7 +45,11 @@ impl State {
             reducers,
             side,
             external,
+            submission,
         } = s;
+        if let Some(id) = self.submitted(&submission) {
+            return Ok(id);
+        }
         if self.alive().next().is_none() {
             return Err(Refusal::NoLiveWorkers);
         }
@@ -68,6 +72,7 @@ impl State {
             request: Some(r.clone()),
             state: RecordState::Running,
             error: String::new(),
+            submission: submission.clone(),
         };
         self.logged
             .push(JobEntry::Accepted(Box::new(crate::joblog::Accepted {
@@ -77,6 +82,7 @@ impl State {
                 replication,
                 inputs: blocks.clone(),
                 side: side.clone(),
+                submission,
             })));
         let job =
             Job::new(id, r, blocks, reducers, token, self.at.now).with_side(side, replication);
@@ -86,6 +92,18 @@ impl State {
         // A job that cannot read its input fails before any task runs.
         self.fail_unreadable_inputs();
         Ok(id)
+    }
+
+    /// The job an earlier submit with this client id made, if any (the
+    /// newest; an empty id names none).
+    fn submitted(&self, submission: &str) -> Option<JobId> {
+        if submission.is_empty() {
+            return None;
+        }
+        let made = self.records.values().rev();
+        made.filter(|r| r.submission == submission)
+            .map(|r| r.id)
+            .next()
     }
 
     /// Ends a running job on request: its attempts are killed, its

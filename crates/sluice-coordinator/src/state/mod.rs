@@ -100,6 +100,9 @@ pub struct Submission {
     /// When the input is in an external store (`hdfs://`, `s3://`): its
     /// splits, planned by the service, each with the hosts holding it.
     pub external: Option<Vec<ExternalInput>>,
+    /// The client's id for this submission (empty: none): a submit sent
+    /// again with it gets the job the first one made.
+    pub submission: String,
 }
 
 /// Everything that happens to the coordinator.

@@ -21,7 +21,7 @@ pub const REGROUP: Duration = Duration::from_millis(2500);
 
 /// How a job's output data set names the job that committed it.
 pub(crate) fn origin(id: JobId) -> String {
-    format!("job {id}")
+    id.to_string()
 }
 
 /// Whether a data set's origin names job `id` as its committer.
@@ -100,6 +100,7 @@ impl State {
             request: Some(r.accepted.request.clone()),
             state,
             error: String::new(),
+            submission: r.accepted.submission.clone(),
         });
         rec.state = state;
         self.jobs_dirty = true;

@@ -200,3 +200,47 @@ fn no_task_is_handed_out_while_workers_register_again() {
     sim.run(Beat("a"));
     assert!(sim.log[2].starts_with("a: j1 "), "{:?}", sim.log);
 }
+
+#[test]
+fn a_submit_sent_again_with_its_id_gets_the_job_the_first_made_across_a_restart() {
+    let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+    for e in [A, B, Data("d", &[&["a"], &["b"]])] {
+        sim.run(e);
+    }
+    let sub = |submission: &str, out: &str| Submission {
+        request: JobRequest::new("wordcount", &(), "d", out),
+        replication: 1,
+        reducers: 1,
+        side: Vec::new(),
+        external: None,
+        submission: submission.into(),
+    };
+    let Answer::Submitted(first) = sim.handle(Event::Submit(sub("c-1", "o1"))) else {
+        panic!("not submitted")
+    };
+    let Answer::Submitted(again) = sim.handle(Event::Submit(sub("c-1", "o1"))) else {
+        panic!("not submitted")
+    };
+    assert_eq!(again, first, "the same submission is the same job");
+    let Answer::Submitted(other) = sim.handle(Event::Submit(sub("c-2", "o2"))) else {
+        panic!("not submitted")
+    };
+    assert_ne!(other, first);
+    let Answer::Submitted(unnamed) = sim.handle(Event::Submit(sub("", "o3"))) else {
+        panic!("not submitted")
+    };
+    assert_ne!(unnamed, first);
+    // The coordinator restarts from its job log alone (the records of the
+    // first job lost): the log's acceptance still names the submission.
+    let entries = sim.entries.clone();
+    sim.st.records.clear();
+    restart(&mut sim, &entries);
+    for e in [A, B] {
+        sim.run(e);
+    }
+    let Answer::Submitted(after) = sim.handle(Event::Submit(sub("c-1", "o1"))) else {
+        panic!("not submitted")
+    };
+    assert_eq!(after, first, "answered with the job taken back");
+    assert_eq!(sim.st.jobs.len(), 3, "no fourth job");
+}

@@ -85,7 +85,7 @@ pub(super) fn config(s: Settings, preemption: Option<Duration>) -> CoordinatorCo
         worker_timeout: Duration::from_secs(10),
         settings: s,
         jobs: Arc::new(sluice_request::Registry::builtin()),
-        placement: Box::new(RackAware),
+        placement: std::sync::Arc::new(RackAware),
         orphan_grace: Duration::from_secs(3600),
         scheduler: Scheduler::Fifo,
         preemption_timeout: preemption,
@@ -245,6 +245,7 @@ impl Sim {
             reducers,
             side: Vec::new(),
             external: None,
+            submission: String::new(),
         };
         self.handle(Event::Submit(sub));
     }
