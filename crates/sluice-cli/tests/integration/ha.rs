@@ -4,21 +4,21 @@
 //! both addresses follow it, and a job submitted before completes once
 //! with the right answer, no finished map run again. A paused coordinator
 //! that comes back steps down.
-//!
-//! These need the coordinator's `--etcd`; they run once it has it.
 
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use sluice_etcd::testing::EtcdServer;
+
 use crate::support::*;
 
 /// A cluster of two coordinators on `etcd` and two workers.
-fn up_two(dir: &Path, etcd: &Etcd) -> Cluster {
+fn up_two(dir: &Path, etcd: &EtcdServer) -> Cluster {
     let dir = dir.join("cluster");
     ok(sluice()
         .args(["cluster", "up", "--workers", "2", "--slots", "1"])
-        .args(["--coordinators", "2", "--etcd", &etcd.url])
+        .args(["--coordinators", "2", "--etcd", &etcd.url()])
         .args(["--coordinator-flags", "--heartbeat-ms 100", "--dir"])
         .arg(&dir)
         .output()
@@ -101,10 +101,9 @@ fn no_map_ran_again(r: &serde_json::Value) {
 }
 
 #[test]
-#[ignore = "needs the coordinator's --etcd"]
 fn a_killed_active_coordinator_is_followed_by_the_standby_and_the_job_completes_once() {
     let d = tempfile::tempdir().unwrap();
-    let etcd = Etcd::start();
+    let etcd = EtcdServer::start();
     let c = up_two(d.path(), &etcd);
     let (k, pid) = active(&c);
     let (job, report) = wc_mid_map(&c, d.path());
@@ -127,10 +126,9 @@ fn a_killed_active_coordinator_is_followed_by_the_standby_and_the_job_completes_
 }
 
 #[test]
-#[ignore = "needs the coordinator's --etcd"]
 fn a_paused_active_coordinator_is_replaced_and_steps_down_when_it_continues() {
     let d = tempfile::tempdir().unwrap();
-    let etcd = Etcd::start();
+    let etcd = EtcdServer::start();
     let c = up_two(d.path(), &etcd);
     let (k, pid) = active(&c);
     let (job, report) = wc_mid_map(&c, d.path());
@@ -155,10 +153,9 @@ fn a_paused_active_coordinator_is_replaced_and_steps_down_when_it_continues() {
 }
 
 #[test]
-#[ignore = "needs the coordinator's --etcd"]
 fn cluster_status_shows_one_active_and_one_standby_and_down_stops_both() {
     let d = tempfile::tempdir().unwrap();
-    let etcd = Etcd::start();
+    let etcd = EtcdServer::start();
     let c = up_two(d.path(), &etcd);
     active(&c);
     let all = coordinators(&c);

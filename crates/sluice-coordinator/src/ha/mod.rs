@@ -132,7 +132,9 @@ async fn lead_once(
     let term = won.term.clone();
     // A renewal that does not answer within a quarter of the lease is
     // given up and sent again, well inside the term.
-    let renewing = etcd.clone().with_call_timeout((ha.ttl / 4).max(Duration::from_millis(100)));
+    let renewing = etcd
+        .clone()
+        .with_call_timeout((ha.ttl / 4).max(Duration::from_millis(100)));
     tokio::spawn(keep_lease(renewing, won.lease, ha.ttl, term.clone()));
     *current.lock().unwrap_or_else(|p| p.into_inner()) = Some((etcd.clone(), won.lease));
     tracing::info!("active: epoch {} (lease {:x})", won.epoch, won.lease);
