@@ -5,7 +5,7 @@ use std::time::Duration;
 use sluice_proto::ids::JobId;
 use sluice_tools::conn::{connect, Conn};
 
-use crate::cluster::Listing;
+use crate::listing::Listing;
 
 /// `sluice jobs`.
 pub fn jobs(conn: &Conn) -> anyhow::Result<()> {
