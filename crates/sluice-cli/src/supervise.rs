@@ -117,6 +117,7 @@ pub fn run(a: &SuperviseArgs) -> anyhow::Result<()> {
             child.id(),
             lived.as_secs_f64()
         ));
+        give_back_lead(&a.args, child.id());
         let Some(delay) = restarts.next(lived, Instant::now()) else {
             let why = format!(
                 "the coordinator died more than {} times within a minute; not started again",
@@ -138,6 +139,57 @@ pub fn run(a: &SuperviseArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     }
+}
+
+/// A dead coordinator that led its cluster through etcd (`--etcd`) holds
+/// the lead until its lease runs out (2 s): its supervisor, which saw it
+/// die, gives the lease back at once, so a standby takes over now. Only
+/// the lease of the leader key naming this coordinator (its pid and
+/// address) is given back; the process is gone, so it can write nothing.
+fn give_back_lead(args: &[String], pid: u32) {
+    let flag = |name: &str| {
+        let at = args.iter().position(|a| a == name)?;
+        args.get(at + 1).cloned()
+    };
+    let Some(etcd) = flag("--etcd") else { return };
+    let prefix = flag("--etcd-prefix")
+        .unwrap_or_else(|| sluice_coordinator::ha::keys::DEFAULT_PREFIX.to_owned());
+    let listen = flag("--listen").unwrap_or_default();
+    let endpoints: Vec<String> = etcd.split(',').map(str::to_owned).collect();
+    let keys = sluice_coordinator::ha::keys::Keys::new(&prefix);
+    let given = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|rt| rt.block_on(revoke_if_led(&endpoints, &keys, pid, &listen)));
+    match given {
+        Ok(true) => log("gave the dead coordinator's lead back to etcd"),
+        Ok(false) => {}
+        Err(e) => log(&format!(
+            "could not give the dead coordinator's lead back: {e}"
+        )),
+    }
+}
+
+/// Revokes the leader's lease if the leader key names `pid` at `listen`.
+async fn revoke_if_led(
+    endpoints: &[String],
+    keys: &sluice_coordinator::ha::keys::Keys,
+    pid: u32,
+    listen: &str,
+) -> Result<bool, String> {
+    use sluice_coordinator::ha::keys::{unseal, Leader};
+    let etcd = sluice_etcd::Etcd::connect(endpoints)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (_, kv) = etcd.get(&keys.leader()).await.map_err(|e| e.to_string())?;
+    let Some(kv) = kv else { return Ok(false) };
+    let leader: Leader = unseal(&kv.key, &kv.value).map_err(|e| e.to_string())?;
+    if leader.pid != pid || (!listen.is_empty() && leader.addr != listen) {
+        return Ok(false);
+    }
+    etcd.revoke(leader.lease).await.map_err(|e| e.to_string())?;
+    Ok(true)
 }
 
 /// A line of the supervisor's log, stamped with Unix milliseconds.
