@@ -68,7 +68,7 @@ class Chaos:
         self.log = []
 
     def status(self):
-        out = subprocess.run([self.sluice, "cluster", "status", "--dir", self.cluster],
+        out = subprocess.run([self.sluice, "cluster", "status", "--cluster", self.cluster],
                              capture_output=True, text=True).stdout
         return [m.groups() for m in map(STATUS_LINE.match, out.splitlines()) if m]
 

@@ -58,3 +58,7 @@ bench/compare --quick --engines sluice,duckdb --text-size 2MB --pavlo-scale 2MB 
 grep -q "^| pavlo-udf |" "$smoke/results.md"
 rm -rf "$smoke"
 echo "bench/compare smoke test: every answer matched"
+# Chaos, short form: jobs through killed coordinators (two, through etcd)
+# and workers, every answer against the local engine (bench/chaos.sh is
+# the long form).
+python3 bench/chaos.py --quick --sluice target/debug/sluice
