@@ -619,7 +619,10 @@ impl Client {
 /// `patience` says (with none, for 5 s silently).
 async fn connect_one(addr: &str, secret: &Secret, patience: &Patience) -> Result<Rpc> {
     let mut waiting = Waiting::new();
-    let once = if patience.wait.is_zero() {
+    // A caller with no patience of its own (the default: nothing to
+    // tell, no wait) gets 5 s silently; one that asked for none (`sluice
+    // ... --wait-coordinator 0`) gets one try.
+    let once = if patience.wait.is_zero() && patience.notice.is_none() {
         Duration::from_secs(5)
     } else {
         Duration::ZERO
