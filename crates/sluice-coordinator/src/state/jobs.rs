@@ -50,7 +50,9 @@ impl State {
         if let Some(id) = self.submitted(&submission) {
             return Ok(id);
         }
-        if self.alive().next().is_none() {
+        // Just after a restart or a takeover the workers are registering
+        // again: the job waits for them as one taken back does.
+        if self.alive().next().is_none() && !self.regrouping() {
             return Err(Refusal::NoLiveWorkers);
         }
         if let Some(asked) = r.memory {

@@ -323,6 +323,11 @@ pub struct State {
     /// handed out (the workers are registering again with the attempts
     /// they run) and no job fails for want of a live replica.
     regrouping: Option<Instant>,
+    /// When this coordinator started, if an earlier one ran the cluster
+    /// (epoch past 1): its workers are registering again, so for the
+    /// worker timeout no job fails for want of a live replica, whether
+    /// it was taken back or submitted since.
+    restarted: Option<Instant>,
     /// Shuffle fetch failures reported since the coordinator started.
     pub(crate) fetch_failures: u64,
     /// The reports of the jobs that ended since the coordinator started,
@@ -397,6 +402,7 @@ impl State {
             logged: Vec::new(),
             awaited: HashMap::new(),
             regrouping: None,
+            restarted: (epoch > 1).then_some(at.now),
             fetch_failures: 0,
             totals: Totals::default(),
             heal: crate::heal::Healing::default(),

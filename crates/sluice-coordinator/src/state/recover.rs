@@ -53,11 +53,12 @@ impl State {
     }
 
     /// Whether workers are still given time to register again after a
-    /// restart: no job fails for want of a live replica for the worker
-    /// timeout.
+    /// restart or a takeover: no job (taken back, or submitted since)
+    /// fails for want of a live replica for the worker timeout.
     pub(super) fn regrouping(&self) -> bool {
         let timeout = self.cfg.worker_timeout;
-        self.regrouping.is_some_and(|t| self.at.now <= t + timeout)
+        let within = |t: &Instant| self.at.now <= *t + timeout;
+        self.regrouping.as_ref().is_some_and(within) || self.restarted.as_ref().is_some_and(within)
     }
 
     /// Whether no task is handed out yet after a restart: for

@@ -244,3 +244,39 @@ fn a_submit_sent_again_with_its_id_gets_the_job_the_first_made_across_a_restart(
     assert_eq!(after, first, "answered with the job taken back");
     assert_eq!(sim.st.jobs.len(), 3, "no fourth job");
 }
+
+#[test]
+fn a_job_submitted_just_after_a_restart_waits_for_its_workers_to_register_again() {
+    let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+    for e in [A, B, Data("d", &[&["a"], &["b"]])] {
+        sim.run(e);
+    }
+    // A restart with no job running: nothing is taken back.
+    restart(&mut sim, &[]);
+    sim.run(Job("d", "default", 0));
+    assert_eq!(sim.st.jobs.len(), 1, "accepted with no worker back yet");
+    sim.wait(100);
+    assert!(
+        the_job(&sim).is_running(),
+        "its blocks' holders are awaited"
+    );
+    // The workers register again, reporting the blocks they hold.
+    for (uid, block) in [("a", "bd0"), ("b", "bd1")] {
+        let r = proto::RegisterRequest {
+            protocol_version: sluice_proto::PROTOCOL_VERSION,
+            data_addr: format!("{uid}:1"),
+            slots: 1,
+            uid: uid.into(),
+            blocks: vec![block.into()],
+            ..Default::default()
+        };
+        let Answer::Registered(reply) = sim.handle(Event::Register(r)) else {
+            panic!("not registered");
+        };
+        sim.workers.insert(uid, WorkerId(reply.worker_id));
+    }
+    for e in [Beat("a"), Beat("b"), Done("a"), Done("b")] {
+        sim.run(e);
+    }
+    assert_eq!(*the_job(&sim).state(), JobState::Succeeded, "{:?}", sim.log);
+}
