@@ -20,6 +20,7 @@ import os
 import pathlib
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -237,7 +238,9 @@ def main():
     for r in failed:
         print(f"job {r['job']} failed (exit {r['exit']}): {r['stderr']}", file=sys.stderr)
     if failed or wrong:
-        raise SystemExit(f"{len(failed)} jobs failed, {len(wrong)} answers wrong")
+        raise SystemExit(f"{len(failed)} jobs failed, {len(wrong)} answers wrong "
+                         f"(logs kept in {work})")
+    shutil.rmtree(work, ignore_errors=True)
     if not chaos.recoveries:
         raise SystemExit("no coordinator was killed: the run proves nothing")
     print(f"chaos: {len(results)} jobs right through {len(chaos.recoveries)} failovers "
