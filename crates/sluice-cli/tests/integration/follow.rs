@@ -344,6 +344,18 @@ fn cluster_status_prints_each_coordinator_active_standby_or_down_and_down_stops_
     );
     assert!(text.contains("epoch "), "{text}");
     assert!(text.contains("alive"), "{text}");
+    // `--dir` names the cluster as for `cluster up` and `down`.
+    let by_dir = sluice()
+        .args(["cluster", "status", "--dir"])
+        .arg(&c.dir)
+        .output()
+        .unwrap();
+    let by_dir = String::from_utf8_lossy(&ok(by_dir).stdout).into_owned();
+    assert_eq!(
+        by_dir.lines().take(3).collect::<Vec<_>>(),
+        lines[..3],
+        "{by_dir}"
+    );
     // `web` names the active coordinator's pages, wherever it is listed.
     let listed = c.json()["coordinators"].clone();
     list_coordinators(&c, &[standby_entry, own(&c)]);
