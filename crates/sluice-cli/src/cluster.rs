@@ -281,9 +281,10 @@ pub enum ClusterCmd {
         #[arg(long, default_value = "sluice-cluster")]
         dir: PathBuf,
     },
-    /// Show the coordinator (its pid, and how many times its supervisor
-    /// started it again) and the workers.
-    Status(Conn),
+    /// Show the coordinators (of several, each one's pid and whether it
+    /// is active, standby or down; of one, its pid and how many times
+    /// its supervisor started it again) and the workers.
+    Status(crate::status::StatusArgs),
     /// Run a coordinator and start it again when it dies (`cluster up`
     /// starts one).
     #[command(hide = true)]
@@ -524,7 +525,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             println!("cluster down: stopped {n} processes");
             Ok(())
         }
-        ClusterCmd::Status(conn) => crate::status::status(conn),
+        ClusterCmd::Status(a) => crate::status::status(&a.conn()),
         ClusterCmd::Supervise(a) => crate::supervise::run(a),
     }
 }

@@ -11,6 +11,28 @@ use sluice_tools::units;
 
 use crate::listing::Listing;
 
+/// `sluice cluster status`'s flags: where the cluster is, by `--cluster`
+/// as for any command, or by `--dir` as for `cluster up` and `down`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    conn: Conn,
+    /// The `cluster up` directory (the same as --cluster).
+    #[arg(long, conflicts_with = "cluster")]
+    dir: Option<std::path::PathBuf>,
+}
+
+impl StatusArgs {
+    /// The connection, `--dir` naming the cluster if given.
+    pub(crate) fn conn(&self) -> Conn {
+        let mut conn = self.conn.clone();
+        if let Some(d) = &self.dir {
+            conn.cluster = d.clone();
+        }
+        conn
+    }
+}
+
 /// `sluice cluster status`: the coordinator, the epoch, the workers (a
 /// reader that went away, `| head`, ends it quietly).
 pub(crate) fn status(conn: &Conn) -> anyhow::Result<()> {

@@ -143,8 +143,12 @@ impl Client {
         let coordinator = if list.several() {
             crate::follow::first_answering(list, &secret, &patience).await?
         } else {
-            let rpc = connect_one(addr, &secret, &patience).await?;
-            Following::new(list, secret.clone(), 0, rpc)
+            let (rpc, waited) = connect_one(addr, &secret, &patience).await?;
+            let f = Following::new(list, secret.clone(), 0, rpc);
+            if waited {
+                f.note_outage();
+            }
+            f
         };
         Ok(Client {
             coordinator: Arc::new(coordinator),
@@ -616,8 +620,8 @@ impl Client {
 }
 
 /// Connects to the one coordinator at `addr`, waiting for it as
-/// `patience` says (with none, for 5 s silently).
-async fn connect_one(addr: &str, secret: &Secret, patience: &Patience) -> Result<Rpc> {
+/// `patience` says (with none, for 5 s silently); and whether it waited.
+async fn connect_one(addr: &str, secret: &Secret, patience: &Patience) -> Result<(Rpc, bool)> {
     let mut waiting = Waiting::new();
     // A caller with no patience of its own (the default: nothing to
     // tell, no wait) gets 5 s silently; one that asked for none (`sluice
@@ -627,13 +631,17 @@ async fn connect_one(addr: &str, secret: &Secret, patience: &Patience) -> Result
     } else {
         Duration::ZERO
     };
+    let mut waited = false;
     loop {
         match connect(addr, secret, once).await {
-            Ok(rpc) => return Ok(rpc),
+            Ok(rpc) => return Ok((rpc, waited)),
             // A malformed address is not waited for.
             Err(e @ ClusterError::Config(_)) => return Err(e),
             Err(e) => match waiting.pause(patience) {
-                Some(p) => tokio::time::sleep(p).await,
+                Some(p) => {
+                    waited = true;
+                    tokio::time::sleep(p).await;
+                }
                 None => return Err(e),
             },
         }

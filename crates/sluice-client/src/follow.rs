@@ -58,19 +58,25 @@ pub(crate) async fn first_answering(
     let began = Instant::now();
     let mut waiting = Waiting::new();
     let mut at = remembered(&list);
+    let mut outage = false;
     loop {
         let mut why = Vec::new();
         for _ in 0..list.len() {
             match probe(list.addr(at), secret).await {
                 Ok(rpc) => {
                     remember(&list, at);
-                    return Ok(Following::new(list, secret.clone(), at, rpc));
+                    let f = Following::new(list, secret.clone(), at, rpc);
+                    if outage {
+                        f.note_outage();
+                    }
+                    return Ok(f);
                 }
                 Err(e @ ClusterError::Config(_)) => return Err(e),
                 Err(e) => why.push(e.to_string()),
             }
             at = list.next(at);
         }
+        outage = true;
         let pause = if began.elapsed() < WITHOUT_PATIENCE && patience.wait.is_zero() {
             Some(ROUND_PAUSE)
         } else {

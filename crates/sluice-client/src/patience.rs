@@ -40,6 +40,13 @@ pub const NO_ANSWER: &str = "did not answer in time";
 /// did nothing, and another is active.
 pub const NOT_ACTIVE: &str = "no longer active";
 
+/// How a coordinator's refusal for want of live workers begins.
+pub const NO_WORKERS: &str = "no live workers";
+
+/// How long after an outage a call counts as meeting it (its coordinator
+/// may have just restarted or taken over, its workers registering again).
+pub const AFTER_OUTAGE: Duration = Duration::from_secs(60);
+
 /// What a client says when its coordinator goes away and comes back.
 pub type Notice = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -95,12 +102,18 @@ pub enum Call {
 /// coordinator answers: it did not answer at all (the connection was
 /// refused, lost on the way, or silent past its deadline), and, for a
 /// write, the request never left (the connection could not be made); or
-/// the coordinator refused it as no longer active (it did nothing).
-pub fn may_ask_again(s: &Status, call: Call) -> bool {
+/// the coordinator refused it as no longer active (it did nothing). Once
+/// the call has met an outage (`after_outage`), a refusal for want of
+/// live workers is asked again too: a coordinator that just restarted or
+/// took over has none until they register again, and it did nothing.
+pub fn may_ask_again(s: &Status, call: Call, after_outage: bool) -> bool {
     if !matches!(s.code(), Code::Unavailable | Code::Unknown) {
         return false;
     }
     if s.code() == Code::Unavailable && s.message().contains(NOT_ACTIVE) {
+        return true;
+    }
+    if after_outage && no_workers_yet(s) {
         return true;
     }
     // The message and its causes: what the transport said.
@@ -124,6 +137,12 @@ pub fn may_ask_again(s: &Status, call: Call) -> bool {
         NO_ANSWER,
     ]);
     unsent || (call == Call::Read && lost)
+}
+
+/// Whether `s` is a coordinator's refusal for want of live workers (it
+/// answered: it is no coordinator to leave).
+fn no_workers_yet(s: &Status) -> bool {
+    s.code() == Code::Unavailable && s.message().starts_with(NO_WORKERS)
 }
 
 /// Keeps track of one call's waiting: when it began, the next pause.
@@ -179,6 +198,7 @@ where
 {
     let mut waiting = Waiting::new();
     let deadline = follow.list().several().then_some(hold + CALL_DEADLINE);
+    let mut outage = follow.outage_within(AFTER_OUTAGE);
     loop {
         let (at, rpc) = follow.current();
         match within(deadline, ask(rpc)).await {
@@ -186,8 +206,9 @@ where
                 follow.answered(at);
                 return Ok(r.into_inner());
             }
-            Err(s) if may_ask_again(&s, call) => {
-                if !follow.missed(at) {
+            Err(s) if may_ask_again(&s, call, outage) => {
+                outage = true;
+                if !no_workers_yet(&s) && !follow.missed(at) {
                     tracing::info!("coordinator {}: {}", follow.list().addr(at), s.message());
                     continue;
                 }
@@ -229,31 +250,37 @@ mod tests {
         let refused = Status::unavailable("tcp connect error: Connection refused (os error 111)");
         let reset = Status::unavailable("transport error: connection reset");
         let refusal = Status::not_found("no job job-1-7 (epoch 2)");
-        assert!(may_ask_again(&refused, Call::Read));
-        assert!(may_ask_again(&refused, Call::Write));
-        assert!(may_ask_again(&reset, Call::Read));
-        assert!(!may_ask_again(&reset, Call::Write));
-        assert!(!may_ask_again(&refusal, Call::Read));
+        assert!(may_ask_again(&refused, Call::Read, false));
+        assert!(may_ask_again(&refused, Call::Write, false));
+        assert!(may_ask_again(&reset, Call::Read, false));
+        assert!(!may_ask_again(&reset, Call::Write, false));
+        assert!(!may_ask_again(&refusal, Call::Read, true));
         assert!(!may_ask_again(
             &Status::permission_denied("bad signature"),
-            Call::Read
+            Call::Read,
+            true
         ));
         // The coordinator's own refusal is no lost connection.
         let no_workers = Status::unavailable("no live workers");
-        assert!(!may_ask_again(&no_workers, Call::Read));
-        assert!(!may_ask_again(&no_workers, Call::Write));
+        assert!(!may_ask_again(&no_workers, Call::Read, false));
+        assert!(!may_ask_again(&no_workers, Call::Write, false));
+        // Unless the call met an outage: the workers register again.
+        assert!(may_ask_again(&no_workers, Call::Write, true));
+        let others = Status::unavailable("all 2 workers were lost: no live workers");
+        assert!(!may_ask_again(&others, Call::Write, true));
         // One that lost its lease did nothing: anything goes elsewhere.
         let fenced = Status::unavailable("this coordinator is no longer active");
-        assert!(may_ask_again(&fenced, Call::Read));
-        assert!(may_ask_again(&fenced, Call::Write));
+        assert!(may_ask_again(&fenced, Call::Read, false));
+        assert!(may_ask_again(&fenced, Call::Write, false));
         assert!(!may_ask_again(
             &Status::failed_precondition("this coordinator is no longer active"),
-            Call::Read
+            Call::Read,
+            false
         ));
         // A call past its deadline may have arrived.
         let silent = Status::unavailable(format!("the coordinator {NO_ANSWER} (30 s)"));
-        assert!(may_ask_again(&silent, Call::Read));
-        assert!(!may_ask_again(&silent, Call::Write));
+        assert!(may_ask_again(&silent, Call::Read, false));
+        assert!(!may_ask_again(&silent, Call::Write, false));
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! channel it always had.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tonic::transport::Channel;
 
@@ -119,13 +119,14 @@ pub struct Following {
     now: Mutex<Now>,
 }
 
-/// The address followed, its channel, and how many addresses failed in a
-/// row since one last answered.
+/// The address followed, its channel, how many addresses failed in a
+/// row since one last answered, and when one last failed.
 #[derive(Debug)]
 struct Now {
     index: usize,
     rpc: Rpc,
     misses: usize,
+    outage: Option<Instant>,
 }
 
 impl Following {
@@ -139,6 +140,7 @@ impl Following {
                 index,
                 rpc,
                 misses: 0,
+                outage: None,
             }),
         }
     }
@@ -170,6 +172,18 @@ impl Following {
         self.now().rpc.clone()
     }
 
+    /// Notes that no coordinator answered for a while (before this
+    /// one was found).
+    pub fn note_outage(&self) {
+        self.now().outage = Some(Instant::now());
+    }
+
+    /// Whether a coordinator failed to answer within the last `d`: one
+    /// that answers now may have just restarted or taken over.
+    pub fn outage_within(&self, d: Duration) -> bool {
+        self.now().outage.is_some_and(|t| t.elapsed() < d)
+    }
+
     /// Address `index` answered.
     pub fn answered(&self, index: usize) {
         let mut n = self.now();
@@ -190,6 +204,7 @@ impl Following {
             return false;
         }
         n.misses += 1;
+        n.outage = Some(Instant::now());
         if self.list.several() {
             let next = self.list.next(index);
             match watched(self.list.addr(next), &self.secret) {
@@ -238,6 +253,7 @@ mod tests {
     async fn a_miss_moves_on_once_and_a_whole_round_of_misses_says_pause() {
         let l = Coordinators::parse("127.0.0.1:1,127.0.0.1:2,127.0.0.1:3").unwrap();
         let f = Following::lazy(l, secret(), 1).unwrap();
+        assert!(!f.outage_within(Duration::from_secs(60)));
         assert_eq!(f.current().0, 1);
         assert!(!f.missed(1));
         assert_eq!(f.current().0, 2);
@@ -249,6 +265,8 @@ mod tests {
         assert_eq!(f.current().0, 1);
         f.answered(1);
         assert!(!f.missed(1));
+        assert!(f.outage_within(Duration::from_secs(60)));
+        assert!(!f.outage_within(Duration::ZERO));
     }
 
     #[tokio::test]

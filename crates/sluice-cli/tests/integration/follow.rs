@@ -344,6 +344,18 @@ fn cluster_status_prints_each_coordinator_active_standby_or_down_and_down_stops_
     );
     assert!(text.contains("epoch "), "{text}");
     assert!(text.contains("alive"), "{text}");
+    // `--dir` names the cluster as for `cluster up` and `down`.
+    let by_dir = sluice()
+        .args(["cluster", "status", "--dir"])
+        .arg(&c.dir)
+        .output()
+        .unwrap();
+    let by_dir = String::from_utf8_lossy(&ok(by_dir).stdout).into_owned();
+    assert_eq!(
+        by_dir.lines().take(3).collect::<Vec<_>>(),
+        lines[..3],
+        "{by_dir}"
+    );
     // `web` names the active coordinator's pages, wherever it is listed.
     let listed = c.json()["coordinators"].clone();
     list_coordinators(&c, &[standby_entry, own(&c)]);
@@ -385,4 +397,51 @@ fn cluster_up_refuses_several_coordinators_without_etcd() {
             .unwrap(),
     );
     assert!(e.contains("--coordinators"), "{e}");
+}
+
+#[test]
+fn a_submit_that_met_an_outage_waits_for_workers_to_register_again() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "1MB");
+    let c = Cluster::unsupervised(d.path(), 1, "--heartbeat-ms 100");
+    put(&c, &data, "words", "256KB", "1");
+    let pid = c.coordinator_pid();
+    let argv = argv_of(pid);
+    signal(pid, "KILL");
+    poll(|| ended(pid).then_some(()));
+    // The worker cannot register with the coordinator started again
+    // until it continues.
+    let worker = c.worker_pids()[0];
+    signal(worker, "STOP");
+    let job = submit_wc(&c, "words", "counts")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let _again = Killed(
+        std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // The coordinator answers with no live worker: the submit, which met
+    // the outage, is refused "no live workers" and asks again.
+    poll(|| {
+        let status = ["cluster", "status", "--wait-coordinator", "0"];
+        let out = c.cmd(&status).output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.success() && !text.contains("alive")).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    signal(worker, "CONT");
+    let out = ok(wait_within(job, Duration::from_secs(120)));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("coordinator restarting; waiting..."),
+        "{said}"
+    );
+    counts_match_local(&c, d.path(), &data);
 }
