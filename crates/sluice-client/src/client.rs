@@ -361,7 +361,10 @@ impl Client {
                 writer_datacenter: opts.datacenter.clone(),
                 block_size: with_slop(opts.block_size),
             };
-            all.extend(self.rpc().plan_blocks(req).await?.into_inner().blocks);
+            // A plan whose answer an outage lost is asked for again: the
+            // blocks it named were never written, and a coordinator that
+            // restarted knows nothing of them.
+            all.extend(ask!(self, Call::Read, plan_blocks, req)?.blocks);
             left -= batch;
         }
         Ok(all)

@@ -147,3 +147,55 @@ fn a_killed_coordinator_loses_no_finished_map() {
     counts_match_local(&c, d.path(), &data);
     drop(again);
 }
+
+#[test]
+fn a_crash_during_a_put_is_ridden_out_and_the_data_set_is_stored_once() {
+    // The coordinator aborts after planning the put's blocks, before its
+    // answer leaves: the client waits, asks for a plan again from the
+    // restarted coordinator, and stores the data set whole.
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "3MB");
+    let c = up_crashing(d.path(), "put");
+    let pid = c.coordinator_pid();
+    let argv = argv_of(pid);
+    let put = c
+        .cmd(&["put", "--dataset", "words", "--block-size", "1MB"])
+        .arg(&data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    poll(|| ended(pid).then_some(()));
+    let again = restart_coordinator(&c, &argv, 2);
+    let out = put.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        stderr.contains("coordinator restarting; waiting..."),
+        "{stderr}"
+    );
+    ok(out);
+    let got = d.path().join("got");
+    get(&c, "words", &got);
+    assert_eq!(
+        all_bytes(&got),
+        all_bytes(&data),
+        "the data set is the file, whole"
+    );
+    let ls = ok(c.cmd(&["ls"]).output().unwrap());
+    let ls = String::from_utf8_lossy(&ls.stdout).into_owned();
+    assert_eq!(ls.matches("words").count(), 1, "{ls}");
+    drop(again);
+}
+
+/// The bytes of a file, or of a directory's files in name order.
+fn all_bytes(p: &Path) -> Vec<u8> {
+    if p.is_file() {
+        return std::fs::read(p).unwrap();
+    }
+    let mut names: Vec<_> = std::fs::read_dir(p)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    names.iter().flat_map(|f| all_bytes(f)).collect()
+}
