@@ -27,3 +27,4 @@ mod streaming;
 mod streaming_hadoop;
 mod supervise;
 mod web;
+mod yarn;
