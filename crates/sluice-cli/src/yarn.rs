@@ -53,9 +53,20 @@ pub enum YarnCmd {
     },
 }
 
-/// What a YARN cluster is made of, and where.
+/// `sluice yarn up`'s flags.
 #[derive(Debug, Args, Clone)]
 pub struct UpArgs {
+    #[command(flatten)]
+    pub opts: YarnOpts,
+    /// Directory for cluster.json, the secret and yarn.json.
+    #[arg(long)]
+    pub dir: PathBuf,
+}
+
+/// What a YARN cluster is made of (`sluice yarn up`, `sluice submit
+/// --yarn`).
+#[derive(Debug, Args, Clone)]
+pub struct YarnOpts {
     /// Worker containers.
     #[arg(long, default_value_t = 2)]
     pub workers: u32,
@@ -96,9 +107,6 @@ pub struct UpArgs {
     /// How long to wait for the cluster to be up.
     #[arg(long, default_value = "180s", value_parser = sluice_tools::conn::parse_duration)]
     pub timeout: Duration,
-    /// Directory for cluster.json, the secret and yarn.json.
-    #[arg(long)]
-    pub dir: PathBuf,
 }
 
 /// `DIR/yarn.json`: where a YARN cluster's application is.
@@ -151,7 +159,7 @@ impl YarnFile {
 /// `sluice yarn ...`.
 pub fn yarn(cmd: &YarnCmd) -> anyhow::Result<()> {
     match cmd {
-        YarnCmd::Up(a) => up(a).map(|app| println!("{app}")),
+        YarnCmd::Up(a) => up(&a.opts, &a.dir).map(|app| println!("{app}")),
         YarnCmd::Status { dir } => status(dir),
         YarnCmd::Down { dir } => {
             let app = YarnFile::load(dir)?.app_id;
@@ -233,12 +241,12 @@ fn check_size(
 }
 
 /// `sluice yarn up`: the application id once its workers are registered.
-pub fn up(a: &UpArgs) -> anyhow::Result<String> {
+pub fn up(a: &YarnOpts, dir: &Path) -> anyhow::Result<String> {
     let t = Instant::now();
-    if a.dir.join("cluster.json").exists() {
+    if dir.join("cluster.json").exists() {
         bail!(
             "{} already has a cluster (sluice yarn down --dir {0} first)",
-            a.dir.display()
+            dir.display()
         );
     }
     if a.workers == 0 {
@@ -261,8 +269,9 @@ pub fn up(a: &UpArgs) -> anyhow::Result<String> {
         &new,
     )?;
     check_size("ApplicationMaster container", launch::AM_MEMORY_MB, 1, &new)?;
-    std::fs::create_dir_all(&a.dir).with_context(|| format!("creating {}", a.dir.display()))?;
-    let dir = a.dir.canonicalize()?;
+    let shown = dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = dir.canonicalize()?;
     let yf = YarnFile {
         app_id: new.id.clone(),
         rm: rm.base().to_owned(),
@@ -288,7 +297,7 @@ pub fn up(a: &UpArgs) -> anyhow::Result<String> {
         yf.app_id,
         t.elapsed().as_secs_f64(),
         a.workers,
-        a.dir.display()
+        shown.display()
     );
     Ok(yf.app_id)
 }
@@ -296,7 +305,7 @@ pub fn up(a: &UpArgs) -> anyhow::Result<String> {
 /// Uploads what the containers need and submits the application.
 #[allow(clippy::too_many_arguments)]
 fn stage_and_submit(
-    a: &UpArgs,
+    a: &YarnOpts,
     dir: &Path,
     conf: &HadoopConf,
     rm: &Rm,
@@ -378,7 +387,7 @@ struct CoordinatorFile {
 /// Waits for the coordinator's address, then for every worker; writes
 /// cluster.json.
 fn wait_until_up(
-    a: &UpArgs,
+    a: &YarnOpts,
     dir: &Path,
     rm: &Rm,
     staging: &Staging,
@@ -557,4 +566,22 @@ fn write_secret(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .open(path)
         .and_then(|mut f| f.write_all(bytes))
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// `sluice submit --yarn`: brings a cluster up for one job (in a
+/// temporary directory), runs it with `run`, and brings the cluster down
+/// whatever the job's end; the job's result.
+pub fn application<T>(
+    a: &YarnOpts,
+    run: impl FnOnce(&Path) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let dir = tempfile::tempdir()?;
+    let app = up(a, dir.path())?;
+    eprintln!("{app}: running the job");
+    let result = run(dir.path());
+    match down(dir.path()) {
+        Ok(r) => eprintln!("{app}: {} {}", r.state, r.final_status),
+        Err(e) => eprintln!("{app}: bringing it down failed: {e:#}"),
+    }
+    result
 }

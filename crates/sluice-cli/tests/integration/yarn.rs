@@ -492,3 +492,125 @@ fn bad_input_is_a_clear_error_that_leaves_nothing() {
         assert!(!dir.join(f).exists(), "{f}");
     }
 }
+
+#[test]
+fn submit_yarn_brings_a_cluster_up_for_one_job_and_exits_with_its_code() {
+    let y = yarn();
+    let _turn = turn();
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "1MB");
+    let want = local(d.path(), &data, &["wordcount", "--reducers", "2"]);
+    y.cmd(&format!("put {} /app/in", data.display()));
+    let submit = |out: &str| {
+        y.sluice()
+            .args([
+                "submit",
+                "--yarn",
+                "--workers",
+                "1",
+                "--worker-memory",
+                "256MB",
+            ])
+            .args(["--worker-vcores", "1", "wordcount", "--reducers", "2", "-q"])
+            .args(["--input", &y.at("/app/in"), "--output", &y.at(out)])
+            .output()
+            .unwrap()
+    };
+    let out = ok(submit("/app/out"));
+    let got = d.path().join("got");
+    y.cmd(&format!("get /app/out {}", got.display()));
+    assert_eq!(named_parts(&got), named_parts(&want));
+    let app_of = |stderr: &[u8]| {
+        String::from_utf8_lossy(stderr)
+            .split_whitespace()
+            .find(|w| w.starts_with("application_"))
+            .unwrap()
+            .trim_end_matches(':')
+            .to_owned()
+    };
+    let app = app_of(&out.stderr);
+    assert_eq!(y.app(&app)["finalStatus"], "SUCCEEDED");
+    no_process_left(&app);
+    // A job that fails (its output exists) fails the command; the
+    // cluster still goes down.
+    let out = submit("/app/out");
+    let app = app_of(&out.stderr);
+    let e = fails(out);
+    assert!(e.contains("already exists"), "{e}");
+    assert_eq!(y.app(&app)["finalStatus"], "SUCCEEDED");
+    no_process_left(&app);
+}
+
+#[test]
+fn a_worker_within_its_memory_stays_within_its_container() {
+    let y = yarn();
+    let _turn = turn();
+    let d = tempfile::tempdir().unwrap();
+    // Many distinct words: the maps and the reduce fill their budgets and
+    // spill.
+    let data = d.path().join("words");
+    ok(sluice()
+        .args([
+            "gen",
+            "text",
+            "--size",
+            "12MB",
+            "--vocabulary",
+            "2000000",
+            "--seed",
+            "3",
+        ])
+        .arg("--out")
+        .arg(&data)
+        .output()
+        .unwrap());
+    y.cmd(&format!("put {} /mem/in", data.display()));
+    let dir = d.path().join("cluster");
+    let app = y.up(&dir, 1, &["--slots", "1"]);
+    let worker = workers_of(&app)[0];
+    // The container YARN gave the worker holds its --memory (256 MB) and
+    // the overhead (256 MiB): 501 MB, beside the ApplicationMaster's 1024.
+    within(20, "the containers asked for", || {
+        let mb = y.app(&app)["allocatedMB"].as_i64().unwrap();
+        (mb == 1024 + 512).then_some(())
+    });
+    ok(y.sluice()
+        .args(["submit", "--cluster"])
+        .arg(&dir)
+        .args([
+            "wordcount",
+            "--reducers",
+            "1",
+            "-q",
+            "--split-size",
+            "64MiB",
+        ])
+        .args(["--input", &y.at("/mem/in"), "--output", &y.at("/mem/out")])
+        .output()
+        .unwrap());
+    // The same worker (YARN's memory monitor killed nothing), whose
+    // peak resident memory stayed within its container: --memory
+    // (256 MB) and the overhead (256 MiB).
+    assert_eq!(workers_of(&app), [worker]);
+    let status = std::fs::read_to_string(format!("/proc/{worker}/status")).unwrap();
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    let container = (256_000_000u64 + (256 << 20)) / 1024;
+    assert!(
+        peak_kb < container,
+        "peak {peak_kb} kB past the container's {container} kB"
+    );
+    eprintln!(
+        "worker peak resident memory: {} MiB of a 500 MiB container",
+        peak_kb / 1024
+    );
+    ok(y.sluice()
+        .args(["yarn", "down", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap());
+    no_process_left(&app);
+}

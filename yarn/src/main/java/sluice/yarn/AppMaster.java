@@ -114,7 +114,7 @@ public final class AppMaster {
         for (String name : new String[] {"sluice", "secret"}) {
             resources.put(name, resource(new Path(staging, name)));
         }
-        nearHosts = args.near == null ? null : blockHosts(new Path(args.near));
+        nearHosts = args.near == null ? null : nearHosts(args.near);
         for (int i = 0; i < args.workers; i++) {
             request();
         }
@@ -184,6 +184,16 @@ public final class AppMaster {
         URL url = URL.fromPath(fs.makeQualified(p));
         return LocalResource.newInstance(url, LocalResourceType.FILE,
             LocalResourceVisibility.APPLICATION, st.getLen(), st.getModificationTime());
+    }
+
+    /** The hosts of --near's blocks, or none (with why) when it cannot be listed. */
+    private String[] nearHosts(String near) {
+        try {
+            return blockHosts(new Path(near));
+        } catch (IOException | IllegalArgumentException e) {
+            log("--near " + near + ": no block locations, so no locality asked: " + e);
+            return null;
+        }
     }
 
     /** The hosts holding the most blocks of PATH's files, most first. */
