@@ -318,14 +318,12 @@ fn stage_and_submit(
     yf.save(dir)?;
     let secret = Secret::generate();
     write_secret(&dir.join("secret"), secret.as_bytes())?;
+    let binary = staging.cached(&std::env::current_exe()?, "sluice")?;
     let mut files = vec![
-        (
-            "sluice".to_owned(),
-            staging.upload(&std::env::current_exe()?, "sluice", 0o700)?,
-        ),
+        ("sluice".to_owned(), binary.clone()),
         (
             "sluice-yarn-am.jar".to_owned(),
-            staging.upload(jar, "sluice-yarn-am.jar", 0o600)?,
+            staging.cached(jar, "sluice-yarn-am.jar")?,
         ),
         (
             "secret".to_owned(),
@@ -349,6 +347,8 @@ fn stage_and_submit(
         a.worker_vcores.to_string(),
         "--max-worker-failures".into(),
         a.max_worker_failures.to_string(),
+        "--binary".into(),
+        binary.url,
         "--web-token".into(),
         Secret::new(secret.as_bytes())?.web_token(),
     ];

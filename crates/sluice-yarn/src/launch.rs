@@ -71,8 +71,9 @@ pub fn submission(l: &AmLaunch) -> Value {
         .files
         .iter()
         .map(|(name, f)| {
+            let visibility = if f.cached { "PRIVATE" } else { "APPLICATION" };
             json!({"key": name, "value": {
-                "resource": f.url, "type": "FILE", "visibility": "APPLICATION",
+                "resource": f.url, "type": "FILE", "visibility": visibility,
                 "size": f.size, "timestamp": f.timestamp}})
         })
         .collect();
@@ -122,6 +123,7 @@ mod tests {
             url: "hdfs://nn/user/u/.sluice/a/sluice".into(),
             size: 10,
             timestamp: 99,
+            cached: true,
         };
         let l = AmLaunch {
             app_id: "application_1_0001".into(),
@@ -139,6 +141,7 @@ mod tests {
         assert_eq!(e["key"], "sluice");
         assert_eq!(e["value"]["size"], 10);
         assert_eq!(e["value"]["timestamp"], 99);
+        assert_eq!(e["value"]["visibility"], "PRIVATE");
         let cmd = spec["commands"]["command"].as_str().unwrap();
         assert!(cmd.starts_with("{{JAVA_HOME}}/bin/java "), "{cmd}");
         assert!(

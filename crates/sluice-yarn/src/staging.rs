@@ -1,10 +1,17 @@
 //! An application's staging directory in the cluster's file system,
 //! `/user/USER/.sluice/APP_ID/` (0700), through hdfs-native: what
-//! `sluice yarn up` uploads for the containers (the `sluice` binary, the
-//! ApplicationMaster's jar, the shared secret, the client configuration)
-//! and the files the client and the ApplicationMaster pass each other
-//! (`coordinator.json` from the ApplicationMaster, `stop` from
-//! `sluice yarn down`).
+//! `sluice yarn up` uploads for the containers (the shared secret, the
+//! client configuration) and the files the client and the
+//! ApplicationMaster pass each other (`coordinator.json` from the
+//! ApplicationMaster, `stop` from `sluice yarn down`).
+//!
+//! The large files, the `sluice` binary and the ApplicationMaster's jar,
+//! go to `/user/USER/.sluice/cache/NAME-LEN-CRC` once (LEN its length,
+//! CRC the CRC32C of its bytes in 8 hex digits) and are kept there for
+//! the next applications: an unchanged binary is not uploaded again, and
+//! a NodeManager that localized it for an earlier application of the
+//! same user (YARN's PRIVATE visibility) does not copy it again either.
+//! Removing the cache directory between applications is safe.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -29,6 +36,9 @@ pub struct Uploaded {
     pub size: u64,
     /// Its modification time (Unix ms).
     pub timestamp: u64,
+    /// Kept across applications (in the cache), so YARN may keep its
+    /// localized copy too (PRIVATE visibility, not APPLICATION).
+    pub cached: bool,
 }
 
 /// One application's staging directory.
@@ -111,27 +121,14 @@ impl Staging {
 
     /// Copies the local file `local` in as `name` (mode `perm`).
     pub fn upload(&self, local: &Path, name: &str, perm: u32) -> Result<Uploaded> {
-        let local_err = |e| YarnError::Local {
-            path: local.display().to_string(),
-            source: e,
-        };
-        let mut f = std::fs::File::open(local).map_err(local_err)?;
-        let path = self.path(name);
-        runtime()
-            .block_on(async {
-                let opts = WriteOptions::default().overwrite(true).permission(perm);
-                let mut w = self.client.create(&path, opts).await?;
-                let mut buf = vec![0u8; CHUNK];
-                loop {
-                    let n = f.read(&mut buf).map_err(hdfs_native::HdfsError::IOError)?;
-                    if n == 0 {
-                        break;
-                    }
-                    w.write_bytes(Bytes::copy_from_slice(&buf[..n])).await?;
-                }
-                w.close().await
-            })
-            .map_err(self.hdfs("uploading to", name))?;
+        self.write_file(local, &self.path(name), perm)
+            .map_err(|e| match e {
+                hdfs_native::HdfsError::IOError(source) => YarnError::Local {
+                    path: local.display().to_string(),
+                    source,
+                },
+                e => self.hdfs("uploading to", name)(e),
+            })?;
         self.info(name)
     }
 
@@ -159,6 +156,75 @@ impl Staging {
             url: self.url(name),
             size: st.length as u64,
             timestamp: st.modification_time,
+            cached: false,
+        })
+    }
+
+    /// The cache directory, beside the applications' directories.
+    fn cache_dir(&self) -> String {
+        let parent = self.dir.rsplit_once('/').map_or("", |(p, _)| p);
+        format!("{parent}/cache")
+    }
+
+    /// The local file `local` in the cache as `prefix-LEN-CRC`, uploaded
+    /// unless it is there already.
+    pub fn cached(&self, local: &Path, prefix: &str) -> Result<Uploaded> {
+        let (len, crc) = checksum(local)?;
+        let path = format!("{}/{prefix}-{len}-{crc:08x}", self.cache_dir());
+        let url = format!("{}{path}", self.fs);
+        let found = |st: hdfs_native::client::FileStatus| Uploaded {
+            url: url.clone(),
+            size: st.length as u64,
+            timestamp: st.modification_time,
+            cached: true,
+        };
+        let rt = runtime();
+        if let Ok(st) = rt.block_on(self.client.get_file_info(&path)) {
+            if st.length as u64 == len {
+                return Ok(found(st));
+            }
+        }
+        // Written beside it, then renamed: a reader never finds a part.
+        let name = path.rsplit_once('/').map_or("", |(_, n)| n).to_owned();
+        let app = self.dir.rsplit_once('/').map_or("", |(_, a)| a).to_owned();
+        let tmp = format!("{}/.{name}.{app}", self.cache_dir());
+        self.write_file(local, &tmp, 0o700)
+            .map_err(|e| YarnError::Hdfs {
+                what: "uploading to",
+                path: url.clone(),
+                source: e,
+            })?;
+        rt.block_on(self.client.rename(&tmp, &path, true))
+            .map_err(self.hdfs("caching", &name))?;
+        let st = rt
+            .block_on(self.client.get_file_info(&path))
+            .map_err(self.hdfs("reading the status of", &name))?;
+        Ok(found(st))
+    }
+
+    /// Copies the local file `local` to the HDFS path `path`.
+    fn write_file(
+        &self,
+        local: &Path,
+        path: &str,
+        perm: u32,
+    ) -> std::result::Result<(), hdfs_native::HdfsError> {
+        let mut f = std::fs::File::open(local)?;
+        runtime().block_on(async {
+            let opts = WriteOptions::default()
+                .overwrite(true)
+                .permission(perm)
+                .create_parent(true);
+            let mut w = self.client.create(path, opts).await?;
+            let mut buf = vec![0u8; CHUNK];
+            loop {
+                let n = f.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                w.write_bytes(Bytes::copy_from_slice(&buf[..n])).await?;
+            }
+            w.close().await
         })
     }
 
@@ -202,5 +268,24 @@ fn not_found(e: &hdfs_native::HdfsError) -> bool {
         hdfs_native::HdfsError::FileNotFound(_) => true,
         hdfs_native::HdfsError::RPCError(class, _) => class.ends_with("FileNotFoundException"),
         _ => false,
+    }
+}
+
+/// A local file's length and CRC32C.
+fn checksum(local: &Path) -> Result<(u64, u32)> {
+    let err = |source| YarnError::Local {
+        path: local.display().to_string(),
+        source,
+    };
+    let mut f = std::fs::File::open(local).map_err(err)?;
+    let mut buf = vec![0u8; CHUNK];
+    let (mut len, mut crc) = (0u64, 0u32);
+    loop {
+        let n = f.read(&mut buf).map_err(err)?;
+        if n == 0 {
+            return Ok((len, crc));
+        }
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+        len += n as u64;
     }
 }

@@ -266,9 +266,13 @@ fn a_yarn_cluster_counts_words_from_hdfs_to_hdfs_and_goes_down_succeeded() {
             .contains(&format!("/proxy/{app}")),
         "{a}"
     );
-    // The staging directory holds what the containers were given.
+    // The staging directory holds what the containers were given; the
+    // binary and the ApplicationMaster's jar are in the user's cache.
     let staging = staging_of(&dir, &app);
-    assert_eq!(y.cmd(&format!("exists {staging}/sluice")), "true");
+    assert_eq!(y.cmd(&format!("exists {staging}/secret")), "true");
+    let cache = staging.replace(&app, "cache");
+    let cached = y.cmd(&format!("ls {cache}"));
+    assert_eq!(cached.split_whitespace().count(), 2, "{cached}");
     // status: the application, its containers (the ApplicationMaster and
     // two workers) and the workers.
     let s = ok(y
@@ -314,6 +318,16 @@ fn a_yarn_cluster_counts_words_from_hdfs_to_hdfs_and_goes_down_succeeded() {
     no_process_left(&app);
     assert_eq!(y.cmd(&format!("exists {staging}")), "false");
     assert!(!dir.join("cluster.json").exists());
+    // The cache stays, and the next cluster uses it as it is: nothing
+    // uploaded again.
+    let app = y.up(&dir, 1, &[]);
+    assert_eq!(y.cmd(&format!("ls {cache}")), cached);
+    ok(y.sluice()
+        .args(["yarn", "down", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap());
+    no_process_left(&app);
 }
 
 #[test]

@@ -47,11 +47,14 @@ import org.apache.hadoop.yarn.api.records.URL;
  *
  * <p>Usage (in the AM container, from {@code sluice yarn up}):
  * {@code AppMaster --staging URI --workers N --container-mb MB
- * --vcores V --max-worker-failures F [--near PATH] [--web-token T]
- * [-- WORKER-FLAGS...]}.
+ * --vcores V --max-worker-failures F --binary URI [--near PATH]
+ * [--web-token T] [-- WORKER-FLAGS...]}.
  * The container's work directory holds the localized {@code sluice}
- * binary, {@code secret}, {@code core-site.xml} and {@code yarn-site.xml}
- * (on the class path, so {@link YarnConfiguration} finds the cluster).
+ * binary (from {@code --binary}, the client's cache, given to the workers
+ * with PRIVATE visibility so a node keeps its copy for the user's next
+ * applications), {@code secret}, {@code core-site.xml} and
+ * {@code yarn-site.xml} (on the class path, so {@link YarnConfiguration}
+ * finds the cluster).
  *
  * <p>It starts {@code sluice coordinator} as its own child (same process
  * group, so YARN's kill of this container kills it too), registers with
@@ -111,9 +114,9 @@ public final class AppMaster {
         nm = NMClientAsync.createNMClientAsync(new NmHandler());
         nm.init(conf);
         nm.start();
-        for (String name : new String[] {"sluice", "secret"}) {
-            resources.put(name, resource(new Path(staging, name)));
-        }
+        resources.put("sluice", resource(new Path(args.binary), LocalResourceVisibility.PRIVATE));
+        resources.put("secret", resource(new Path(staging, "secret"),
+            LocalResourceVisibility.APPLICATION));
         nearHosts = args.near == null ? null : nearHosts(args.near);
         for (int i = 0; i < args.workers; i++) {
             request();
@@ -179,11 +182,11 @@ public final class AppMaster {
         fs.rename(tmp, new Path(staging, "coordinator.json"));
     }
 
-    private LocalResource resource(Path p) throws IOException {
+    private LocalResource resource(Path p, LocalResourceVisibility v) throws IOException {
         FileStatus st = fs.getFileStatus(p);
         URL url = URL.fromPath(fs.makeQualified(p));
-        return LocalResource.newInstance(url, LocalResourceType.FILE,
-            LocalResourceVisibility.APPLICATION, st.getLen(), st.getModificationTime());
+        return LocalResource.newInstance(url, LocalResourceType.FILE, v, st.getLen(),
+            st.getModificationTime());
     }
 
     /** The hosts of --near's blocks, or none (with why) when it cannot be listed. */
@@ -380,6 +383,7 @@ public final class AppMaster {
         int maxWorkerFailures = 3;
         String near;
         String webToken;
+        String binary;
         final List<String> workerFlags = new ArrayList<>();
 
         static Args parse(String[] a) {
@@ -398,11 +402,12 @@ public final class AppMaster {
                     case "--max-worker-failures": r.maxWorkerFailures = Integer.parseInt(v); break;
                     case "--near": r.near = v; break;
                     case "--web-token": r.webToken = v; break;
+                    case "--binary": r.binary = v; break;
                     default: throw new IllegalArgumentException("unknown argument " + a[i - 1]);
                 }
             }
-            if (r.staging == null) {
-                throw new IllegalArgumentException("--staging is required");
+            if (r.staging == null || r.binary == null) {
+                throw new IllegalArgumentException("--staging and --binary are required");
             }
             return r;
         }

@@ -41,6 +41,8 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * <li>{@code mkdir PATH}, {@code rm PATH}, {@code exists PATH},
  *     {@code put LOCAL PATH}, {@code get PATH LOCAL}: HDFS through
  *     Hadoop's own client.
+ * <li>{@code ls PATH}: the names in a directory with each one's
+ *     modification time, {@code NAME@MILLIS}, space-separated.
  * </ul>
  */
 public final class MiniYarn {
@@ -186,6 +188,14 @@ public final class MiniYarn {
             case "get":
                 fs.copyToLocalFile(false, new Path(w[1]), new Path(w[2]), true);
                 return "";
+            case "ls": {
+                StringBuilder b = new StringBuilder();
+                for (org.apache.hadoop.fs.FileStatus st : fs.listStatus(new Path(w[1]))) {
+                    b.append(' ').append(st.getPath().getName()).append('@')
+                        .append(st.getModificationTime());
+                }
+                return b.toString();
+            }
             default:
                 throw new IllegalArgumentException("unknown command " + String.join(" ", w));
         }
