@@ -266,6 +266,8 @@ fn a_yarn_cluster_counts_words_from_hdfs_to_hdfs_and_goes_down_succeeded() {
             .contains(&format!("/proxy/{app}")),
         "{a}"
     );
+    let page = http(&y.rm, "GET", &format!("/proxy/{app}/"), "");
+    assert!(page.contains("<title>Jobs · Sluice</title>"), "{page}");
     // The staging directory holds what the containers were given; the
     // binary and the ApplicationMaster's jar are in the user's cache.
     let staging = staging_of(&dir, &app);

@@ -100,10 +100,12 @@ public final class AppMaster {
     }
 
     private int run() throws Exception {
+        log("started");
         String host = System.getenv(ApplicationConstants.Environment.NM_HOST.name());
         String ip = InetAddress.getByName(host).getHostAddress();
         String[] addrs = startCoordinator(ip);
         coordinatorAddr = addrs[0];
+        log("coordinator up");
         Runtime.getRuntime().addShutdownHook(new Thread(() -> coordinator.destroyForcibly()));
         amrm = AMRMClientAsync.createAMRMClientAsync(250, new RmHandler());
         amrm.init(conf);
@@ -111,6 +113,7 @@ public final class AppMaster {
         String tracking = "http://" + addrs[1] + "/"
             + (args.webToken == null ? "" : "?token=" + args.webToken);
         amrm.registerApplicationMaster(host, 0, tracking);
+        log("registered");
         nm = NMClientAsync.createNMClientAsync(new NmHandler());
         nm.init(conf);
         nm.start();
