@@ -529,6 +529,30 @@ pub fn down(dir: &Path) -> anyhow::Result<AppReport> {
     Ok(r)
 }
 
+/// On SIGINT, SIGTERM or SIGHUP, brings the cluster in `dir` down before
+/// this process ends as the signal would end it: a job given up on
+/// leaves no application running.
+fn down_on_signals(dir: &Path) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let dir = dir.to_path_buf();
+    let _ = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                match down(&dir) {
+                    Ok(r) => eprintln!("stopped: {} {}", r.state, r.final_status),
+                    Err(e) => eprintln!("stopping the YARN cluster failed: {e:#}"),
+                }
+                let _ = std::fs::remove_dir_all(&dir);
+                let _ = signal_hook::low_level::emulate_default_handler(sig);
+                std::process::exit(128 + sig);
+            }
+        });
+}
+
 /// The application's report once `done` holds of it, or the last one
 /// after `limit`.
 fn wait_app(
@@ -577,6 +601,7 @@ pub fn application<T>(
 ) -> anyhow::Result<T> {
     let dir = tempfile::tempdir()?;
     let app = up(a, dir.path())?;
+    down_on_signals(dir.path());
     eprintln!("{app}: running the job");
     let result = run(dir.path());
     match down(dir.path()) {

@@ -555,6 +555,42 @@ fn submit_yarn_brings_a_cluster_up_for_one_job_and_exits_with_its_code() {
     assert!(e.contains("already exists"), "{e}");
     assert_eq!(y.app(&app)["finalStatus"], "SUCCEEDED");
     no_process_left(&app);
+    // Ctrl-C while the job runs brings the cluster down too.
+    let mut child = y
+        .sluice()
+        .args([
+            "submit",
+            "--yarn",
+            "--workers",
+            "1",
+            "--worker-memory",
+            "256MB",
+        ])
+        .args(["--worker-vcores", "1", "wordcount", "--reducers", "2", "-q"])
+        .args(["--split-size", "16KiB", "--input", &y.at("/app/in")])
+        .args(["--output", &y.at("/app/out-interrupted")])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let app = loop {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "no application started"
+        );
+        if line.contains("running the job") {
+            break app_of(line.as_bytes());
+        }
+    };
+    signal(child.id(), "INT");
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    child.wait().unwrap();
+    let a = y.app(&app);
+    assert_eq!(a["finalStatus"], "SUCCEEDED", "{a} {rest}");
+    no_process_left(&app);
 }
 
 #[test]
