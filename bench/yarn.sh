@@ -6,12 +6,17 @@
 # hdfs:// to hdfs:// on the YARN cluster against the same job on a
 # `sluice cluster up` cluster of the same shape (2 workers, 1 slot each),
 # answers compared. Usage: bench/yarn.sh [SIZE] [RUNS]
+# (SLUICE_BIN: a sluice binary to time instead of a fresh release build).
 set -euo pipefail
 SIZE=${1:-256MB}
 RUNS=${2:-5}
 cd "$(dirname "$0")/.."
-cargo build --release -q -p sluice-cli
-S=$PWD/target/release/sluice
+if [ -n "${SLUICE_BIN:-}" ]; then
+  S=$SLUICE_BIN
+else
+  cargo build --release -q -p sluice-cli
+  S=$PWD/target/release/sluice
+fi
 for m in yarn:sluice-yarn-am.jar tests/miniyarn:miniyarn-1.0.jar; do
   d=${m%%:*} j=${m##*:}
   [ -f "$d/target/$j" ] || mvn -q -B -f "$d/pom.xml" package -DskipTests >&2
@@ -47,7 +52,7 @@ UP=(--workers 2 --worker-memory 1GB --worker-vcores 1 --slots 1)
 
 echo "sluice yarn up (2 workers) to ready, and sluice yarn down, seconds:"
 for i in $(seq "$RUNS"); do
-  t0=$(now); $S yarn up "${UP[@]}" --dir "$W/y" >/dev/null 2>&1; t1=$(now)
+  t0=$(now); $S yarn up "${UP[@]}" --dir "$W/y" >/dev/null 2>"$W/up.log" || { cat "$W/up.log"; exit 1; }; t1=$(now)
   $S yarn down --dir "$W/y" >/dev/null; t2=$(now)
   echo "$(echo "$t1 - $t0" | bc) $(echo "$t2 - $t1" | bc)"
 done | tee "$W/up.times"
@@ -56,7 +61,7 @@ echo "median up s: $(cut -d' ' -f1 "$W/up.times" | median)  down s: $(cut -d' ' 
 $S gen text --size "$SIZE" --out "$W/text" >/dev/null
 mini put "$W/text" /in
 echo "word count $SIZE hdfs:// to hdfs://, 2 reducers: YARN cluster vs cluster up (2 workers, 1 slot each)"
-$S yarn up "${UP[@]}" --dir "$W/y" >/dev/null 2>&1
+$S yarn up "${UP[@]}" --dir "$W/y" >/dev/null 2>"$W/up.log" || { cat "$W/up.log"; exit 1; }
 $S cluster up --workers 2 --slots 1 --dir "$W/cl" >/dev/null
 for i in $(seq "$RUNS"); do
   t0=$(now); $S submit --cluster "$W/y" wordcount --reducers 2 -q --input "$FS/in" --output "$FS/y$i"; t1=$(now)

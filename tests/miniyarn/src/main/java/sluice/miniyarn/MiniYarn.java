@@ -110,6 +110,10 @@ public final class MiniYarn {
         conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, maxAllocation);
         conf.setInt(YarnConfiguration.NM_VCORES, 16);
         conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES, 8);
+        // A node whose disk is nearly full stays healthy (a full build
+        // directory on a test machine must not take the only node away).
+        conf.setFloat(YarnConfiguration.NM_MAX_PER_DISK_UTILIZATION_PERCENTAGE, 100.0f);
+        conf.setLong(YarnConfiguration.NM_MIN_PER_DISK_FREE_SPACE_MB, 0);
         // A finished container is reported to its AM without delay.
         conf.setLong(YarnConfiguration.RM_NM_HEARTBEAT_INTERVAL_MS, 200);
         conf.setLong(YarnConfiguration.NM_CONTAINER_MON_INTERVAL_MS, 500);
@@ -119,7 +123,20 @@ public final class MiniYarn {
         MiniYARNCluster yarn = new MiniYARNCluster("sluice", nodeManagers, 1, 1, false);
         yarn.init(conf);
         yarn.start();
-        yarn.waitForNodeManagersToConnect(60_000);
+        if (!yarn.waitForNodeManagersToConnect(60_000)) {
+            throw new IllegalStateException("the NodeManagers did not connect within 60 s");
+        }
+        // Ready when the scheduler has the nodes' resources (a node
+        // reported unhealthy has none).
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (yarn.getResourceManager().getResourceScheduler().getClusterResource()
+                .getMemorySize() < (long) nmMemory * nodeManagers) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("the nodes' resources did not reach the "
+                    + "scheduler within 60 s (unhealthy nodes?)");
+            }
+            Thread.sleep(100);
+        }
         Configuration live = yarn.getConfig();
 
         File confDir = new File(dir, "conf");
