@@ -472,6 +472,12 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             Ok(())
         }
         ClusterCmd::Down { dir } => {
+            if dir.join("yarn.json").exists() {
+                anyhow::bail!(
+                    "the cluster in {} runs on YARN: sluice yarn down --dir {0}",
+                    dir.display()
+                );
+            }
             let n = embedded::down(dir)?;
             println!("cluster down: stopped {n} processes");
             Ok(())

@@ -290,6 +290,15 @@ fn a_yarn_cluster_counts_words_from_hdfs_to_hdfs_and_goes_down_succeeded() {
     within(20, "three containers", || {
         (y.app(&app)["runningContainers"] == 3).then_some(())
     });
+    // `cluster down` is not the way to end it, and says so.
+    let e = fails(
+        y.sluice()
+            .args(["cluster", "down", "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("runs on YARN: sluice yarn down --dir"), "{e}");
     // cluster.json: the usual commands reach it.
     ok(y.sluice()
         .args(["jobs", "--cluster"])
