@@ -38,6 +38,15 @@ jar=tests/minidfs/target/minidfs-1.0.jar
 if [ ! -f "$jar" ] || [ -n "$(find tests/minidfs/src tests/minidfs/pom.xml -newer "$jar")" ]; then
   mvn -q -B -f tests/minidfs/pom.xml package -DskipTests >&2
 fi
+# Sluice on YARN: its ApplicationMaster (yarn/, a JVM program as Spark's
+# and Flink's are) and the YARN tests' MiniYARNCluster launcher
+# (tests/miniyarn), built by Maven when their sources are newer.
+for m in yarn:sluice-yarn-am.jar tests/miniyarn:miniyarn-1.0.jar; do
+  d=${m%%:*} j=${m##*:}
+  if [ ! -f "$d/target/$j" ] || [ -n "$(find "$d/src" "$d/pom.xml" -newer "$d/target/$j")" ]; then
+    mvn -q -B -f "$d/pom.xml" package -DskipTests >&2
+  fi
+done
 # Hadoop MapReduce (LocalJobRunner) runs the same Streaming scripts as
 # Sluice in the Streaming comparison tests: bench/hadoop's jobs.
 [ -f bench/hadoop/target/hadoop-jobs-1.0.jar ] ||

@@ -329,6 +329,12 @@ pub struct SubmitArgs {
     /// same as `-D sluice.pool=NAME`).
     #[arg(long)]
     pool: Option<String>,
+    /// Bring a cluster up on YARN for this job alone and down after it
+    /// (before the job name; `HADOOP_CONF_DIR` names the YARN cluster).
+    #[arg(long)]
+    yarn: bool,
+    #[command(flatten, next_help_heading = "With --yarn")]
+    yarn_opts: crate::yarn::YarnOpts,
     /// The job and its `sluice run` flags; --input and --output name data sets.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     args: Vec<String>,
@@ -521,6 +527,12 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             Ok(())
         }
         ClusterCmd::Down { dir } => {
+            if dir.join("yarn.json").exists() {
+                anyhow::bail!(
+                    "the cluster in {} runs on YARN: sluice yarn down --dir {0}",
+                    dir.display()
+                );
+            }
             let n = embedded::down(dir)?;
             println!("cluster down: stopped {n} processes");
             Ok(())
@@ -809,6 +821,23 @@ pub fn rm(name: &str, conn: &Conn) -> anyhow::Result<()> {
 
 /// `sluice submit`: runs a job on the cluster and prints its summary.
 pub fn submit(a: &SubmitArgs) -> anyhow::Result<Vec<JobReport>> {
+    if a.yarn {
+        let mut ra = RunArgs::parse(&a.args)?;
+        if let Some(pool) = &a.pool {
+            ra.define.push(format!("sluice.pool={pool}"));
+        }
+        // Workers near the job's input unless told otherwise.
+        let mut opts = a.yarn_opts.clone();
+        let first = ra.input.split(',').next().unwrap_or_default();
+        if opts.near.is_none() && first.starts_with("hdfs://") {
+            opts.near = Some(first.to_owned());
+        }
+        return crate::yarn::application(&opts, |dir| {
+            let conn = Conn::new(None, Some(dir.to_path_buf()), None);
+            let target = target(&conn, a.replication, ra.quiet)?;
+            crate::run::run_on(&ra, sluice_driver::Target::Cluster(&target))
+        });
+    }
     let mut ra = RunArgs::parse(&a.args)?;
     if let Some(pool) = &a.pool {
         ra.define.push(format!("sluice.pool={pool}"));

@@ -26,6 +26,7 @@ mod status;
 mod streaming;
 mod summary;
 mod supervise;
+mod yarn;
 
 use sluice_tools::{
     convert, datagen as gen, index, model, pavlo_bench as bench, teravalidate, units,
@@ -168,6 +169,11 @@ enum Command {
     /// Run a job on the cluster: the job and flags of `sluice run`, with
     /// data sets as --input and --output.
     Submit(cluster::SubmitArgs),
+    /// A Sluice cluster as a YARN application (`up`, `status`, `down`).
+    Yarn {
+        #[command(subcommand)]
+        cmd: yarn::YarnCmd,
+    },
 }
 
 /// Runs the `sluice` command line with `jobs` as the jobs it knows: `run`,
@@ -221,6 +227,7 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
         Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
         Command::Rm { name, conn } => cluster::rm(&name, &conn),
         Command::Submit(a) => cluster::submit(&a).map(|_| ()),
+        Command::Yarn { cmd } => yarn::yarn(&cmd),
     };
     if let Err(e) = r {
         eprintln!("error: {}", describe(&e));

@@ -30,3 +30,4 @@ mod streaming;
 mod streaming_hadoop;
 mod supervise;
 mod web;
+mod yarn;
