@@ -26,6 +26,12 @@ export SLUICE_PYTHON="$PWD/.venv/bin/python"
 if ! command -v chromium >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+# The compressed-text tests compress their input with the bzip2, zstd and
+# lz4 commands: Debian's packages.
+for t in bzip2 zstd lz4; do
+  command -v "$t" >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bzip2 zstd lz4 >/dev/null; break; }
+done
 # Hadoop's MiniDFSCluster is the HDFS of the HDFS tests: its launcher
 # (tests/minidfs) built by Maven, with hadoop-minicluster from Maven Central.
 # (Built again when its sources are newer than the jar.)

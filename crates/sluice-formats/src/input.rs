@@ -17,15 +17,46 @@ pub enum Codec {
     None,
     /// gzip (`.gz`): one split per file.
     Gzip,
+    /// bzip2 (`.bz2`): split at its blocks ([`crate::bz2`]).
+    Bzip2,
+    /// Zstandard (`.zst`): one split per file.
+    Zstd,
+    /// LZ4 (`.lz4`), its frame format or Hadoop's block framing: one split
+    /// per file.
+    Lz4,
+    /// Snappy (`.snappy`), its framing format or Hadoop's block framing:
+    /// one split per file.
+    Snappy,
 }
 
 impl Codec {
     /// The codec of a file named `name`, by its extension.
     pub fn of_name(name: &str) -> Codec {
-        if name.ends_with(".gz") {
-            Codec::Gzip
-        } else {
-            Codec::None
+        let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+        match ext {
+            "gz" => Codec::Gzip,
+            "bz2" => Codec::Bzip2,
+            "zst" => Codec::Zstd,
+            "lz4" => Codec::Lz4,
+            "snappy" => Codec::Snappy,
+            _ => Codec::None,
+        }
+    }
+
+    /// Whether a file of this codec can be cut into several splits.
+    pub fn splittable(self) -> bool {
+        matches!(self, Codec::None | Codec::Bzip2)
+    }
+
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "plain",
+            Codec::Gzip => "gzip",
+            Codec::Bzip2 => "bzip2",
+            Codec::Zstd => "zstd",
+            Codec::Lz4 => "lz4",
+            Codec::Snappy => "snappy",
         }
     }
 }
@@ -165,7 +196,8 @@ pub struct Split {
     pub file: Arc<InputFile>,
     /// First byte.
     pub start: u64,
-    /// One past the last byte (the file length for gzip files).
+    /// One past the last byte (the file length for files compressed as
+    /// one stream).
     pub end: u64,
 }
 
@@ -399,9 +431,10 @@ fn input_file(path: &Path) -> Result<InputFile> {
     })
 }
 
-/// Cuts files into splits of about `split_size` bytes. Gzip files are one
-/// split each; fixed-length record files split only at record multiples.
-/// Empty files yield no split.
+/// Cuts files into splits of about `split_size` bytes. Files compressed as
+/// one stream (gzip, zstd, LZ4, Snappy) are one split each; bzip2 files
+/// split as plain ones do (their readers find the blocks); fixed-length
+/// record files split only at record multiples. Empty files yield no split.
 pub fn plan_splits(files: &[InputFile], split_size: u64, format: RecordFormat) -> Vec<Split> {
     let mut splits = Vec::new();
     for f in files {
@@ -409,7 +442,7 @@ pub fn plan_splits(files: &[InputFile], split_size: u64, format: RecordFormat) -
         if f.len == 0 {
             continue;
         }
-        if f.codec == Codec::Gzip {
+        if !f.codec.splittable() {
             push_split(&mut splits, &file, 0, f.len);
             continue;
         }

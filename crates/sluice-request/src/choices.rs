@@ -98,13 +98,17 @@ pub enum PairType {
     Text,
 }
 
-/// How the input of a Pavlo task is stored.
+/// How a job's input is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum InputFormat {
-    /// Pipe-separated text lines.
+    /// Each file by its first bytes and its name: text, compressed by its
+    /// extension (`.gz`, `.bz2`, `.zst`, `.lz4`, `.snappy`) or not.
     #[default]
+    Auto,
+    /// Text lines (pipe-separated for the Pavlo tasks), compressed by the
+    /// file's extension or not.
     Text,
     /// Binary records in a paged file (`sluice convert`).
     Paged,

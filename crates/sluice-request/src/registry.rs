@@ -230,7 +230,8 @@ impl Registry {
     /// paged input, naming the kinds that do.
     pub fn check_flags(&self, job: &str, flags: &JobFlags) -> Result<(), RequestError> {
         let reads_paged = |kind: &Arc<dyn JobKind>| kind.reads_paged();
-        if flags.input_format == InputFormat::Text || self.kinds.get(job).is_some_and(reads_paged) {
+        if flags.input_format != InputFormat::Paged || self.kinds.get(job).is_some_and(reads_paged)
+        {
             return Ok(());
         }
         let names: Vec<&str> = self

@@ -11,6 +11,7 @@ mod support;
 mod cache;
 mod cli;
 mod cluster;
+mod formats;
 mod geo;
 mod hdfs;
 mod heal;
