@@ -82,6 +82,14 @@ pub enum FormatError {
         #[source]
         source: std::io::Error,
     },
+    /// A file of rows lacks what the job reads (a column).
+    #[error("{}: {detail}", path.display())]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// What is missing.
+        detail: String,
+    },
     /// A compressed file other than gzip could not be decoded.
     #[error("{}: {codec} data is corrupt or cut short {place}: {detail}", path.display())]
     Decompress {

@@ -9,6 +9,8 @@
 //! - [`compressed`]: gzip, zstd, LZ4 and Snappy text as one stream (LZ4
 //!   and Snappy in their standard frames or Hadoop's block framing).
 //! - [`bz2`]: bzip2 text split at its block boundaries.
+//! - [`rows`]: files of rows with named columns read as records of text;
+//!   [`parquet`]: Parquet files, by row group.
 //! - [`delimited`]: a mutable decoder for delimited text (`a|b|c`).
 //! - [`spill`]: the checksummed, partitioned run file that map output is
 //!   spilled to and merged from.
@@ -27,7 +29,9 @@ mod error;
 pub mod index;
 pub mod input;
 pub mod paged;
+pub mod parquet;
 pub mod read;
+pub mod rows;
 pub mod spill;
 pub mod varint;
 

@@ -110,8 +110,22 @@ pub enum InputFormat {
     /// Text lines (pipe-separated for the Pavlo tasks), compressed by the
     /// file's extension or not.
     Text,
+    /// Parquet files: a row a record, its columns as text.
+    Parquet,
     /// Binary records in a paged file (`sluice convert`).
     Paged,
+}
+
+impl InputFormat {
+    /// How the engine reads the input's files.
+    pub fn file_format(self) -> sluice_formats::input::FileFormat {
+        use sluice_formats::input::FileFormat;
+        match self {
+            InputFormat::Auto | InputFormat::Paged => FileFormat::Auto,
+            InputFormat::Text => FileFormat::Text,
+            InputFormat::Parquet => FileFormat::Parquet,
+        }
+    }
 }
 
 /// Binary records in pages (`sluice convert`).

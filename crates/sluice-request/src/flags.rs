@@ -78,6 +78,10 @@ pub struct JobFlags {
     /// aggregations only).
     #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "auto"))]
     pub input_format: InputFormat,
+    /// The column of Parquet input a text job (wordcount, grep, ...)
+    /// reads as its line [default: the file's only column].
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub column: Option<String>,
     /// Page size of paged input.
     #[cfg_attr(feature = "clap", arg(long, default_value = "128KiB", value_parser = parse_size))]
     pub page_size: u64,
@@ -188,6 +192,7 @@ mod tests {
             damping: 0.85,
             assignments: None,
             input_format: InputFormat::Auto,
+            column: None,
             page_size: 128 << 10,
             join: JoinForm::Fast,
             grouping: GroupingName::Hash,
