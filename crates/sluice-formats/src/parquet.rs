@@ -26,6 +26,15 @@ where
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
     let path = split.file.path.as_path();
+    let file = &split.file;
+    if file.remote.is_some() || file.checks.is_some() || file.resident.is_some() {
+        let detail = "Parquet input is read from local files only: copy it to a local disk";
+        return Err(FormatError::Schema {
+            path: path.to_owned(),
+            detail: detail.into(),
+        }
+        .into());
+    }
     let reader = open(path)?;
     let meta = reader.metadata();
     let schema = meta.file_metadata().schema_descr();
