@@ -17,9 +17,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # (with scipy, which its `pagerank` needs) of PageRank: a venv the script
 # creates.
 [ -x .venv/bin/python ] || python3 -m venv .venv
-# moto's S3 server is the object store of the S3 tests.
-.venv/bin/python -c "import duckdb, numpy, moto.server, networkx, scipy" 2>/dev/null ||
-  .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy 'moto[server]' networkx scipy
+# moto's S3 server is the object store of the S3 tests; pyarrow writes the
+# Parquet files of the format tests.
+.venv/bin/python -c "import duckdb, numpy, moto.server, networkx, scipy, pyarrow" 2>/dev/null ||
+  .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy 'moto[server]' networkx scipy pyarrow
 export SLUICE_PYTHON="$PWD/.venv/bin/python"
 # Headless Chromium loads the coordinator's web pages in the web tests:
 # Debian's package.
@@ -31,6 +32,12 @@ fi
 if ! command -v etcd >/dev/null 2>&1; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
 fi
+# The compressed-text tests compress their input with the bzip2, zstd and
+# lz4 commands: Debian's packages.
+for t in bzip2 zstd lz4; do
+  command -v "$t" >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bzip2 zstd lz4 >/dev/null; break; }
+done
 # Hadoop's MiniDFSCluster is the HDFS of the HDFS tests: its launcher
 # (tests/minidfs) built by Maven, with hadoop-minicluster from Maven Central.
 # (Built again when its sources are newer than the jar.)

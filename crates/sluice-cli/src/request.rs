@@ -39,6 +39,8 @@ impl RunArgs {
             merge_factor: self.merge_factor,
             bad_records: self.bad_records,
             spill_dir: self.spill_dir.clone(),
+            input_format: self.job_flags.input_format,
+            column: self.job_flags.column.clone(),
         }
     }
 

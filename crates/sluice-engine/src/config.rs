@@ -1,7 +1,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sluice_formats::input::RecordFormat;
+use sluice_formats::input::{FileFormat, RecordFormat};
+use sluice_formats::rows::Projection;
 
 use crate::EngineError;
 
@@ -51,6 +52,10 @@ pub struct EngineConfig {
     pub bad_records: BadRecordPolicy,
     /// How input files are cut into records.
     pub format: RecordFormat,
+    /// How input files are stored: each as it says, or all as one format.
+    pub file_format: FileFormat,
+    /// The columns a file of rows gives each record, and their separator.
+    pub rows: Arc<Projection>,
     /// Replace an existing output directory.
     pub overwrite: bool,
     /// Sync each output file before its task commits (`false` for a
@@ -77,6 +82,8 @@ impl Default for EngineConfig {
             merge_factor: None,
             bad_records: BadRecordPolicy::Fail,
             format: RecordFormat::Lines,
+            file_format: FileFormat::Auto,
+            rows: Arc::new(Projection::default()),
             overwrite: false,
             sync_output: true,
             spill_hook: None,
@@ -96,6 +103,8 @@ impl std::fmt::Debug for EngineConfig {
             .field("merge_factor", &self.merge_factor)
             .field("bad_records", &self.bad_records)
             .field("format", &self.format)
+            .field("file_format", &self.file_format)
+            .field("rows", &self.rows)
             .field("sync_output", &self.sync_output)
             .finish_non_exhaustive()
     }

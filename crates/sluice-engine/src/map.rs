@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use sluice_api::{Counters, Error as ApiError, JobSpec, MapContext, Mapper, Sink, TaskCounter};
 use sluice_formats::input::RecordFormat;
 use sluice_formats::input::{MapSplit, Split};
-use sluice_formats::read::{read_line_blocks, read_split, ReadOptions};
+use sluice_formats::read::{read_line_blocks, read_records, ReadOptions};
 use sluice_formats::spill::SpillWriter;
 use sluice_sort::{AnyCollector, Collector, HashCollector, SortCollector};
 
@@ -183,10 +183,15 @@ impl MapPhase<'_> {
             buffer_size: 1 << 20,
             max_record: self.cfg.max_record,
         };
+        let stored = self.as_stored(split);
+        let split = stored.as_ref().unwrap_or(split);
         let mut records = 0u64;
         let consumed = if split.is_synthetic() {
             0
-        } else if self.cfg.format == RecordFormat::Lines && mapper.wants_line_blocks() {
+        } else if self.cfg.format == RecordFormat::Lines
+            && mapper.wants_line_blocks()
+            && !split.file.codec.has_rows()
+        {
             read_line_blocks(split, &opts, |off, block| {
                 records += count_lines(block);
                 if queue.aborted() {
@@ -206,7 +211,7 @@ impl MapPhase<'_> {
                 }
             })?
         } else {
-            read_split(split, self.cfg.format, &opts, |off, rec| {
+            read_records(split, self.cfg.format, &self.cfg.rows, &opts, |off, rec| {
                 records += 1;
                 if records.is_multiple_of(65_536) && queue.aborted() {
                     return Err(EngineError::Cancelled);
@@ -227,6 +232,23 @@ impl MapPhase<'_> {
             })?
         };
         Ok((records, consumed))
+    }
+}
+
+impl MapPhase<'_> {
+    /// The split with its file's codec as the job's input format says,
+    /// when that is not the one its name and first bytes gave.
+    fn as_stored(&self, split: &Split) -> Option<Split> {
+        let codec = self.cfg.file_format.codec_of(&split.file);
+        if split.is_synthetic() || codec == split.file.codec {
+            return None;
+        }
+        let mut file = (*split.file).clone();
+        file.codec = codec;
+        Some(Split {
+            file: std::sync::Arc::new(file),
+            ..split.clone()
+        })
     }
 }
 

@@ -82,6 +82,26 @@ pub enum FormatError {
         #[source]
         source: std::io::Error,
     },
+    /// A file of rows lacks what the job reads (a column).
+    #[error("{}: {detail}", path.display())]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// What is missing.
+        detail: String,
+    },
+    /// A compressed file other than gzip could not be decoded.
+    #[error("{}: {codec} data is corrupt or cut short {place}: {detail}", path.display())]
+    Decompress {
+        /// The file.
+        path: PathBuf,
+        /// The compression (`bzip2`, `zstd`, `lz4`, `snappy`).
+        codec: &'static str,
+        /// Where: a compressed block's offset, or the decompressed offset.
+        place: String,
+        /// The decoder's error.
+        detail: String,
+    },
 }
 
 impl FormatError {

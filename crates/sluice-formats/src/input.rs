@@ -10,22 +10,100 @@ use std::sync::Arc;
 
 use crate::{FormatError, Result};
 
-/// Compression of an input file, chosen by its extension.
+/// How an input file's bytes are stored: text, plain or compressed (by
+/// its extension), or a file of rows (by its first bytes or extension).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Codec {
     /// Plain bytes: splittable.
     None,
     /// gzip (`.gz`): one split per file.
     Gzip,
+    /// bzip2 (`.bz2`): split at its blocks ([`crate::bz2`]).
+    Bzip2,
+    /// Zstandard (`.zst`): one split per file.
+    Zstd,
+    /// LZ4 (`.lz4`), its frame format or Hadoop's block framing: one split
+    /// per file.
+    Lz4,
+    /// Snappy (`.snappy`), its framing format or Hadoop's block framing:
+    /// one split per file.
+    Snappy,
+    /// Parquet (`PAR1`, `.parquet`): split by row group
+    /// ([`crate::parquet`]).
+    Parquet,
 }
 
 impl Codec {
     /// The codec of a file named `name`, by its extension.
     pub fn of_name(name: &str) -> Codec {
-        if name.ends_with(".gz") {
-            Codec::Gzip
-        } else {
-            Codec::None
+        let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+        match ext {
+            "gz" => Codec::Gzip,
+            "bz2" => Codec::Bzip2,
+            "zst" => Codec::Zstd,
+            "lz4" => Codec::Lz4,
+            "snappy" => Codec::Snappy,
+            "parquet" => Codec::Parquet,
+            _ => Codec::None,
+        }
+    }
+
+    /// The codec of a file named `name` whose first bytes are `head`: a
+    /// file of rows by its magic, else by the name.
+    pub fn sniff(name: &str, head: &[u8]) -> Codec {
+        if head.starts_with(b"PAR1") {
+            return Codec::Parquet;
+        }
+        Codec::of_name(name)
+    }
+
+    /// Whether its records are rows of named columns.
+    pub fn has_rows(self) -> bool {
+        matches!(self, Codec::Parquet)
+    }
+
+    /// Whether a file of this codec can be cut into several splits.
+    pub fn splittable(self) -> bool {
+        matches!(self, Codec::None | Codec::Bzip2 | Codec::Parquet)
+    }
+
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "plain",
+            Codec::Gzip => "gzip",
+            Codec::Bzip2 => "bzip2",
+            Codec::Zstd => "zstd",
+            Codec::Lz4 => "lz4",
+            Codec::Snappy => "snappy",
+            Codec::Parquet => "parquet",
+        }
+    }
+}
+
+/// How a job's input files are read: each as its first bytes and name say
+/// (`Auto`), or all as one format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileFormat {
+    /// Each file by its first bytes and its name.
+    #[default]
+    Auto,
+    /// Text, compressed as its name says or not.
+    Text,
+    /// Parquet.
+    Parquet,
+}
+
+impl FileFormat {
+    /// The codec a file of this format is read with.
+    pub fn codec_of(self, file: &InputFile) -> Codec {
+        match self {
+            FileFormat::Auto => file.codec,
+            FileFormat::Text => match Codec::of_name(&file.path.to_string_lossy()) {
+                c if c.has_rows() => Codec::None,
+                c => c,
+            },
+            FileFormat::Parquet => Codec::Parquet,
         }
     }
 }
@@ -165,7 +243,8 @@ pub struct Split {
     pub file: Arc<InputFile>,
     /// First byte.
     pub start: u64,
-    /// One past the last byte (the file length for gzip files).
+    /// One past the last byte (the file length for files compressed as
+    /// one stream).
     pub end: u64,
 }
 
@@ -386,8 +465,11 @@ fn walk_into(dir: &Path, files: &mut Vec<InputFile>) -> Result<()> {
 fn input_file(path: &Path) -> Result<InputFile> {
     let meta = std::fs::metadata(path).map_err(|e| FormatError::io("reading", path, e))?;
     // Opening now turns a permission problem into an error before any task runs.
-    std::fs::File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
-    let codec = Codec::of_name(&path.to_string_lossy());
+    let file = std::fs::File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
+    let mut head = Vec::with_capacity(4);
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, 4), &mut head)
+        .map_err(|e| FormatError::io("reading", path, e))?;
+    let codec = Codec::sniff(&path.to_string_lossy(), &head);
     Ok(InputFile {
         path: path.to_owned(),
         len: meta.len(),
@@ -399,9 +481,10 @@ fn input_file(path: &Path) -> Result<InputFile> {
     })
 }
 
-/// Cuts files into splits of about `split_size` bytes. Gzip files are one
-/// split each; fixed-length record files split only at record multiples.
-/// Empty files yield no split.
+/// Cuts files into splits of about `split_size` bytes. Files compressed as
+/// one stream (gzip, zstd, LZ4, Snappy) are one split each; bzip2 files
+/// split as plain ones do (their readers find the blocks); fixed-length
+/// record files split only at record multiples. Empty files yield no split.
 pub fn plan_splits(files: &[InputFile], split_size: u64, format: RecordFormat) -> Vec<Split> {
     let mut splits = Vec::new();
     for f in files {
@@ -409,7 +492,7 @@ pub fn plan_splits(files: &[InputFile], split_size: u64, format: RecordFormat) -
         if f.len == 0 {
             continue;
         }
-        if f.codec == Codec::Gzip {
+        if !f.codec.splittable() {
             push_split(&mut splits, &file, 0, f.len);
             continue;
         }

@@ -3,8 +3,14 @@
 //! - [`chunked`]: chunked checksums of stored blocks and the reader that
 //!   verifies them as it streams.
 //! - [`input`]: resolving files, directories and globs; planning splits.
-//! - [`read`]: record readers (text lines, gzip text, fixed-length binary)
-//!   that push borrowed records to a callback, never allocating per record.
+//! - [`read`]: record readers (text lines, compressed text, fixed-length
+//!   binary) that push borrowed records to a callback, never allocating per
+//!   record.
+//! - [`compressed`]: gzip, zstd, LZ4 and Snappy text as one stream (LZ4
+//!   and Snappy in their standard frames or Hadoop's block framing).
+//! - [`bz2`]: bzip2 text split at its block boundaries.
+//! - [`rows`]: files of rows with named columns read as records of text;
+//!   [`parquet`]: Parquet files, by row group.
 //! - [`delimited`]: a mutable decoder for delimited text (`a|b|c`).
 //! - [`spill`]: the checksummed, partitioned run file that map output is
 //!   spilled to and merged from.
@@ -14,14 +20,18 @@
 //! Architecture invariant: this crate knows nothing of jobs, threads or
 //! memory budgets; it reads and writes bytes it is told to.
 
+pub mod bz2;
 pub mod chunked;
+pub mod compressed;
 pub mod dates;
 pub mod delimited;
 mod error;
 pub mod index;
 pub mod input;
 pub mod paged;
+pub mod parquet;
 pub mod read;
+pub mod rows;
 pub mod spill;
 pub mod varint;
 

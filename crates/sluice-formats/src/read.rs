@@ -17,8 +17,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 
-use flate2::read::MultiGzDecoder;
-
+use crate::bz2::Bz2Split;
 use crate::chunked::{CheckedReader, ChunkSums, Fill, FillMemory};
 use crate::input::{Codec, RecordFormat, Split};
 use crate::{FormatError, Result};
@@ -64,18 +63,44 @@ where
             scan_resident(data, base, path, format, opts, &mut f)
         });
     }
-    let (src, first, end) = open_at(split, format)?;
+    let (mut src, first, end) = open_at(split, format)?;
     match format {
-        RecordFormat::Lines => scan_lines(src, path, first, split.start > 0, end, opts, f),
+        RecordFormat::Lines => {
+            let skip = src.skips_first(split)?;
+            scan_lines(src, path, first, skip, end, opts, f)
+        }
         RecordFormat::Fixed(n) => scan_fixed(src, path, first, end, n, opts, f),
         RecordFormat::Paged(n) => scan_pages(src, path, first, end, n, opts, f),
+    }
+}
+
+/// Reads every record of `split` as [`read_split`] does; a file of rows
+/// ([`Codec::has_rows`]) gives one record per row, its `rows` columns as
+/// text ([`crate::rows`]), numbered by row.
+pub fn read_records<E, F>(
+    split: &Split,
+    format: RecordFormat,
+    rows: &crate::rows::Projection,
+    opts: &ReadOptions,
+    f: F,
+) -> std::result::Result<u64, E>
+where
+    E: From<FormatError>,
+    F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
+{
+    match split.file.codec {
+        Codec::Parquet => crate::parquet::read_split(split, rows, f),
+        _ => read_split(split, format, opts, f),
     }
 }
 
 /// A byte source with errors that name the file.
 enum Source {
     Plain(File),
-    Gzip(Box<MultiGzDecoder<Box<dyn Read + Send>>>),
+    /// A file compressed as one stream, decompressed.
+    Stream(Box<dyn Read + Send>, Codec),
+    /// A split of a bzip2 file, decompressed block by block.
+    Bz2(Box<Bz2Split>),
     /// A remote file's bytes (an object in a store).
     Remote(Box<dyn Read + Send>),
     /// A stored block read through its chunk checksums.
@@ -87,32 +112,58 @@ impl Source {
         loop {
             let r = match self {
                 Source::Checked(c) => return c.read_into(buf),
+                Source::Bz2(b) => return b.read(buf),
                 Source::Plain(f) => f.read(buf),
                 Source::Remote(r) => r.read(buf),
-                Source::Gzip(g) => g.read(buf),
+                Source::Stream(g, _) => g.read(buf),
             };
             match r {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    return Err(match self {
-                        Source::Plain(_) | Source::Checked(_) | Source::Remote(_) => {
-                            FormatError::io("reading", path, e)
-                        }
-                        Source::Gzip(_) => FormatError::Gzip {
-                            path: path.to_owned(),
-                            offset: at,
-                            source: e,
-                        },
-                    })
-                }
+                Err(e) => return Err(self.error(path, at, e)),
             }
         }
+    }
+
+    fn error(&self, path: &Path, at: u64, e: std::io::Error) -> FormatError {
+        match self {
+            Source::Stream(_, codec) => stream_error(*codec, path, at, e),
+            _ => FormatError::io("reading", path, e),
+        }
+    }
+
+    /// Whether the split's reader drops its text up to the first newline
+    /// (a line begun in the split before it).
+    fn skips_first(&mut self, split: &Split) -> Result<bool> {
+        match self {
+            Source::Bz2(b) => b.skips_first(),
+            Source::Stream(..) => Ok(false),
+            _ => Ok(split.start > 0),
+        }
+    }
+}
+
+/// A compressed stream's failure `at` a decompressed offset.
+fn stream_error(codec: Codec, path: &Path, at: u64, e: std::io::Error) -> FormatError {
+    match codec {
+        Codec::Gzip => FormatError::Gzip {
+            path: path.to_owned(),
+            offset: at,
+            source: e,
+        },
+        _ => FormatError::Decompress {
+            path: path.to_owned(),
+            codec: codec.name(),
+            place: format!("near decompressed offset {at}"),
+            detail: e.to_string(),
+        },
     }
 }
 
 /// Opens the split's file positioned where its reader starts: returns the
 /// source, the file offset of its first byte and the split end.
+/// Compressed files count decompressed bytes from where they start: the
+/// file's start, or a bzip2 split's first block.
 fn open_at(split: &Split, format: RecordFormat) -> Result<(Source, u64, u64)> {
     let path = split.file.path.as_path();
     if let Some(sums) = &split.file.checks {
@@ -121,31 +172,42 @@ fn open_at(split: &Split, format: RecordFormat) -> Result<(Source, u64, u64)> {
         let r = CheckedReader::open(path, sums.clone())?;
         return Ok((Source::Checked(Box::new(r)), 0, split.end));
     }
+    let codec = split.file.codec;
     let first = match format {
+        _ if codec == Codec::Bzip2 => split.start,
+        _ if codec != Codec::None => 0,
         RecordFormat::Lines => split.start.saturating_sub(1),
         RecordFormat::Fixed(_) | RecordFormat::Paged(_) => split.start,
     };
-    if let Some(remote) = &split.file.remote {
-        let gzip = split.file.codec == Codec::Gzip;
-        let from = if gzip { 0 } else { first };
-        let r = remote
+    let raw: Box<dyn Read + Send> = match &split.file.remote {
+        Some(remote) => remote
             .0
-            .open_at(from, split.end)
-            .map_err(|e| FormatError::io("opening", path, e))?;
-        return Ok(if gzip {
-            (Source::Gzip(Box::new(MultiGzDecoder::new(r))), 0, u64::MAX)
-        } else {
-            (Source::Remote(r), first, split.end)
-        });
-    }
-    let mut file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
-    if split.file.codec == Codec::Gzip {
-        let r: Box<dyn Read + Send> = Box::new(file);
-        return Ok((Source::Gzip(Box::new(MultiGzDecoder::new(r))), 0, u64::MAX));
-    }
-    file.seek(SeekFrom::Start(first))
-        .map_err(|e| FormatError::io("seeking", path, e))?;
-    Ok((Source::Plain(file), first, split.end))
+            .open_at(first, split.end)
+            .map_err(|e| FormatError::io("opening", path, e))?,
+        None => {
+            let mut file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
+            if codec == Codec::None {
+                file.seek(SeekFrom::Start(first))
+                    .map_err(|e| FormatError::io("seeking", path, e))?;
+                return Ok((Source::Plain(file), first, split.end));
+            }
+            file.seek(SeekFrom::Start(first))
+                .map_err(|e| FormatError::io("seeking", path, e))?;
+            Box::new(file)
+        }
+    };
+    Ok(match codec {
+        Codec::None => (Source::Remote(raw), first, split.end),
+        Codec::Bzip2 => {
+            let b = Bz2Split::new(raw, path, split.start, split.end);
+            (Source::Bz2(Box::new(b)), 0, u64::MAX)
+        }
+        _ => {
+            let dec = crate::compressed::decoder(codec, raw)
+                .map_err(|e| stream_error(codec, path, 0, e))?;
+            (Source::Stream(dec, codec), 0, u64::MAX)
+        }
+    })
 }
 
 /// A growable window over the source: `buf[lo..hi]` holds unread bytes whose
@@ -322,7 +384,7 @@ where
     }
     let (mut src, first, end) = open_at(split, RecordFormat::Lines)?;
     let mut w = Window::new(opts.buffer_size.min(opts.max_record + 1), first, end);
-    let mut skip_first = split.start > 0;
+    let mut skip_first = src.skips_first(split)?;
     let mut consumed = 0u64;
     loop {
         if skip_first {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use sluice_api::{KeyOrder, RangePartitioner};
 use sluice_formats::index::KeyType;
 use sluice_formats::input::{self, RecordFormat, Split};
+use sluice_formats::rows::Projection;
 use sluice_jobs::{pavlo, Grouping};
 
 use crate::choices::{GroupByName, GroupingName, JoinForm, KeyOrderName, PagedInput, PairType};
@@ -240,6 +241,22 @@ impl Default for SelectionParams {
     }
 }
 
+/// The columns of Rankings, in the order of its text rows.
+const RANKINGS_COLUMNS: [&str; 3] = ["pageURL", "pageRank", "avgDuration"];
+
+/// The columns of UserVisits, in the order of its text rows.
+const USERVISITS_COLUMNS: [&str; 9] = [
+    "sourceIP",
+    "destURL",
+    "visitDate",
+    "adRevenue",
+    "userAgent",
+    "countryCode",
+    "languageCode",
+    "searchWord",
+    "duration",
+];
+
 /// The encoding and record format of an input stored as `paged` says.
 fn encoding(
     job: &str,
@@ -278,6 +295,10 @@ impl JobKind for Selection {
 
     fn reads_paged(&self) -> bool {
         true
+    }
+
+    fn row_columns(&self, _req: &JobRequest) -> Option<Projection> {
+        Some(Projection::piped(&RANKINGS_COLUMNS))
     }
 
     fn build(&self, req: &JobRequest, ctx: &BuildContext<'_>) -> Result<Built, RequestError> {
@@ -346,6 +367,10 @@ impl JobKind for Aggregation {
 
     fn reads_paged(&self) -> bool {
         true
+    }
+
+    fn row_columns(&self, _req: &JobRequest) -> Option<Projection> {
+        Some(Projection::piped(&USERVISITS_COLUMNS))
     }
 
     fn build(&self, req: &JobRequest, ctx: &BuildContext<'_>) -> Result<Built, RequestError> {

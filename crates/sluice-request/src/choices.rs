@@ -98,16 +98,34 @@ pub enum PairType {
     Text,
 }
 
-/// How the input of a Pavlo task is stored.
+/// How a job's input is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum InputFormat {
-    /// Pipe-separated text lines.
+    /// Each file by its first bytes and its name: text, compressed by its
+    /// extension (`.gz`, `.bz2`, `.zst`, `.lz4`, `.snappy`) or not.
     #[default]
+    Auto,
+    /// Text lines (pipe-separated for the Pavlo tasks), compressed by the
+    /// file's extension or not.
     Text,
+    /// Parquet files: a row a record, its columns as text.
+    Parquet,
     /// Binary records in a paged file (`sluice convert`).
     Paged,
+}
+
+impl InputFormat {
+    /// How the engine reads the input's files.
+    pub fn file_format(self) -> sluice_formats::input::FileFormat {
+        use sluice_formats::input::FileFormat;
+        match self {
+            InputFormat::Auto | InputFormat::Paged => FileFormat::Auto,
+            InputFormat::Text => FileFormat::Text,
+            InputFormat::Parquet => FileFormat::Parquet,
+        }
+    }
 }
 
 /// Binary records in pages (`sluice convert`).

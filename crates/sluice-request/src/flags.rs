@@ -74,9 +74,14 @@ pub struct JobFlags {
     /// Where kmeans also writes each point with its nearest final centre.
     #[cfg_attr(feature = "clap", arg(long))]
     pub assignments: Option<String>,
-    /// Input storage for pavlo-selection and the aggregations.
-    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "text"))]
+    /// How the input is stored (`paged`: pavlo-selection and the
+    /// aggregations only).
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "auto"))]
     pub input_format: InputFormat,
+    /// The column of Parquet input a text job (wordcount, grep, ...)
+    /// reads as its line [default: the file's only column].
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub column: Option<String>,
     /// Page size of paged input.
     #[cfg_attr(feature = "clap", arg(long, default_value = "128KiB", value_parser = parse_size))]
     pub page_size: u64,
@@ -186,7 +191,8 @@ mod tests {
             tolerance: 0.0,
             damping: 0.85,
             assignments: None,
-            input_format: InputFormat::Text,
+            input_format: InputFormat::Auto,
+            column: None,
             page_size: 128 << 10,
             join: JoinForm::Fast,
             grouping: GroupingName::Hash,

@@ -8,6 +8,7 @@ use sluice_api::JobSpec;
 use sluice_engine::{BadRecordPolicy, EngineConfig};
 use sluice_formats::index::KeyType;
 use sluice_formats::input::{RecordFormat, Split};
+use sluice_formats::rows::Projection;
 
 use crate::choices::InputFormat;
 use crate::flags::JobFlags;
@@ -129,6 +130,13 @@ pub trait JobKind: Send + Sync {
         Ok(serde_json::Value::Null)
     }
 
+    /// The columns a record of its input is made of when the input is a
+    /// file of rows (Parquet), joined as the kind's text rows are; `None`:
+    /// the request's `column`, else the file's only column.
+    fn row_columns(&self, _req: &JobRequest) -> Option<Projection> {
+        None
+    }
+
     /// Whether the kind reads paged binary input (`--input-format paged`)
     /// as well as text.
     fn reads_paged(&self) -> bool {
@@ -230,7 +238,8 @@ impl Registry {
     /// paged input, naming the kinds that do.
     pub fn check_flags(&self, job: &str, flags: &JobFlags) -> Result<(), RequestError> {
         let reads_paged = |kind: &Arc<dyn JobKind>| kind.reads_paged();
-        if flags.input_format == InputFormat::Text || self.kinds.get(job).is_some_and(reads_paged) {
+        if flags.input_format != InputFormat::Paged || self.kinds.get(job).is_some_and(reads_paged)
+        {
             return Ok(());
         }
         let names: Vec<&str> = self
@@ -256,8 +265,12 @@ impl Registry {
         ctx: &BuildContext<'_>,
     ) -> Result<(Built, EngineConfig), RequestError> {
         req.check_properties()?;
-        let built = self.get(&req.job)?.build(req, ctx)?;
-        let cfg = engine_config(req, &built);
+        let kind = self.get(&req.job)?;
+        let built = kind.build(req, ctx)?;
+        let mut cfg = engine_config(req, &built);
+        if let Some(p) = kind.row_columns(req) {
+            cfg.rows = Arc::new(p);
+        }
         Ok((built, cfg))
     }
 }
@@ -291,6 +304,10 @@ pub fn settings(req: &JobRequest) -> EngineConfig {
     cfg.overwrite = req.overwrite;
     cfg.sync_output = req.syncs_output();
     cfg.format = RecordFormat::Lines;
+    cfg.file_format = e.input_format.file_format();
+    if let Some(c) = &e.column {
+        cfg.rows = Arc::new(Projection::column(c));
+    }
     cfg.bad_records = match e.bad_records {
         BadRecords::Fail => BadRecordPolicy::Fail,
         BadRecords::Skip => BadRecordPolicy::Skip,

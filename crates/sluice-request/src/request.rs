@@ -105,6 +105,11 @@ pub struct EngineSettings {
     pub bad_records: BadRecords,
     /// Directory for spill files (local runs).
     pub spill_dir: Option<PathBuf>,
+    /// How the input files are stored (`auto`: each as its first bytes
+    /// and name say).
+    pub input_format: crate::InputFormat,
+    /// The column of a file of rows a text job reads as its line.
+    pub column: Option<String>,
 }
 
 impl Default for EngineSettings {
@@ -117,6 +122,8 @@ impl Default for EngineSettings {
             merge_factor: None,
             bad_records: BadRecords::Fail,
             spill_dir: None,
+            input_format: crate::InputFormat::Auto,
+            column: None,
         }
     }
 }

@@ -12,6 +12,7 @@ mod cache;
 mod cli;
 mod cluster;
 mod follow;
+mod formats;
 mod geo;
 mod ha;
 mod hdfs;

@@ -1,0 +1,95 @@
+//! Files of rows with named columns (Parquet), read as records of text.
+//!
+//! A row becomes one record: the values of the projected columns, in the
+//! projection's order, joined by its separator (`|` for the Pavlo tasks,
+//! whose text rows are pipe-separated; a text job reads one column, the
+//! record being its value). Values are written as text: strings and bytes
+//! as they are, integers in decimal, floating-point numbers in their
+//! shortest form that reads back to the same value, dates as
+//! `YYYY-MM-DD`, a null as nothing.
+//!
+//! Splits are byte ranges, as for text; a row group belongs to the split
+//! holding its first byte, so every row is read by exactly one split.
+
+use std::path::Path;
+
+use crate::{FormatError, Result};
+
+/// Which columns make a record, and what joins them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Projection {
+    /// Column names, in record order; empty: the file's only column.
+    pub columns: Vec<String>,
+    /// The byte between two values.
+    pub sep: u8,
+}
+
+impl Projection {
+    /// One column, read as a text job's line.
+    pub fn column(name: &str) -> Projection {
+        Projection {
+            columns: vec![name.to_owned()],
+            sep: b'\t',
+        }
+    }
+
+    /// Columns joined by `|`, as the Pavlo text rows are.
+    pub fn piped(columns: &[&str]) -> Projection {
+        Projection {
+            columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+            sep: b'|',
+        }
+    }
+
+    /// Where each projected column is among `names` (a file's columns),
+    /// or an error naming the first one missing. With no columns asked
+    /// for, the file's only column.
+    pub fn positions(&self, path: &Path, names: &[&str]) -> Result<Vec<usize>> {
+        if self.columns.is_empty() {
+            if names.len() == 1 {
+                return Ok(vec![0]);
+            }
+            let detail = format!(
+                "has {} columns ({}): name the one to read with --column NAME",
+                names.len(),
+                names.join(", ")
+            );
+            return Err(FormatError::Schema {
+                path: path.to_owned(),
+                detail,
+            });
+        }
+        self.columns
+            .iter()
+            .map(|c| {
+                names
+                    .iter()
+                    .position(|n| n == c)
+                    .ok_or_else(|| FormatError::Schema {
+                        path: path.to_owned(),
+                        detail: format!("has no column {c} (its columns: {})", names.join(", ")),
+                    })
+            })
+            .collect()
+    }
+}
+
+/// Appends a date given as days since 1970-01-01 as `YYYY-MM-DD`.
+pub(crate) fn push_date(out: &mut Vec<u8>, days: i64) {
+    let (y, m, d) = crate::dates::civil_from_days(days);
+    out.extend_from_slice(format!("{y:04}-{m:02}-{d:02}").as_bytes());
+}
+
+/// Appends an integer in decimal.
+pub(crate) fn push_int(out: &mut Vec<u8>, v: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// Appends a float in its shortest form that reads back to it.
+pub(crate) fn push_float(out: &mut Vec<u8>, v: f64) {
+    if v.is_finite() {
+        out.extend_from_slice(ryu::Buffer::new().format(v).as_bytes());
+    } else {
+        out.extend_from_slice(v.to_string().as_bytes());
+    }
+}
