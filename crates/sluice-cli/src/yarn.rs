@@ -444,6 +444,9 @@ fn wait_until_up(
         supervisor_pid: None,
         http: Some(coord.http),
         workers: Vec::new(),
+        coordinators: Vec::new(),
+        etcd: None,
+        etcd_prefix: None,
     };
     write_whole(
         &dir.join("cluster.json"),
