@@ -9,12 +9,22 @@ use std::time::Duration;
 
 use crate::support::*;
 
-/// A cluster of two workers whose coordinator aborts at `point`.
+/// A cluster of two workers whose coordinator aborts at `point`,
+/// unsupervised: the test starts it again itself, without the crash point
+/// (a supervisor would start it with it, to abort again).
 fn up_crashing(dir: &Path, point: &str) -> Cluster {
     let dir = dir.join("cluster");
     ok(sluice()
         .env("SLUICE_CRASH_AT", point)
-        .args(["cluster", "up", "--workers", "2", "--slots", "1"])
+        .args([
+            "cluster",
+            "up",
+            "--no-supervise",
+            "--workers",
+            "2",
+            "--slots",
+            "1",
+        ])
         .args(["--coordinator-flags", "--heartbeat-ms 100", "--dir"])
         .arg(&dir)
         .output()

@@ -89,8 +89,11 @@ impl State {
         let job =
             Job::new(id, r, blocks, reducers, token, self.at.now).with_side(side, replication);
         self.jobs.insert(id, job);
+        // Its record is written with its next change, not now: the job
+        // log's acceptance, synced before the client is answered, is what
+        // makes a restart find it (and write its record), so a submit
+        // costs one sync, not two.
         self.records.insert(id, record);
-        self.jobs_dirty = true;
         // A job that cannot read its input fails before any task runs.
         self.fail_unreadable_inputs();
         Ok(id)
