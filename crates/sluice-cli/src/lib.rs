@@ -21,6 +21,7 @@ mod demo;
 mod jobs;
 mod request;
 mod run;
+mod sim;
 mod streaming;
 mod summary;
 mod supervise;
@@ -56,7 +57,7 @@ enum Command {
     /// Run a benchmark against peers on the same files, answers checked.
     Bench {
         #[command(subcommand)]
-        kind: bench::BenchKind,
+        kind: sim::BenchCmd,
     },
     /// Generate a small text data set, count its words, and show the result.
     Demo(demo::DemoArgs),
@@ -181,10 +182,7 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
     let r = match cli.command {
         Command::Gen { kind } => gen::run(kind),
         Command::Run(args) => run::run(&args).map(|_| ()),
-        Command::Bench {
-            kind: bench::BenchKind::Coordinator(b),
-        } => coordinator_bench(&b),
-        Command::Bench { kind } => bench::run(kind),
+        Command::Bench { kind } => sim::bench(kind),
         Command::Demo(args) => demo::run(&args),
         Command::Streaming { args } => streaming::run(&args),
         Command::Index(args) => index::index(&args).map(|r| {
@@ -267,7 +265,7 @@ fn describe(e: &anyhow::Error) -> String {
 
 /// `sluice bench coordinator`: the catalog's change cost and heartbeat
 /// handling as the metadata grows ([`sluice_coordinator::bench`]).
-fn coordinator_bench(b: &bench::CoordinatorBench) -> anyhow::Result<()> {
+pub(crate) fn coordinator_bench(b: &bench::CoordinatorBench) -> anyhow::Result<()> {
     use sluice_coordinator::bench as cb;
     let _ = std::fs::remove_dir_all(&b.work);
     std::fs::create_dir_all(&b.work)?;
