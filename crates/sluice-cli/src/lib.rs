@@ -182,6 +182,9 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
     let r = match cli.command {
         Command::Gen { kind } => gen::run(kind),
         Command::Run(args) => run::run(&args).map(|_| ()),
+        Command::Bench {
+            kind: sim::BenchCmd::Other(bench::BenchKind::Coordinator(b)),
+        } => coordinator_bench(&b),
         Command::Bench { kind } => sim::bench(kind),
         Command::Demo(args) => demo::run(&args),
         Command::Streaming { args } => streaming::run(&args),
@@ -265,7 +268,7 @@ fn describe(e: &anyhow::Error) -> String {
 
 /// `sluice bench coordinator`: the catalog's change cost and heartbeat
 /// handling as the metadata grows ([`sluice_coordinator::bench`]).
-pub(crate) fn coordinator_bench(b: &bench::CoordinatorBench) -> anyhow::Result<()> {
+fn coordinator_bench(b: &bench::CoordinatorBench) -> anyhow::Result<()> {
     use sluice_coordinator::bench as cb;
     let _ = std::fs::remove_dir_all(&b.work);
     std::fs::create_dir_all(&b.work)?;

@@ -158,9 +158,6 @@ pub fn bench(cmd: BenchCmd) -> anyhow::Result<()> {
             Ok(())
         }
         BenchCmd::SimWorkers(a) => workers::run(&a),
-        BenchCmd::Other(sluice_tools::pavlo_bench::BenchKind::Coordinator(b)) => {
-            crate::coordinator_bench(&b)
-        }
         BenchCmd::Other(k) => sluice_tools::pavlo_bench::run(k),
     }
 }

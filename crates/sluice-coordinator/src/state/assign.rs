@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 use crate::input::MapInput;
 use crate::policy::{JobView, PoolConfig};
-use crate::sched::{task_name, Asker, Job, Place, Topology, MAP, REDUCE};
+use crate::sched::{task_name, Asker, Job, Topology, MAP, REDUCE};
 use sluice_proto::catalog::BlockMeta;
 use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 use sluice_proto::proto;
 
 use super::workers::place_of;
 
-use super::State;
+use super::{Members, State};
 
 impl State {
     /// Fair preemption: pools short of their minimum share for `timeout`
@@ -245,17 +245,6 @@ impl State {
             .filter(|a| a.worker == worker)
             .count()
     }
-}
-
-/// The live workers as an offer reads them.
-#[derive(Debug)]
-pub(super) struct Members {
-    /// Data-plane addresses by uid.
-    addrs: HashMap<String, String>,
-    /// Places by uid.
-    places: HashMap<String, Place>,
-    /// Slots of one kind on them.
-    slots: usize,
 }
 
 pub(super) fn assignment(

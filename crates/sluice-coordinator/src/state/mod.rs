@@ -339,7 +339,18 @@ pub struct State {
     pub(crate) heal: crate::heal::Healing,
     /// The live workers as offers read them, built again only when one
     /// registers or is lost, not on every offer.
-    members: Option<Arc<assign::Members>>,
+    members: Option<Arc<Members>>,
+}
+
+/// The live workers as an offer reads them.
+#[derive(Debug)]
+struct Members {
+    /// Data-plane addresses by uid.
+    addrs: HashMap<String, String>,
+    /// Places by uid.
+    places: HashMap<String, crate::sched::Place>,
+    /// Slots of one kind on them.
+    slots: usize,
 }
 
 /// Sums over the reports of ended jobs.
