@@ -22,6 +22,7 @@ mod jobs;
 mod listing;
 mod request;
 mod run;
+mod sim;
 mod status;
 mod streaming;
 mod summary;
@@ -59,7 +60,7 @@ enum Command {
     /// Run a benchmark against peers on the same files, answers checked.
     Bench {
         #[command(subcommand)]
-        kind: bench::BenchKind,
+        kind: sim::BenchCmd,
     },
     /// Generate a small text data set, count its words, and show the result.
     Demo(demo::DemoArgs),
@@ -190,9 +191,9 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
         Command::Gen { kind } => gen::run(kind),
         Command::Run(args) => run::run(&args).map(|_| ()),
         Command::Bench {
-            kind: bench::BenchKind::Coordinator(b),
+            kind: sim::BenchCmd::Other(bench::BenchKind::Coordinator(b)),
         } => coordinator_bench(&b),
-        Command::Bench { kind } => bench::run(kind),
+        Command::Bench { kind } => sim::bench(kind),
         Command::Demo(args) => demo::run(&args),
         Command::Streaming { args } => streaming::run(&args),
         Command::Index(args) => index::index(&args).map(|r| {

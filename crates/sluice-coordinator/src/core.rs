@@ -23,11 +23,11 @@ pub(crate) struct Core {
 impl Core {
     /// Handles an event and writes what it asks (the catalog, whose
     /// outcome is handled as the next event, and the job records); returns
-    /// the answer and whether waiters should look again.
-    pub(crate) fn run(&mut self, ev: Event) -> (Result<Answer, Refusal>, bool) {
+    /// the answer and whom to wake.
+    pub(crate) fn run(&mut self, ev: Event) -> (Result<Answer, Refusal>, Wake) {
         let at = At::now();
         let mut step = self.state.handle(ev, at);
-        let mut wake = step.wake;
+        let mut wake = Wake::of(&step);
         wake |= self.log_jobs(&step.log, &mut step.answer);
         while let Some(write) = step.catalog.take() {
             let catalog = &self.state.catalog;
@@ -40,7 +40,7 @@ impl Core {
             }
             let mut next = self.state.handle(Event::CatalogSaved { write, result }, at);
             wake |= self.log_jobs(&next.log, &mut next.answer);
-            wake |= next.wake;
+            wake |= Wake::of(&next);
             step.save_jobs |= next.save_jobs;
             step.history.extend(next.history);
             step.catalog = next.catalog;
@@ -67,13 +67,13 @@ impl Core {
     /// acceptance could not be logged is handled as one whose record
     /// could not be written; any other failure is logged (a lost task
     /// record only means the task runs again after a restart).
-    fn log_jobs(&mut self, entries: &[JobEntry], answer: &mut Result<Answer, Refusal>) -> bool {
+    fn log_jobs(&mut self, entries: &[JobEntry], answer: &mut Result<Answer, Refusal>) -> Wake {
         if let Err(e) = self.durable.log_jobs(entries) {
             tracing::error!("writing the job log: {e}");
             if entries.iter().any(|e| matches!(e, JobEntry::Accepted(_))) {
                 return self.records_unsaved(answer, e);
             }
-            return false;
+            return Wake::default();
         }
         for e in entries {
             crate::crash::logged(e);
@@ -85,21 +85,46 @@ impl Core {
                 tracing::error!("starting the job log again: {e}");
             }
         }
-        false
+        Wake::default()
     }
 
     /// The job records could not be written: a job just submitted is
     /// killed (nothing would say it ran) and its client told why; any
     /// other change is logged and written with the next one.
-    fn records_unsaved(&mut self, answer: &mut Result<Answer, Refusal>, e: ClusterError) -> bool {
+    fn records_unsaved(&mut self, answer: &mut Result<Answer, Refusal>, e: ClusterError) -> Wake {
         tracing::error!("writing the job records: {e}");
         let Ok(Answer::Submitted(job)) = *answer else {
-            return false;
+            return Wake::default();
         };
         let reason = format!("the coordinator, which could not record the job ({e})");
         let (_, wake) = self.run(Event::Kill { job, reason });
         *answer = Err(Refusal::Unrecorded(e.to_string()));
         wake
+    }
+}
+
+/// Whom an event's change concerns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Wake {
+    /// Callers waiting on the state (map outputs, a job's end).
+    pub waiters: bool,
+    /// Held heartbeats: their workers' slots are offered again.
+    pub offers: bool,
+}
+
+impl Wake {
+    fn of(step: &crate::state::Step) -> Self {
+        Wake {
+            waiters: step.wake,
+            offers: step.offer,
+        }
+    }
+}
+
+impl std::ops::BitOrAssign for Wake {
+    fn bitor_assign(&mut self, o: Wake) {
+        self.waiters |= o.waiters;
+        self.offers |= o.offers;
     }
 }
 

@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
 use crate::config::CoordinatorConfig;
-use crate::core::{summary, Core};
+use crate::core::{summary, Core, Wake};
 use crate::input::ExternalInput;
 use crate::metrics::Metrics;
 use crate::state::{Answer, At, Event, Refusal, State, Submission};
@@ -45,6 +45,8 @@ use sluice_request::{BuildContext, JobRequest};
 pub struct Service {
     core: Arc<Mutex<Core>>,
     notify: Arc<Notify>,
+    /// Held heartbeats wait on it ([`crate::state::Step::offer`]).
+    offers: Arc<Notify>,
     cfg: Arc<CoordinatorConfig>,
     metrics: Arc<Metrics>,
     /// While it holds, this coordinator is the active one.
@@ -112,6 +114,7 @@ pub async fn start_with(
             history: cfg.history,
         })),
         notify: Arc::new(Notify::new()),
+        offers: Arc::new(Notify::new()),
         cfg,
         metrics: Arc::new(Metrics::new()),
         term: term.clone(),
@@ -213,9 +216,7 @@ impl Service {
         }
         let (answer, wake) = self.lock().run(ev);
         let answer = answer.map_err(refused);
-        if wake {
-            self.notify.notify_waiters();
-        }
+        wake_up(&self.notify, &self.offers, wake);
         answer
     }
 
@@ -298,7 +299,8 @@ impl Service {
 
     /// The clock's events: a tick every heartbeat interval.
     fn spawn_ticks(&self, term: Term) {
-        let (core, notify, every) = (self.core.clone(), self.notify.clone(), self.cfg.heartbeat);
+        let (core, every) = (self.core.clone(), self.cfg.heartbeat);
+        let (notify, offers) = (self.notify.clone(), self.offers.clone());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             let ended = term.ended();
@@ -312,9 +314,7 @@ impl Service {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .run(Event::Tick);
-                if wake {
-                    notify.notify_waiters();
-                }
+                wake_up(&notify, &offers, wake);
             }
         });
     }
@@ -360,6 +360,16 @@ fn shuffle_point(reply: proto::HeartbeatReply) -> proto::HeartbeatReply {
     reply
 }
 
+/// Wakes the callers an event's change concerns.
+fn wake_up(waiters: &Notify, offers: &Notify, wake: Wake) {
+    if wake.waiters {
+        waiters.notify_waiters();
+    }
+    if wake.offers {
+        offers.notify_waiters();
+    }
+}
+
 /// An answer of an unexpected kind (a bug in the state machine).
 fn unexpected(a: Answer) -> Status {
     Status::internal(format!("unexpected answer {a:?}"))
@@ -383,7 +393,7 @@ impl Coordinator for Service {
     ) -> Reply<proto::HeartbeatReply> {
         let r = req.into_inner();
         let worker = WorkerId(r.worker_id);
-        let notified = self.notify.notified();
+        let notified = self.offers.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
         let t0 = Instant::now();

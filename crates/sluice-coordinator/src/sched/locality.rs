@@ -2,6 +2,7 @@
 //! the live workers are and what they cache ([`Topology`]), and the
 //! worker asking for work ([`Asker`]).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use sluice_proto::ids::WorkerId;
@@ -51,7 +52,7 @@ impl Locality {
 /// workers, not of cached blocks).
 #[derive(Debug, Clone, Default)]
 pub struct Topology<'c> {
-    places: HashMap<String, Place>,
+    places: Cow<'c, HashMap<String, Place>>,
     /// Each live worker's cached blocks, as a set and as reported.
     caches: HashMap<&'c str, (&'c HashSet<String>, &'c [String])>,
 }
@@ -67,7 +68,16 @@ impl<'c> Topology<'c> {
     /// The live workers, by uid.
     pub fn new(places: impl IntoIterator<Item = (String, Place)>) -> Self {
         Topology {
-            places: places.into_iter().collect(),
+            places: Cow::Owned(places.into_iter().collect()),
+            caches: HashMap::new(),
+        }
+    }
+
+    /// The live workers, by uid, from a map kept between offers (built
+    /// again only when a worker registers or is lost).
+    pub fn of(places: &'c HashMap<String, Place>) -> Self {
+        Topology {
+            places: Cow::Borrowed(places),
             caches: HashMap::new(),
         }
     }

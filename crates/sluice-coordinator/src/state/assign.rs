@@ -2,6 +2,7 @@
 //! order, slot by slot, the pools, and fair preemption.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::input::MapInput;
@@ -13,7 +14,7 @@ use sluice_proto::proto;
 
 use super::workers::place_of;
 
-use super::State;
+use super::{Members, State};
 
 impl State {
     /// Fair preemption: pools short of their minimum share for `timeout`
@@ -99,34 +100,28 @@ impl State {
         };
         let (uid, addr, slots) = (w.info.uid.clone(), w.info.data_addr.clone(), w.info.slots);
         let place = place_of(&w.info);
-        let live: HashMap<String, String> = self
-            .alive()
-            .map(|w| (w.info.uid.clone(), w.info.data_addr.clone()))
-            .collect();
-        let topo = Topology::new(
-            self.alive()
-                .map(|w| (w.info.uid.clone(), place_of(&w.info))),
-        )
-        .with_caches(
+        let members = self.members();
+        let topo = Topology::of(&members.places).with_caches(
             // The workers field only: jobs are changed while it is held.
             self.workers
                 .values()
                 .filter(|w| w.info.alive)
                 .map(|w| (w.info.uid.as_str(), &w.cached, w.cache.blocks.as_slice())),
         );
+        let live = &members.addrs;
         let asker = Asker {
             id: worker,
             uid: &uid,
             addr: &addr,
             place: &place,
             live: live.len(),
-            map_slots: self.total_slots(),
+            map_slots: members.slots,
         };
         let now = self.at.now;
         let mut out = Vec::new();
         for kind in [MAP, REDUCE] {
             let mut busy = self.running_on(worker, kind);
-            let total = self.total_slots();
+            let total = members.slots;
             // Each free slot goes to the first job in the policy's order
             // that takes it; the order is asked again for the next slot.
             'slots: while busy < slots as usize {
@@ -140,7 +135,7 @@ impl State {
                     };
                     let attempt = job.launch(pick, &asker, now);
                     let at = (pick.kind, pick.index, attempt);
-                    out.push(assignment(job, at, &asker, &live, &topo));
+                    out.push(assignment(job, at, &asker, live, &topo));
                     busy += 1;
                     continue 'slots;
                 }
@@ -148,6 +143,26 @@ impl State {
             }
         }
         out
+    }
+
+    /// The live workers, built again when the set changed since the last
+    /// offer: building them costs the number of workers, and every
+    /// heartbeat offers its worker's slots.
+    fn members(&mut self) -> Arc<Members> {
+        if let Some(m) = &self.members {
+            return m.clone();
+        }
+        let m = Arc::new(Members {
+            addrs: (self.alive())
+                .map(|w| (w.info.uid.clone(), w.info.data_addr.clone()))
+                .collect(),
+            places: (self.alive())
+                .map(|w| (w.info.uid.clone(), place_of(&w.info)))
+                .collect(),
+            slots: self.total_slots(),
+        });
+        self.members = Some(m.clone());
+        m
     }
 
     /// The running jobs as the policy sees them, for `kind` slots.
@@ -166,6 +181,14 @@ impl State {
                 }
             })
             .collect()
+    }
+
+    /// Tasks of running jobs waiting for a slot that an offer may start.
+    pub(super) fn waiting_tasks(&self) -> usize {
+        let s = &self.cfg.settings;
+        (self.jobs.values().filter(|j| j.is_running()))
+            .map(|j| j.startable(s))
+            .sum()
     }
 
     /// Slots of one kind on the live workers.
@@ -307,4 +330,76 @@ pub(super) fn assignment(
         a.output_block = format!("j{}-{}{i}-a{attempt}", job.id().0, kind.letter());
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{config, settings, Sim, A, B, E::*};
+    use crate::policy::Fifo;
+
+    fn live(sim: &mut Sim) -> Vec<String> {
+        let mut uids: Vec<String> = sim.st.members().addrs.keys().cloned().collect();
+        uids.sort();
+        uids
+    }
+
+    #[test]
+    fn the_live_workers_are_built_again_when_one_registers_or_is_lost() {
+        let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+        sim.run(A);
+        sim.run(Beat("a"));
+        assert_eq!(live(&mut sim), ["a"]);
+        sim.run(B);
+        assert_eq!(live(&mut sim), ["a", "b"]);
+        assert_eq!(sim.st.members().slots, 2);
+        sim.run(Silent("b"));
+        sim.run(Wait(11_000));
+        assert_eq!(live(&mut sim), ["a"]);
+        assert_eq!(sim.st.members().slots, 1);
+    }
+
+    #[test]
+    fn a_report_wakes_held_heartbeats_only_when_it_leaves_more_tasks_waiting() {
+        // a's map is done and its next map takes the slot: nothing for b.
+        let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+        for e in [A, B, Data("in", &[&["a"], &["a"]]), Job("in", "p", 0)] {
+            sim.run(e);
+        }
+        sim.run(Beat("a"));
+        sim.run(Done("a"));
+        assert_eq!(sim.log, ["a: j1 m00000 node", "a: j1 m00001 node"]);
+        assert!(!sim.offered);
+        // a's map fails and is not run there again: b may take it.
+        let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+        for e in [A, B, Data("in", &[&["a"]]), Job("in", "p", 0)] {
+            sim.run(e);
+        }
+        sim.run(Beat("a"));
+        sim.run(Fail("a"));
+        assert_eq!(sim.log, ["a: j1 m00000 node", "a: -"]);
+        assert!(sim.offered);
+    }
+
+    #[test]
+    fn reduces_past_slow_start_wake_held_heartbeats() {
+        // Slow start at a quarter of the maps: the first map done lets
+        // the two reduces start; a takes one, b may take the other.
+        let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+        for e in [
+            A,
+            B,
+            Data("in", &[&["a"], &["a"], &["a"]]),
+            Job("in", "p", 2),
+        ] {
+            sim.run(e);
+        }
+        sim.run(Beat("a"));
+        assert!(!sim.offered);
+        sim.run(DoneMaps("a"));
+        assert_eq!(
+            sim.log,
+            ["a: j1 m00000 node", "a: j1 m00001 node", "a: j1 r00000 any"]
+        );
+        assert!(sim.offered);
+    }
 }

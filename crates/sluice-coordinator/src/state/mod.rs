@@ -195,6 +195,13 @@ pub struct Step {
     pub log: Vec<JobEntry>,
     /// Waiting callers should look again.
     pub wake: bool,
+    /// Held heartbeats should be offered their workers' slots again. A
+    /// heartbeat's reports wake other workers' held beats only when they
+    /// made more tasks startable (a failure to run again, reduces past
+    /// slow start); an attempt done whose slot the reporting worker's
+    /// next attempt takes (the common case, thousands a second on a large
+    /// cluster) wakes no other worker.
+    pub offer: bool,
 }
 
 /// A catalog change waiting for its write: how to undo it if the write
@@ -335,6 +342,20 @@ pub struct State {
     pub(crate) totals: Totals,
     /// Re-replication of blocks short of replicas.
     pub(crate) heal: crate::heal::Healing,
+    /// The live workers as offers read them, built again only when one
+    /// registers or is lost, not on every offer.
+    members: Option<Arc<Members>>,
+}
+
+/// The live workers as an offer reads them.
+#[derive(Debug)]
+struct Members {
+    /// Data-plane addresses by uid.
+    addrs: HashMap<String, String>,
+    /// Places by uid.
+    places: HashMap<String, crate::sched::Place>,
+    /// Slots of one kind on them.
+    slots: usize,
 }
 
 /// Sums over the reports of ended jobs.
@@ -406,6 +427,7 @@ impl State {
             fetch_failures: 0,
             totals: Totals::default(),
             heal: crate::heal::Healing::default(),
+            members: None,
         }
     }
 
@@ -430,11 +452,16 @@ impl State {
     pub fn handle(&mut self, ev: Event, at: At) -> Step {
         self.at = at;
         let mut wake = ev.wakes();
+        let mut offer = None;
         let answer = match ev {
             Event::Register(r) => self.register(r).map(Answer::Registered),
             Event::Heartbeat(r) => {
                 wake = !r.reports.is_empty() || !r.corrupt.is_empty();
-                Ok(Answer::Heartbeat(self.heartbeat(r)))
+                let (corrupt, before) = (!r.corrupt.is_empty(), self.waiting_tasks());
+                let reply = self.heartbeat(r);
+                let started = reply.as_ref().map_or(0, |r| r.tasks.len());
+                offer = Some(corrupt || self.waiting_tasks() + started > before);
+                Ok(Answer::Heartbeat(reply))
             }
             Event::Offer(w) => Ok(Answer::Heartbeat(Some(self.offer(w)))),
             Event::FetchFailed(r) => {
@@ -479,6 +506,7 @@ impl State {
             history: std::mem::take(&mut self.ended),
             log: std::mem::take(&mut self.logged),
             wake,
+            offer: offer.unwrap_or(wake),
         }
     }
 }

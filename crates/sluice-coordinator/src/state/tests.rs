@@ -60,6 +60,9 @@ pub(super) struct Sim {
     jobs: usize,
     /// The job log records asked for, in order.
     pub(super) entries: Vec<crate::joblog::JobEntry>,
+    /// Whether the last event handled asked for held heartbeats to be
+    /// offered slots again.
+    pub(super) offered: bool,
 }
 
 pub(super) fn settings() -> Settings {
@@ -116,6 +119,7 @@ impl Sim {
             log: Vec::new(),
             jobs: 0,
             entries: Vec::new(),
+            offered: false,
         }
     }
 
@@ -124,6 +128,7 @@ impl Sim {
     pub(super) fn handle(&mut self, ev: Event) -> Answer {
         let before = self.ended();
         let mut step = self.st.handle(ev, self.at);
+        self.offered = step.offer;
         self.entries.append(&mut step.log);
         while let Some(write) = step.catalog.take() {
             let result = if self.disk_full {
@@ -135,6 +140,7 @@ impl Sim {
                 .st
                 .handle(Event::CatalogSaved { write, result }, self.at);
             self.entries.append(&mut next.log);
+            self.offered |= next.offer;
             step.catalog = next.catalog;
         }
         for (id, state) in self.ended() {

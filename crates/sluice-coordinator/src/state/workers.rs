@@ -60,6 +60,7 @@ impl State {
             http_addr: r.http_addr,
         };
         self.workers.insert(id, WorkerState::new(info, self.at.now));
+        self.members = None;
         self.heal.changed();
         self.block_report(id, &r.blocks);
         self.adopt_attempts(id, &running);
@@ -219,6 +220,7 @@ impl State {
         tracing::warn!("worker {} ({}) lost", w.info.uid, w.info.data_addr);
         w.info.alive = false;
         let uid = w.info.uid.clone();
+        self.members = None;
         self.heal.changed();
         // Its unknown blocks are judged again when it reports anew.
         self.unknown.retain(|(u, _), _| *u != uid);

@@ -33,11 +33,7 @@ impl Job {
         if self.map_only {
             return None;
         }
-        let maps_done = if self.maps.is_empty() {
-            1.0
-        } else {
-            self.done(MAP) as f64 / self.maps.len() as f64
-        };
+        let maps_done = self.maps_done();
         let reduce = |index, speculative| Pick {
             kind: REDUCE,
             index,
@@ -64,6 +60,30 @@ impl Job {
             }
         }
         self.straggler(REDUCE, w, s, now).map(|i| reduce(i, true))
+    }
+
+    /// The fraction of its maps done (1 when it has none).
+    fn maps_done(&self) -> f64 {
+        if self.maps.is_empty() {
+            1.0
+        } else {
+            self.done(MAP) as f64 / self.maps.len() as f64
+        }
+    }
+
+    /// Tasks waiting for a slot that an offer may start: its pending
+    /// maps, and its pending reduces once they may start (slow start
+    /// reached; under ARTS, which decides slot by slot, always).
+    pub fn startable(&self, s: &Settings) -> usize {
+        let maps = self.pending(MAP);
+        if self.map_only {
+            return maps;
+        }
+        let reduces = match self.reduce_scheduler.unwrap_or(s.reduce) {
+            ReduceScheduler::SlowStart(f) if self.maps_done() < f => 0,
+            _ => self.pending(REDUCE),
+        };
+        maps + reduces
     }
 
     /// ARTS's partition for `w` of `open`, if it starts one now: one homed
