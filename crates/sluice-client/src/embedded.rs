@@ -419,7 +419,35 @@ impl Launch {
 /// same command line comes back where workers look. Its web pages are
 /// served on loopback unless the coordinator flags say `--http`
 /// themselves.
+///
+/// Its ports are chosen before it binds them, so another process may take
+/// one first; a coordinator that finds its port taken is started again
+/// on new ones, up to [`PORT_TRIES`] times.
 fn start_coordinator(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result<Started> {
+    let mut tries = 1;
+    loop {
+        match start_coordinator_once(dir, secret_file, opts) {
+            Err(_) if tries < PORT_TRIES && port_taken(dir) => {
+                tries += 1;
+                // A fresh start: nothing of the one that could not listen.
+                let _ = std::fs::remove_file(dir.join("coordinator.log"));
+                let _ = std::fs::remove_dir_all(dir.join("coordinator"));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// Starts of a coordinator whose port was taken before it bound it.
+const PORT_TRIES: u32 = 3;
+
+/// Whether the coordinator in `dir` could not listen: its port was taken.
+fn port_taken(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("coordinator.log"))
+        .is_ok_and(|log| log.contains("Address already in use"))
+}
+
+fn start_coordinator_once(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result<Started> {
     let home = Home {
         dir: dir.to_owned(),
         state: dir.join("coordinator"),
@@ -427,9 +455,13 @@ fn start_coordinator(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result
     let l = launch(&home, secret_file, opts, &[])?;
     let addr_file = home.dir.join("coordinator.addr");
     let started = wait_for(Duration::from_secs(20), || {
+        if port_taken(dir) {
+            return Some(None);
+        }
         let addr = std::fs::read_to_string(&addr_file).ok()?;
-        Some((addr, l.pid(&home)?))
-    });
+        Some(Some((addr, l.pid(&home)?)))
+    })
+    .flatten();
     let Some((addr, pid)) = started else {
         // Nothing of a coordinator that did not start is left running.
         l.kill(&home);
@@ -748,4 +780,24 @@ fn signal(pids: &[u32], sig: &str) {
         .args(pids)
         .stderr(std::process::Stdio::null())
         .status();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_coordinator_log_saying_its_port_was_taken_is_told_apart() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(!port_taken(d.path()), "no log: nothing taken");
+        let log = d.path().join("coordinator.log");
+        std::fs::write(&log, "coordinator epoch 1 listening on 127.0.0.1:7070\n").unwrap();
+        assert!(!port_taken(d.path()));
+        std::fs::write(
+            &log,
+            "error: listening on 127.0.0.1:7070: Address already in use (os error 98)\n",
+        )
+        .unwrap();
+        assert!(port_taken(d.path()));
+    }
 }
