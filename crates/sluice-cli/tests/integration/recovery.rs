@@ -43,6 +43,22 @@ fn ended(pid: u32) -> bool {
     })
 }
 
+/// Runs `cmd` against a coordinator that aborts at its crash point,
+/// starts the coordinator again once it has, and gives the command's
+/// outcome and the restarted coordinator.
+fn crash_then_restart(c: &Cluster, mut cmd: std::process::Command) -> (Output, Killed) {
+    let pid = c.coordinator_pid();
+    let argv = argv_of(pid);
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    poll(|| ended(pid).then_some(()));
+    let again = restart_coordinator(c, &argv, 2);
+    (child.wait_with_output().unwrap(), again)
+}
+
 /// Word count over 12 blocks with the coordinator aborting at `point`
 /// and started again: the client's outcome and the job's report.
 fn crash_and_recover(point: &str) -> (tempfile::TempDir, Cluster, Output, serde_json::Value) {
@@ -50,19 +66,10 @@ fn crash_and_recover(point: &str) -> (tempfile::TempDir, Cluster, Output, serde_
     let data = gen(d.path(), "12MB");
     let c = up_crashing(d.path(), point);
     put(&c, &data, "words", "1MB", "1");
-    let pid = c.coordinator_pid();
-    let argv = argv_of(pid);
     let report = d.path().join("report.json");
-    let job = submit_wc(&c, "words", "counts")
-        .arg("--report")
-        .arg(&report)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    poll(|| ended(pid).then_some(()));
-    let again = restart_coordinator(&c, &argv, 2);
-    let out = job.wait_with_output().unwrap();
+    let mut job = submit_wc(&c, "words", "counts");
+    job.arg("--report").arg(&report);
+    let (out, again) = crash_then_restart(&c, job);
     // The job completes, whether its client saw it or not.
     poll(|| {
         let jobs = c.cmd(&["jobs"]).output().ok()?;
@@ -166,18 +173,9 @@ fn a_crash_during_a_put_is_ridden_out_and_the_data_set_is_stored_once() {
     let d = tempfile::tempdir().unwrap();
     let data = gen(d.path(), "3MB");
     let c = up_crashing(d.path(), "put");
-    let pid = c.coordinator_pid();
-    let argv = argv_of(pid);
-    let put = c
-        .cmd(&["put", "--dataset", "words", "--block-size", "1MB"])
-        .arg(&data)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    poll(|| ended(pid).then_some(()));
-    let again = restart_coordinator(&c, &argv, 2);
-    let out = put.wait_with_output().unwrap();
+    let mut put = c.cmd(&["put", "--dataset", "words", "--block-size", "1MB"]);
+    put.arg(&data);
+    let (out, again) = crash_then_restart(&c, put);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(
         stderr.contains("coordinator restarting; waiting..."),

@@ -48,10 +48,7 @@ impl EtcdStore {
         term: Term,
         kvs: &Kvs,
     ) -> Result<EtcdStore> {
-        let under = |p: Vec<u8>| {
-            kvs.range(p.clone()..)
-                .take_while(move |(k, _)| k.starts_with(&p))
-        };
+        let under = |p: Vec<u8>| under(kvs, p);
         let next_seq = under(keys.job_logs())
             .filter_map(|(k, _)| hex_after(k, &keys.job_logs()))
             .max()
@@ -192,6 +189,12 @@ impl Durable for EtcdStore {
     }
 }
 
+/// The pairs of `kvs` whose keys start with `prefix`, in key order.
+fn under(kvs: &Kvs, prefix: Vec<u8>) -> impl Iterator<Item = (&Vec<u8>, &Vec<u8>)> {
+    kvs.range(prefix.clone()..)
+        .take_while(move |(k, _)| k.starts_with(&prefix))
+}
+
 fn put(key: Vec<u8>, value: Vec<u8>) -> Op {
     Op::Put {
         key,
@@ -204,11 +207,7 @@ fn put(key: Vec<u8>, value: Vec<u8>) -> Op {
 /// reports. A damaged value refuses the start, naming its key, except a
 /// report (a record of what happened, left out with a warning).
 pub fn load(kvs: &Kvs, keys: &Keys, epoch: u64, history: usize) -> Result<Loaded> {
-    let under = |p: Vec<u8>| {
-        kvs.range(p.clone()..)
-            .take_while(move |(k, _)| k.starts_with(&p))
-            .collect::<Vec<_>>()
-    };
+    let under = |p: Vec<u8>| under(kvs, p).collect::<Vec<_>>();
     let mut catalog = Catalog::default();
     let mut edit = CatalogEdit::default();
     if let Some(v) = kvs.get(&keys.catalog_meta()) {
