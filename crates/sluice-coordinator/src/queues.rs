@@ -15,8 +15,9 @@
 //! - maps by each block they read (`by_block`), for the cache level;
 //! - maps that may run anywhere at once (`any_worker`, after a damaged
 //!   replica);
-//! - running attempts per task (`running`), and the winners' times in an
-//!   order-statistics pair of multisets (`Median`).
+//! - running attempts per task (`running`) and per worker (`on_worker`),
+//!   and the winners' times in an order-statistics pair of multisets
+//!   (`Median`).
 //!
 //! Queues may hold entries that no longer qualify (a task now running, a
 //! replica since found damaged): a decision checks each candidate and
@@ -26,7 +27,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use sluice_proto::ids::TaskKind;
+use sluice_proto::ids::{TaskKind, WorkerId};
 
 use crate::input::MapInput;
 
@@ -42,6 +43,9 @@ pub struct Queues {
     holders: Vec<Option<Vec<String>>>,
     any_worker: BTreeSet<usize>,
     running: [BTreeMap<usize, u32>; 2],
+    /// Running attempts of each kind per worker: what an offer needs to
+    /// know its worker's free slots without walking the running tasks.
+    on_worker: HashMap<WorkerId, [u32; 2]>,
     winners: [Median; 2],
     /// Candidates looked at by decisions so far.
     examined: std::cell::Cell<u64>,
@@ -115,13 +119,14 @@ impl Queues {
         }
     }
 
-    /// An attempt of task `i` of `kind` started.
-    pub fn started(&mut self, kind: TaskKind, i: usize) {
+    /// An attempt of task `i` of `kind` started on worker `w`.
+    pub fn started(&mut self, kind: TaskKind, i: usize, w: WorkerId) {
         *self.running[slot(kind)].entry(i).or_default() += 1;
+        self.on_worker.entry(w).or_default()[slot(kind)] += 1;
     }
 
-    /// An attempt of task `i` of `kind` stopped running.
-    pub fn stopped(&mut self, kind: TaskKind, i: usize) {
+    /// An attempt of task `i` of `kind` on worker `w` stopped running.
+    pub fn stopped(&mut self, kind: TaskKind, i: usize, w: WorkerId) {
         let running = &mut self.running[slot(kind)];
         if let Some(n) = running.get_mut(&i) {
             *n -= 1;
@@ -129,6 +134,17 @@ impl Queues {
                 running.remove(&i);
             }
         }
+        if let Some(n) = self.on_worker.get_mut(&w) {
+            n[slot(kind)] = n[slot(kind)].saturating_sub(1);
+            if *n == [0, 0] {
+                self.on_worker.remove(&w);
+            }
+        }
+    }
+
+    /// Running attempts of `kind` on worker `w`.
+    pub fn running_on(&self, kind: TaskKind, w: WorkerId) -> usize {
+        self.on_worker.get(&w).map_or(0, |n| n[slot(kind)] as usize)
     }
 
     /// A winner of `kind` ran `micros`; `false` takes one back.

@@ -428,24 +428,21 @@ impl Coordinator for Service {
                     .jobs
                     .get(&JobId(r.job))
                     .ok_or_else(|| Status::not_found(format!("no job {}", JobId(r.job))))?;
-                let outputs: Vec<proto::MapOutput> = job
-                    .maps()
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, t)| {
-                        t.winner().map(|a| proto::MapOutput {
-                            map: i as u32,
-                            attempt: a.id,
-                            addr: a.addr.clone(),
-                        })
-                    })
-                    .collect();
+                let (outputs, log, next) = job.outputs_since(r.log, r.since);
+                let whole = log != r.log;
+                let more = if whole {
+                    outputs.len() as u32 > r.known
+                } else {
+                    !outputs.is_empty()
+                };
                 let aborted = !job.is_running();
-                if aborted || outputs.len() as u32 > r.known || Instant::now() >= deadline {
+                if aborted || more || Instant::now() >= deadline {
                     return Ok(Response::new(proto::MapOutputsReply {
                         outputs,
                         maps: job.maps().len() as u32,
                         aborted,
+                        log,
+                        next,
                     }));
                 }
             }

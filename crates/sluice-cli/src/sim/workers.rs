@@ -329,7 +329,9 @@ fn counted(sim: &Sim, reduce: bool, size: u64) {
 /// Waits, as a reduce's shuffle does, until `MapOutputs` lists every map
 /// output of `job`; false when the job ended or the worker went silent.
 async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
-    let mut known = 0;
+    let (mut log, mut since) = (0, 0);
+    let mut have: Vec<bool> = Vec::new();
+    let mut known = 0u32;
     loop {
         if sim.gone.load(Ordering::Relaxed) {
             return false;
@@ -338,6 +340,8 @@ async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
             job,
             known,
             wait_ms: 2000,
+            log,
+            since,
         };
         lock(&sim.stats).map_output_calls += 1;
         match sim.rpc.clone().map_outputs(req).await {
@@ -346,7 +350,14 @@ async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
                 if r.aborted {
                     return false;
                 }
-                known = r.outputs.len() as u32;
+                have.resize(r.maps as usize, false);
+                for o in &r.outputs {
+                    if let Some(h) = have.get_mut(o.map as usize).filter(|h| !**h) {
+                        *h = true;
+                        known += 1;
+                    }
+                }
+                (log, since) = (r.log, r.next);
                 if known >= r.maps {
                     return true;
                 }

@@ -103,8 +103,8 @@ impl State {
         let members = self.members();
         let topo = Topology::of(&members.places).with_caches(
             // The workers field only: jobs are changed while it is held.
-            self.workers
-                .values()
+            (self.caching.iter())
+                .filter_map(|id| self.workers.get(id))
                 .filter(|w| w.info.alive)
                 .map(|w| (w.info.uid.as_str(), &w.cached, w.cache.blocks.as_slice())),
         );
@@ -236,14 +236,14 @@ impl State {
         }
     }
 
+    /// Running attempts of `kind` of running jobs on `worker`: a look-up
+    /// a job, kept by each job's queues as attempts start and stop.
     pub(super) fn running_on(&self, worker: WorkerId, kind: TaskKind) -> usize {
         self.jobs
             .values()
             .filter(|j| j.is_running())
-            .flat_map(|j| j.queues().running_tasks(kind).map(|i| &j.tasks(kind)[i]))
-            .flat_map(|t| t.running())
-            .filter(|a| a.worker == worker)
-            .count()
+            .map(|j| j.queues().running_on(kind, worker))
+            .sum()
     }
 }
 

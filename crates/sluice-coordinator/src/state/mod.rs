@@ -345,6 +345,9 @@ pub struct State {
     /// The live workers as offers read them, built again only when one
     /// registers or is lost, not on every offer.
     members: Option<Arc<Members>>,
+    /// Workers whose last cache report named blocks: an offer looks at
+    /// their caches only, not at every worker.
+    caching: std::collections::BTreeSet<WorkerId>,
 }
 
 /// The live workers as an offer reads them.
@@ -428,6 +431,7 @@ impl State {
             totals: Totals::default(),
             heal: crate::heal::Healing::default(),
             members: None,
+            caching: Default::default(),
         }
     }
 

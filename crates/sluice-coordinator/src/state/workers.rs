@@ -93,6 +93,11 @@ impl State {
                 w.info.free_bytes = r.free_bytes;
                 if let Some(c) = r.cache {
                     w.cached = c.blocks.iter().cloned().collect();
+                    if c.blocks.is_empty() {
+                        self.caching.remove(&worker);
+                    } else {
+                        self.caching.insert(worker);
+                    }
                     w.cache = c;
                 }
             }

@@ -61,10 +61,11 @@ pub(super) fn run_reduce(
 fn shuffle(shared: &Shared, a: &TaskAssignment, dir: &Path) -> Result<Vec<PathBuf>> {
     let id = a.task.unwrap_or_default();
     let mut have: Vec<Option<PathBuf>> = vec![None; a.maps as usize];
+    let mut cursor = Cursor::default();
     while have.iter().any(Option::is_none) {
         not_killed(shared, a)?;
-        let known = have.iter().filter(|h| h.is_some()).count() as u32;
-        let todo: Vec<proto::MapOutput> = (map_outputs(shared, a, known)?.into_iter())
+        cursor.known = have.iter().filter(|h| h.is_some()).count() as u32;
+        let todo: Vec<proto::MapOutput> = (map_outputs(shared, a, &mut cursor)?.into_iter())
             .filter(|o| have.get(o.map as usize).is_some_and(Option::is_none))
             .collect();
         let results = fetch_all(shared, a, &todo, dir);
@@ -97,18 +98,33 @@ fn not_killed(shared: &Shared, a: &TaskAssignment) -> Result<()> {
     Ok(())
 }
 
-/// The finished map outputs of `a`'s job, as the coordinator lists them
-/// to a reducer that has `known` of them (it waits up to two seconds for
-/// more). Following one of several coordinators, a call that finds none
+/// Where a reducer is in its job's list of map outputs: how many it has
+/// fetched, and the list's name and position from the last reply (so a
+/// call sends only what is new; see `MapOutputsRequest`).
+#[derive(Debug, Default)]
+struct Cursor {
+    known: u32,
+    log: u64,
+    since: u64,
+}
+
+/// The finished map outputs of `a`'s job that are new to `cursor`, as the
+/// coordinator lists them (it waits up to two seconds for one). Following one of several coordinators, a call that finds none
 /// answering is asked again (of the coordinator the heartbeats follow by
 /// then) until one answers or the attempt is killed: the attempt goes on
 /// under the coordinator that takes over.
-fn map_outputs(shared: &Shared, a: &TaskAssignment, known: u32) -> Result<Vec<proto::MapOutput>> {
+fn map_outputs(
+    shared: &Shared,
+    a: &TaskAssignment,
+    cursor: &mut Cursor,
+) -> Result<Vec<proto::MapOutput>> {
     let job = a.task.unwrap_or_default().job;
     let req = proto::MapOutputsRequest {
         job,
-        known,
+        known: cursor.known,
         wait_ms: MAP_OUTPUTS_WAIT_MS,
+        log: cursor.log,
+        since: cursor.since,
     };
     let several = shared.coordinator.list().several();
     let mut failures = 0;
@@ -140,6 +156,8 @@ fn map_outputs(shared: &Shared, a: &TaskAssignment, known: u32) -> Result<Vec<pr
     if r.aborted {
         return Err(ClusterError::Remote("the job ended".into()));
     }
+    cursor.log = r.log;
+    cursor.since = r.next;
     Ok(r.outputs)
 }
 

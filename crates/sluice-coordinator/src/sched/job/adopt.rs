@@ -83,6 +83,7 @@ impl Job {
         let won = t.attempts.last().expect("just pushed").clone();
         if kind == MAP {
             self.map_outputs.count(&won, 1);
+            self.winners.push((index as u32, won.id));
         }
         self.queues.done(kind, index);
     }
@@ -116,7 +117,7 @@ impl Job {
         };
         t.attempts
             .push(known.attempt(AttemptState::Running, None, now));
-        self.queues.started(kind, index);
+        self.queues.started(kind, index, w.id);
         Adopted::Running
     }
 
@@ -148,7 +149,7 @@ impl Job {
                     t.pending_since = now;
                 }
                 for _ in 0..stopped {
-                    self.queues.stopped(kind, i);
+                    self.queues.stopped(kind, i, worker);
                 }
             }
         }

@@ -117,6 +117,11 @@ pub struct Job {
     reduce_scheduler: Option<ReduceScheduler>,
     /// What its winning maps have produced so far.
     map_outputs: MapOutputs,
+    /// Maps as they won, `(map, attempt)`, in order: what a reducer has
+    /// not been told yet is a tail of it ([`Job::outputs_since`]).
+    winners: Vec<(u32, u32)>,
+    /// Names `winners` for this coordinator's run of the job (random).
+    winners_log: u64,
 }
 
 /// The winning maps' output so far, kept as maps finish and as their
@@ -181,6 +186,8 @@ impl Job {
             pool,
             reduce_scheduler,
             map_outputs: MapOutputs::default(),
+            winners: Vec::new(),
+            winners_log: rand::random::<u64>().max(1),
             encoded: request.encode().into(),
             input: request.input.clone(),
             output: request.output.clone(),
@@ -337,6 +344,37 @@ impl Job {
         &self.map_outputs
     }
 
+    /// The winning maps' outputs listed since `since` of list `log` (all
+    /// of them for a list this job does not keep), each map once, and the
+    /// list's name and length for the next call. A map's entry is sent
+    /// only while it is still the winner: an output lost since is listed
+    /// again when its map wins anew. So a reducer's call costs what is
+    /// new to it, not the job's maps.
+    pub fn outputs_since(&self, log: u64, since: u64) -> (Vec<proto::MapOutput>, u64, u64) {
+        let from = if log == self.winners_log {
+            (since as usize).min(self.winners.len())
+        } else {
+            0
+        };
+        let mut seen = std::collections::HashSet::new();
+        let outputs = self.winners[from..]
+            .iter()
+            .rev()
+            .filter(|(m, _)| seen.insert(*m))
+            .filter_map(|&(m, id)| {
+                let a = self.maps.get(m as usize)?.winner()?;
+                (a.id == id).then(|| proto::MapOutput {
+                    map: m,
+                    attempt: id,
+                    addr: a.addr.clone(),
+                })
+            })
+            .collect::<Vec<_>>();
+        let mut outputs = outputs;
+        outputs.reverse();
+        (outputs, self.winners_log, self.winners.len() as u64)
+    }
+
     pub fn tasks(&self, kind: TaskKind) -> &[Task] {
         if kind == MAP {
             &self.maps
@@ -425,7 +463,7 @@ impl Job {
             datacenter: w.place.datacenter.clone(),
             fetched: Vec::new(),
         });
-        self.queues.started(kind, index);
+        self.queues.started(kind, index, w.id);
         id
     }
 
@@ -480,7 +518,8 @@ impl Job {
         };
         a.ended = Some(now);
         a.report = Some(report);
-        self.queues.stopped(kind, index);
+        let worker = a.worker;
+        self.queues.stopped(kind, index, worker);
         let t = match kind {
             MAP => &mut self.maps[index],
             REDUCE => &mut self.reduces[index],
@@ -495,6 +534,7 @@ impl Job {
             let took = micros(&t.attempts[at]);
             if kind == MAP {
                 self.map_outputs.count(&t.attempts[at], 1);
+                self.winners.push((index as u32, id));
             }
             let mut kills = Vec::new();
             for a in &mut t.attempts {
@@ -504,8 +544,8 @@ impl Job {
                     kills.push((a.worker, a.id));
                 }
             }
-            for _ in &kills {
-                self.queues.stopped(kind, index);
+            for (w, _) in &kills {
+                self.queues.stopped(kind, index, *w);
             }
             self.queues.done(kind, index);
             self.queues.winner(kind, took, true);
@@ -585,7 +625,7 @@ impl Job {
                         a.state = AttemptState::Lost;
                         a.ended = Some(now);
                         t.pending_since = now;
-                        queues.stopped(kind, i);
+                        queues.stopped(kind, i, worker);
                     }
                 }
                 let needed = kind == REDUCE || map_only || reduces_left;
@@ -632,7 +672,7 @@ impl Job {
         a.state = AttemptState::Killed;
         a.ended = Some(now);
         let worker = a.worker;
-        self.queues.stopped(kind, index);
+        self.queues.stopped(kind, index, worker);
         let t = &mut self.tasks_mut(kind)[index];
         if t.pending() {
             t.pending_since = now;

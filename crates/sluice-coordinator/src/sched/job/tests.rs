@@ -558,3 +558,98 @@ fn arts_holds_an_aggregating_jobs_reduces_until_its_maps_are_done() {
     assert_eq!(j.map_outputs.by_dc["dc1"], [10, 10], "b's outputs are lost");
     assert_eq!(j.map_outputs.input, 2000);
 }
+
+/// Running attempts of `kind` on worker `w`, walked attempt by attempt.
+fn walked(j: &Job, kind: TaskKind, w: u64) -> usize {
+    j.tasks(kind)
+        .iter()
+        .flat_map(|t| t.running())
+        .filter(|a| a.worker == WorkerId(w))
+        .count()
+}
+
+fn counts_agree(j: &Job) {
+    for kind in [MAP, REDUCE] {
+        for w in 1..=3 {
+            assert_eq!(
+                j.queues().running_on(kind, WorkerId(w)),
+                walked(j, kind, w),
+                "{kind:?} on worker {w}"
+            );
+        }
+    }
+}
+
+#[test]
+fn running_counts_per_worker_follow_every_way_an_attempt_ends() {
+    let mut j = job(6, 2);
+    let s = Settings::default();
+    let p = place("dc1", "r1");
+    let now = Instant::now();
+    let on = |w: u64| asker(w, ["a", "b", "c"][w as usize - 1], &p);
+    // A winner kills its backup on another worker.
+    j.launch(chosen(MAP, 0, Node, false), &on(1), now);
+    j.launch(chosen(MAP, 0, Rack, true), &on(2), now);
+    counts_agree(&j);
+    j.finish(MAP, 0, ok(MAP, 0, 0), &s, now);
+    counts_agree(&j);
+    // A failure, a preemption and a lost worker.
+    j.launch(chosen(MAP, 1, Node, false), &on(2), now);
+    let mut failed = ok(MAP, 1, 0);
+    failed.ok = false;
+    j.finish(MAP, 1, failed, &s, now);
+    counts_agree(&j);
+    j.launch(chosen(MAP, 2, Node, false), &on(3), now);
+    j.launch(chosen(REDUCE, 0, Any, false), &on(3), now);
+    assert_eq!(j.queues().running_on(REDUCE, WorkerId(3)), 1);
+    j.preempt(REDUCE, 0, 0, now);
+    counts_agree(&j);
+    j.launch(chosen(MAP, 3, Node, false), &on(1), now);
+    j.launch(chosen(MAP, 4, Node, false), &on(1), now);
+    assert_eq!(j.queues().running_on(MAP, WorkerId(1)), 2);
+    j.worker_lost(WorkerId(1), now);
+    counts_agree(&j);
+    // A worker that registers again naming one of its two attempts.
+    j.launch(chosen(MAP, 3, Node, false), &on(2), now);
+    j.launch(chosen(MAP, 4, Node, false), &on(2), now);
+    let named = j.tasks(MAP)[4].running().next().unwrap().id;
+    j.lost_unless_named(WorkerId(2), &[(MAP, 4, named)], now);
+    counts_agree(&j);
+    assert_eq!(j.queues().running_on(MAP, WorkerId(2)), 1);
+}
+
+#[test]
+fn a_reducer_is_told_each_map_output_once_and_again_when_it_is_recomputed() {
+    let mut j = job(3, 1);
+    let s = Settings::default();
+    let p = place("dc1", "r1");
+    let now = Instant::now();
+    let won = |j: &mut Job, m: usize, w: u64| {
+        let id = j.launch(chosen(MAP, m, Node, false), &asker(w, "a", &p), now);
+        j.finish(MAP, m, ok(MAP, m as u32, id), &s, now);
+        id
+    };
+    let maps = |v: &[proto::MapOutput]| v.iter().map(|o| (o.map, o.attempt)).collect::<Vec<_>>();
+    won(&mut j, 0, 1);
+    won(&mut j, 1, 2);
+    let (all, log, next) = j.outputs_since(0, 0);
+    assert_eq!(maps(&all), [(0, 0), (1, 0)]);
+    assert_eq!(next, 2);
+    assert!(j.outputs_since(log, next).0.is_empty(), "nothing new");
+    won(&mut j, 2, 2);
+    assert_eq!(maps(&j.outputs_since(log, next).0), [(2, 0)]);
+    // Map 0's output is lost with its worker: not listed until it wins
+    // again, then listed with its new attempt.
+    j.worker_lost(WorkerId(1), now);
+    assert!(j.outputs_since(log, 3).0.is_empty());
+    won(&mut j, 0, 2);
+    let (new, _, next) = j.outputs_since(log, 3);
+    assert_eq!(maps(&new), [(0, 1)]);
+    assert_eq!(next, 4);
+    // A list the job does not keep (another coordinator's) gets all the
+    // winners now, each once.
+    assert_eq!(
+        maps(&j.outputs_since(log ^ 1, 4).0),
+        [(1, 0), (2, 0), (0, 1)]
+    );
+}
