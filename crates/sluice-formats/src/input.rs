@@ -31,6 +31,9 @@ pub enum Codec {
     /// Parquet (`PAR1`, `.parquet`): split by row group
     /// ([`crate::parquet`]).
     Parquet,
+    /// A Hadoop SequenceFile (`SEQ`): split at its syncs
+    /// ([`crate::seqfile`]).
+    SequenceFile,
 }
 
 impl Codec {
@@ -54,17 +57,23 @@ impl Codec {
         if head.starts_with(b"PAR1") {
             return Codec::Parquet;
         }
+        if head.starts_with(b"SEQ") {
+            return Codec::SequenceFile;
+        }
         Codec::of_name(name)
     }
 
     /// Whether its records are rows of named columns.
     pub fn has_rows(self) -> bool {
-        matches!(self, Codec::Parquet)
+        matches!(self, Codec::Parquet | Codec::SequenceFile)
     }
 
     /// Whether a file of this codec can be cut into several splits.
     pub fn splittable(self) -> bool {
-        matches!(self, Codec::None | Codec::Bzip2 | Codec::Parquet)
+        matches!(
+            self,
+            Codec::None | Codec::Bzip2 | Codec::Parquet | Codec::SequenceFile
+        )
     }
 
     /// Its name in messages.
@@ -77,6 +86,7 @@ impl Codec {
             Codec::Lz4 => "lz4",
             Codec::Snappy => "snappy",
             Codec::Parquet => "parquet",
+            Codec::SequenceFile => "sequencefile",
         }
     }
 }
@@ -92,6 +102,8 @@ pub enum FileFormat {
     Text,
     /// Parquet.
     Parquet,
+    /// Hadoop SequenceFiles.
+    SequenceFile,
 }
 
 impl FileFormat {
@@ -104,6 +116,7 @@ impl FileFormat {
                 c => c,
             },
             FileFormat::Parquet => Codec::Parquet,
+            FileFormat::SequenceFile => Codec::SequenceFile,
         }
     }
 }

@@ -11,6 +11,7 @@
 //! - [`bz2`]: bzip2 text split at its block boundaries.
 //! - [`rows`]: files of rows with named columns read as records of text;
 //!   [`parquet`]: Parquet files, by row group.
+//! - [`seqfile`]: Hadoop SequenceFiles, split at their syncs, and written.
 //! - [`delimited`]: a mutable decoder for delimited text (`a|b|c`).
 //! - [`spill`]: the checksummed, partitioned run file that map output is
 //!   spilled to and merged from.
@@ -32,6 +33,7 @@ pub mod paged;
 pub mod parquet;
 pub mod read;
 pub mod rows;
+pub mod seqfile;
 pub mod spill;
 pub mod varint;
 

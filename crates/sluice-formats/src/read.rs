@@ -90,6 +90,7 @@ where
 {
     match split.file.codec {
         Codec::Parquet => crate::parquet::read_split(split, rows, f),
+        Codec::SequenceFile => crate::seqfile::read_split(split, rows, opts.max_record, f),
         _ => read_split(split, format, opts, f),
     }
 }

@@ -103,8 +103,9 @@ pub enum PairType {
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum InputFormat {
-    /// Each file by its first bytes and its name: text, compressed by its
-    /// extension (`.gz`, `.bz2`, `.zst`, `.lz4`, `.snappy`) or not.
+    /// Each file by its first bytes and its name: Parquet (`PAR1`), a
+    /// SequenceFile (`SEQ`), else text, compressed by its extension
+    /// (`.gz`, `.bz2`, `.zst`, `.lz4`, `.snappy`) or not.
     #[default]
     Auto,
     /// Text lines (pipe-separated for the Pavlo tasks), compressed by the
@@ -112,6 +113,11 @@ pub enum InputFormat {
     Text,
     /// Parquet files: a row a record, its columns as text.
     Parquet,
+    /// Hadoop SequenceFiles: a record's value (or its `key` and `value`
+    /// columns) as text.
+    #[serde(rename = "sequencefile")]
+    #[cfg_attr(feature = "clap", value(name = "sequencefile"))]
+    SequenceFile,
     /// Binary records in a paged file (`sluice convert`).
     Paged,
 }
@@ -124,6 +130,7 @@ impl InputFormat {
             InputFormat::Auto | InputFormat::Paged => FileFormat::Auto,
             InputFormat::Text => FileFormat::Text,
             InputFormat::Parquet => FileFormat::Parquet,
+            InputFormat::SequenceFile => FileFormat::SequenceFile,
         }
     }
 }

@@ -78,8 +78,9 @@ pub struct JobFlags {
     /// aggregations only).
     #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "auto"))]
     pub input_format: InputFormat,
-    /// The column of Parquet input a text job (wordcount, grep, ...)
-    /// reads as its line [default: the file's only column].
+    /// The column of a file of rows a text job (wordcount, grep, ...)
+    /// reads as its line: a Parquet column, or a SequenceFile's `key` or
+    /// `value` [default: the file's only column; a SequenceFile's value].
     #[cfg_attr(feature = "clap", arg(long))]
     pub column: Option<String>,
     /// Page size of paged input.

@@ -25,6 +25,7 @@ mod ohb;
 mod recovery;
 mod s3;
 mod scheduling;
+mod seqfiles;
 mod sim;
 mod small_files;
 mod standby;
