@@ -34,6 +34,14 @@ pub enum Codec {
     /// A Hadoop SequenceFile (`SEQ`): split at its syncs
     /// ([`crate::seqfile`]).
     SequenceFile,
+    /// An Avro object container file (`Obj` 1, `.avro`): split at its
+    /// syncs ([`crate::avro`]).
+    Avro,
+    /// CSV with a header row, split as text (`--input-format csv` only,
+    /// [`crate::textrows`]).
+    Csv,
+    /// JSON lines, split as text (`--input-format jsonl` only).
+    Jsonl,
 }
 
 impl Codec {
@@ -47,6 +55,7 @@ impl Codec {
             "lz4" => Codec::Lz4,
             "snappy" => Codec::Snappy,
             "parquet" => Codec::Parquet,
+            "avro" => Codec::Avro,
             _ => Codec::None,
         }
     }
@@ -57,6 +66,9 @@ impl Codec {
         if head.starts_with(b"PAR1") {
             return Codec::Parquet;
         }
+        if head.starts_with(b"Obj\x01") {
+            return Codec::Avro;
+        }
         if head.starts_with(b"SEQ") {
             return Codec::SequenceFile;
         }
@@ -65,14 +77,23 @@ impl Codec {
 
     /// Whether its records are rows of named columns.
     pub fn has_rows(self) -> bool {
-        matches!(self, Codec::Parquet | Codec::SequenceFile)
+        matches!(
+            self,
+            Codec::Parquet | Codec::SequenceFile | Codec::Avro | Codec::Csv | Codec::Jsonl
+        )
     }
 
     /// Whether a file of this codec can be cut into several splits.
     pub fn splittable(self) -> bool {
         matches!(
             self,
-            Codec::None | Codec::Bzip2 | Codec::Parquet | Codec::SequenceFile
+            Codec::None
+                | Codec::Bzip2
+                | Codec::Parquet
+                | Codec::SequenceFile
+                | Codec::Avro
+                | Codec::Csv
+                | Codec::Jsonl
         )
     }
 
@@ -87,6 +108,9 @@ impl Codec {
             Codec::Snappy => "snappy",
             Codec::Parquet => "parquet",
             Codec::SequenceFile => "sequencefile",
+            Codec::Avro => "avro",
+            Codec::Csv => "csv",
+            Codec::Jsonl => "jsonl",
         }
     }
 }
@@ -104,6 +128,12 @@ pub enum FileFormat {
     Parquet,
     /// Hadoop SequenceFiles.
     SequenceFile,
+    /// Avro object container files.
+    Avro,
+    /// CSV with a header row.
+    Csv,
+    /// JSON lines.
+    Jsonl,
 }
 
 impl FileFormat {
@@ -117,6 +147,9 @@ impl FileFormat {
             },
             FileFormat::Parquet => Codec::Parquet,
             FileFormat::SequenceFile => Codec::SequenceFile,
+            FileFormat::Avro => Codec::Avro,
+            FileFormat::Csv => Codec::Csv,
+            FileFormat::Jsonl => Codec::Jsonl,
         }
     }
 }

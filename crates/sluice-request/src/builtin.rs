@@ -48,6 +48,10 @@ impl JobKind for Wordcount {
         "count words (split on space, tab, CR, LF, form feed)"
     }
 
+    fn long_values(&self) -> bool {
+        true
+    }
+
     fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
         params(WordcountParams {
             grouping: f.grouping,

@@ -8,9 +8,11 @@
 
 mod support;
 
+mod avro;
 mod cache;
 mod cli;
 mod cluster;
+mod csvjson;
 mod follow;
 mod formats;
 mod geo;

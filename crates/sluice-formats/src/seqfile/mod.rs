@@ -470,7 +470,7 @@ pub fn header(path: &Path) -> Result<Header> {
 }
 
 /// Which of a record's columns (`key`, `value`) make a record: the value
-/// alone unless `proj` names columns.
+/// alone unless `proj` names columns (Streaming's: both).
 fn columns(split: &Split, proj: &Projection) -> Result<Vec<usize>> {
     if proj.columns.is_empty() {
         return Ok(vec![1]);
