@@ -9,7 +9,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use sluice_api::{Error as ApiError, Sink};
-use sluice_formats::avro::write::{pair_schema, AvroEncoder};
+use sluice_formats::avro::write::AvroEncoder;
 use sluice_formats::seqfile::write::{new_sync, put_long, put_text, SeqEncoder};
 use sluice_formats::seqfile::{LONG_CLASS, TEXT_CLASS};
 use sluice_sort::{ErrorSink, SortError};
@@ -28,21 +28,27 @@ pub enum OutputFiles {
         /// Values are integers.
         long_values: bool,
     },
-    /// Avro container files of (`key` string, `value`) records; `value`
-    /// a long if `long_values`, else a string.
+    /// Avro container files of records of two fields named `names`: the
+    /// key a string, the value a long if `long_values`, else a string.
     Avro {
         /// Values are integers.
         long_values: bool,
+        /// The fields' names.
+        names: (&'static str, &'static str),
     },
 }
 
 impl OutputFiles {
-    /// The same files with integer values or not.
-    pub fn with_long_values(self, long: bool) -> OutputFiles {
+    /// The same files with integer values or not, their fields (if they
+    /// have names) named `names`.
+    pub fn typed(self, long: bool, names: (&'static str, &'static str)) -> OutputFiles {
         match self {
             OutputFiles::Text => OutputFiles::Text,
             OutputFiles::SequenceFile { .. } => OutputFiles::SequenceFile { long_values: long },
-            OutputFiles::Avro { .. } => OutputFiles::Avro { long_values: long },
+            OutputFiles::Avro { .. } => OutputFiles::Avro {
+                long_values: long,
+                names,
+            },
         }
     }
 }
@@ -101,8 +107,8 @@ impl TextOutput {
                 let enc = SeqEncoder::new(&mut bytes, TEXT_CLASS, value_class, false, sync);
                 (Encoder::Seq(enc), long_values)
             }
-            OutputFiles::Avro { long_values } => {
-                let enc = AvroEncoder::new(&mut bytes, &pair_schema(long_values), sync)
+            OutputFiles::Avro { long_values, names } => {
+                let enc = AvroEncoder::new(&mut bytes, names, long_values, sync)
                     .map_err(|e| EngineError::io("writing", path, e))?;
                 (Encoder::Avro(enc), long_values)
             }

@@ -496,8 +496,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("w.avro");
         let mut bytes = Vec::new();
-        let schema = write::pair_schema(true);
-        let mut enc = write::AvroEncoder::new(&mut bytes, &schema, [3; SYNC]).unwrap();
+        let names = ("key", "value");
+        let mut enc = write::AvroEncoder::new(&mut bytes, names, true, [3; SYNC]).unwrap();
         for i in 0..20_000i64 {
             enc.append_pair(&mut bytes, format!("k{i}").as_bytes(), Ok(i))
                 .unwrap();

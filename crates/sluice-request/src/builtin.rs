@@ -52,6 +52,10 @@ impl JobKind for Wordcount {
         true
     }
 
+    fn output_names(&self) -> (&'static str, &'static str) {
+        ("word", "count")
+    }
+
     fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
         params(WordcountParams {
             grouping: f.grouping,

@@ -145,6 +145,13 @@ pub trait JobKind: Send + Sync {
         false
     }
 
+    /// The names of its output's key and value where a format names them
+    /// (Avro's fields): `key` and `value` unless the kind knows better
+    /// (word count's `word` and `count`).
+    fn output_names(&self) -> (&'static str, &'static str) {
+        ("key", "value")
+    }
+
     /// Whether the kind reads paged binary input (`--input-format paged`)
     /// as well as text.
     fn reads_paged(&self) -> bool {
@@ -279,7 +286,7 @@ impl Registry {
         if let Some(p) = kind.row_columns(req) {
             cfg.rows = Arc::new(p);
         }
-        cfg.output = cfg.output.with_long_values(kind.long_values());
+        cfg.output = cfg.output.typed(kind.long_values(), kind.output_names());
         Ok((built, cfg))
     }
 }
@@ -317,7 +324,10 @@ pub fn settings(req: &JobRequest) -> EngineConfig {
     cfg.output = match e.output_format {
         OutputFormat::Text => OutputFiles::Text,
         OutputFormat::SequenceFile => OutputFiles::SequenceFile { long_values: false },
-        OutputFormat::Avro => OutputFiles::Avro { long_values: false },
+        OutputFormat::Avro => OutputFiles::Avro {
+            long_values: false,
+            names: ("key", "value"),
+        },
     };
     if let Some(c) = &e.column {
         cfg.rows = Arc::new(Projection::column(c));

@@ -2,7 +2,8 @@
 //! with the null, deflate and snappy codecs count as the text, the Pavlo
 //! tasks over them give the text's answers, one file gives many maps;
 //! damage fails naming the file and block; Sluice's Avro output reads
-//! back in fastavro.
+//! back in fastavro. And Streaming's rows: SequenceFiles as `key TAB
+//! value` lines, Avro and Parquet rows as JSON objects.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -234,16 +235,17 @@ fn damaged_avro_fails_naming_the_file_and_block_and_commits_nothing() {
     }
 }
 
-/// Prints the records of the Avro files argv[1:] as `key TAB value`
-/// lines, after one line with the type of `value`.
+/// Prints the records of the Avro files argv[1:] as `field0 TAB field1`
+/// lines, after one line with the fields' names and types.
 const READ_PAIRS: &str = r#"
 import sys, fastavro
 for p in sys.argv[1:]:
     with open(p, "rb") as f:
         r = fastavro.reader(f)
-        print(r.writer_schema["fields"][1]["type"])
+        (k, kt), (v, vt) = [(f["name"], f["type"]) for f in r.writer_schema["fields"]]
+        print(k, kt, v, vt)
         for rec in r:
-            print(f"{rec['key']}\t{rec['value']}")
+            print(f"{rec[k]}\t{rec[v]}")
 "#;
 
 fn sorted_lines(text: &str) -> Vec<String> {
@@ -285,10 +287,10 @@ fn sluices_avro_read_back_by_fastavro() {
     let (types, pairs): (Vec<String>, Vec<String>) = sorted_lines(&got)
         .into_iter()
         .partition(|l| !l.contains('\t'));
-    assert_eq!(types, ["long", "long"]);
+    assert_eq!(types, ["word string count long", "word string count long"]);
     assert_eq!(pairs, sorted_lines(&String::from_utf8(want).unwrap()));
     // And Sluice reads its own Avro back, by column.
-    let (again, _) = wordcount(d.path(), "again", &out, &["--column", "key"]);
+    let (again, _) = wordcount(d.path(), "again", &out, &["--column", "word"]);
     let keys: Vec<String> = pairs
         .iter()
         .map(|l| format!("{}\t1", l.split('\t').next().unwrap()))
@@ -297,7 +299,7 @@ fn sluices_avro_read_back_by_fastavro() {
 }
 
 #[test]
-fn streaming_reads_sequencefiles_as_key_tab_value_and_avro_as_json() {
+fn streaming_reads_sequencefiles_as_key_tab_value_and_rows_as_json() {
     let d = tempfile::tempdir().unwrap();
     let text = d.path().join("words.txt");
     std::fs::write(&text, text_lines(2_000)).unwrap();
@@ -327,15 +329,41 @@ fn streaming_reads_sequencefiles_as_key_tab_value_and_avro_as_json() {
         "s",
     );
     assert_eq!(got, want);
-    let got = stream(&avro, "org.apache.avro.mapred.AvroAsTextInputFormat", "a");
-    assert_eq!(got.len(), 2_000);
-    let mut ns: Vec<u64> = got
-        .iter()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l.trim_end_matches('\t')).unwrap();
-            v["n"].as_u64().unwrap()
-        })
+    // Avro's and Parquet's rows as JSON objects.
+    let parquet = d.path().join("words.parquet");
+    let program = "import sys, pyarrow as pa, pyarrow.parquet as pq\n\
+                   lines = open(sys.argv[1], encoding='utf-8').read().splitlines()\n\
+                   pq.write_table(pa.table({'n': list(range(len(lines))), 'line': lines}), \
+                   sys.argv[2], row_group_size=500)";
+    fastavro(
+        program,
+        &[&text.to_string_lossy(), &parquet.to_string_lossy()],
+    );
+    let text_lines: Vec<String> = String::from_utf8(lines)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
         .collect();
-    ns.sort_unstable();
-    assert_eq!(ns, (0..2_000).collect::<Vec<u64>>());
+    let cases = [
+        (&avro, "org.apache.avro.mapred.AvroAsTextInputFormat", "a"),
+        (&parquet, "parquet", "p"),
+    ];
+    for (file, format, name) in cases {
+        let got = stream(file, format, name);
+        assert_eq!(got.len(), 2_000, "{format}");
+        let mut rows: Vec<(u64, String)> = got
+            .iter()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l.trim_end_matches('\t')).unwrap();
+                (
+                    v["n"].as_u64().unwrap(),
+                    v["line"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        rows.sort_unstable();
+        for (i, (n, line)) in rows.iter().enumerate() {
+            assert_eq!((*n, line), (i as u64, &text_lines[i]), "{format}");
+        }
+    }
 }

@@ -1,5 +1,6 @@
-//! Writing Avro object container files of (key, value) pairs: a `key`
-//! string and a `value` string or long, deflated blocks of about 64 KiB,
+//! Writing Avro object container files of (key, value) pairs: a string
+//! field and a string or long field, named by the job (`key` and `value`,
+//! or word count's `word` and `count`), deflated blocks of about 64 KiB,
 //! the layout of the module doc above.
 
 use std::io;
@@ -12,11 +13,13 @@ use super::SYNC;
 /// Bytes of datums gathered before a block is written.
 const BLOCK_BYTES: usize = 64 << 10;
 
-/// The schema of pairs with string or long values.
-pub fn pair_schema(long_values: bool) -> String {
+/// The schema of pairs of fields named `names`, a string and a string or
+/// a long.
+pub fn pair_schema(names: (&str, &str), long_values: bool) -> String {
     let value = if long_values { "long" } else { "string" };
+    let (k, v) = names;
     format!(
-        r#"{{"type":"record","name":"pair","namespace":"sluice","fields":[{{"name":"key","type":"string"}},{{"name":"value","type":"{value}"}}]}}"#
+        r#"{{"type":"record","name":"pair","namespace":"sluice","fields":[{{"name":"{k}","type":"string"}},{{"name":"{v}","type":"{value}"}}]}}"#
     )
 }
 
@@ -24,6 +27,7 @@ pub fn pair_schema(long_values: bool) -> String {
 /// bytes to write next to `out`.
 pub struct AvroEncoder {
     schema: Schema,
+    names: (String, String),
     sync: [u8; SYNC],
     block: Vec<u8>,
     count: i64,
@@ -44,9 +48,15 @@ fn invalid(e: impl ToString) -> io::Error {
 }
 
 impl AvroEncoder {
-    /// Appends the header to `out`: `schema` (JSON), the deflate codec,
-    /// `sync`.
-    pub fn new(out: &mut Vec<u8>, schema: &str, sync: [u8; SYNC]) -> io::Result<AvroEncoder> {
+    /// Appends the header to `out`: the schema of [`pair_schema`], the
+    /// deflate codec, `sync`.
+    pub fn new(
+        out: &mut Vec<u8>,
+        names: (&str, &str),
+        long_values: bool,
+        sync: [u8; SYNC],
+    ) -> io::Result<AvroEncoder> {
+        let schema = &pair_schema(names, long_values);
         let parsed = Schema::parse_str(schema).map_err(invalid)?;
         out.extend_from_slice(b"Obj\x01");
         put_long(out, 2);
@@ -58,6 +68,7 @@ impl AvroEncoder {
         out.extend_from_slice(&sync);
         Ok(AvroEncoder {
             schema: parsed,
+            names: (names.0.to_owned(), names.1.to_owned()),
             sync,
             block: Vec::new(),
             count: 0,
@@ -86,7 +97,10 @@ impl AvroEncoder {
             Ok(n) => Value::Long(n),
             Err(b) => text(b)?,
         };
-        let record = Value::Record(vec![("key".into(), text(key)?), ("value".into(), v)]);
+        let record = Value::Record(vec![
+            (self.names.0.clone(), text(key)?),
+            (self.names.1.clone(), v),
+        ]);
         let datum = apache_avro::to_avro_datum(&self.schema, record).map_err(invalid)?;
         self.block.extend_from_slice(&datum);
         self.count += 1;
