@@ -163,6 +163,21 @@ fn damaged_sequencefiles_fail_naming_the_file_and_offset_and_commit_nothing() {
         assert!(err.contains(&*name) && err.contains(&want), "{name}: {err}");
         assert!(!out.exists(), "nothing is committed");
     }
+    let out = d.path().join("out");
+    let err = fails(
+        sluice()
+            .args(["run", "wordcount", "-q", "--column", "nope", "--input"])
+            .arg(&record)
+            .arg("--output")
+            .arg(&out)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        err.contains("record-default.seq") && err.contains("has no column nope"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing is committed");
 }
 
 /// Where the sync markers (escape and hash) of a SequenceFile with a
