@@ -1,7 +1,8 @@
 //! CSV (with a header row, RFC 4180 quoting) and JSON lines: the Pavlo
 //! tasks read UserVisits and Rankings by column name from files Python's
 //! `csv` and `json` modules wrote, and give the text's answers; a missing
-//! column fails naming the file, and nothing is committed.
+//! column, an unclosed quote or a line that is no JSON object fails
+//! naming the file (and the line's offset), and nothing is committed.
 
 use std::path::Path;
 use std::process::Command;
