@@ -18,9 +18,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # creates.
 [ -x .venv/bin/python ] || python3 -m venv .venv
 # moto's S3 server is the object store of the S3 tests; pyarrow writes the
-# Parquet files of the format tests.
-.venv/bin/python -c "import duckdb, numpy, moto.server, networkx, scipy, pyarrow" 2>/dev/null ||
-  .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy 'moto[server]' networkx scipy pyarrow
+# Parquet files of the format tests, fastavro (with cramjam, its Snappy)
+# the Avro files.
+.venv/bin/python -c "import duckdb, numpy, moto.server, networkx, scipy, pyarrow, fastavro, cramjam" 2>/dev/null ||
+  .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy 'moto[server]' networkx scipy pyarrow fastavro cramjam
 export SLUICE_PYTHON="$PWD/.venv/bin/python"
 # Headless Chromium loads the coordinator's web pages in the web tests:
 # Debian's package.

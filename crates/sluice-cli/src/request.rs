@@ -40,6 +40,7 @@ impl RunArgs {
             bad_records: self.bad_records,
             spill_dir: self.spill_dir.clone(),
             input_format: self.job_flags.input_format,
+            output_format: self.job_flags.output_format,
             column: self.job_flags.column.clone(),
         }
     }

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use sluice_request::{JobRequest, StreamingParams};
+use sluice_request::{InputFormat, JobRequest, OutputFormat, StreamingParams};
 use sluice_tools::conn::Conn;
 
 use crate::summary::print_summary;
@@ -28,6 +28,8 @@ struct Parsed {
     coordinator: Option<String>,
     overwrite: bool,
     report: Option<PathBuf>,
+    input_format: InputFormat,
+    output_format: OutputFormat,
 }
 
 /// Runs `sluice streaming ARGS`.
@@ -85,17 +87,51 @@ fn parse(args: &[String]) -> anyhow::Result<Parsed> {
                     .with_context(|| format!("-D {kv}: expected key=value"))?;
                 p.properties.push((k.to_owned(), v.to_owned()));
             }
+            "inputformat" | "input-format" => p.input_format = input_format(&value()?)?,
+            "outputformat" | "output-format" => p.output_format = output_format(&value()?)?,
             "cluster" => p.cluster = Some(value()?.into()),
             "coordinator" => p.coordinator = Some(value()?),
             "report" => p.report = Some(value()?.into()),
             _ => bail!(
                 "unknown option {flag}; sluice streaming takes -input, -output, -mapper, \
                  -combiner, -reducer, -file, -files, -numReduceTasks, -D key=value, \
-                 --overwrite, --report FILE, --cluster DIR, --coordinator ADDR"
+                 -inputformat, -outputformat, --overwrite, --report FILE, --cluster DIR, --coordinator ADDR"
             ),
         }
     }
     Ok(p)
+}
+
+/// An input format by Sluice's name or the Hadoop class's (package or not):
+/// `SequenceFileAsTextInputFormat`, `TextInputFormat`,
+/// `AvroAsTextInputFormat`.
+fn input_format(name: &str) -> anyhow::Result<InputFormat> {
+    Ok(match name.rsplit('.').next().unwrap_or(name) {
+        "auto" => InputFormat::Auto,
+        "text" | "TextInputFormat" | "KeyValueTextInputFormat" => InputFormat::Text,
+        "sequencefile" | "SequenceFileAsTextInputFormat" => InputFormat::SequenceFile,
+        "avro" | "AvroAsTextInputFormat" => InputFormat::Avro,
+        "parquet" => InputFormat::Parquet,
+        "csv" => InputFormat::Csv,
+        "jsonl" => InputFormat::Jsonl,
+        _ => bail!(
+            "-inputformat {name}: takes auto, text, sequencefile, avro, parquet, csv, jsonl, or Hadoop's \
+             TextInputFormat, SequenceFileAsTextInputFormat, AvroAsTextInputFormat"
+        ),
+    })
+}
+
+/// An output format by Sluice's name or the Hadoop class's.
+fn output_format(name: &str) -> anyhow::Result<OutputFormat> {
+    Ok(match name.rsplit('.').next().unwrap_or(name) {
+        "text" | "TextOutputFormat" => OutputFormat::Text,
+        "sequencefile" | "SequenceFileOutputFormat" => OutputFormat::SequenceFile,
+        "avro" => OutputFormat::Avro,
+        _ => bail!(
+            "-outputformat {name}: takes text, sequencefile, avro, or Hadoop's TextOutputFormat, \
+             SequenceFileOutputFormat"
+        ),
+    })
 }
 
 /// Adds a local file to those shipped with the job.
@@ -127,6 +163,8 @@ fn request(p: &Parsed) -> anyhow::Result<JobRequest> {
     let mut req = JobRequest::new("streaming", &params, &p.inputs.join(","), output);
     req.reducers = p.reducers.filter(|&n| n > 0);
     req.overwrite = p.overwrite;
+    req.engine.input_format = p.input_format;
+    req.engine.output_format = p.output_format;
     for (k, v) in &p.properties {
         req.properties.insert(k.clone(), v.clone());
     }
@@ -176,5 +214,21 @@ mod tests {
         assert_eq!(req.input, "a,b");
         assert!(parse(&args("-bogus x")).is_err());
         assert!(request(&parse(&args("-input a -output o")).unwrap()).is_err());
+    }
+
+    #[test]
+    fn input_and_output_formats_by_hadoops_class_names() {
+        let p = parse(&args(
+            "-input a -output o -mapper cat \
+             -inputformat org.apache.hadoop.mapred.SequenceFileAsTextInputFormat \
+             -outputformat org.apache.hadoop.mapred.SequenceFileOutputFormat",
+        ))
+        .unwrap();
+        let req = request(&p).unwrap();
+        assert_eq!(req.engine.input_format, InputFormat::SequenceFile);
+        assert_eq!(req.engine.output_format, OutputFormat::SequenceFile);
+        let p = parse(&args("-inputformat AvroAsTextInputFormat")).unwrap();
+        assert_eq!(p.input_format, InputFormat::Avro);
+        assert!(parse(&args("-inputformat NLineInputFormat")).is_err());
     }
 }

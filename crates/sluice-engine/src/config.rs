@@ -56,6 +56,8 @@ pub struct EngineConfig {
     pub file_format: FileFormat,
     /// The columns a file of rows gives each record, and their separator.
     pub rows: Arc<Projection>,
+    /// How output files are written: text lines, or a SequenceFile.
+    pub output: crate::output::OutputFiles,
     /// Replace an existing output directory.
     pub overwrite: bool,
     /// Sync each output file before its task commits (`false` for a
@@ -84,6 +86,7 @@ impl Default for EngineConfig {
             format: RecordFormat::Lines,
             file_format: FileFormat::Auto,
             rows: Arc::new(Projection::default()),
+            output: crate::output::OutputFiles::Text,
             overwrite: false,
             sync_output: true,
             spill_hook: None,
@@ -105,6 +108,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("format", &self.format)
             .field("file_format", &self.file_format)
             .field("rows", &self.rows)
+            .field("output", &self.output)
             .field("sync_output", &self.sync_output)
             .finish_non_exhaustive()
     }

@@ -1,18 +1,77 @@
 //! Text output: `key<TAB>value\n` lines, or `key\n` for a key alone
-//! (Hadoop's `TextOutputFormat`).
+//! (Hadoop's `TextOutputFormat`); or, as the job asks
+//! ([`OutputFiles`]), a Hadoop SequenceFile of `Text` keys and `Text` or
+//! `LongWritable` values (Hadoop's `SequenceFileOutputFormat`), or an Avro
+//! container file of (`key` string, `value` string or long) records.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use sluice_api::{Error as ApiError, Sink};
+use sluice_formats::avro::write::AvroEncoder;
+use sluice_formats::seqfile::write::{new_sync, put_long, put_text, SeqEncoder};
+use sluice_formats::seqfile::{LONG_CLASS, TEXT_CLASS};
 use sluice_sort::{ErrorSink, SortError};
 
 use crate::EngineError;
 
+/// How a job's output files are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFiles {
+    /// Text lines.
+    #[default]
+    Text,
+    /// Uncompressed SequenceFiles, `Text` keys; values `LongWritable`
+    /// (decimal text values read as integers) if `long_values`, else `Text`.
+    SequenceFile {
+        /// Values are integers.
+        long_values: bool,
+    },
+    /// Avro container files of records of two fields named `names`: the
+    /// key a string, the value a long if `long_values`, else a string.
+    Avro {
+        /// Values are integers.
+        long_values: bool,
+        /// The fields' names.
+        names: (&'static str, &'static str),
+    },
+}
+
+impl OutputFiles {
+    /// The same files with integer values or not, their fields (if they
+    /// have names) named `names`.
+    pub fn typed(self, long: bool, names: (&'static str, &'static str)) -> OutputFiles {
+        match self {
+            OutputFiles::Text => OutputFiles::Text,
+            OutputFiles::SequenceFile { .. } => OutputFiles::SequenceFile { long_values: long },
+            OutputFiles::Avro { .. } => OutputFiles::Avro {
+                long_values: long,
+                names,
+            },
+        }
+    }
+}
+
+/// The encoder of a binary output file.
+enum Encoder {
+    Seq(SeqEncoder),
+    Avro(AvroEncoder),
+}
+
+/// A binary output's encoder and its scratch buffers.
+struct SeqOut {
+    enc: Encoder,
+    long_values: bool,
+    bytes: Vec<u8>,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
 /// Writes one output (or side) file of a task attempt.
 pub struct TextOutput {
     w: BufWriter<Writeback>,
+    seq: Option<Box<SeqOut>>,
     path: PathBuf,
     err: Option<std::io::Error>,
     /// Records written.
@@ -28,11 +87,104 @@ impl TextOutput {
         let f = File::create(path).map_err(|e| EngineError::io("creating", path, e))?;
         Ok(TextOutput {
             w: BufWriter::with_capacity(1 << 20, Writeback::new(f, sync)),
+            seq: None,
             path: path.to_owned(),
             err: None,
             records: 0,
             bytes: 0,
         })
+    }
+
+    /// Creates `path` to be written as `files` says.
+    pub fn create_as(path: &Path, sync: bool, files: OutputFiles) -> Result<Self, EngineError> {
+        let mut out = Self::create(path, sync)?;
+        let mut bytes = Vec::new();
+        let sync = new_sync(path.as_os_str().as_encoded_bytes());
+        let (enc, long_values) = match files {
+            OutputFiles::Text => return Ok(out),
+            OutputFiles::SequenceFile { long_values } => {
+                let value_class = if long_values { LONG_CLASS } else { TEXT_CLASS };
+                let enc = SeqEncoder::new(&mut bytes, TEXT_CLASS, value_class, false, sync);
+                (Encoder::Seq(enc), long_values)
+            }
+            OutputFiles::Avro { long_values, names } => {
+                let enc = AvroEncoder::new(&mut bytes, names, long_values, sync)
+                    .map_err(|e| EngineError::io("writing", path, e))?;
+                (Encoder::Avro(enc), long_values)
+            }
+        };
+        out.write_bytes(&bytes)?;
+        out.bytes = bytes.len() as u64;
+        out.seq = Some(Box::new(SeqOut {
+            enc,
+            long_values,
+            bytes: Vec::new(),
+            key: Vec::new(),
+            value: Vec::new(),
+        }));
+        Ok(out)
+    }
+
+    fn write_bytes(&mut self, b: &[u8]) -> Result<(), EngineError> {
+        self.w
+            .write_all(b)
+            .map_err(|e| EngineError::io("writing", &self.path, e))
+    }
+
+    /// A record of a binary output: for a SequenceFile its key and value
+    /// as Writables, for Avro a record.
+    fn put_seq(&mut self, key: &[u8], value: &[u8]) -> sluice_api::Result<()> {
+        let s = self.seq.as_mut().expect("a binary output");
+        s.bytes.clear();
+        let long = if s.long_values {
+            let n = std::str::from_utf8(value)
+                .ok()
+                .and_then(|v| v.parse::<i64>().ok());
+            Some(n.ok_or_else(|| {
+                ApiError::User(format!(
+                    "value {:?} of key {:?} is not an integer (a long)",
+                    String::from_utf8_lossy(value),
+                    String::from_utf8_lossy(key)
+                ))
+            })?)
+        } else {
+            None
+        };
+        let r = match &mut s.enc {
+            Encoder::Seq(enc) => {
+                s.key.clear();
+                s.value.clear();
+                put_text(&mut s.key, key);
+                match long {
+                    Some(n) => put_long(&mut s.value, n),
+                    None => put_text(&mut s.value, value),
+                }
+                enc.append(&mut s.bytes, &s.key, &s.value)
+            }
+            Encoder::Avro(enc) => enc.append_pair(&mut s.bytes, key, long.ok_or(value)),
+        };
+        if let Err(e) = r {
+            self.err = Some(e);
+            return Err(ApiError::Aborted);
+        }
+        let bytes = std::mem::take(&mut s.bytes);
+        let r = self.put(&[&bytes]);
+        if let Some(s) = self.seq.as_mut() {
+            s.bytes = bytes;
+        }
+        r
+    }
+
+    /// Text lines given whole (`key TAB value` or `key`), each a record.
+    fn put_lines(&mut self, bytes: &[u8]) -> sluice_api::Result<()> {
+        for line in bytes.split_inclusive(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\n").unwrap_or(line);
+            match memchr::memchr(b'\t', line) {
+                Some(t) => self.put_seq(&line[..t], &line[t + 1..])?,
+                None => self.put_seq(line, b"")?,
+            }
+        }
+        Ok(())
     }
 
     fn put(&mut self, parts: &[&[u8]]) -> sluice_api::Result<()> {
@@ -55,6 +207,16 @@ impl TextOutput {
     pub fn finish(mut self) -> Result<(u64, u64), EngineError> {
         if let Some(e) = self.err.take() {
             return Err(EngineError::io("writing", &self.path, e));
+        }
+        if let Some(s) = self.seq.take() {
+            let mut rest = Vec::new();
+            match s.enc {
+                Encoder::Seq(enc) => enc.finish(&mut rest),
+                Encoder::Avro(enc) => enc.finish(&mut rest),
+            }
+            .map_err(|e| EngineError::io("writing", &self.path, e))?;
+            self.write_bytes(&rest)?;
+            self.bytes += rest.len() as u64;
         }
         let path = self.path.clone();
         let f = self
@@ -137,16 +299,25 @@ impl Write for Writeback {
 impl Sink for TextOutput {
     #[inline]
     fn emit(&mut self, key: &[u8], value: &[u8]) -> sluice_api::Result<()> {
+        if self.seq.is_some() {
+            return self.put_seq(key, value);
+        }
         self.put(&[key, b"\t", value, b"\n"])
     }
 
     #[inline]
     fn emit_key(&mut self, key: &[u8]) -> sluice_api::Result<()> {
+        if self.seq.is_some() {
+            return self.put_seq(key, b"");
+        }
         self.put(&[key, b"\n"])
     }
 
     #[inline]
     fn emit_raw(&mut self, bytes: &[u8]) -> sluice_api::Result<()> {
+        if self.seq.is_some() {
+            return self.put_lines(bytes);
+        }
         self.put(&[bytes])
     }
 }

@@ -31,6 +31,17 @@ pub enum Codec {
     /// Parquet (`PAR1`, `.parquet`): split by row group
     /// ([`crate::parquet`]).
     Parquet,
+    /// A Hadoop SequenceFile (`SEQ`): split at its syncs
+    /// ([`crate::seqfile`]).
+    SequenceFile,
+    /// An Avro object container file (`Obj` 1, `.avro`): split at its
+    /// syncs ([`crate::avro`]).
+    Avro,
+    /// CSV with a header row, split as text (`--input-format csv` only,
+    /// [`crate::textrows`]).
+    Csv,
+    /// JSON lines, split as text (`--input-format jsonl` only).
+    Jsonl,
 }
 
 impl Codec {
@@ -44,6 +55,7 @@ impl Codec {
             "lz4" => Codec::Lz4,
             "snappy" => Codec::Snappy,
             "parquet" => Codec::Parquet,
+            "avro" => Codec::Avro,
             _ => Codec::None,
         }
     }
@@ -54,17 +66,35 @@ impl Codec {
         if head.starts_with(b"PAR1") {
             return Codec::Parquet;
         }
+        if head.starts_with(b"Obj\x01") {
+            return Codec::Avro;
+        }
+        if head.starts_with(b"SEQ") {
+            return Codec::SequenceFile;
+        }
         Codec::of_name(name)
     }
 
     /// Whether its records are rows of named columns.
     pub fn has_rows(self) -> bool {
-        matches!(self, Codec::Parquet)
+        matches!(
+            self,
+            Codec::Parquet | Codec::SequenceFile | Codec::Avro | Codec::Csv | Codec::Jsonl
+        )
     }
 
     /// Whether a file of this codec can be cut into several splits.
     pub fn splittable(self) -> bool {
-        matches!(self, Codec::None | Codec::Bzip2 | Codec::Parquet)
+        matches!(
+            self,
+            Codec::None
+                | Codec::Bzip2
+                | Codec::Parquet
+                | Codec::SequenceFile
+                | Codec::Avro
+                | Codec::Csv
+                | Codec::Jsonl
+        )
     }
 
     /// Its name in messages.
@@ -77,6 +107,10 @@ impl Codec {
             Codec::Lz4 => "lz4",
             Codec::Snappy => "snappy",
             Codec::Parquet => "parquet",
+            Codec::SequenceFile => "sequencefile",
+            Codec::Avro => "avro",
+            Codec::Csv => "csv",
+            Codec::Jsonl => "jsonl",
         }
     }
 }
@@ -92,6 +126,14 @@ pub enum FileFormat {
     Text,
     /// Parquet.
     Parquet,
+    /// Hadoop SequenceFiles.
+    SequenceFile,
+    /// Avro object container files.
+    Avro,
+    /// CSV with a header row.
+    Csv,
+    /// JSON lines.
+    Jsonl,
 }
 
 impl FileFormat {
@@ -104,6 +146,10 @@ impl FileFormat {
                 c => c,
             },
             FileFormat::Parquet => Codec::Parquet,
+            FileFormat::SequenceFile => Codec::SequenceFile,
+            FileFormat::Avro => Codec::Avro,
+            FileFormat::Csv => Codec::Csv,
+            FileFormat::Jsonl => Codec::Jsonl,
         }
     }
 }

@@ -11,6 +11,9 @@
 //! - [`bz2`]: bzip2 text split at its block boundaries.
 //! - [`rows`]: files of rows with named columns read as records of text;
 //!   [`parquet`]: Parquet files, by row group.
+//! - [`seqfile`]: Hadoop SequenceFiles, split at their syncs, and written;
+//!   [`avro`]: Avro object container files, split at their syncs;
+//!   [`textrows`]: CSV with a header row and JSON lines.
 //! - [`delimited`]: a mutable decoder for delimited text (`a|b|c`).
 //! - [`spill`]: the checksummed, partitioned run file that map output is
 //!   spilled to and merged from.
@@ -20,6 +23,7 @@
 //! Architecture invariant: this crate knows nothing of jobs, threads or
 //! memory budgets; it reads and writes bytes it is told to.
 
+pub mod avro;
 pub mod bz2;
 pub mod chunked;
 pub mod compressed;
@@ -32,7 +36,9 @@ pub mod paged;
 pub mod parquet;
 pub mod read;
 pub mod rows;
+pub mod seqfile;
 pub mod spill;
+pub mod textrows;
 pub mod varint;
 
 pub use error::FormatError;

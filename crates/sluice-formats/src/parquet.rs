@@ -19,7 +19,8 @@ use crate::rows::{push_date, push_float, push_int, Projection};
 use crate::{FormatError, Result};
 
 /// Reads every row of `split`'s row groups, calling `f(row number,
-/// record)`; returns the compressed bytes of the row groups read.
+/// record)` (with [`Projection::json`], the whole row as one JSON object);
+/// returns the compressed bytes of the row groups read.
 pub fn read_split<E, F>(split: &Split, proj: &Projection, mut f: F) -> std::result::Result<u64, E>
 where
     E: From<FormatError>,
@@ -40,7 +41,11 @@ where
     let schema = meta.file_metadata().schema_descr();
     let fields = schema.root_schema().get_fields();
     let names: Vec<&str> = fields.iter().map(|t| t.name()).collect();
-    let pos = proj.positions(path, &names)?;
+    let pos = if proj.json {
+        (0..names.len()).collect()
+    } else {
+        proj.positions(path, &names)?
+    };
     let projected = projection(fields, &pos);
     let mut row_no = 0u64;
     let mut bytes = 0u64;
@@ -58,6 +63,12 @@ where
         for row in iter {
             let row = row.map_err(bad)?;
             rec.clear();
+            if proj.json {
+                serde_json::to_writer(&mut rec, &row_json(&row)).expect("JSON to memory");
+                f(row_no, &rec)?;
+                row_no += 1;
+                continue;
+            }
             let cols: Vec<&Field> = row.get_column_iter().map(|(_, v)| v).collect();
             for (i, &p) in pos.iter().enumerate() {
                 if i > 0 {
@@ -140,4 +151,34 @@ fn push_field(out: &mut Vec<u8>, v: &Field) {
         Field::Date(d) => push_date(out, i64::from(*d)),
         other => out.extend_from_slice(other.to_string().as_bytes()),
     }
+}
+
+/// A row as one JSON object: numbers and booleans as themselves, dates as
+/// `YYYY-MM-DD`, anything else as its text.
+fn row_json(row: &parquet::record::Row) -> serde_json::Value {
+    use serde_json::Value as J;
+    let one = |v: &Field| match v {
+        Field::Null => J::Null,
+        Field::Bool(b) => J::Bool(*b),
+        Field::Byte(x) => J::from(*x),
+        Field::Short(x) => J::from(*x),
+        Field::Int(x) => J::from(*x),
+        Field::Long(x) => J::from(*x),
+        Field::UByte(x) => J::from(*x),
+        Field::UShort(x) => J::from(*x),
+        Field::UInt(x) => J::from(*x),
+        Field::ULong(x) => J::from(*x),
+        Field::Float(x) => J::from(f64::from(*x)),
+        Field::Double(x) => J::from(*x),
+        other => {
+            let mut text = Vec::new();
+            push_field(&mut text, other);
+            J::String(String::from_utf8_lossy(&text).into_owned())
+        }
+    };
+    J::Object(
+        row.get_column_iter()
+            .map(|(k, v)| (k.clone(), one(v)))
+            .collect(),
+    )
 }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use crate::bz2::Bz2Split;
 use crate::chunked::{CheckedReader, ChunkSums, Fill, FillMemory};
 use crate::input::{Codec, RecordFormat, Split};
+use crate::textrows::{RowLines, TextRows};
 use crate::{FormatError, Result};
 
 /// Reader settings.
@@ -90,8 +91,40 @@ where
 {
     match split.file.codec {
         Codec::Parquet => crate::parquet::read_split(split, rows, f),
+        Codec::SequenceFile => crate::seqfile::read_split(split, rows, opts.max_record, f),
+        Codec::Avro => crate::avro::read_split(split, rows, f),
+        Codec::Csv => read_row_lines(split, TextRows::Csv, rows, opts, f),
+        Codec::Jsonl => read_row_lines(split, TextRows::Jsonl, rows, opts, f),
         _ => read_split(split, format, opts, f),
     }
+}
+
+/// Reads the lines of a text file of rows (CSV, JSON lines) as records
+/// ([`crate::textrows`]).
+fn read_row_lines<E, F>(
+    split: &Split,
+    kind: TextRows,
+    rows: &crate::rows::Projection,
+    opts: &ReadOptions,
+    mut f: F,
+) -> std::result::Result<u64, E>
+where
+    E: From<FormatError>,
+    F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
+{
+    let mut conv = RowLines::new(&split.file.path, kind, rows)?;
+    let mut file = (*split.file).clone();
+    file.codec = Codec::None;
+    let plain = Split {
+        file: std::sync::Arc::new(file),
+        ..split.clone()
+    };
+    read_split(&plain, RecordFormat::Lines, opts, |off, line| {
+        match conv.row(off, line)? {
+            Some(rec) => f(off, rec),
+            None => Ok(()),
+        }
+    })
 }
 
 /// A byte source with errors that name the file.

@@ -22,6 +22,8 @@ pub struct Projection {
     pub columns: Vec<String>,
     /// The byte between two values.
     pub sep: u8,
+    /// Each row as one JSON object instead (Streaming's rows of Avro).
+    pub json: bool,
 }
 
 impl Projection {
@@ -30,6 +32,17 @@ impl Projection {
         Projection {
             columns: vec![name.to_owned()],
             sep: b'\t',
+            json: false,
+        }
+    }
+
+    /// A SequenceFile's `key` and `value` joined by a tab, or an Avro
+    /// row as JSON: Streaming's lines.
+    pub fn streaming() -> Projection {
+        Projection {
+            columns: vec!["key".into(), "value".into()],
+            sep: b'\t',
+            json: true,
         }
     }
 
@@ -38,6 +51,7 @@ impl Projection {
         Projection {
             columns: columns.iter().map(|c| (*c).to_owned()).collect(),
             sep: b'|',
+            json: false,
         }
     }
 

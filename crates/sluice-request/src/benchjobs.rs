@@ -87,6 +87,13 @@ impl JobKind for StreamingKind {
         "Hadoop Streaming: any commands as mapper, combiner and reducer (sluice streaming)"
     }
 
+    /// A SequenceFile's records as `key TAB value` lines (Hadoop's
+    /// `SequenceFileAsTextInputFormat`), Avro's and Parquet's rows as one
+    /// JSON object a line (Avro's `AvroAsTextInputFormat`).
+    fn row_columns(&self, _req: &JobRequest) -> Option<sluice_formats::rows::Projection> {
+        Some(sluice_formats::rows::Projection::streaming())
+    }
+
     fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {
         let p: StreamingParams = req.params()?;
         if p.mapper.trim().is_empty() {

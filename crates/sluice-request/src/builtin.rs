@@ -48,6 +48,14 @@ impl JobKind for Wordcount {
         "count words (split on space, tab, CR, LF, form feed)"
     }
 
+    fn long_values(&self) -> bool {
+        true
+    }
+
+    fn output_names(&self) -> (&'static str, &'static str) {
+        ("word", "count")
+    }
+
     fn params_from_flags(&self, f: &JobFlags) -> Result<serde_json::Value, RequestError> {
         params(WordcountParams {
             grouping: f.grouping,

@@ -103,8 +103,9 @@ pub enum PairType {
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum InputFormat {
-    /// Each file by its first bytes and its name: text, compressed by its
-    /// extension (`.gz`, `.bz2`, `.zst`, `.lz4`, `.snappy`) or not.
+    /// Each file by its first bytes and its name: Parquet (`PAR1`), a
+    /// SequenceFile (`SEQ`), Avro (`Obj` 1), else text, compressed by its extension
+    /// (`.gz`, `.bz2`, `.zst`, `.lz4`, `.snappy`) or not.
     #[default]
     Auto,
     /// Text lines (pipe-separated for the Pavlo tasks), compressed by the
@@ -112,6 +113,17 @@ pub enum InputFormat {
     Text,
     /// Parquet files: a row a record, its columns as text.
     Parquet,
+    /// Hadoop SequenceFiles: a record's value (or its `key` and `value`
+    /// columns) as text.
+    #[serde(rename = "sequencefile")]
+    #[cfg_attr(feature = "clap", value(name = "sequencefile"))]
+    SequenceFile,
+    /// Avro object container files: a row a record, its fields as text.
+    Avro,
+    /// CSV files with a header row naming the columns (RFC 4180 quoting).
+    Csv,
+    /// JSON lines: one JSON object a line, its keys the columns.
+    Jsonl,
     /// Binary records in a paged file (`sluice convert`).
     Paged,
 }
@@ -124,8 +136,30 @@ impl InputFormat {
             InputFormat::Auto | InputFormat::Paged => FileFormat::Auto,
             InputFormat::Text => FileFormat::Text,
             InputFormat::Parquet => FileFormat::Parquet,
+            InputFormat::SequenceFile => FileFormat::SequenceFile,
+            InputFormat::Avro => FileFormat::Avro,
+            InputFormat::Csv => FileFormat::Csv,
+            InputFormat::Jsonl => FileFormat::Jsonl,
         }
     }
+}
+
+/// How a job's output files are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputFormat {
+    /// Text lines, `key TAB value`.
+    #[default]
+    Text,
+    /// Hadoop SequenceFiles: `Text` keys, `LongWritable` counts for word
+    /// count, `Text` values for the other jobs.
+    #[serde(rename = "sequencefile")]
+    #[cfg_attr(feature = "clap", value(name = "sequencefile"))]
+    SequenceFile,
+    /// Avro object container files of (`key` string, `value`) records:
+    /// `value` a long for word count, a string for the other jobs.
+    Avro,
 }
 
 /// Binary records in pages (`sluice convert`).

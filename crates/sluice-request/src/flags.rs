@@ -5,8 +5,8 @@
 //! `clap::Args` a command line flattens in.
 
 use crate::choices::{
-    GroupByName, GroupingName, InputFormat, JoinForm, KeyOrderName, KmeansInit, PagedInput,
-    PairType,
+    GroupByName, GroupingName, InputFormat, JoinForm, KeyOrderName, KmeansInit, OutputFormat,
+    PagedInput, PairType,
 };
 use crate::request::Key;
 use crate::RequestError;
@@ -78,8 +78,12 @@ pub struct JobFlags {
     /// aggregations only).
     #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "auto"))]
     pub input_format: InputFormat,
-    /// The column of Parquet input a text job (wordcount, grep, ...)
-    /// reads as its line [default: the file's only column].
+    /// How the output files are written.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "text"))]
+    pub output_format: OutputFormat,
+    /// The column of a file of rows a text job (wordcount, grep, ...)
+    /// reads as its line: a Parquet column, or a SequenceFile's `key` or
+    /// `value` [default: the file's only column; a SequenceFile's value].
     #[cfg_attr(feature = "clap", arg(long))]
     pub column: Option<String>,
     /// Page size of paged input.
@@ -192,6 +196,7 @@ mod tests {
             damping: 0.85,
             assignments: None,
             input_format: InputFormat::Auto,
+            output_format: OutputFormat::Text,
             column: None,
             page_size: 128 << 10,
             join: JoinForm::Fast,

@@ -59,8 +59,8 @@ pub use builtin::{
     SortParams, UdfParams, WordcountParams,
 };
 pub use choices::{
-    GroupByName, GroupingName, InputFormat, JoinForm, KeyOrderName, KmeansInit, PagedInput,
-    PairType,
+    GroupByName, GroupingName, InputFormat, JoinForm, KeyOrderName, KmeansInit, OutputFormat,
+    PagedInput, PairType,
 };
 pub use error::RequestError;
 pub use flags::{parse_size, JobFlags};

@@ -10,9 +10,10 @@ use sluice_formats::index::KeyType;
 use sluice_formats::input::{RecordFormat, Split};
 use sluice_formats::rows::Projection;
 
-use crate::choices::InputFormat;
+use crate::choices::{InputFormat, OutputFormat};
 use crate::flags::JobFlags;
 use crate::{BadRecords, JobRequest, RequestError};
+use sluice_engine::output::OutputFiles;
 
 /// A job's memory budget when the request names none.
 pub const DEFAULT_MEMORY: u64 = 1 << 30;
@@ -135,6 +136,20 @@ pub trait JobKind: Send + Sync {
     /// the request's `column`, else the file's only column.
     fn row_columns(&self, _req: &JobRequest) -> Option<Projection> {
         None
+    }
+
+    /// Whether its output values are integers, written as `LongWritable`
+    /// in a SequenceFile and as longs in Avro (word count's counts); else
+    /// as `Text` and strings.
+    fn long_values(&self) -> bool {
+        false
+    }
+
+    /// The names of its output's key and value where a format names them
+    /// (Avro's fields): `key` and `value` unless the kind knows better
+    /// (word count's `word` and `count`).
+    fn output_names(&self) -> (&'static str, &'static str) {
+        ("key", "value")
     }
 
     /// Whether the kind reads paged binary input (`--input-format paged`)
@@ -271,6 +286,7 @@ impl Registry {
         if let Some(p) = kind.row_columns(req) {
             cfg.rows = Arc::new(p);
         }
+        cfg.output = cfg.output.typed(kind.long_values(), kind.output_names());
         Ok((built, cfg))
     }
 }
@@ -305,6 +321,14 @@ pub fn settings(req: &JobRequest) -> EngineConfig {
     cfg.sync_output = req.syncs_output();
     cfg.format = RecordFormat::Lines;
     cfg.file_format = e.input_format.file_format();
+    cfg.output = match e.output_format {
+        OutputFormat::Text => OutputFiles::Text,
+        OutputFormat::SequenceFile => OutputFiles::SequenceFile { long_values: false },
+        OutputFormat::Avro => OutputFiles::Avro {
+            long_values: false,
+            names: ("key", "value"),
+        },
+    };
     if let Some(c) = &e.column {
         cfg.rows = Arc::new(Projection::column(c));
     }

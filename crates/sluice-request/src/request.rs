@@ -108,6 +108,9 @@ pub struct EngineSettings {
     /// How the input files are stored (`auto`: each as its first bytes
     /// and name say).
     pub input_format: crate::InputFormat,
+    /// How the output files are written.
+    #[serde(default)]
+    pub output_format: crate::choices::OutputFormat,
     /// The column of a file of rows a text job reads as its line.
     pub column: Option<String>,
 }
@@ -123,6 +126,7 @@ impl Default for EngineSettings {
             bad_records: BadRecords::Fail,
             spill_dir: None,
             input_format: crate::InputFormat::Auto,
+            output_format: crate::choices::OutputFormat::Text,
             column: None,
         }
     }

@@ -8,9 +8,11 @@
 
 mod support;
 
+mod avro;
 mod cache;
 mod cli;
 mod cluster;
+mod csvjson;
 mod follow;
 mod formats;
 mod geo;
@@ -25,6 +27,7 @@ mod ohb;
 mod recovery;
 mod s3;
 mod scheduling;
+mod seqfiles;
 mod sim;
 mod small_files;
 mod standby;
