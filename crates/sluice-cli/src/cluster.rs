@@ -35,6 +35,9 @@ pub struct CoordinatorArgs {
     /// Shared secret file [default: $SLUICE_SECRET].
     #[arg(long)]
     secret_file: Option<PathBuf>,
+    /// TLS: this coordinator's certificate, or --insecure.
+    #[command(flatten)]
+    tls: sluice_tools::transport::TlsArgs,
     /// Write the bound address to this file once listening.
     #[arg(long)]
     addr_file: Option<PathBuf>,
@@ -210,6 +213,9 @@ pub struct WorkerArgs {
     /// Shared secret file [default: $SLUICE_SECRET].
     #[arg(long)]
     secret_file: Option<PathBuf>,
+    /// TLS: this worker's certificate, or --insecure.
+    #[command(flatten)]
+    tls: sluice_tools::transport::TlsArgs,
     /// Block scanner read rate (bytes/s); 0 turns the scanner off.
     #[arg(long, default_value = "16MiB/s", value_parser = units::parse_rate)]
     scan_rate: u64,
@@ -275,6 +281,11 @@ pub enum ClusterCmd {
         /// catalog and the job log there and elect the active one.
         #[arg(long)]
         etcd: Option<String>,
+        /// Plaintext on every connection and no certificates: for
+        /// measurement only (by default the processes speak TLS 1.3 with
+        /// certificates of a CA made in DIR/tls).
+        #[arg(long)]
+        insecure: bool,
     },
     /// Stop the processes of a `cluster up`.
     Down {
@@ -368,6 +379,7 @@ pub(crate) fn init_logs(default: &str) {
 /// `sluice coordinator`.
 pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
     init_logs("info");
+    a.tls.install("coordinator", None)?;
     let mut settings = sluice_coordinator::sched_settings(
         a.max_attempts,
         sluice_coordinator::sched::Delay {
@@ -453,6 +465,7 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
 /// `sluice worker`.
 pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
     init_logs("info");
+    a.tls.install("worker", None)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let memory = a.memory.unwrap_or_else(|| embedded::host_memory() / 2);
     let (datacenter, rack, host) = worker_place(a)?;
@@ -495,6 +508,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             no_supervise,
             coordinators,
             etcd,
+            insecure,
         } => {
             if *coordinators > 1 && etcd.is_none() {
                 bail!(
@@ -511,6 +525,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
                 supervise: !no_supervise,
                 coordinators: *coordinators,
                 etcd: etcd.clone(),
+                insecure: *insecure,
             };
             let f = embedded::up(dir, &opts)?;
             let several = if f.coordinators.len() > 1 { "s" } else { "" };
