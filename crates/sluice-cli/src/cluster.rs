@@ -379,7 +379,6 @@ pub(crate) fn init_logs(default: &str) {
 /// `sluice coordinator`.
 pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
     init_logs("info");
-    a.tls.install("coordinator", None)?;
     let mut settings = sluice_coordinator::sched_settings(
         a.max_attempts,
         sluice_coordinator::sched::Delay {
@@ -429,6 +428,8 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         hardware: sluice_tools::model::load_hardware(a.hardware.as_deref()),
         replication_streams: a.replication_streams,
     };
+    // After the flags are checked: a bad one is named first.
+    a.tls.install("coordinator", None)?;
     let written = |started: &sluice_coordinator::Started| -> anyhow::Result<()> {
         if let (Some(f), Some(http)) = (&a.http_addr_file, started.http) {
             write_addr(f, &http.to_string())?;
@@ -465,7 +466,6 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
 /// `sluice worker`.
 pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
     init_logs("info");
-    a.tls.install("worker", None)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let memory = a.memory.unwrap_or_else(|| embedded::host_memory() / 2);
     let (datacenter, rack, host) = worker_place(a)?;
@@ -491,6 +491,8 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
         http: a.http,
         replication_rate: a.replication_rate,
     };
+    // After the flags are checked: a bad one is named first.
+    a.tls.install("worker", None)?;
     runtime()?.block_on(sluice_worker::run(cfg))?;
     Ok(())
 }
@@ -794,7 +796,8 @@ fn get_to_store(c: &sluice_client::BlockingClient, name: &str, url: &str) -> any
 
 /// The address of the web pages with the token that opens them.
 fn web_url(http: &str, secret: &Secret) -> String {
-    format!("http://{http}/?token={}", secret.web_token())
+    let scheme = sluice_proto::tls::web::scheme();
+    format!("{scheme}://{http}/?token={}", secret.web_token())
 }
 
 /// `sluice web`: where the cluster's web pages are, with their token.

@@ -141,7 +141,9 @@ pub async fn start_with(
     let server = InterceptedService::new(server, only_while(term.clone()));
     let router = tonic::transport::Server::builder()
         .tcp_nodelay(true)
-        .layer(sluice_proto::tls::grpc::RoleLayer)
+        .layer(sluice_proto::tls::grpc::RoleLayer::when(
+            sluice_proto::tls::current().is_some(),
+        ))
         .layer(verify)
         .add_service(server);
     let stopped = |r: Result<(), tonic::transport::Error>| {
@@ -177,7 +179,10 @@ pub async fn start_with(
     };
     tracing::info!("coordinator epoch {epoch} listening on {addr}");
     if let Some(h) = http {
-        tracing::info!("web pages and /metrics on http://{h}/");
+        tracing::info!(
+            "web pages and /metrics on {}://{h}/",
+            sluice_proto::tls::web::scheme()
+        );
     }
     Ok(Started {
         addr,

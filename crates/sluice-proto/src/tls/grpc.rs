@@ -110,16 +110,28 @@ impl tower::Service<http::Uri> for Connector {
 }
 
 /// The server side: a worker call ([`WORKER_CALLS`]) from a peer whose
-/// certificate is not a worker's is answered `PERMISSION_DENIED`. Only
-/// on a TLS server (a plaintext one has no certificates to check).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RoleLayer;
+/// certificate is not a worker's is answered `PERMISSION_DENIED`.
+#[derive(Debug, Clone, Copy)]
+pub struct RoleLayer {
+    enforce: bool,
+}
+
+impl RoleLayer {
+    /// Checks roles when the server speaks TLS (`tls`); a plaintext one
+    /// (`--insecure`) has no certificates to check.
+    pub fn when(tls: bool) -> RoleLayer {
+        RoleLayer { enforce: tls }
+    }
+}
 
 impl<S> tower::Layer<S> for RoleLayer {
     type Service = RoleService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        RoleService { inner }
+        RoleService {
+            inner,
+            enforce: self.enforce,
+        }
     }
 }
 
@@ -127,6 +139,7 @@ impl<S> tower::Layer<S> for RoleLayer {
 #[derive(Debug, Clone)]
 pub struct RoleService<S> {
     inner: S,
+    enforce: bool,
 }
 
 /// Why the peer of `req` may not make its call; `None` when it may.
@@ -173,7 +186,7 @@ where
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        if let Some(why) = refusal(&req) {
+        if let Some(why) = self.enforce.then(|| refusal(&req)).flatten() {
             tracing::warn!("refused a control call: {why}");
             let denied = tonic::Status::permission_denied(why).into_http();
             return Box::pin(async move { Ok(denied) });
@@ -189,13 +202,26 @@ pub async fn connect(
     ep: tonic::transport::Endpoint,
     addr: &str,
 ) -> Result<tonic::transport::Channel, BoxError> {
-    match super::current() {
+    let connected = match super::current() {
         Some(tls) => {
             let c = Connector::new(tls.client(), super::server_name(addr)?);
-            Ok(ep.connect_with_connector(c).await?)
+            ep.connect_with_connector(c).await
         }
-        None => Ok(ep.connect().await?),
+        None => ep.connect().await,
+    };
+    connected.map_err(|e| chain(&e).into())
+}
+
+/// An error with its causes (tonic's transport error alone says only
+/// "transport error", not that the peer's certificate was refused).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s = format!("{s}: {c}");
+        cause = c.source();
     }
+    s
 }
 
 /// Like [`connect`], but the channel connects at its first call.

@@ -23,9 +23,10 @@
 pub mod ca;
 pub mod grpc;
 pub mod stream;
+pub mod web;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, RwLock};
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -265,32 +266,31 @@ pub fn server_name(addr: &str) -> Result<ServerName<'static>> {
         .map_err(|e| ClusterError::Config(format!("bad host in {addr}: {e}")))
 }
 
-/// The process's transport, set once ([`install`]).
-static TRANSPORT: OnceLock<Option<Tls>> = OnceLock::new();
+/// The process's transport ([`install`]): unset, plaintext (`None`) or
+/// TLS.
+static TRANSPORT: RwLock<Option<Option<Arc<Tls>>>> = RwLock::new(None);
 
 /// Sets the process's transport: `Some` for TLS, `None` for plaintext
-/// (`--insecure`). Only the first call counts; a later one with another
-/// choice is an error.
+/// (`--insecure`). A process that talks to one cluster and then another
+/// (the Python package) sets it again; connections made before keep
+/// theirs.
 pub fn install(tls: Option<Tls>) -> Result<()> {
-    let want = tls.is_some();
-    let got = TRANSPORT.get_or_init(|| tls).is_some();
-    if got != want {
-        return Err(ClusterError::Config(
-            "the transport was already chosen (TLS or --insecure)".into(),
-        ));
-    }
+    let mut t = TRANSPORT.write().unwrap_or_else(|e| e.into_inner());
+    *t = Some(tls.map(Arc::new));
     Ok(())
 }
 
 /// The process's TLS configurations; `None` when it speaks plaintext.
-pub fn current() -> Option<&'static Tls> {
-    TRANSPORT.get().and_then(Option::as_ref)
+pub fn current() -> Option<Arc<Tls>> {
+    let t = TRANSPORT.read().unwrap_or_else(|e| e.into_inner());
+    t.clone().flatten()
 }
 
-/// Whether this process speaks plaintext (`--insecure`, or no transport
-/// installed).
+/// Whether this process chose plaintext (`--insecure`). One that chose
+/// nothing (a local run, the library's tests) is not said to be.
 pub fn insecure() -> bool {
-    current().is_none()
+    let t = TRANSPORT.read().unwrap_or_else(|e| e.into_inner());
+    matches!(*t, Some(None))
 }
 
 #[cfg(test)]
