@@ -39,6 +39,13 @@ for t in bzip2 zstd lz4; do
   command -v "$t" >/dev/null 2>&1 ||
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bzip2 zstd lz4 >/dev/null; break; }
 done
+# The TLS capture test records loopback with tcpdump, and Chromium is told
+# to trust the coordinator's key by its openssl-computed pin: Debian's
+# packages.
+for t in tcpdump openssl; do
+  command -v "$t" >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tcpdump openssl >/dev/null; break; }
+done
 # Hadoop's MiniDFSCluster is the HDFS of the HDFS tests: its launcher
 # (tests/minidfs) built by Maven, with hadoop-minicluster from Maven Central.
 # (Built again when its sources are newer than the jar.)

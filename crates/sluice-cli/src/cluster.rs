@@ -35,6 +35,9 @@ pub struct CoordinatorArgs {
     /// Shared secret file [default: $SLUICE_SECRET].
     #[arg(long)]
     secret_file: Option<PathBuf>,
+    /// TLS: this coordinator's certificate, or --insecure.
+    #[command(flatten)]
+    tls: sluice_tools::transport::TlsArgs,
     /// Write the bound address to this file once listening.
     #[arg(long)]
     addr_file: Option<PathBuf>,
@@ -210,6 +213,9 @@ pub struct WorkerArgs {
     /// Shared secret file [default: $SLUICE_SECRET].
     #[arg(long)]
     secret_file: Option<PathBuf>,
+    /// TLS: this worker's certificate, or --insecure.
+    #[command(flatten)]
+    tls: sluice_tools::transport::TlsArgs,
     /// Block scanner read rate (bytes/s); 0 turns the scanner off.
     #[arg(long, default_value = "16MiB/s", value_parser = units::parse_rate)]
     scan_rate: u64,
@@ -275,6 +281,11 @@ pub enum ClusterCmd {
         /// catalog and the job log there and elect the active one.
         #[arg(long)]
         etcd: Option<String>,
+        /// Plaintext on every connection and no certificates: for
+        /// measurement only (by default the processes speak TLS 1.3 with
+        /// certificates of a CA made in DIR/tls).
+        #[arg(long)]
+        insecure: bool,
     },
     /// Stop the processes of a `cluster up`.
     Down {
@@ -417,6 +428,8 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
         hardware: sluice_tools::model::load_hardware(a.hardware.as_deref()),
         replication_streams: a.replication_streams,
     };
+    // After the flags are checked: a bad one is named first.
+    a.tls.install("coordinator", None)?;
     let written = |started: &sluice_coordinator::Started| -> anyhow::Result<()> {
         if let (Some(f), Some(http)) = (&a.http_addr_file, started.http) {
             write_addr(f, &http.to_string())?;
@@ -478,6 +491,8 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
         http: a.http,
         replication_rate: a.replication_rate,
     };
+    // After the flags are checked: a bad one is named first.
+    a.tls.install("worker", None)?;
     runtime()?.block_on(sluice_worker::run(cfg))?;
     Ok(())
 }
@@ -495,6 +510,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             no_supervise,
             coordinators,
             etcd,
+            insecure,
         } => {
             if *coordinators > 1 && etcd.is_none() {
                 bail!(
@@ -511,6 +527,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
                 supervise: !no_supervise,
                 coordinators: *coordinators,
                 etcd: etcd.clone(),
+                insecure: *insecure,
             };
             let f = embedded::up(dir, &opts)?;
             let several = if f.coordinators.len() > 1 { "s" } else { "" };
@@ -779,7 +796,8 @@ fn get_to_store(c: &sluice_client::BlockingClient, name: &str, url: &str) -> any
 
 /// The address of the web pages with the token that opens them.
 fn web_url(http: &str, secret: &Secret) -> String {
-    format!("http://{http}/?token={}", secret.web_token())
+    let scheme = sluice_proto::tls::web::scheme();
+    format!("{scheme}://{http}/?token={}", secret.web_token())
 }
 
 /// `sluice web`: where the cluster's web pages are, with their token.

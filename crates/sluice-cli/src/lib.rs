@@ -87,6 +87,12 @@ enum Command {
         #[command(subcommand)]
         cmd: cluster::ClusterCmd,
     },
+    /// Make a cluster's certificate authority, or issue a process its
+    /// certificate (TLS 1.3 with mutual authentication).
+    Ca {
+        #[command(subcommand)]
+        cmd: sluice_tools::transport::CaCmd,
+    },
     /// Run a cluster coordinator.
     Coordinator(cluster::CoordinatorArgs),
     /// Run a cluster worker.
@@ -206,6 +212,7 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
         Command::Probe(args) => model::probe(&args),
         Command::Model(args) => model::model(&args),
         Command::Cluster { cmd } => cluster::cluster(&cmd),
+        Command::Ca { cmd } => sluice_tools::transport::ca(&cmd),
         Command::Coordinator(a) => cluster::run_coordinator(&a),
         Command::Worker(a) => cluster::run_worker(&a),
         Command::Put(a) => cluster::put(&a),

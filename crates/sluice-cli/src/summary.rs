@@ -14,6 +14,9 @@ pub fn print_summary(r: &JobReport) {
         "== {} ==  {} -> {}  ({})",
         r.job, r.input, r.output, r.target
     );
+    if sluice_proto::tls::insecure() {
+        eprintln!("insecure plaintext on every connection (--insecure): for measurement only");
+    }
     eprintln!(
         "input    {} in {}; {} reducers; memory {} a task",
         human(r.input_bytes),

@@ -252,6 +252,10 @@ pub fn up(a: &YarnOpts, dir: &Path) -> anyhow::Result<String> {
     if a.workers == 0 {
         bail!("--workers must be at least 1");
     }
+    // A YARN cluster speaks plaintext for now (no certificates shipped
+    // to its containers): say so, and speak it here too.
+    eprintln!("warning: sluice yarn up starts the cluster --insecure (plaintext, no TLS)");
+    sluice_proto::tls::install(None)?;
     let conf = HadoopConf::find(a.hadoop_conf.as_deref())?;
     let fs = conf.default_fs()?;
     let user = user()?;
@@ -358,6 +362,8 @@ fn stage_and_submit(
     let slots = a.slots.unwrap_or(a.worker_vcores).max(1);
     args.extend([
         "--".into(),
+        // Plaintext: no certificates are shipped to the containers yet.
+        "--insecure".into(),
         "--slots".into(),
         slots.to_string(),
         "--memory".into(),
@@ -447,6 +453,7 @@ fn wait_until_up(
         coordinators: Vec::new(),
         etcd: None,
         etcd_prefix: None,
+        insecure: true,
     };
     write_whole(
         &dir.join("cluster.json"),

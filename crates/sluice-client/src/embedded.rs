@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::BlockingClient;
 use sluice_proto::auth::Secret;
+use sluice_proto::tls::Role as CertRole;
 use sluice_proto::ClusterError;
 
 type Result<T> = std::result::Result<T, ClusterError>;
@@ -60,6 +61,10 @@ pub struct ClusterFile {
     /// The etcd prefix under which they elect their active coordinator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etcd_prefix: Option<String>,
+    /// The processes speak plaintext (`--insecure`), not TLS with the
+    /// certificates of `DIR/tls/`.
+    #[serde(default)]
+    pub insecure: bool,
 }
 
 /// One of several coordinators in cluster.json.
@@ -173,6 +178,9 @@ pub struct UpOptions {
     /// etcd endpoints (`URL[,URL...]`) the coordinators keep their state
     /// in and elect their active one through.
     pub etcd: Option<String>,
+    /// Plaintext on every connection, no certificates (for measurement
+    /// only).
+    pub insecure: bool,
 }
 
 /// The subcommand of the `sluice` executable that supervises a
@@ -233,9 +241,10 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
         .canonicalize()
         .map_err(|e| ClusterError::io("resolving", dir, e))?;
     let secret_file = write_secret(&dir)?;
+    let tls = crate::certs::init(&dir, opts.insecure)?;
     let started = match &opts.etcd {
-        Some(etcd) => start_several(&dir, &secret_file, opts, etcd)?,
-        None => vec![start_coordinator(&dir, &secret_file, opts)?],
+        Some(etcd) => start_several(&dir, &secret_file, opts, etcd, tls.as_deref())?,
+        None => vec![start_coordinator(&dir, &secret_file, opts, tls.as_deref())?],
     };
     let addrs: Vec<&str> = started.iter().map(|s| s.addr.as_str()).collect();
     let addr = addrs.join(",");
@@ -256,6 +265,12 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
             "--secret-file".into(),
             path_arg(&secret_file),
         ];
+        let name = format!("worker-{i}");
+        args.extend(crate::certs::flags(
+            tls.as_deref(),
+            &name,
+            CertRole::Worker,
+        )?);
         // The workers share this host: half its memory among them.
         if !opts.worker_flags.iter().any(|f| f.starts_with("--memory")) {
             let each = host_memory() / 2 / u64::from(n.max(1));
@@ -292,6 +307,7 @@ fn cluster_file(
         .unwrap_or(0);
     let top = &started[active];
     let mut f = ClusterFile {
+        insecure: opts.insecure,
         coordinator: addr,
         coordinator_pid: top.pid,
         supervisor_pid: top.supervisor,
@@ -383,6 +399,8 @@ struct Started {
 struct Home {
     dir: PathBuf,
     state: PathBuf,
+    /// Its transport flags (certs::flags).
+    tls: Vec<String>,
 }
 
 /// A coordinator process started, not yet known to be serving.
@@ -423,10 +441,15 @@ impl Launch {
 /// Its ports are chosen before it binds them, so another process may take
 /// one first; a coordinator that finds its port taken is started again
 /// on new ones, up to [`PORT_TRIES`] times.
-fn start_coordinator(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result<Started> {
+fn start_coordinator(
+    dir: &Path,
+    secret_file: &Path,
+    opts: &UpOptions,
+    tls: Option<&Path>,
+) -> Result<Started> {
     let mut tries = 1;
     loop {
-        match start_coordinator_once(dir, secret_file, opts) {
+        match start_coordinator_once(dir, secret_file, opts, tls) {
             Err(_) if tries < PORT_TRIES && port_taken(dir) => {
                 tries += 1;
                 // A fresh start: nothing of the one that could not listen.
@@ -447,10 +470,16 @@ fn port_taken(dir: &Path) -> bool {
         .is_ok_and(|log| log.contains("Address already in use"))
 }
 
-fn start_coordinator_once(dir: &Path, secret_file: &Path, opts: &UpOptions) -> Result<Started> {
+fn start_coordinator_once(
+    dir: &Path,
+    secret_file: &Path,
+    opts: &UpOptions,
+    tls: Option<&Path>,
+) -> Result<Started> {
     let home = Home {
         dir: dir.to_owned(),
         state: dir.join("coordinator"),
+        tls: crate::certs::flags(tls, "coordinator", CertRole::Coordinator)?,
     };
     let l = launch(&home, secret_file, opts, &[])?;
     let addr_file = home.dir.join("coordinator.addr");
@@ -488,6 +517,7 @@ fn start_several(
     secret_file: &Path,
     opts: &UpOptions,
     etcd: &str,
+    tls: Option<&Path>,
 ) -> Result<Vec<Started>> {
     let shared = [
         "--etcd".to_owned(),
@@ -500,7 +530,9 @@ fn start_several(
         let home_dir = dir.join(format!("coordinator-{k}"));
         std::fs::create_dir_all(&home_dir)
             .map_err(|e| ClusterError::io("creating", &home_dir, e))?;
+        let name = format!("coordinator-{k}");
         let home = Home {
+            tls: crate::certs::flags(tls, &name, CertRole::Coordinator)?,
             dir: home_dir.clone(),
             state: home_dir,
         };
@@ -596,6 +628,7 @@ fn launch(home: &Home, secret_file: &Path, opts: &UpOptions, extra: &[String]) -
             path_arg(&http_file),
         ]);
     }
+    args.extend(home.tls.iter().cloned());
     args.extend(extra.iter().cloned());
     args.extend(opts.coordinator_flags.iter().cloned());
     let (first, supervisor) = if opts.supervise {

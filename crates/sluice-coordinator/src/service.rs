@@ -139,26 +139,50 @@ pub async fn start_with(
         .max_decoding_message_size(sluice_proto::signed::MAX_CONTROL_BODY)
         .max_encoding_message_size(sluice_proto::signed::MAX_CONTROL_BODY);
     let server = InterceptedService::new(server, only_while(term.clone()));
-    // The builder's tcp_nodelay covers only sockets it accepts itself; set
-    // it on ours, or small replies wait out the peer's delayed ACK (40 ms).
-    let incoming = tokio_stream::StreamExt::map(
-        tokio_stream::wrappers::TcpListenerStream::new(listener),
-        |s| s.and_then(|s| s.set_nodelay(true).map(|()| s)),
-    );
-    let handle = tokio::spawn(async move {
-        let r = tonic::transport::Server::builder()
-            .tcp_nodelay(true)
-            .layer(verify)
-            .add_service(server)
-            .serve_with_incoming_shutdown(incoming, term.ended())
-            .await;
+    let router = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .layer(sluice_proto::tls::grpc::RoleLayer::when(
+            sluice_proto::tls::current().is_some(),
+        ))
+        .layer(verify)
+        .add_service(server);
+    let stopped = |r: Result<(), tonic::transport::Error>| {
         if let Err(e) = r {
             tracing::error!("coordinator server stopped: {e}");
         }
-    });
+    };
+    let handle = match sluice_proto::tls::current() {
+        // Each peer's handshake on its own task; only a worker's
+        // certificate makes the worker calls (RoleLayer).
+        Some(tls) => {
+            let incoming = sluice_proto::tls::grpc::incoming(listener, tls.server());
+            let term = term.clone();
+            tokio::spawn(async move {
+                let ended = term.ended();
+                stopped(router.serve_with_incoming_shutdown(incoming, ended).await);
+            })
+        }
+        None => {
+            // The builder's tcp_nodelay covers only sockets it accepts
+            // itself; set it on ours, or small replies wait out the
+            // peer's delayed ACK (40 ms).
+            let incoming = tokio_stream::StreamExt::map(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                |s| s.and_then(|s| s.set_nodelay(true).map(|()| s)),
+            );
+            let term = term.clone();
+            tokio::spawn(async move {
+                let ended = term.ended();
+                stopped(router.serve_with_incoming_shutdown(incoming, ended).await);
+            })
+        }
+    };
     tracing::info!("coordinator epoch {epoch} listening on {addr}");
     if let Some(h) = http {
-        tracing::info!("web pages and /metrics on http://{h}/");
+        tracing::info!(
+            "web pages and /metrics on {}://{h}/",
+            sluice_proto::tls::web::scheme()
+        );
     }
     Ok(Started {
         addr,

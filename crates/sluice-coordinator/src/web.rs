@@ -88,15 +88,24 @@ pub(crate) async fn serve(
         .route("/metrics", get(metrics_text))
         .layer(axum::middleware::from_fn_with_state(web.clone(), auth))
         .with_state(web);
-    tokio::spawn(async move {
-        let stop = async move { term.ended().await };
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(stop)
-            .await
-        {
-            tracing::error!("web server stopped: {e}");
+    let stop = async move { term.ended().await };
+    // https with the coordinator's certificate, unless --insecure.
+    let served = match sluice_proto::tls::current() {
+        Some(tls) => {
+            let https = sluice_proto::tls::web::Https::new(listener, tls.web_server())?;
+            tokio::spawn(async move {
+                let r = axum::serve(https, app).with_graceful_shutdown(stop).await;
+                r.map_err(|e| tracing::error!("web server stopped: {e}"))
+            })
         }
-    });
+        None => tokio::spawn(async move {
+            let r = axum::serve(listener, app)
+                .with_graceful_shutdown(stop)
+                .await;
+            r.map_err(|e| tracing::error!("web server stopped: {e}"))
+        }),
+    };
+    drop(served);
     Ok(bound)
 }
 
@@ -489,7 +498,11 @@ async fn workers_page(AxState(web): AxState<Web>) -> Html<String> {
                 if w.http_addr.is_empty() {
                     String::new()
                 } else {
-                    format!("<a href=\"http://{0}/metrics\">{0}</a>", esc(&w.http_addr))
+                    format!(
+                        "<a href=\"{1}://{0}/metrics\">{0}</a>",
+                        esc(&w.http_addr),
+                        sluice_proto::tls::web::scheme()
+                    )
                 },
             ]
         })

@@ -104,8 +104,8 @@ pub fn watched(addr: &str, secret: &Secret) -> Result<Rpc, ClusterError> {
         .http2_keep_alive_interval(KEEP_ALIVE)
         .keep_alive_timeout(KEEP_ALIVE_TIMEOUT)
         .keep_alive_while_idle(true)
-        .tcp_nodelay(true)
-        .connect_lazy();
+        .tcp_nodelay(true);
+    let ch = crate::tls::grpc::connect_lazy(ch, addr)?;
     Ok(CoordinatorClient::new(Signed::new(ch, secret.clone()))
         .max_decoding_message_size(MAX_CONTROL_BODY)
         .max_encoding_message_size(MAX_CONTROL_BODY))

@@ -322,7 +322,7 @@ pub async fn connect(addr: &str, secret: &Secret, patience: Duration) -> Result<
             .map_err(|e| ClusterError::Config(format!("bad coordinator address {addr}: {e}")))?
             .connect_timeout(Duration::from_secs(2))
             .tcp_nodelay(true);
-        match ep.connect().await {
+        match crate::tls::grpc::connect(ep, addr).await {
             Ok(ch) => {
                 let signed = crate::signed::Signed::new(ch, secret.clone());
                 return Ok(CoordinatorClient::new(signed)

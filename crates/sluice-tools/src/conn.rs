@@ -33,6 +33,10 @@ pub struct Conn {
     /// `0` gives up at once.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub wait_coordinator: Duration,
+    /// TLS: this client's certificate [default: CLUSTER/tls/client.*,
+    /// plaintext when the cluster runs --insecure].
+    #[command(flatten)]
+    pub tls: crate::transport::TlsArgs,
 }
 
 /// A duration such as `60s`, `500ms`, `2m` or `1.5` (seconds).
@@ -70,6 +74,7 @@ impl Conn {
             cluster: cluster.unwrap_or_else(|| "sluice-cluster".into()),
             secret_file,
             wait_coordinator: Duration::from_secs(60),
+            tls: Default::default(),
         }
     }
 }
@@ -102,8 +107,10 @@ pub fn patience(conn: &Conn) -> Patience {
     Patience::on_stderr(conn.wait_coordinator)
 }
 
-/// The coordinator's address and the shared secret of a connection.
+/// The coordinator's address and the shared secret of a connection;
+/// sets this process's transport ([`install_transport`]).
 pub fn resolve(conn: &Conn) -> anyhow::Result<(String, Secret)> {
+    install_transport(conn)?;
     let addr = match &conn.coordinator {
         Some(a) => a.clone(),
         None => {
@@ -122,6 +129,20 @@ pub fn resolve(conn: &Conn) -> anyhow::Result<(String, Secret)> {
         (std::env::var_os("SLUICE_SECRET").is_none() && f.exists()).then_some(f)
     });
     Ok((addr, secret(file.as_deref())?))
+}
+
+/// Sets this process's transport as a client of `conn`'s cluster:
+/// plaintext with `--insecure` or when its cluster.json says it runs
+/// `--insecure`, else TLS with `--tls-dir` or CLUSTER/tls.
+pub fn install_transport(conn: &Conn) -> anyhow::Result<()> {
+    let mut t = conn.tls.clone();
+    let file = embedded::load(&conn.cluster).ok();
+    if file.as_ref().is_some_and(|f| f.insecure) && t.tls_dir.is_none() {
+        t.insecure = true;
+    }
+    let default_dir = conn.cluster.join("tls");
+    let default_dir = default_dir.join("ca.pem").exists().then_some(default_dir);
+    t.install("client", default_dir.as_deref())
 }
 
 /// Prints a running job's progress on stderr.

@@ -21,4 +21,5 @@ pub mod pavlo_bench;
 pub mod progress;
 mod python;
 pub mod teravalidate;
+pub mod transport;
 pub mod units;

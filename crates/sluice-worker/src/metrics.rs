@@ -158,11 +158,21 @@ pub async fn serve(
             secret,
             now,
         });
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!("metrics server stopped: {e}");
+    // https with the worker's certificate, unless --insecure.
+    let served = match sluice_proto::tls::current() {
+        Some(tls) => {
+            let https = sluice_proto::tls::web::Https::new(listener, tls.web_server())?;
+            tokio::spawn(async move {
+                let r = axum::serve(https, app).await;
+                r.map_err(|e| tracing::error!("metrics server stopped: {e}"))
+            })
         }
-    });
+        None => tokio::spawn(async move {
+            let r = axum::serve(listener, app).await;
+            r.map_err(|e| tracing::error!("metrics server stopped: {e}"))
+        }),
+    };
+    drop(served);
     Ok(bound)
 }
 

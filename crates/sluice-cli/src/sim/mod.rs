@@ -20,6 +20,7 @@ use sluice_client::BlockingClient;
 use sluice_proto::auth::Secret;
 use sluice_proto::ids::JobId;
 use sluice_request::JobRequest;
+use sluice_tools::transport::TlsArgs;
 
 use stats::SimStats;
 
@@ -84,9 +85,15 @@ pub struct ClusterSimArgs {
     /// Give up on the job after this many seconds.
     #[arg(long, default_value_t = 3600)]
     pub timeout_s: u64,
-    /// Working directory (state, secret, logs) [default: a temporary one].
+    /// Working directory (state, secret, certificates, logs) [default: a
+    /// temporary one].
     #[arg(long)]
     pub work: Option<PathBuf>,
+    /// Plaintext on every connection (by default the coordinator, the
+    /// simulated workers and this process speak TLS with certificates of
+    /// a CA made in WORK/tls).
+    #[arg(long)]
+    pub insecure: bool,
     /// Write the report here as JSON.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -190,6 +197,7 @@ pub fn cluster_sim(a: &ClusterSimArgs) -> anyhow::Result<SimReport> {
     std::fs::create_dir_all(&work)?;
     let secret_file = work.join("secret");
     std::fs::write(&secret_file, Secret::generate())?;
+    certify(&work, a.insecure)?;
     let mut coord = Children(vec![start_coordinator(a, &work, &secret_file)?]);
     let coord_pid = coord.0[0].id();
     let addr = wait_for_file(&work.join("addr"), &mut coord.0[0])?;
@@ -198,7 +206,7 @@ pub fn cluster_sim(a: &ClusterSimArgs) -> anyhow::Result<SimReport> {
         .sim_procs
         .unwrap_or(a.workers.div_ceil(2500))
         .clamp(1, a.workers);
-    let mut sims = Children(start_sims(a, procs, &addr, &secret_file)?);
+    let mut sims = Children(start_sims(a, procs, &addr, &work)?);
     wait_registered(&client, a.workers, &mut sims)?;
     let cpu0 = stats::cpu_s(coord_pid);
     let (job, state, makespan) = run_job(a, &client)?;
@@ -247,6 +255,31 @@ pub fn cluster_sim(a: &ClusterSimArgs) -> anyhow::Result<SimReport> {
     Ok(r)
 }
 
+/// Makes the run's CA in `work/tls` with the certificates of the
+/// coordinator, the simulated workers and this process (whose transport
+/// it sets); with `insecure`, sets plaintext.
+fn certify(work: &Path, insecure: bool) -> anyhow::Result<()> {
+    use sluice_proto::tls::{ca::Ca, Role, Tls};
+    if insecure {
+        sluice_proto::tls::install(None)?;
+        return Ok(());
+    }
+    let at = work.join("tls");
+    let _ = std::fs::remove_dir_all(&at);
+    let ca = Ca::init(&at)?;
+    let hosts = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
+    ca.issue_to(&hosts, Role::Coordinator, &at.join("coordinator"))?;
+    ca.issue_to(&hosts, Role::Worker, &at.join("sim-workers"))?;
+    let me = ca.issue_to(&hosts, Role::Client, &at.join("client"))?;
+    sluice_proto::tls::install(Some(Tls::load(&me)?))?;
+    Ok(())
+}
+
+/// The run's TLS directory; none when it runs --insecure.
+fn tls_dir(work: &Path, a: &ClusterSimArgs) -> Option<PathBuf> {
+    (!a.insecure).then(|| work.join("tls"))
+}
+
 /// Starts `sluice coordinator` on a free loopback port, its state under
 /// `work`, its log in `work/coordinator.log`.
 fn start_coordinator(a: &ClusterSimArgs, work: &Path, secret: &Path) -> anyhow::Result<Child> {
@@ -262,6 +295,10 @@ fn start_coordinator(a: &ClusterSimArgs, work: &Path, secret: &Path) -> anyhow::
         .arg(work.join("addr"))
         .arg(format!("--heartbeat-ms={}", a.heartbeat_ms))
         .arg(format!("--worker-timeout-ms={}", a.worker_timeout_ms))
+        .args(TlsArgs::child_flags(
+            tls_dir(work, a).as_deref(),
+            "coordinator",
+        ))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
@@ -292,8 +329,9 @@ fn start_sims(
     a: &ClusterSimArgs,
     procs: usize,
     addr: &str,
-    secret: &Path,
+    work: &Path,
 ) -> anyhow::Result<Vec<Child>> {
+    let secret = work.join("secret");
     let mut out = Vec::new();
     let mut first = 0;
     for p in 0..procs {
@@ -302,7 +340,7 @@ fn start_sims(
         let child = Command::new(std::env::current_exe()?)
             .args(["bench", "sim-workers", "--coordinator", addr])
             .arg("--secret-file")
-            .arg(secret)
+            .arg(&secret)
             .arg(format!("--workers={n}"))
             .arg(format!("--first={first}"))
             .arg(format!("--slots={}", a.slots))
@@ -311,6 +349,10 @@ fn start_sims(
             .arg(format!("--map-output-bytes={}", a.map_output_bytes))
             .arg(format!("--block-report-ms={}", a.block_report_ms))
             .arg(format!("--silent={silent}"))
+            .args(TlsArgs::child_flags(
+                tls_dir(work, a).as_deref(),
+                "sim-workers",
+            ))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()?;

@@ -66,12 +66,17 @@ pub struct SimWorkersArgs {
     /// Seed of the spread and the sampled sizes.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
+    /// TLS: the simulated workers' certificate (a worker's), or
+    /// --insecure.
+    #[command(flatten)]
+    pub tls: sluice_tools::transport::TlsArgs,
 }
 
 /// Runs the simulated workers until standard input closes, then prints
 /// their counts as JSON.
 pub fn run(a: &SimWorkersArgs) -> anyhow::Result<()> {
     let secret = Secret::load(&a.secret_file)?;
+    a.tls.install("worker", None)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

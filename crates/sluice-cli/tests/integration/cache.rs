@@ -432,6 +432,7 @@ fn a_cache_larger_than_the_memlock_limit_is_refused_with_how_to_fix_it() {
     cmd.arg(env!("CARGO_BIN_EXE_sluice"))
         .args([
             "worker",
+            "--insecure",
             "--coordinator",
             "127.0.0.1:1",
             "--cache-size",

@@ -165,6 +165,7 @@ fn unauthenticated_processes_are_refused() {
     let mut worker: Child = sluice()
         .args(["worker", "--coordinator", &addr, "--data-dir"])
         .arg(d.path().join("intruder"))
+        .args(tls_flags(&c, "intruder", "worker"))
         .arg("--secret-file")
         .arg(&wrong)
         .stderr(Stdio::piped())
@@ -180,6 +181,8 @@ fn unauthenticated_processes_are_refused() {
     let ls = sluice()
         .args(["ls", "--coordinator", &addr, "--secret-file"])
         .arg(&wrong)
+        .arg("--tls-dir")
+        .arg(c.dir.join("tls"))
         .output()
         .unwrap();
     assert!(!ls.status.success());

@@ -36,7 +36,9 @@ fn at(c: &Cluster, list: &str, args: &[&str]) -> std::process::Command {
     let mut cmd = sluice();
     cmd.args(args)
         .args(["--coordinator", list, "--secret-file"])
-        .arg(c.dir.join("secret"));
+        .arg(c.dir.join("secret"))
+        .arg("--tls-dir")
+        .arg(c.dir.join("tls"));
     cmd
 }
 
@@ -47,6 +49,7 @@ fn worker(c: &Cluster, list: &str, k: usize) -> Killed {
         sluice()
             .args(["worker", "--coordinator", list, "--data-dir"])
             .arg(c.dir.join(format!("extra-{k}")))
+            .args(tls_flags(c, &format!("extra-{k}"), "worker"))
             .args(["--slots", "1", "--memory", "512MiB", "--cache-size", "0"])
             .arg("--secret-file")
             .arg(c.dir.join("secret"))
@@ -71,6 +74,8 @@ fn submit_to(c: &Cluster, list: &str) -> std::process::Command {
     let mut cmd = sluice();
     cmd.args(["submit", "--coordinator", list, "--secret-file"])
         .arg(c.dir.join("secret"))
+        .arg("--tls-dir")
+        .arg(c.dir.join("tls"))
         .args(WC)
         .args(["--input", "words", "--output", "counts"]);
     cmd
@@ -141,6 +146,7 @@ fn a_bad_coordinator_list_is_refused_naming_it() {
                 "ls",
                 "--coordinator",
                 "127.0.0.1:1,,127.0.0.1:2",
+                "--insecure",
                 "--secret-file",
             ])
             .arg(&secret)
@@ -150,7 +156,8 @@ fn a_bad_coordinator_list_is_refused_naming_it() {
     assert!(e.contains("bad coordinator list"), "{e}");
     let e = fails(
         sluice()
-            .args(["worker", "--coordinator", "127.0.0.1:1,", "--data-dir"])
+            .args(["worker", "--insecure", "--coordinator", "127.0.0.1:1,"])
+            .arg("--data-dir")
             .arg(d.path().join("w"))
             .args(["--memory", "512MiB", "--cache-size", "0", "--secret-file"])
             .arg(&secret)
@@ -362,7 +369,7 @@ fn cluster_status_prints_each_coordinator_active_standby_or_down_and_down_stops_
     let web = ok(c.cmd(&["web"]).output().unwrap());
     let http = c.json()["http"].as_str().unwrap().to_owned();
     let url = String::from_utf8_lossy(&web.stdout).into_owned();
-    assert!(url.starts_with(&format!("http://{http}/")), "{url}");
+    assert!(url.starts_with(&format!("https://{http}/")), "{url}");
     let mut j = c.json();
     j["coordinators"] = listed;
     std::fs::write(c.dir.join("cluster.json"), j.to_string()).unwrap();

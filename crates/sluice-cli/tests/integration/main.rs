@@ -34,5 +34,6 @@ mod standby;
 mod streaming;
 mod streaming_hadoop;
 mod supervise;
+mod tls;
 mod web;
 mod yarn;

@@ -25,6 +25,7 @@ fn maps_by_level_with_one_holder(flags: &str) -> (u64, u64, f64) {
             .args(["worker", "--coordinator", &coordinator, "--slots", "1"])
             .arg("--data-dir")
             .arg(d.path().join("extra"))
+            .args(tls_flags(&c, "extra", "worker"))
             .arg("--secret-file")
             .arg(c.dir.join("secret"))
             .stderr(Stdio::null())

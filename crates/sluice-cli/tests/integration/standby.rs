@@ -36,6 +36,7 @@ fn coordinator(dir: &Path, name: &str, port: u16, etcd: &str) -> Killed {
     c.args(["coordinator", "--listen", &format!("127.0.0.1:{port}")])
         .arg("--state-dir")
         .arg(dir.join(name))
+        .args(tls_flags_in(dir, name, "coordinator"))
         .args([
             "--etcd",
             etcd,
@@ -49,10 +50,11 @@ fn coordinator(dir: &Path, name: &str, port: u16, etcd: &str) -> Killed {
     Killed(c.spawn().unwrap())
 }
 
-fn serves(port: u16) -> bool {
+fn serves(dir: &Path, port: u16) -> bool {
     let mut c = with_secret(sluice());
     c.args(["ls", "--coordinator", &format!("127.0.0.1:{port}")])
-        .args(["--wait-coordinator", "0s"]);
+        .args(["--wait-coordinator", "0s"])
+        .args(tls_flags_in(dir, "client", "client"));
     c.output().is_ok_and(|o| o.status.success())
 }
 
@@ -75,6 +77,7 @@ fn worker(dir: &Path, port: u16) -> Child {
         .args(["--listen", "127.0.0.1:0", "--slots", "1"])
         .arg("--data-dir")
         .arg(dir.join("w"))
+        .args(tls_flags_in(dir, "w", "worker"))
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     c.spawn().unwrap()
@@ -86,7 +89,7 @@ fn a_paused_coordinator_is_replaced_and_on_waking_writes_nothing_and_stands_by()
     let server = EtcdServer::start();
     let (pa, pb) = (free_port(), free_port());
     let a = coordinator(d.path(), "a", pa, &server.url());
-    poll(|| serves(pa).then_some(()));
+    poll(|| serves(d.path(), pa).then_some(()));
     let _b = coordinator(d.path(), "b", pb, &server.url());
     poll(|| {
         log_of(d.path(), "b")
@@ -100,6 +103,7 @@ fn a_paused_coordinator_is_replaced_and_on_waking_writes_nothing_and_stands_by()
     let mut put = with_secret(sluice());
     put.args(["put", "--coordinator", &format!("127.0.0.1:{pa}")])
         .args(["--dataset", "words"])
+        .args(tls_flags_in(d.path(), "client", "client"))
         .arg(&data);
     ok(put.output().unwrap());
     drop(w);
@@ -107,10 +111,13 @@ fn a_paused_coordinator_is_replaced_and_on_waking_writes_nothing_and_stands_by()
     let pid = a.0.id();
     signal(pid, "STOP");
     let t0 = Instant::now();
-    poll_for(Duration::from_secs(20), || serves(pb).then_some(()));
+    poll_for(Duration::from_secs(20), || {
+        serves(d.path(), pb).then_some(())
+    });
     eprintln!("the standby served {:?} after the pause", t0.elapsed());
     let mut ls = with_secret(sluice());
-    ls.args(["ls", "--coordinator", &format!("127.0.0.1:{pb}")]);
+    ls.args(["ls", "--coordinator", &format!("127.0.0.1:{pb}")])
+        .args(tls_flags_in(d.path(), "client", "client"));
     let listed = String::from_utf8(ok(ls.output().unwrap()).stdout).unwrap();
     assert!(listed.contains("words"), "the catalog came over: {listed}");
     assert!(log_of(d.path(), "b").contains("active: epoch 2"));
@@ -130,7 +137,7 @@ fn a_paused_coordinator_is_replaced_and_on_waking_writes_nothing_and_stands_by()
         before,
         "the woken coordinator wrote nothing"
     );
-    assert!(serves(pb), "the new active one goes on");
+    assert!(serves(d.path(), pb), "the new active one goes on");
 }
 
 /// Polls `f` until it gives a value, for at most `limit`.

@@ -470,3 +470,53 @@ pub fn maven_classpath(rel: &str, jar: &str) -> String {
         dir.join("target/lib").display()
     )
 }
+
+/// The TLS of a `cluster up` cluster's clients (CLUSTER/tls/client.*),
+/// trusting its CA.
+pub fn client_tls(c: &Cluster) -> sluice_proto::tls::Tls {
+    let files = sluice_proto::tls::Files::in_dir(&c.dir.join("tls"), "client");
+    sluice_proto::tls::Tls::load(&files).unwrap()
+}
+
+/// The flags that give a process started by hand a certificate of the
+/// cluster's CA with `role`, issued as CLUSTER/tls/NAME.{pem,key} unless
+/// there is one.
+pub fn tls_flags(c: &Cluster, name: &str, role: &str) -> Vec<String> {
+    tls_flags_in(&c.dir, name, role)
+}
+
+/// Like [`tls_flags`] for processes started by hand with no `cluster
+/// up`: the CA is made in DIR/tls the first time.
+pub fn tls_flags_in(dir: &Path, name: &str, role: &str) -> Vec<String> {
+    let tls = dir.join("tls");
+    if !tls.join("ca.pem").exists() {
+        ok(sluice()
+            .args(["ca", "init", "--dir"])
+            .arg(&tls)
+            .output()
+            .unwrap());
+    }
+    if !tls.join(format!("{name}.pem")).exists() {
+        ok(sluice()
+            .args([
+                "ca",
+                "issue",
+                "--host",
+                "127.0.0.1,localhost",
+                "--role",
+                role,
+            ])
+            .arg("--ca")
+            .arg(&tls)
+            .arg("--out")
+            .arg(tls.join(name))
+            .output()
+            .unwrap());
+    }
+    vec![
+        "--tls-dir".into(),
+        tls.to_string_lossy().into_owned(),
+        "--tls-name".into(),
+        name.into(),
+    ]
+}

@@ -23,9 +23,19 @@ struct Reply {
     body: String,
 }
 
-/// `GET path` on `addr` with an extra header line, over a plain socket.
+std::thread_local! {
+    /// The TLS of the cluster whose pages this test reads ([`web`] sets
+    /// it): its clients' certificate, trusting its CA.
+    static SITE_TLS: std::cell::RefCell<Option<sluice_proto::tls::Tls>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `GET path` on `addr` with an extra header line, over https trusting
+/// the cluster's CA.
 fn get(addr: &str, path: &str, header: Option<&str>) -> Reply {
-    let mut s = TcpStream::connect(addr).unwrap();
+    let tcp = TcpStream::connect(addr).unwrap();
+    let tls = SITE_TLS.with(|t| t.borrow().clone()).expect("web(c) first");
+    let mut s = sluice_proto::tls::stream::Conn::client(tcp, addr, Some(&tls)).unwrap();
     let extra = header.map_or_else(String::new, |h| format!("{h}\r\n"));
     write!(
         s,
@@ -33,7 +43,8 @@ fn get(addr: &str, path: &str, header: Option<&str>) -> Reply {
     )
     .unwrap();
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
+    // The server may close without TLS's close_notify: what came counts.
+    let _ = s.read_to_end(&mut raw);
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap();
     Reply {
@@ -47,7 +58,8 @@ fn get(addr: &str, path: &str, header: Option<&str>) -> Reply {
 fn web(c: &Cluster) -> (String, String) {
     let out = ok(c.cmd(&["web"]).output().unwrap());
     let url = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    let rest = url.strip_prefix("http://").unwrap();
+    let rest = url.strip_prefix("https://").unwrap();
+    SITE_TLS.with(|t| *t.borrow_mut() = Some(client_tls(c)));
     let (addr, token) = rest.split_once("/?token=").unwrap();
     (addr.to_owned(), token.to_owned())
 }
@@ -92,8 +104,31 @@ fn chromium() -> String {
     std::env::var("SLUICE_CHROMIUM").unwrap_or_else(|_| "chromium".into())
 }
 
+/// The public key pin (base64 SHA-256 of the SubjectPublicKeyInfo) of
+/// the coordinator's certificate, which Chromium is told to trust.
+fn coordinator_pin(c: &Cluster) -> String {
+    let pem = c.dir.join("tls").join("coordinator.pem");
+    let out = ok(Command::new("sh")
+        .arg("-c")
+        .arg(
+            "openssl x509 -in \"$0\" -pubkey -noout | openssl pkey -pubin -outform der \
+             | openssl dgst -sha256 -binary | openssl enc -base64",
+        )
+        .arg(&pem)
+        .output()
+        .unwrap());
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+std::thread_local! {
+    /// The pin Chromium trusts ([`coordinator_pin`]), set by the test.
+    static PIN: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
 fn headless(out_dir: &Path) -> Command {
     let mut cmd = Command::new(chromium());
+    let pin = PIN.with(|p| p.borrow().clone());
+    cmd.arg(format!("--ignore-certificate-errors-spki-list={pin}"));
     cmd.args([
         "--headless",
         "--no-sandbox",
@@ -266,7 +301,7 @@ fn pages_show_a_real_job_and_metrics_equal_its_report() {
     // add up to the job's attempts, its input to the job's.
     let page = get(&addr, "/workers", Some(&cookie)).body;
     let links: Vec<&str> = page
-        .split("<a href=\"http://")
+        .split("<a href=\"https://")
         .skip(1)
         .map(|s| s.split_once("/metrics").unwrap().0)
         .collect();
@@ -293,7 +328,8 @@ fn pages_show_a_real_job_and_metrics_equal_its_report() {
 
     // Chromium: the job in the list, one bar per attempt of the report.
     let shots = screenshot_dir();
-    let url = |path: &str| format!("http://{addr}{path}?token={token}");
+    PIN.with(|p| *p.borrow_mut() = coordinator_pin(&c));
+    let url = |path: &str| format!("https://{addr}{path}?token={token}");
     let jobs = dom(d.path(), &url("/"));
     assert!(
         jobs.contains(&format!(">{job}</a>")) && jobs.contains("wordcount"),

@@ -52,12 +52,19 @@ pub fn layout(title: &str, body: &str, live: bool) -> String {
     } else {
         ""
     };
+    // A cluster that runs --insecure says so on every page.
+    let insecure = if sluice_proto::tls::insecure() {
+        "<p id=\"insecure\"><b>Insecure:</b> this cluster runs --insecure: no TLS, \
+         every connection in plaintext (for measurement only).</p>"
+    } else {
+        ""
+    };
     format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">{refresh}\
          <title>{t} · Sluice</title><style>{STYLE}</style></head><body>\
          <header><b>Sluice</b><a href=\"/\">Jobs</a><a href=\"/workers\">Workers</a>\
          <a href=\"/datasets\">Data sets</a><a href=\"/cache\">Cache</a><a href=\"/pools\">Pools</a>\
-         <a href=\"/metrics\">Metrics</a></header><main><h1>{t}</h1>{body}</main></body></html>",
+         <a href=\"/metrics\">Metrics</a></header>{insecure}<main><h1>{t}</h1>{body}</main></body></html>",
         t = esc(title)
     )
 }

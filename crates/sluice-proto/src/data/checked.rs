@@ -3,7 +3,6 @@
 //! (READ_CHECKED).
 
 use std::io::{BufReader, Read};
-use std::net::TcpStream;
 
 use super::client::{call, damaged};
 use super::frame::{secret_bytes, Request};
@@ -89,7 +88,7 @@ fn combine_crcs(crcs: &[u32], len: u64, chunk: u64) -> u32 {
 /// A block arriving from its holder, checked chunk by chunk
 /// ([`open_checked_stream`]).
 pub struct CheckedStream {
-    conn: BufReader<TcpStream>,
+    conn: BufReader<crate::tls::stream::Conn>,
     addr: String,
     id: String,
     len: u64,

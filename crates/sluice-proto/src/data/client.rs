@@ -1,7 +1,7 @@
 //! The client side of the data plane: reading and writing whole blocks,
 //! sampling a block's head, a node's samples and link probes.
 
-use std::io::{Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::Path;
 use std::time::Duration;
@@ -10,11 +10,14 @@ use super::frame::{secret_bytes, Request, CONNECT_TIMEOUT, IO_TIMEOUT, STATUS_DA
 use crate::auth::Secret;
 use crate::block::local_write_error;
 use crate::sample::Sample;
+use crate::tls::stream::Conn;
 use crate::ClusterError;
 
 type Result<T> = std::result::Result<T, ClusterError>;
 
-pub(super) fn connect(addr: &str) -> Result<TcpStream> {
+/// A connection to the worker at `addr`: TLS (the handshake done) unless
+/// this process runs `--insecure`.
+pub(super) fn connect(addr: &str) -> Result<Conn> {
     let sa: SocketAddr = addr
         .to_socket_addrs()
         .map_err(|e| ClusterError::net("resolving", addr, e))?
@@ -26,27 +29,32 @@ pub(super) fn connect(addr: &str) -> Result<TcpStream> {
         .and_then(|()| s.set_write_timeout(Some(IO_TIMEOUT)))
         .and_then(|()| s.set_nodelay(true))
         .map_err(|e| ClusterError::net("configuring", addr, e))?;
-    Ok(s)
+    Conn::client(s, addr, crate::tls::current().as_deref())
 }
 
-/// Sends `req` signed with `key` and reads the response header.
+/// Sends `req` signed with `key` (and its `data`, through a large
+/// buffer: full TLS records) and reads the response header.
 pub(super) fn call(
     addr: &str,
     req: &Request,
     key: &[u8],
     data: Option<&mut dyn Read>,
-) -> Result<(TcpStream, u64, u64)> {
+) -> Result<(Conn, u64, u64)> {
     let mut s = connect(addr)?;
-    s.write_all(&req.encode(key))
-        .map_err(|e| ClusterError::net("sending to", addr, e))?;
-    if let Some(d) = data {
-        if let Err(e) = std::io::copy(d, &mut s) {
-            // The peer may have refused the data and said why.
-            return Err(match read_status(&mut s, req, addr) {
-                Err(refusal @ (ClusterError::Remote(_) | ClusterError::Damaged { .. })) => refusal,
-                _ => ClusterError::net("sending to", addr, e),
-            });
-        }
+    let mut w = BufWriter::with_capacity(256 << 10, &mut s);
+    let sent = w.write_all(&req.encode(key)).and_then(|()| match data {
+        Some(d) => std::io::copy(d, &mut w).map(|_| ()),
+        None => Ok(()),
+    });
+    let sent = sent.and_then(|()| w.flush());
+    // Unsent bytes are dropped, not flushed again.
+    let _ = w.into_parts();
+    if let Err(e) = sent {
+        // The peer may have refused the data and said why.
+        return Err(match read_status(&mut s, req, addr) {
+            Err(refusal @ (ClusterError::Remote(_) | ClusterError::Damaged { .. })) => refusal,
+            _ => ClusterError::net("sending to", addr, e),
+        });
     }
     read_status(&mut s, req, addr)?;
     let mut h = [0u8; 16];
@@ -58,7 +66,7 @@ pub(super) fn call(
 }
 
 /// Reads an answer's status; an error or damage report becomes an error.
-fn read_status(s: &mut TcpStream, req: &Request, addr: &str) -> Result<()> {
+fn read_status(s: &mut Conn, req: &Request, addr: &str) -> Result<()> {
     let mut status = [0u8; 1];
     s.read_exact(&mut status)
         .map_err(|e| ClusterError::net("reading answer from", addr, e))?;
@@ -97,7 +105,7 @@ pub fn read_block(
     want_crc: u32,
     out: &mut impl Write,
 ) -> Result<u64> {
-    let (s, len, _) = call(
+    let (mut s, len, _) = call(
         addr,
         &Request::ReadBlock { id: id.into() },
         &secret_bytes(secret),
@@ -107,7 +115,7 @@ pub fn read_block(
     if len != want_len {
         return Err(damaged(format!("{len} bytes of {want_len}")));
     }
-    let (n, crc) = copy_crc(&mut (&s).take(len), out, addr)?;
+    let (n, crc) = copy_crc(&mut (&mut s).take(len), out, addr)?;
     if n != len {
         return Err(ClusterError::Remote(format!(
             "{addr}: block {id}: the transfer ended after {n} of {len} bytes"
@@ -152,12 +160,12 @@ pub fn write_block(
 /// covers the whole block: for sampling only.
 pub fn read_head(addr: &str, secret: &Secret, id: &str, max: u64) -> Result<Vec<u8>> {
     let req = Request::ReadHead { id: id.into(), max };
-    let (s, len, _) = call(addr, &req, &secret_bytes(secret), None)?;
-    read_body(&s, len.min(max), addr)
+    let (mut s, len, _) = call(addr, &req, &secret_bytes(secret), None)?;
+    read_body(&mut s, len.min(max), addr)
 }
 
 /// The `len` bytes of an answer's body.
-fn read_body(s: &TcpStream, len: u64, addr: &str) -> Result<Vec<u8>> {
+fn read_body(s: &mut Conn, len: u64, addr: &str) -> Result<Vec<u8>> {
     let mut body = Vec::with_capacity(len.min(64 << 20) as usize);
     s.take(len)
         .read_to_end(&mut body)
@@ -191,9 +199,11 @@ pub fn probe_link(from: &str, to: &str, secret: &Secret, len: u64) -> Result<f64
     };
     // The transfer may take long on a slow link: the answer comes after it.
     let mut s = connect(from)?;
-    s.set_read_timeout(Some(Duration::from_secs(600)))
+    s.tcp()
+        .set_read_timeout(Some(Duration::from_secs(600)))
         .map_err(|e| ClusterError::net("configuring", from, e))?;
     s.write_all(&req.encode(&secret_bytes(secret)))
+        .and_then(|()| s.flush())
         .map_err(|e| ClusterError::net("sending to", from, e))?;
     read_status(&mut s, &req, from)?;
     let mut h = [0u8; 16];
@@ -204,8 +214,12 @@ pub fn probe_link(from: &str, to: &str, secret: &Secret, len: u64) -> Result<f64
 
 /// The utilization samples the worker at `addr` took since `since` (Unix ms).
 pub fn stats(addr: &str, secret: &Secret, since: u64) -> Result<Vec<Sample>> {
-    let (s, len, _) = call(addr, &Request::Stats { since }, &secret_bytes(secret), None)?;
-    Ok(Sample::decode_all(&read_body(&s, len.min(64 << 20), addr)?))
+    let (mut s, len, _) = call(addr, &Request::Stats { since }, &secret_bytes(secret), None)?;
+    Ok(Sample::decode_all(&read_body(
+        &mut s,
+        len.min(64 << 20),
+        addr,
+    )?))
 }
 
 /// Copies `r` to `w`, returning the bytes and their CRC32C.

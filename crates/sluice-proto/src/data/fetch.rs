@@ -28,14 +28,15 @@ pub fn fetch(
     out: &Path,
     watch: &FetchWatch,
 ) -> Result<u64> {
-    let (s, len, records) = call(addr, req, token, None)?;
+    let (mut s, len, records) = call(addr, req, token, None)?;
     let f = File::create(out).map_err(|e| local_write_error(out, e))?;
     let mut w = BufWriter::with_capacity(256 << 10, f);
-    let mut r = BufReader::with_capacity(256 << 10, &s);
     let counted = watch.received.load(std::sync::atomic::Ordering::Relaxed);
+    let mut r = BufReader::with_capacity(256 << 10, &mut s);
     let copied = copy_blocks(&mut r, &mut w, (len, watch), addr, out);
+    drop(r);
     if copied.is_err() {
-        count_unread(&s, watch, counted);
+        count_unread(s.tcp(), watch, counted);
     }
     copied?;
     let mut f = w

@@ -2,8 +2,8 @@
 //! its blocks, map outputs, samples and link probes.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +18,7 @@ use crate::block::Unusable;
 use crate::layout::{check_id, Layout};
 use crate::sample::Sampler;
 use crate::signed::ReplayGuard;
+use crate::tls::stream::Conn;
 use crate::ClusterError;
 
 type Result<T> = std::result::Result<T, ClusterError>;
@@ -37,11 +38,26 @@ pub fn serve(listener: TcpListener, layout: Layout, secret: Secret, sampler: Opt
                 let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
                 let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
                 let _ = conn.set_nodelay(true);
+                let peer = conn
+                    .peer_addr()
+                    .map_or_else(|_| "?".into(), |a| a.to_string());
+                // A peer that fails the handshake (no certificate of the
+                // cluster's CA, garbage) is dropped here, having read
+                // nothing.
+                let conn = match Conn::server(conn, &peer, crate::tls::current().as_deref()) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        tracing::warn!("data connection refused: {e}");
+                        return;
+                    }
+                };
+                let mut r = BufReader::with_capacity(256 << 10, conn);
                 let auth = (&secret, &*guard);
-                if let Err(e) = handle(&conn, &layout, auth, sampler.as_ref()) {
+                if let Err(e) = handle(&mut r, &peer, &layout, auth, sampler.as_ref()) {
                     tracing::debug!("data request failed: {e}");
-                    let _ = send_error(&conn, &e.to_string());
+                    let _ = send_error(r.get_mut(), &e.to_string());
                 }
+                r.get_mut().close();
             });
         }
     });
@@ -49,28 +65,32 @@ pub fn serve(listener: TcpListener, layout: Layout, secret: Secret, sampler: Opt
 
 /// One request; `auth` is the cluster's secret and the nonces seen.
 fn handle(
-    conn: &TcpStream,
+    r: &mut BufReader<Conn>,
+    peer: &str,
     layout: &Layout,
     auth: (&Secret, &ReplayGuard),
     sampler: Option<&Sampler>,
 ) -> Result<()> {
-    let peer = conn
-        .peer_addr()
-        .map_or_else(|_| "?".into(), |a| a.to_string());
-    let mut r = BufReader::with_capacity(256 << 10, conn);
-    let req = read_request(&mut r, auth.0, auth.1, &peer)?;
+    let req = read_request(r, auth.0, auth.1, peer)?;
+    if let Request::WriteBlock { ref id, len, crc } = req {
+        if let Err(e) = check_id(id) {
+            drain_write(r, &req);
+            return Err(e);
+        }
+        crate::block::store_stream(layout, id, r, len, crc, peer)?;
+        return send_ok(r.get_mut(), 0, 0);
+    }
+    if let Request::Sink { len } = req {
+        let got = std::io::copy(&mut r.take(len), &mut std::io::sink())
+            .map_err(|e| ClusterError::net("receiving from", peer, e))?;
+        return send_ok(r.get_mut(), 0, got);
+    }
+    let conn = r.get_mut();
     match req {
         Request::ReadBlock { id } => send_block(conn, layout, &id, u64::MAX),
         Request::ReadHead { id, max } => send_block(conn, layout, &id, max),
         Request::ReadChecked { id } => send_checked(conn, layout, &id),
-        Request::WriteBlock { ref id, len, crc } => {
-            if let Err(e) = check_id(id) {
-                drain_write(&mut r, &req);
-                return Err(e);
-            }
-            crate::block::store_stream(layout, id, &mut r, len, crc, &peer)?;
-            send_ok(conn, 0, 0)
-        }
+        Request::WriteBlock { .. } | Request::Sink { .. } => Ok(()),
         Request::Fetch {
             job,
             map,
@@ -90,14 +110,9 @@ fn handle(
             let mut body = Vec::with_capacity(samples.len() * crate::sample::SAMPLE_BYTES);
             samples.iter().for_each(|s| s.encode(&mut body));
             send_ok(conn, body.len() as u64, samples.len() as u64)?;
-            let mut c = conn;
-            c.write_all(&body)
-                .map_err(|e| ClusterError::net("sending to", &peer, e))
-        }
-        Request::Sink { len } => {
-            let got = std::io::copy(&mut r.take(len), &mut std::io::sink())
-                .map_err(|e| ClusterError::net("receiving from", &peer, e))?;
-            send_ok(conn, 0, got)
+            conn.write_all(&body)
+                .and_then(|()| conn.flush())
+                .map_err(|e| ClusterError::net("sending to", peer, e))
         }
         Request::Probe { to, len } => {
             let t = std::time::Instant::now();
@@ -110,7 +125,7 @@ fn handle(
 /// Sends the first `max` bytes of block `id` (all of it when shorter).
 /// A damaged replica (missing, no valid checksum file, wrong length) is
 /// answered with status 2.
-fn send_block(conn: &TcpStream, layout: &Layout, id: &str, max: u64) -> Result<()> {
+fn send_block(conn: &mut Conn, layout: &Layout, id: &str, max: u64) -> Result<()> {
     let Some((f, sums)) = open_to_send(conn, layout, id)? else {
         return Ok(());
     };
@@ -123,7 +138,7 @@ fn send_block(conn: &TcpStream, layout: &Layout, id: &str, max: u64) -> Result<(
 /// wrong length), which has been answered with status 2. Unreadable now
 /// (not damaged) is an error, status 1.
 fn open_to_send(
-    conn: &TcpStream,
+    conn: &mut Conn,
     layout: &Layout,
     id: &str,
 ) -> Result<Option<(File, sluice_formats::chunked::ChunkSums)>> {
@@ -144,20 +159,19 @@ fn open_to_send(
 /// Sends block `id` with its chunk checksums ahead of it (READ_CHECKED).
 /// A damaged replica is answered as [`open_to_send`] says; damage inside
 /// the bytes is for the reader's chunk checks to find.
-fn send_checked(conn: &TcpStream, layout: &Layout, id: &str) -> Result<()> {
+fn send_checked(conn: &mut Conn, layout: &Layout, id: &str) -> Result<()> {
     let Some((f, sums)) = open_to_send(conn, layout, id)? else {
         return Ok(());
     };
     let len = sums.len;
-    conn.set_write_timeout(Some(STREAM_WRITE_TIMEOUT))
+    conn.tcp()
+        .set_write_timeout(Some(STREAM_WRITE_TIMEOUT))
         .map_err(|e| ClusterError::net("answering", "peer", e))?;
     send_ok(conn, len, u64::from(sums.chunk))?;
     let crcs: Vec<u8> = sums.crcs.iter().flat_map(|c| c.to_le_bytes()).collect();
-    let mut w = conn;
-    w.write_all(&crcs)
+    conn.write_all(&crcs)
         .map_err(|e| ClusterError::net("sending", "peer", e))?;
-    let sent = std::io::copy(&mut f.take(len), &mut w)
-        .map_err(|e| ClusterError::net("sending", "peer", e))?;
+    let sent = send_file(conn, f, len).map_err(|e| ClusterError::net("sending", "peer", e))?;
     if sent != len {
         return Err(ClusterError::Remote(
             "block shorter than its checksums".into(),
@@ -213,36 +227,48 @@ fn drain_write(r: &mut impl Read, req: &Request) {
     }
 }
 
-fn send_ok(mut conn: &TcpStream, len: u64, records: u64) -> Result<()> {
+fn send_ok(conn: &mut Conn, len: u64, records: u64) -> Result<()> {
     let mut h = vec![0u8];
     h.extend_from_slice(&len.to_le_bytes());
     h.extend_from_slice(&records.to_le_bytes());
     conn.write_all(&h)
+        .and_then(|()| conn.flush())
         .map_err(|e| ClusterError::net("answering", "peer", e))
 }
 
-fn send_error(conn: &TcpStream, msg: &str) -> std::io::Result<()> {
+fn send_error(conn: &mut Conn, msg: &str) -> std::io::Result<()> {
     send_status(conn, STATUS_ERROR, msg)
 }
 
-fn send_status(mut conn: &TcpStream, status: u8, msg: &str) -> std::io::Result<()> {
+fn send_status(conn: &mut Conn, status: u8, msg: &str) -> std::io::Result<()> {
     let mut h = vec![status];
     h.extend_from_slice(&(msg.len() as u32).to_le_bytes());
     h.extend_from_slice(msg.as_bytes());
-    conn.write_all(&h)
+    conn.write_all(&h).and_then(|()| conn.flush())
 }
 
-/// Sends `len` bytes of `f` from `offset` (by `sendfile` on Linux: std's
-/// copy from a file to a socket uses it).
-fn send_range(conn: &TcpStream, mut f: File, offset: u64, len: u64, records: u64) -> Result<()> {
+/// Sends `len` bytes of `f` from `offset`.
+fn send_range(conn: &mut Conn, mut f: File, offset: u64, len: u64, records: u64) -> Result<()> {
     send_ok(conn, len, records)?;
     f.seek(SeekFrom::Start(offset))
         .map_err(|e| ClusterError::net("seeking", "file", e))?;
-    let mut w = conn;
-    let sent = std::io::copy(&mut f.take(len), &mut w)
-        .map_err(|e| ClusterError::net("sending", "peer", e))?;
+    let sent = send_file(conn, f, len).map_err(|e| ClusterError::net("sending", "peer", e))?;
     if sent != len {
         return Err(ClusterError::Remote("file shorter than its index".into()));
     }
     Ok(())
+}
+
+/// Sends up to `len` bytes of `f`: in plaintext by `sendfile` on Linux
+/// (std's copy from a file to a socket uses it), in TLS through a large
+/// buffer (full records, few writes).
+fn send_file(conn: &mut Conn, f: File, len: u64) -> std::io::Result<u64> {
+    if conn.is_plain() {
+        let mut w = conn.tcp();
+        return std::io::copy(&mut f.take(len), &mut w);
+    }
+    let mut w = BufWriter::with_capacity(256 << 10, conn);
+    let sent = std::io::copy(&mut f.take(len), &mut w)?;
+    w.flush()?;
+    Ok(sent)
 }

@@ -150,7 +150,10 @@ public final class AppMaster {
         List<String> cmd = new ArrayList<>(Arrays.asList("./sluice", "coordinator",
             "--listen", ip + ":0", "--state-dir", new File("coordinator").getAbsolutePath(),
             "--secret-file", "secret", "--addr-file", addr.getPath(),
-            "--http", ip + ":0", "--http-addr-file", http.getPath()));
+            "--http", ip + ":0", "--http-addr-file", http.getPath(),
+            // No certificates are shipped to the containers yet: the
+            // cluster speaks plaintext, as `sluice yarn up` says.
+            "--insecure"));
         File logDir = new File(System.getenv(ApplicationConstants.Environment.LOG_DIRS.name())
             .split(",")[0]);
         coordinator = new ProcessBuilder(cmd)
