@@ -30,6 +30,7 @@ pub mod layout;
 pub mod report;
 pub mod sample;
 pub mod signed;
+pub mod users;
 
 pub use error::{ClusterError, InputDamage};
 
