@@ -223,6 +223,7 @@ impl Client {
             origin: format!("put {}", path.display()),
             replication: opts.replication.max(1),
             block_size: opts.block_size,
+            access: Default::default(),
         };
         if let Some(p) = &opts.progress {
             p.total_files.store(files.len() as u64, Ordering::Relaxed);
@@ -596,6 +597,23 @@ impl Client {
             dataset: dataset.to_owned(),
         };
         Ok(ask!(self, Call::Write, cache_remove, req)?.removed)
+    }
+
+    /// Adds user `add` and/or removes user `remove` (empty: neither); the
+    /// users after it, the one added with its salt (an admin's call).
+    pub async fn users(&self, add: &str, remove: &str) -> Result<proto::UserList> {
+        let req = proto::UsersRequest {
+            add: add.to_owned(),
+            remove: remove.to_owned(),
+        };
+        Ok(ask!(self, Call::Write, users, req)?)
+    }
+
+    /// Grants (or, with `revoke`, takes back) reading `dataset` to
+    /// `users`, or to every user with `all`.
+    pub async fn share(&self, req: proto::ShareRequest) -> Result<()> {
+        ask!(self, Call::Write, share, req)?;
+        Ok(())
     }
 
     /// The cache directives and each live worker's cache.

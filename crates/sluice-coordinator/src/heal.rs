@@ -375,6 +375,7 @@ mod tests {
                 origin: String::new(),
                 replication,
                 block_size: 0,
+                access: Default::default(),
             },
         );
         c

@@ -144,13 +144,17 @@ mod tests {
 
     #[test]
     fn bad_key_files_and_names_are_refused_with_a_reason() {
-        assert!(parse_key("hello").unwrap_err().contains("not a Sluice user key"));
+        assert!(parse_key("hello")
+            .unwrap_err()
+            .contains("not a Sluice user key"));
         assert!(parse_key("sluice-user-key 1 alice 12")
             .unwrap_err()
             .contains("64 hex"));
-        assert!(parse_key(&format!("sluice-user-key 1 Al {}", "0".repeat(64)))
-            .unwrap_err()
-            .contains("invalid user name"));
+        assert!(
+            parse_key(&format!("sluice-user-key 1 Al {}", "0".repeat(64)))
+                .unwrap_err()
+                .contains("invalid user name")
+        );
         for bad in ["", "1a", "a b", "../x", &"a".repeat(33)] {
             assert!(check_user_name(bad).is_err(), "{bad:?}");
         }

@@ -28,6 +28,7 @@ fn dataset(name: &str) -> DatasetMeta {
         origin: "put x".into(),
         replication: 1,
         block_size: 0,
+        access: Default::default(),
     }
 }
 
@@ -40,6 +41,7 @@ fn accepted(id: u64) -> JobEntry {
         inputs: vec![MapInput::Synthetic; 2],
         side: Vec::new(),
         submission: format!("s{id}"),
+        user: Default::default(),
     }))
 }
 
@@ -113,6 +115,7 @@ async fn what_a_leader_writes_the_next_one_loads() {
             state,
             error: String::new(),
             submission: String::new(),
+            user: Default::default(),
         };
         records.insert(JobId(id), r);
     }

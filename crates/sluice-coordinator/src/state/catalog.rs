@@ -46,6 +46,9 @@ impl State {
             if let Some(d) = w.directives {
                 self.catalog.cache_directives = d;
             }
+            if let Some(u) = w.users {
+                self.catalog.users = u;
+            }
             for t in w.then {
                 if let Then::Commit { job, .. } = t {
                     if let Some(j) = self.jobs.get_mut(&job) {
