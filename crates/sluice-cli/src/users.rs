@@ -43,8 +43,6 @@ pub fn user(cmd: &UserCmd) -> anyhow::Result<()> {
         } => add(name, key_file.as_deref(), conn),
         UserCmd::Rm { name, conn } => {
             connect(conn)?.users("", name)?;
-            let file = conn.cluster.join("users").join(format!("{name}.key"));
-            let _ = std::fs::remove_file(file);
             println!("removed user {name}: their key is refused from now on");
             Ok(())
         }

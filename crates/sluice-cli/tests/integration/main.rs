@@ -31,5 +31,6 @@ mod standby;
 mod streaming;
 mod streaming_hadoop;
 mod supervise;
+mod users;
 mod web;
 mod yarn;

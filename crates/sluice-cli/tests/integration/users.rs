@@ -1,0 +1,77 @@
+//! Users as an admin and they meet them: `sluice user add` writes a key
+//! only its owner may read, each user sees and changes only what they
+//! may, `share` lets another read, `user rm` revokes a key at once.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::support::*;
+
+/// `sluice ARGS` on cluster `c` as the user of key file `key`.
+fn as_user(c: &Cluster, key: &Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = c.cmd(args);
+    cmd.arg("--user-key").arg(key);
+    cmd
+}
+
+/// The data set names `sluice ls` lists for `key`'s user.
+fn names(c: &Cluster, key: &Path) -> Vec<String> {
+    let out = ok(as_user(c, key, &["ls"]).output().unwrap());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn users_see_and_change_only_what_they_may() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Cluster::up(dir.path(), 1, "");
+    let data = dir.path().join("words.txt");
+    std::fs::write(&data, "a b a\n").unwrap();
+    put(&c, &data, "words", "1m", "1");
+    for u in ["alice", "bob"] {
+        ok(c.cmd(&["user", "add", u]).output().unwrap());
+    }
+    let alice = c.dir.join("users/alice.key");
+    let bob = c.dir.join("users/bob.key");
+    let mode = std::fs::metadata(&alice).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let listed = ok(c.cmd(&["user", "ls"]).output().unwrap());
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains("alice") && listed.contains("bob"),
+        "{listed}"
+    );
+
+    // An admin's data set is private; a user cannot add users.
+    assert!(names(&c, &alice).is_empty());
+    let e = fails(
+        as_user(&c, &alice, &["user", "add", "eve"])
+            .output()
+            .unwrap(),
+    );
+    assert!(e.contains("permission denied"), "{e}");
+    let e = fails(as_user(&c, &alice, &["rm", "words"]).output().unwrap());
+    assert!(
+        e.contains("permission denied: data set words belongs to an admin"),
+        "{e}"
+    );
+
+    // Shared with alice, she reads it; bob still does not.
+    ok(c.cmd(&["share", "words", "alice"]).output().unwrap());
+    assert_eq!(names(&c, &alice), ["words"]);
+    assert!(names(&c, &bob).is_empty());
+    let e = fails(as_user(&c, &bob, &["ls", "words"]).output().unwrap());
+    assert!(e.contains("permission denied"), "{e}");
+    ok(c.cmd(&["unshare", "words", "alice"]).output().unwrap());
+    assert!(names(&c, &alice).is_empty());
+
+    // Removed, alice's key is refused at once.
+    ok(c.cmd(&["user", "rm", "alice"]).output().unwrap());
+    let e = fails(as_user(&c, &alice, &["ls"]).output().unwrap());
+    assert!(e.contains("unknown or removed user alice"), "{e}");
+    // An admin still sees everything.
+    let out = ok(c.cmd(&["ls"]).output().unwrap());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("words"));
+}
