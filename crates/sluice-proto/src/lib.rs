@@ -21,6 +21,7 @@
 
 pub mod auth;
 pub mod block;
+pub mod capability;
 pub mod catalog;
 pub mod data;
 mod error;

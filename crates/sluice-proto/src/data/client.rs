@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::frame::{secret_bytes, Request, CONNECT_TIMEOUT, IO_TIMEOUT, STATUS_DAMAGED};
 use crate::auth::Secret;
 use crate::block::local_write_error;
+use crate::capability::Capability;
 use crate::sample::Sample;
 use crate::ClusterError;
 
@@ -36,8 +37,18 @@ pub(super) fn call(
     key: &[u8],
     data: Option<&mut dyn Read>,
 ) -> Result<(TcpStream, u64, u64)> {
+    call_wire(addr, req, &req.encode(key), data)
+}
+
+/// Sends `wire` (`req` encoded and signed) and reads the response header.
+fn call_wire(
+    addr: &str,
+    req: &Request,
+    wire: &[u8],
+    data: Option<&mut dyn Read>,
+) -> Result<(TcpStream, u64, u64)> {
     let mut s = connect(addr)?;
-    s.write_all(&req.encode(key))
+    s.write_all(wire)
         .map_err(|e| ClusterError::net("sending to", addr, e))?;
     if let Some(d) = data {
         if let Err(e) = std::io::copy(d, &mut s) {
@@ -119,6 +130,40 @@ pub fn read_block(
         )));
     }
     Ok(n)
+}
+
+/// Reads block `id` as [`read_block`] does, with a user's capability
+/// for it instead of the secret.
+pub fn read_block_capable(
+    addr: &str,
+    cap: &Capability,
+    id: &str,
+    out: &mut impl Write,
+) -> Result<u64> {
+    let req = Request::ReadBlock { id: id.into() };
+    let (s, len, _) = call_wire(addr, &req, &req.encode_capable(cap), None)?;
+    let (n, _) = copy_crc(&mut (&s).take(len), out, addr)?;
+    Ok(n)
+}
+
+/// Stores a block as [`write_block`] does, with a user's capability for
+/// it instead of the secret.
+pub fn write_block_capable(
+    addr: &str,
+    cap: &Capability,
+    id: &str,
+    data: &mut dyn Read,
+    len: u64,
+    crc: u32,
+) -> Result<()> {
+    let req = Request::WriteBlock {
+        id: id.into(),
+        len,
+        crc,
+    };
+    let wire = req.encode_capable(cap);
+    call_wire(addr, &req, &wire, Some(&mut data.take(len)))?;
+    Ok(())
 }
 
 /// Block `block`'s replica on `holder` is damaged: `damage` says how.
