@@ -12,6 +12,8 @@
 use std::sync::{Arc, Mutex};
 
 use sluice_proto::auth::Secret;
+use sluice_proto::capability::{Capability, Mode};
+use sluice_proto::proto;
 use sluice_proto::signed::UserKeys;
 use sluice_proto::users::{user_key, Caller};
 use tonic::{Request, Status};
@@ -46,6 +48,23 @@ pub(crate) fn user_keys(core: Arc<Mutex<Core>>, secret: Secret) -> UserKeys {
         let u = core.state.catalog.users.get(name)?;
         Some(user_key(&secret, name, &u.salt))
     })
+}
+
+/// Gives user `user` a capability to read each block of `d` (they may
+/// read it: the caller checked).
+pub(crate) fn grant_reads(secret: &Secret, user: &str, d: &mut proto::Dataset) {
+    let now = sluice_proto::now_ms();
+    for b in d.files.iter_mut().flat_map(|f| f.blocks.iter_mut()) {
+        b.capability = Capability::issue(secret, user, &b.id, Mode::Read, now).to_text();
+    }
+}
+
+/// Gives user `user` a capability to write each block planned for them.
+pub(crate) fn grant_writes(secret: &Secret, user: &str, p: &mut proto::PlanBlocksReply) {
+    let now = sluice_proto::now_ms();
+    for b in &mut p.blocks {
+        b.capability = Capability::issue(secret, user, &b.id, Mode::Write, now).to_text();
+    }
 }
 
 /// The users, for `sluice user ls` (salts left out but for `with_salt`).

@@ -222,6 +222,7 @@ impl Healing {
                     crc: b.crc,
                     replicas: Vec::new(),
                     corrupt: Vec::new(),
+                    capability: Default::default(),
                 }),
                 target: Some(target.clone()),
             });

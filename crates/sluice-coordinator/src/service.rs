@@ -489,9 +489,13 @@ impl Coordinator for Service {
         &self,
         req: Request<proto::PlanBlocksRequest>,
     ) -> Reply<proto::PlanBlocksReply> {
+        let who = caller(&req)?;
         match self.dispatch(Event::PlanBlocks(req.into_inner()))? {
-            Answer::Planned(p) => {
+            Answer::Planned(mut p) => {
                 crate::crash::at("put");
+                if let Some(u) = who.name() {
+                    crate::access::grant_writes(&self.cfg.secret, u, &mut p);
+                }
                 Ok(Response::new(p))
             }
             a => Err(unexpected(a)),
@@ -566,7 +570,11 @@ impl Coordinator for Service {
             .datasets
             .get(&name)
             .ok_or_else(|| Status::not_found(format!("no data set {name}")))?;
-        Ok(Response::new(d.into()))
+        let mut d: proto::Dataset = d.into();
+        if let Some(u) = who.name() {
+            crate::access::grant_reads(&self.cfg.secret, u, &mut d);
+        }
+        Ok(Response::new(d))
     }
 
     async fn remove_dataset(&self, req: Request<proto::Name>) -> Reply<Empty> {

@@ -247,6 +247,7 @@ impl From<&BlockMeta> for proto::BlockInfo {
                     at_ms: c.at_ms,
                 })
                 .collect(),
+            capability: String::new(),
         }
     }
 }

@@ -67,6 +67,42 @@ fn users_see_and_change_only_what_they_may() {
     ok(c.cmd(&["unshare", "words", "alice"]).output().unwrap());
     assert!(names(&c, &alice).is_empty());
 
+    // Alice puts her own data set and gets it back; bob may not, until
+    // she shares it.
+    ok(as_user(&c, &alice, &["put"])
+        .arg(&data)
+        .args(["--dataset", "hers"])
+        .output()
+        .unwrap());
+    assert_eq!(names(&c, &alice), ["hers"]);
+    let back = dir.path().join("back.txt");
+    ok(as_user(&c, &alice, &["get", "hers"])
+        .arg(&back)
+        .output()
+        .unwrap());
+    assert_eq!(std::fs::read(&back).unwrap(), b"a b a\n");
+    let bobs = dir.path().join("bobs.txt");
+    let e = fails(
+        as_user(&c, &bob, &["get", "hers"])
+            .arg(&bobs)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        e.contains("permission denied: data set hers belongs to alice"),
+        "{e}"
+    );
+    ok(as_user(&c, &alice, &["share", "hers", "bob"])
+        .output()
+        .unwrap());
+    ok(as_user(&c, &bob, &["get", "hers"])
+        .arg(&bobs)
+        .output()
+        .unwrap());
+    assert_eq!(std::fs::read(&bobs).unwrap(), b"a b a\n");
+    let e = fails(as_user(&c, &bob, &["rm", "hers"]).output().unwrap());
+    assert!(e.contains("belongs to alice"), "{e}");
+
     // Removed, alice's key is refused at once.
     ok(c.cmd(&["user", "rm", "alice"]).output().unwrap());
     let e = fails(as_user(&c, &alice, &["ls"]).output().unwrap());

@@ -118,7 +118,11 @@ impl State {
                 .collect();
             let id = self.catalog.new_block_id(self.epoch).to_string();
             self.planned.insert(id.clone(), self.at.now);
-            blocks.push(proto::Placement { id, targets });
+            blocks.push(proto::Placement {
+                id,
+                targets,
+                capability: String::new(),
+            });
         }
         self.write().client = true;
         Ok(proto::PlanBlocksReply { blocks })

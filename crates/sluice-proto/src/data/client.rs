@@ -114,11 +114,23 @@ pub fn read_block(
         &secret_bytes(secret),
         None,
     )?;
+    read_checked_body(&s, len, (addr, id), (want_len, want_crc), out)
+}
+
+/// Reads a block's `len` bytes from `s` into `out`, checking them
+/// against the length and CRC32C wanted.
+fn read_checked_body(
+    s: &TcpStream,
+    len: u64,
+    (addr, id): (&str, &str),
+    (want_len, want_crc): (u64, u32),
+    out: &mut impl Write,
+) -> Result<u64> {
     let damaged = |damage: String| damaged(id, addr, damage);
     if len != want_len {
         return Err(damaged(format!("{len} bytes of {want_len}")));
     }
-    let (n, crc) = copy_crc(&mut (&s).take(len), out, addr)?;
+    let (n, crc) = copy_crc(&mut s.take(len), out, addr)?;
     if n != len {
         return Err(ClusterError::Remote(format!(
             "{addr}: block {id}: the transfer ended after {n} of {len} bytes"
@@ -138,12 +150,12 @@ pub fn read_block_capable(
     addr: &str,
     cap: &Capability,
     id: &str,
+    want: (u64, u32),
     out: &mut impl Write,
 ) -> Result<u64> {
     let req = Request::ReadBlock { id: id.into() };
     let (s, len, _) = call_wire(addr, &req, &req.encode_capable(cap), None)?;
-    let (n, _) = copy_crc(&mut (&s).take(len), out, addr)?;
-    Ok(n)
+    read_checked_body(&s, len, (addr, id), want, out)
 }
 
 /// Stores a block as [`write_block`] does, with a user's capability for

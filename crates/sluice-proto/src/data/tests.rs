@@ -259,10 +259,11 @@ fn a_block_opens_only_to_the_secret_or_its_capability() {
     write_block(&addr, &secret(), "b1", &mut &data[..], len, crc).unwrap();
     let now = crate::now_ms();
     let cap = |user: &str, block: &str, mode| Capability::issue(&secret(), user, block, mode, now);
-    let read = |c: &Capability| read_block_capable(&addr, c, "b1", &mut Vec::new());
+    let read = |c: &Capability| read_block_capable(&addr, c, "b1", (len, crc), &mut Vec::new());
     // The owner's capability reads it, whole.
     let mut out = Vec::new();
-    read_block_capable(&addr, &cap("alice", "b1", Mode::Read), "b1", &mut out).unwrap();
+    let owner = cap("alice", "b1", Mode::Read);
+    read_block_capable(&addr, &owner, "b1", (len, crc), &mut out).unwrap();
     assert_eq!(out, data);
     // Another block's, another mode's, a forged user's, an expired one.
     assert!(read(&cap("bob", "b2", Mode::Read)).is_err());
