@@ -103,6 +103,41 @@ fn users_see_and_change_only_what_they_may() {
     let e = fails(as_user(&c, &bob, &["rm", "hers"]).output().unwrap());
     assert!(e.contains("belongs to alice"), "{e}");
 
+    // Alice's job runs as her: it reads what she may, its output is hers,
+    // and only she (or an admin) sees it and its record.
+    let key = alice.to_str().unwrap();
+    let wc = |input: &str| {
+        let mut args = vec!["--user-key", key];
+        args.extend(WC);
+        args.extend(["--input", input, "--output", "counts"]);
+        c.submit(&args).output().unwrap()
+    };
+    let e = fails(wc("words"));
+    assert!(
+        e.contains("permission denied: data set words belongs to an admin"),
+        "{e}"
+    );
+    ok(wc("hers"));
+    assert_eq!(names(&c, &alice), ["counts", "hers"]);
+    assert_eq!(names(&c, &bob), ["hers"]);
+    let jobs = |key: &Path| {
+        let out = ok(as_user(&c, key, &["jobs"]).output().unwrap());
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    assert!(jobs(&alice) > 0);
+    assert_eq!(jobs(&bob), 0, "bob sees no job of alice's");
+    let all = ok(c.cmd(&["jobs", "--json"]).output().unwrap());
+    let line = String::from_utf8_lossy(&all.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["user"], "alice");
+    let id = v["job"].as_str().unwrap();
+    let e = fails(as_user(&c, &bob, &["history", id]).output().unwrap());
+    assert!(e.contains("belongs to alice"), "{e}");
+
     // Removed, alice's key is refused at once.
     ok(c.cmd(&["user", "rm", "alice"]).output().unwrap());
     let e = fails(as_user(&c, &alice, &["ls"]).output().unwrap());
