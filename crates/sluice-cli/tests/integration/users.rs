@@ -137,6 +137,11 @@ fn users_see_and_change_only_what_they_may() {
     let id = v["job"].as_str().unwrap();
     let e = fails(as_user(&c, &bob, &["history", id]).output().unwrap());
     assert!(e.contains("belongs to alice"), "{e}");
+    let e = fails(as_user(&c, &bob, &["kill", id]).output().unwrap());
+    assert!(
+        e.contains(&format!("permission denied: job {id} belongs to alice")),
+        "{e}"
+    );
 
     // Removed, alice's key is refused at once.
     ok(c.cmd(&["user", "rm", "alice"]).output().unwrap());
