@@ -56,7 +56,6 @@ const CHART_WINDOW_MS: u64 = 300_000;
 pub(crate) struct Web {
     core: Arc<Mutex<Core>>,
     secret: Secret,
-    token: Arc<str>,
     metrics: Arc<Metrics>,
 }
 
@@ -78,7 +77,6 @@ pub(crate) async fn serve(
     let bound = listener.local_addr()?;
     let web = Web {
         core,
-        token: secret.web_token().into(),
         secret,
         metrics,
     };
@@ -112,7 +110,7 @@ pub(crate) async fn serve(
 /// Lets a request through only with the web token; one that brought it
 /// in its query gets the cookie.
 async fn auth(AxState(web): AxState<Web>, mut req: Request, next: Next) -> Response {
-    let Some((caller, token, set_cookie)) = access::web_caller(&web, &req) else {
+    let Some((caller, token, set_cookie)) = access::web_caller(&web.secret, &web.core, &req) else {
         return unauthorized();
     };
     req.extensions_mut().insert(caller);

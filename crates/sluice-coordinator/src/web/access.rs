@@ -9,21 +9,26 @@ use axum::response::{IntoResponse, Response};
 use sluice_proto::auth::{check_web_request, Secret};
 use sluice_proto::users::{user_key, Caller};
 
-use super::Web;
+use crate::core::Core;
 
-/// The caller whose token the request carries, that token, and whether
-/// it came in the query (then the answer sets the cookie).
-pub(super) fn web_caller(web: &Web, req: &Request) -> Option<(Caller, String, bool)> {
+/// The caller whose token the request carries (the cluster's `secret`'s
+/// or a user's of `core`'s catalog), that token, and whether it came in
+/// the query (then the answer sets the cookie).
+pub(super) fn web_caller(
+    secret: &Secret,
+    core: &std::sync::Mutex<Core>,
+    req: &Request,
+) -> Option<(Caller, String, bool)> {
     let (query, headers) = (req.uri().query(), req.headers());
-    let (ok, in_query) = check_web_request(&web.secret, query, headers);
+    let (ok, in_query) = check_web_request(secret, query, headers);
     if ok {
-        return Some((Caller::Admin, web.token.to_string(), in_query));
+        return Some((Caller::Admin, secret.web_token(), in_query));
     }
     let keys: Vec<(String, Secret)> = {
-        let core = web.state();
+        let core = core.lock().unwrap_or_else(|p| p.into_inner());
         let users = &core.state.catalog.users;
         (users.iter())
-            .map(|(n, u)| (n.clone(), user_key(&web.secret, n, &u.salt)))
+            .map(|(n, u)| (n.clone(), user_key(secret, n, &u.salt)))
             .collect()
     };
     keys.into_iter().find_map(|(name, key)| {
