@@ -724,8 +724,9 @@ pub fn ls(conn: &Conn) -> anyhow::Result<()> {
                 s.under_replicated
             )
         };
+        let owner = owner_note(&s);
         let more = out.line(format_args!(
-            "{:<24} {:>14} bytes {:>4} files {:>5} blocks  replicas>={}{health}  {}",
+            "{:<24} {:>14} bytes {:>4} files {:>5} blocks  replicas>={}{health}  {}{owner}",
             s.name, s.bytes, s.files, s.blocks, s.min_replicas, s.origin
         ))?;
         if !more {
@@ -769,6 +770,19 @@ pub fn ls(conn: &Conn) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Who owns a data set and who may read it, as `sluice ls` ends its
+/// line (nothing for an admin's, shared with nobody).
+fn owner_note(s: &sluice_proto::proto::DatasetSummary) -> String {
+    let mut note = String::new();
+    if !s.owner.is_empty() {
+        note = format!("  owner {}", s.owner);
+    }
+    if !s.readers.is_empty() {
+        note += &format!("  shared with {}", s.readers.join(","));
+    }
+    note
 }
 
 /// `sluice get`.

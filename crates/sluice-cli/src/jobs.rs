@@ -51,6 +51,7 @@ pub fn jobs_json(conn: &Conn) -> anyhow::Result<()> {
             "job": JobId(s.job).to_string(),
             "state": s.state,
             "pool": s.pool,
+            "user": s.user,
             "description": what,
             "error": s.error,
             "maps": s.maps,

@@ -27,6 +27,7 @@ mod status;
 mod streaming;
 mod summary;
 mod supervise;
+mod users;
 mod yarn;
 
 use sluice_tools::{
@@ -149,6 +150,15 @@ enum Command {
         #[command(subcommand)]
         cmd: cache::CacheCmd,
     },
+    /// Add, remove and list the cluster's users (admins only).
+    User {
+        #[command(subcommand)]
+        cmd: users::UserCmd,
+    },
+    /// Let users (or every user) read a data set (its owner or an admin).
+    Share(users::ShareArgs),
+    /// Take back what `sluice share` granted.
+    Unshare(users::ShareArgs),
     /// End a running job on the cluster: its tasks' results are dropped,
     /// its temporary files removed, and it is recorded killed.
     Kill {
@@ -232,6 +242,9 @@ pub fn main_with(jobs: sluice_request::Registry) -> ! {
         } => jobs::pools(reload || action.is_some(), &conn),
         Command::Kill { job, conn } => jobs::kill(job, &conn),
         Command::Cache { cmd } => cache::cache(&cmd),
+        Command::User { cmd } => users::user(&cmd),
+        Command::Share(a) => users::share(&a, false),
+        Command::Unshare(a) => users::share(&a, true),
         Command::Get { name, out, conn } => cluster::get(&name, &out, &conn),
         Command::Rm { name, conn } => cluster::rm(&name, &conn),
         Command::Submit(a) => cluster::submit(&a).map(|_| ()),

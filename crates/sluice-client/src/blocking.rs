@@ -132,7 +132,17 @@ impl BlockingClient {
         self.rt.block_on(self.client.cache_remove(id, dataset))
     }
 
-    /// The cache directives and each live worker's cache.
+    /// See [`Client::users`].
+    pub fn users(&self, add: &str, remove: &str) -> Result<proto::UserList> {
+        self.rt.block_on(self.client.users(add, remove))
+    }
+
+    /// See [`Client::share`].
+    pub fn share(&self, req: proto::ShareRequest) -> Result<()> {
+        self.rt.block_on(self.client.share(req))
+    }
+
+    /// See [`Client::cache_list`].
     pub fn cache_list(&self) -> Result<proto::CacheListReply> {
         self.rt.block_on(self.client.cache_list())
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use sluice_request::JobRequest;
 
 use sluice_proto::auth::Secret;
+use sluice_proto::capability::Capability;
 use sluice_proto::catalog::{BlockMeta, DatasetMeta, FileMeta};
 use sluice_proto::data;
 use sluice_proto::follow::{Coordinators, Following};
@@ -22,6 +23,9 @@ use crate::patience::{ask, Call, Patience, Waiting};
 use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, ClusterError>;
+
+/// A user's capabilities to read a data set's blocks, by block id.
+pub type Caps = std::collections::HashMap<String, Capability>;
 
 /// Asks the coordinator `method(request)` (a read or a write, [`Call`]),
 /// waiting for it as the client's patience says when it does not answer,
@@ -223,6 +227,7 @@ impl Client {
             origin: format!("put {}", path.display()),
             replication: opts.replication.max(1),
             block_size: opts.block_size,
+            access: Default::default(),
         };
         if let Some(p) = &opts.progress {
             p.total_files.store(files.len() as u64, Ordering::Relaxed);
@@ -396,14 +401,18 @@ impl Client {
         let mut replicas: Vec<String> = Vec::new();
         let mut failures: Vec<String> = Vec::new();
         let mut tried: Vec<String> = p.targets.iter().map(|t| t.uid.clone()).collect();
+        let cap = Capability::parse(&p.capability);
         for first in &p.targets {
             let mut target = first.clone();
             loop {
-                let (data, secret) = (block.clone(), self.secret.clone());
+                let (data, secret, cap) = (block.clone(), self.secret.clone(), cap.clone());
                 let (addr, id) = (target.data_addr.clone(), p.id.clone());
                 let written = tokio::task::spawn_blocking(move || {
-                    let len = data.len() as u64;
-                    data::write_block(&addr, &secret, &id, &mut data.as_slice(), len, crc)
+                    let (len, mut d) = (data.len() as u64, data.as_slice());
+                    match cap {
+                        Some(c) => data::write_block_capable(&addr, &c, &id, &mut d, len, crc),
+                        None => data::write_block(&addr, &secret, &id, &mut d, len, crc),
+                    }
                 })
                 .await
                 .map_err(|e| ClusterError::Remote(format!("writing block {}: {e}", p.id)))?;
@@ -469,13 +478,22 @@ impl Client {
 
     /// One data set.
     pub async fn dataset(&self, name: &str) -> Result<DatasetMeta> {
+        Ok(self.dataset_caps(name).await?.0)
+    }
+
+    /// A data set, with the capability to read each of its blocks the
+    /// coordinator gave this client's user (none for an admin).
+    pub async fn dataset_caps(&self, name: &str) -> Result<(DatasetMeta, Caps)> {
         let d = ask!(
             self,
             Call::Read,
             get_dataset,
             proto::Name { name: name.into() }
         )?;
-        DatasetMeta::try_from(d)
+        let caps = (d.files.iter().flat_map(|f| f.blocks.iter()))
+            .filter_map(|b| Some((b.id.clone(), Capability::parse(&b.capability)?)))
+            .collect();
+        Ok((DatasetMeta::try_from(d)?, caps))
     }
 
     /// Removes a data set and its blocks.
@@ -518,7 +536,7 @@ impl Client {
     /// file, else a directory of its files. Written beside `out` and
     /// renamed into place, so `out` appears whole or not at all.
     pub async fn get(&self, name: &str, out: &Path) -> Result<u64> {
-        let d = self.dataset(name).await?;
+        let (d, caps) = self.dataset_caps(name).await?;
         let info = self.info().await?;
         let addr_of = live_addr(&info);
         let tmp = hidden_beside(out);
@@ -544,7 +562,8 @@ impl Client {
                     .map_err(|e| ClusterError::io("creating", &path, e))?;
                 let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
                 for b in &f.blocks {
-                    total += read_any(&self.secret, b, &addr_of, &mut damaged, &mut w)
+                    let key = (&self.secret, caps.get(b.id.as_str()));
+                    total += read_any(key, b, &addr_of, &mut damaged, &mut w)
                         .map_err(|e| in_dataset(e, name))?;
                 }
                 w.flush()
@@ -596,6 +615,23 @@ impl Client {
             dataset: dataset.to_owned(),
         };
         Ok(ask!(self, Call::Write, cache_remove, req)?.removed)
+    }
+
+    /// Adds user `add` and/or removes user `remove` (empty: neither); the
+    /// users after it, the one added with its salt (an admin's call).
+    pub async fn users(&self, add: &str, remove: &str) -> Result<proto::UserList> {
+        let req = proto::UsersRequest {
+            add: add.to_owned(),
+            remove: remove.to_owned(),
+        };
+        Ok(ask!(self, Call::Write, users, req)?)
+    }
+
+    /// Grants (or, with `revoke`, takes back) reading `dataset` to
+    /// `users`, or to every user with `all`.
+    pub async fn share(&self, req: proto::ShareRequest) -> Result<()> {
+        ask!(self, Call::Write, share, req)?;
+        Ok(())
     }
 
     /// The cache directives and each live worker's cache.
@@ -792,7 +828,7 @@ fn in_dataset(e: ClusterError, name: &str) -> ClusterError {
 
 /// Reads a block from the first live replica that answers correctly.
 fn read_any(
-    secret: &Secret,
+    (secret, cap): (&Secret, Option<&Capability>),
     b: &BlockMeta,
     addr_of: &dyn Fn(&str) -> Option<String>,
     damaged: &mut Vec<proto::CorruptReplica>,
@@ -800,7 +836,10 @@ fn read_any(
 ) -> Result<u64> {
     let (n, buf) = from_any_replica(b, addr_of, damaged, |addr| {
         let mut buf = Vec::with_capacity(b.len as usize);
-        let n = data::read_block(addr, secret, &b.id, b.len, b.crc, &mut buf)?;
+        let n = match cap {
+            Some(c) => data::read_block_capable(addr, c, &b.id, (b.len, b.crc), &mut buf)?,
+            None => data::read_block(addr, secret, &b.id, b.len, b.crc, &mut buf)?,
+        };
         Ok((n, buf))
     })?;
     w.write_all(&buf)

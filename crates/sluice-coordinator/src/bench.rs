@@ -128,6 +128,7 @@ pub fn heartbeats(tasks: usize) -> BeatCost {
         side: Vec::new(),
         external: None,
         submission: String::new(),
+        user: Default::default(),
     };
     st.handle(Event::Submit(sub), At::now());
     let job = *st.jobs.keys().next().expect("a job");
@@ -234,6 +235,7 @@ fn dataset(name: &str, blocks: u64) -> DatasetMeta {
         origin: "bench".into(),
         replication: 1,
         block_size: 100,
+        access: Default::default(),
     }
 }
 

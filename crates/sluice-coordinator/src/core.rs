@@ -139,6 +139,12 @@ pub(crate) fn summary(d: &DatasetMeta, live: &HashSet<String>) -> proto::Dataset
         origin: d.origin.clone(),
         created_ms: d.created_ms,
         min_replicas: u32::MAX,
+        owner: d.access.owner.clone(),
+        readers: if d.access.public {
+            vec!["*".into()]
+        } else {
+            d.access.readers.clone()
+        },
         ..Default::default()
     };
     for b in d.blocks() {

@@ -35,9 +35,10 @@ use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sluice_proto::catalog::{CacheDirective, Catalog, DatasetMeta};
+use sluice_proto::catalog::{CacheDirective, Catalog, DatasetMeta, UserMeta};
 use sluice_proto::ids::DatasetName;
 use sluice_proto::ClusterError;
+use std::collections::BTreeMap;
 
 use crate::store::StateDir;
 
@@ -58,6 +59,9 @@ pub struct CatalogEdit {
     /// The cache directives, when they changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directives: Option<Vec<CacheDirective>>,
+    /// The users, when they changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<BTreeMap<String, UserMeta>>,
     pub next_block: u64,
     pub next_directive: u64,
 }
@@ -76,6 +80,7 @@ impl CatalogEdit {
         CatalogEdit {
             datasets,
             directives: directives.then(|| c.cache_directives.clone()),
+            users: None,
             next_block: c.next_block,
             next_directive: c.next_directive,
         }
@@ -91,6 +96,9 @@ impl CatalogEdit {
         }
         if let Some(d) = self.directives {
             c.cache_directives = d;
+        }
+        if let Some(u) = self.users {
+            c.users = u;
         }
         c.next_block = self.next_block;
         c.next_directive = self.next_directive;
@@ -310,6 +318,7 @@ mod tests {
             origin: "test".into(),
             replication: 1,
             block_size: 10,
+            access: Default::default(),
         }
     }
 

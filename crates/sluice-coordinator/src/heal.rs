@@ -222,6 +222,7 @@ impl Healing {
                     crc: b.crc,
                     replicas: Vec::new(),
                     corrupt: Vec::new(),
+                    capability: Default::default(),
                 }),
                 target: Some(target.clone()),
             });
@@ -375,6 +376,7 @@ mod tests {
                 origin: String::new(),
                 replication,
                 block_size: 0,
+                access: Default::default(),
             },
         );
         c

@@ -105,6 +105,9 @@ pub struct Accepted {
     /// The client's id for the submission (empty: none).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub submission: String,
+    /// The user it runs as (empty: an admin).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub user: String,
 }
 
 /// A task's winning attempt and where its output lives.
@@ -313,6 +316,7 @@ mod tests {
             inputs: vec![MapInput::Synthetic; 3],
             side: Vec::new(),
             submission: String::new(),
+            user: Default::default(),
         }))
     }
 

@@ -8,6 +8,9 @@
 //! [`input`] (what a map reads), and `core` (the state and its writers
 //! behind the service's lock).
 
+mod access;
+#[cfg(test)]
+mod access_tests;
 pub mod arts;
 pub mod bench;
 pub mod combine;

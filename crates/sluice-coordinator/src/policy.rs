@@ -105,6 +105,9 @@ pub struct PoolConfig {
     pub max_share: f64,
     /// How its jobs share it.
     pub mode: PoolMode,
+    /// The users who may submit to it (`None`: every user; admins
+    /// always may).
+    pub submit: Option<Vec<String>>,
 }
 
 impl Default for PoolConfig {
@@ -114,6 +117,7 @@ impl Default for PoolConfig {
             min_share: 0,
             max_share: 1.0,
             mode: PoolMode::Fair,
+            submit: None,
         }
     }
 }
@@ -139,6 +143,7 @@ impl Pools {
     /// min_share = 2       # slots of each kind; default 0
     /// max_share = 0.25    # of the cluster's slots; default 1
     /// mode = "fifo"       # or "fair" (default), among its jobs
+    /// submit = ["alice"]  # users who may submit to it; default every user
     /// ```
     pub fn parse(text: &str) -> Result<Pools, String> {
         let f: PoolsFile = toml::from_str(text).map_err(|e| e.to_string())?;

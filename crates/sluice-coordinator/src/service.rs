@@ -27,13 +27,14 @@ use tonic::service::interceptor::InterceptedService;
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
+use crate::access::{admin_only, caller};
 use crate::config::CoordinatorConfig;
 use crate::core::{summary, Core, Wake};
 use crate::input::ExternalInput;
 use crate::metrics::Metrics;
 use crate::state::{Answer, At, Event, Refusal, State, Submission};
 use crate::store::RecordState;
-use sluice_proto::catalog::{check_name, DatasetMeta};
+use sluice_proto::catalog::{check_name, Access, DatasetMeta};
 use sluice_proto::ids::{JobId, WorkerId};
 use sluice_proto::proto::coordinator_server::{Coordinator, CoordinatorServer};
 use sluice_proto::proto::{self, Empty};
@@ -134,7 +135,8 @@ pub async fn start_with(
         ),
         None => None,
     };
-    let verify = sluice_proto::signed::VerifyLayer::new(svc.cfg.secret.clone());
+    let users = crate::access::user_keys(svc.core.clone(), svc.cfg.secret.clone());
+    let verify = sluice_proto::signed::VerifyLayer::new(svc.cfg.secret.clone()).with_users(users);
     let server = CoordinatorServer::new(svc)
         .max_decoding_message_size(sluice_proto::signed::MAX_CONTROL_BODY)
         .max_encoding_message_size(sluice_proto::signed::MAX_CONTROL_BODY);
@@ -247,6 +249,25 @@ impl Service {
     /// Handles an event whose answer is only success or an error.
     fn done(&self, ev: Event) -> Reply<Empty> {
         self.dispatch(ev).map(|_| Response::new(Empty {}))
+    }
+
+    /// Handles the event `make` makes of the state, under the same lock:
+    /// what it checks (who may do it) cannot change in between.
+    fn dispatch_with(
+        &self,
+        make: impl FnOnce(&State) -> Result<Event, Refusal>,
+    ) -> Result<Answer, Status> {
+        if !self.term.holds() {
+            return Err(Status::unavailable(NOT_ACTIVE));
+        }
+        let (answer, wake) = {
+            let mut core = self.lock();
+            let ev = make(&core.state).map_err(refused)?;
+            core.run(ev)
+        };
+        let answer = answer.map_err(refused);
+        wake_up(&self.notify, &self.offers, wake);
+        answer
     }
 
     /// Builds the job as a worker will (without its side inputs' data), so
@@ -364,6 +385,9 @@ fn refused(r: Refusal) -> Status {
         | Refusal::NoReplica { .. } => Status::failed_precondition(msg),
         Refusal::NoLiveWorkers => Status::unavailable(msg),
         Refusal::CatalogUnwritten(_) | Refusal::Unrecorded(_) => Status::internal(msg),
+        Refusal::Denied(_) => Status::permission_denied(msg),
+        Refusal::UserExists(_) => Status::already_exists(msg),
+        Refusal::NoUser(_) => Status::not_found(msg),
     }
 }
 
@@ -402,6 +426,7 @@ fn unexpected(a: Answer) -> Status {
 #[tonic::async_trait]
 impl Coordinator for Service {
     async fn register(&self, req: Request<proto::RegisterRequest>) -> Reply<proto::RegisterReply> {
+        admin_only(&req, "join as a worker")?;
         match self.dispatch(Event::Register(req.into_inner()))? {
             Answer::Registered(r) => Ok(Response::new(r)),
             a => Err(unexpected(a)),
@@ -415,6 +440,7 @@ impl Coordinator for Service {
         &self,
         req: Request<proto::HeartbeatRequest>,
     ) -> Reply<proto::HeartbeatReply> {
+        admin_only(&req, "send a worker's heartbeat")?;
         let r = req.into_inner();
         let worker = WorkerId(r.worker_id);
         let notified = self.offers.notified();
@@ -439,6 +465,7 @@ impl Coordinator for Service {
         &self,
         req: Request<proto::MapOutputsRequest>,
     ) -> Reply<proto::MapOutputsReply> {
+        admin_only(&req, "ask where map outputs are")?;
         let r = req.into_inner();
         let deadline = Instant::now() + Duration::from_millis(r.wait_ms.min(10_000));
         loop {
@@ -475,6 +502,7 @@ impl Coordinator for Service {
     }
 
     async fn fetch_failed(&self, req: Request<proto::FetchFailedRequest>) -> Reply<Empty> {
+        admin_only(&req, "report a failed fetch")?;
         self.done(Event::FetchFailed(req.into_inner()))
     }
 
@@ -482,9 +510,13 @@ impl Coordinator for Service {
         &self,
         req: Request<proto::PlanBlocksRequest>,
     ) -> Reply<proto::PlanBlocksReply> {
+        let who = caller(&req)?;
         match self.dispatch(Event::PlanBlocks(req.into_inner()))? {
-            Answer::Planned(p) => {
+            Answer::Planned(mut p) => {
                 crate::crash::at("put");
+                if let Some(u) = who.name() {
+                    crate::access::grant_writes(&self.cfg.secret, u, &mut p);
+                }
                 Ok(Response::new(p))
             }
             a => Err(unexpected(a)),
@@ -492,13 +524,22 @@ impl Coordinator for Service {
     }
 
     async fn commit_dataset(&self, req: Request<proto::CommitDatasetRequest>) -> Reply<Empty> {
+        let who = caller(&req)?;
         let r = req.into_inner();
-        let dataset = DatasetMeta::try_from(r.dataset.unwrap_or_default())
+        let mut dataset = DatasetMeta::try_from(r.dataset.unwrap_or_default())
             .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        self.done(Event::CommitDataset {
-            dataset,
-            overwrite: r.overwrite,
-        })
+        let name = dataset.name.to_string();
+        let make = |st: &State| {
+            st.check_write(who.name(), &name)?;
+            // A data set replaced keeps its owner and readers.
+            dataset.access =
+                (st.access(&name).cloned()).unwrap_or_else(|| Access::owned_by(&who.owner()));
+            Ok(Event::CommitDataset {
+                dataset,
+                overwrite: r.overwrite,
+            })
+        };
+        self.dispatch_with(make).map(|_| Response::new(Empty {}))
     }
 
     async fn abandon_blocks(&self, req: Request<proto::BlockIds>) -> Reply<Empty> {
@@ -506,6 +547,7 @@ impl Coordinator for Service {
     }
 
     async fn report_corrupt(&self, req: Request<proto::CorruptReport>) -> Reply<Empty> {
+        admin_only(&req, "report damaged replicas")?;
         self.done(Event::Corrupt(req.into_inner().replicas))
     }
 
@@ -513,6 +555,7 @@ impl Coordinator for Service {
         &self,
         req: Request<proto::ListDatasetsRequest>,
     ) -> Reply<proto::DatasetList> {
+        let who = caller(&req)?;
         let r = req.into_inner();
         let limit = match r.limit {
             0 => LIST_PAGE,
@@ -524,7 +567,8 @@ impl Coordinator for Service {
             std::ops::Bound::Excluded(r.after.as_str()),
             std::ops::Bound::Unbounded,
         );
-        let mut page = core.state.catalog.datasets.range::<str, _>(from);
+        let mut page = (core.state.catalog.datasets.range::<str, _>(from))
+            .filter(|(_, d)| d.access.may_read(who.name()));
         let datasets = page
             .by_ref()
             .take(limit)
@@ -537,22 +581,35 @@ impl Coordinator for Service {
     }
 
     async fn get_dataset(&self, req: Request<proto::Name>) -> Reply<proto::Dataset> {
+        let who = caller(&req)?;
         let name = req.into_inner().name;
         let core = self.lock();
+        core.state.check_read(who.name(), &name).map_err(refused)?;
         let d = core
             .state
             .catalog
             .datasets
             .get(&name)
             .ok_or_else(|| Status::not_found(format!("no data set {name}")))?;
-        Ok(Response::new(d.into()))
+        let mut d: proto::Dataset = d.into();
+        if let Some(u) = who.name() {
+            crate::access::grant_reads(&self.cfg.secret, u, &mut d);
+        }
+        Ok(Response::new(d))
     }
 
     async fn remove_dataset(&self, req: Request<proto::Name>) -> Reply<Empty> {
-        self.done(Event::RemoveDataset(req.into_inner().name))
+        let who = caller(&req)?;
+        let name = req.into_inner().name;
+        let make = |st: &State| {
+            st.check_write(who.name(), &name)?;
+            Ok(Event::RemoveDataset(name))
+        };
+        self.dispatch_with(make).map(|_| Response::new(Empty {}))
     }
 
     async fn submit(&self, req: Request<proto::SubmitRequest>) -> Reply<proto::SubmitReply> {
+        let who = caller(&req)?;
         let replication = req.get_ref().replication;
         let submission = req.get_ref().submission.clone();
         let request = JobRequest::decode(&req.into_inner().request).map_err(invalid)?;
@@ -572,15 +629,23 @@ impl Coordinator for Service {
             side,
             external,
             submission,
+            user: who.owner(),
         };
-        match self.dispatch(Event::Submit(sub))? {
+        let make = |st: &State| {
+            st.check_submit(who.name(), &sub)?;
+            Ok(Event::Submit(sub))
+        };
+        match self.dispatch_with(make)? {
             Answer::Submitted(id) => Ok(Response::new(proto::SubmitReply { job: id.0 })),
             a => Err(unexpected(a)),
         }
     }
 
     async fn wait_job(&self, req: Request<proto::WaitJobRequest>) -> Reply<proto::JobStatus> {
+        let who = caller(&req)?;
         let r = req.into_inner();
+        let seen = self.lock().state.check_job(who.name(), JobId(r.job));
+        seen.map_err(refused)?;
         let deadline = Instant::now() + Duration::from_millis(r.wait_ms.min(60_000));
         loop {
             let notified = self.notify.notified();
@@ -601,22 +666,28 @@ impl Coordinator for Service {
     }
 
     async fn kill_job(&self, req: Request<proto::KillJobRequest>) -> Reply<proto::JobStatus> {
+        let who = caller(&req)?;
         let r = req.into_inner();
-        let ev = Event::Kill {
-            job: JobId(r.job),
-            reason: r.reason,
+        let make = |st: &State| {
+            st.check_job(who.name(), JobId(r.job))?;
+            Ok(Event::Kill {
+                job: JobId(r.job),
+                reason: r.reason,
+            })
         };
-        match self.dispatch(ev)? {
+        match self.dispatch_with(make)? {
             Answer::Job(s) => Ok(Response::new(s)),
             a => Err(unexpected(a)),
         }
     }
 
-    async fn list_jobs(&self, _: Request<Empty>) -> Reply<proto::JobList> {
+    async fn list_jobs(&self, req: Request<Empty>) -> Reply<proto::JobList> {
+        let who = caller(&req)?;
         let core = self.lock();
         let st = &core.state;
         let mut out = proto::JobList::default();
-        for (id, r) in &st.records {
+        let mine = |r: &&crate::store::JobRecord| who.name().is_none_or(|u| r.user == u);
+        for (id, r) in st.records.iter().filter(|(_, r)| mine(r)) {
             let mut s = st.status(*id).expect("recorded");
             s.report_json.clear();
             out.jobs.push(s);
@@ -629,7 +700,8 @@ impl Coordinator for Service {
     }
 
     async fn pools(&self, req: Request<proto::PoolsRequest>) -> Reply<proto::PoolList> {
-        if req.into_inner().reload {
+        if req.get_ref().reload {
+            admin_only(&req, "reload the pools")?;
             let policy = self
                 .cfg
                 .scheduler
@@ -644,7 +716,13 @@ impl Coordinator for Service {
         &self,
         req: Request<proto::CacheAddRequest>,
     ) -> Reply<proto::CacheDirective> {
-        match self.dispatch(Event::CacheAdd(req.into_inner()))? {
+        let who = caller(&req)?;
+        let r = req.into_inner();
+        let make = |st: &State| {
+            st.check_write(who.name(), &r.dataset)?;
+            Ok(Event::CacheAdd(r))
+        };
+        match self.dispatch_with(make)? {
             Answer::Directive(d) => Ok(Response::new(d)),
             a => Err(unexpected(a)),
         }
@@ -654,7 +732,13 @@ impl Coordinator for Service {
         &self,
         req: Request<proto::CacheRemoveRequest>,
     ) -> Reply<proto::CacheRemoveReply> {
-        match self.dispatch(Event::CacheRemove(req.into_inner()))? {
+        let who = caller(&req)?;
+        let r = req.into_inner();
+        let make = |st: &State| {
+            st.check_uncache(who.name(), &r)?;
+            Ok(Event::CacheRemove(r))
+        };
+        match self.dispatch_with(make)? {
             Answer::Removed(removed) => Ok(Response::new(proto::CacheRemoveReply { removed })),
             a => Err(unexpected(a)),
         }
@@ -662,6 +746,36 @@ impl Coordinator for Service {
 
     async fn cache_list(&self, _: Request<Empty>) -> Reply<proto::CacheListReply> {
         Ok(Response::new(self.lock().state.cache_list()))
+    }
+
+    async fn users(&self, req: Request<proto::UsersRequest>) -> Reply<proto::UserList> {
+        admin_only(&req, "add, remove or list users")?;
+        let r = req.into_inner();
+        if !r.add.is_empty() {
+            let salt = Some(sluice_proto::users::new_salt());
+            self.dispatch(Event::User {
+                name: r.add.clone(),
+                salt,
+            })?;
+        }
+        if !r.remove.is_empty() {
+            self.dispatch(Event::User {
+                name: r.remove,
+                salt: None,
+            })?;
+        }
+        let users = &self.lock().state.catalog.users;
+        Ok(Response::new(crate::access::user_list(users, &r.add)))
+    }
+
+    async fn share(&self, req: Request<proto::ShareRequest>) -> Reply<Empty> {
+        let who = caller(&req)?;
+        let r = req.into_inner();
+        let make = |st: &State| {
+            st.check_write(who.name(), &r.dataset)?;
+            Ok(Event::Share(r))
+        };
+        self.dispatch_with(make).map(|_| Response::new(Empty {}))
     }
 
     async fn info(&self, _: Request<Empty>) -> Reply<proto::ClusterInfo> {

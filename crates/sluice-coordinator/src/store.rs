@@ -293,6 +293,9 @@ pub struct JobRecord {
     /// The client's id for the submission that made it (empty: none).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub submission: String,
+    /// The user it runs as (empty: an admin).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub user: String,
 }
 
 /// Where a recorded job stands (`running` while its coordinator lives).
@@ -696,6 +699,7 @@ mod tests {
                 origin: "test".into(),
                 replication: 1,
                 block_size: 0,
+                access: Default::default(),
             },
         );
         s.save_catalog(&c).unwrap();

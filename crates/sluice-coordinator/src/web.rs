@@ -11,8 +11,12 @@
 //! `sluice cluster up` and `sluice web` print): as `?token=`, which also
 //! sets a cookie so links work, as the `sluice_token` cookie, or as
 //! `Authorization: Bearer` (what a Prometheus scrape sends). Anything
-//! else gets 401 and not a byte of the cluster's state.
+//! else gets 401 and not a byte of the cluster's state. A user's token
+//! (their key's, `sluice web --user-key`) shows them only their jobs and
+//! the data sets they may read; the workers, the cache and `/metrics`
+//! are an admin's only.
 
+mod access;
 mod page;
 
 use std::collections::BTreeMap;
@@ -26,11 +30,13 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use axum::Extension;
 use axum::Router;
-use sluice_proto::auth::{check_web_request, Secret};
+use sluice_proto::auth::Secret;
 use sluice_proto::ids::DatasetName;
 use sluice_proto::report::ClusterReport;
 use sluice_proto::sample::{rates, Sample};
+use sluice_proto::users::Caller;
 
 use crate::core::{summary, Core};
 use crate::metrics::{Metrics, Snapshot};
@@ -50,7 +56,6 @@ const CHART_WINDOW_MS: u64 = 300_000;
 pub(crate) struct Web {
     core: Arc<Mutex<Core>>,
     secret: Secret,
-    token: Arc<str>,
     metrics: Arc<Metrics>,
 }
 
@@ -72,20 +77,22 @@ pub(crate) async fn serve(
     let bound = listener.local_addr()?;
     let web = Web {
         core,
-        token: secret.web_token().into(),
         secret,
         metrics,
     };
+    let admins = Router::new()
+        .route("/workers", get(workers_page))
+        .route("/cache", get(cache_page))
+        .route("/metrics", get(metrics_text))
+        .route_layer(axum::middleware::from_fn(access::admins_only));
     let app = Router::new()
         .route("/", get(jobs_page))
         .route("/jobs/{id}", get(job_page))
         .route("/jobs/{id}/report.json", get(job_report))
-        .route("/workers", get(workers_page))
         .route("/datasets", get(datasets_page))
         .route("/datasets/{name}", get(dataset_page))
-        .route("/cache", get(cache_page))
         .route("/pools", get(pools_page))
-        .route("/metrics", get(metrics_text))
+        .merge(admins)
         .layer(axum::middleware::from_fn_with_state(web.clone(), auth))
         .with_state(web);
     let stop = async move { term.ended().await };
@@ -111,17 +118,14 @@ pub(crate) async fn serve(
 
 /// Lets a request through only with the web token; one that brought it
 /// in its query gets the cookie.
-async fn auth(AxState(web): AxState<Web>, req: Request, next: Next) -> Response {
-    let (allowed, set_cookie) = check_web_request(&web.secret, req.uri().query(), req.headers());
-    if !allowed {
+async fn auth(AxState(web): AxState<Web>, mut req: Request, next: Next) -> Response {
+    let Some((caller, token, set_cookie)) = access::web_caller(&web.secret, &web.core, &req) else {
         return unauthorized();
-    }
+    };
+    req.extensions_mut().insert(caller);
     let mut resp = next.run(req).await;
     if set_cookie {
-        let c = format!(
-            "sluice_token={}; Path=/; HttpOnly; SameSite=Strict",
-            web.token
-        );
+        let c = format!("sluice_token={token}; Path=/; HttpOnly; SameSite=Strict");
         if let Ok(v) = header::HeaderValue::from_str(&c) {
             resp.headers_mut().insert(header::SET_COOKIE, v);
         }
@@ -166,10 +170,13 @@ struct JobRow {
     error: String,
 }
 
-fn job_rows(st: &State) -> (Vec<JobRow>, bool) {
+fn job_rows(st: &State, who: &Caller) -> (Vec<JobRow>, bool) {
     let mut rows = Vec::new();
     let mut live = false;
-    for (id, r) in st.records.iter().rev().take(JOBS_LISTED) {
+    let mine = |r: &&crate::store::JobRecord| who.name().is_none_or(|u| r.user == u);
+    let records = st.records.values().rev().filter(mine);
+    for r in records.take(JOBS_LISTED) {
+        let id = &r.id;
         let s = st.status(*id).expect("recorded");
         live |= s.state == "running";
         let req = r.request.as_ref();
@@ -204,11 +211,11 @@ fn report_of(st: &State, id: JobId) -> Option<ClusterReport> {
     serde_json::from_str(st.report_json(id)?).ok()
 }
 
-async fn jobs_page(AxState(web): AxState<Web>) -> Html<String> {
+async fn jobs_page(AxState(web): AxState<Web>, Extension(who): Extension<Caller>) -> Html<String> {
     let (rows, live, epoch, workers, slots) = {
         let core = web.state();
         let st = &core.state;
-        let (rows, live) = job_rows(st);
+        let (rows, live) = job_rows(st, &who);
         let alive = st.workers.values().filter(|w| w.info.alive).count();
         (rows, live, st.epoch, alive, st.total_slots())
     };
@@ -240,12 +247,16 @@ async fn jobs_page(AxState(web): AxState<Web>) -> Html<String> {
     Html(layout("Jobs", &body, live))
 }
 
-async fn job_report(AxState(web): AxState<Web>, Path(id): Path<String>) -> Response {
+async fn job_report(
+    AxState(web): AxState<Web>,
+    Extension(who): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
     let id = match path_job(&id) {
         Ok(id) => id,
         Err(refused) => return *refused,
     };
-    match job_view(&web, id) {
+    match job_view(&web, &who, id) {
         Some((_, report)) => (
             [(header::CONTENT_TYPE, "application/json")],
             serde_json::to_string_pretty(&report).expect("serializable"),
@@ -256,9 +267,16 @@ async fn job_report(AxState(web): AxState<Web>, Path(id): Path<String>) -> Respo
 }
 
 /// A job's status and report: the live one while it runs.
-fn job_view(web: &Web, id: JobId) -> Option<(sluice_proto::proto::JobStatus, ClusterReport)> {
+fn job_view(
+    web: &Web,
+    who: &Caller,
+    id: JobId,
+) -> Option<(sluice_proto::proto::JobStatus, ClusterReport)> {
     let core = web.state();
     let st = &core.state;
+    if who.name().is_some_and(|u| st.job_user(id) != u) {
+        return None;
+    }
     let mut status = st.status(id)?;
     status.report_json.clear();
     let report = match st.jobs.get(&id) {
@@ -281,12 +299,16 @@ fn path_job(id: &str) -> Result<JobId, Box<Response>> {
     })
 }
 
-async fn job_page(AxState(web): AxState<Web>, Path(id): Path<String>) -> Response {
+async fn job_page(
+    AxState(web): AxState<Web>,
+    Extension(who): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Response {
     let id = match path_job(&id) {
         Ok(id) => id,
         Err(refused) => return *refused,
     };
-    let Some((status, r)) = job_view(&web, id) else {
+    let Some((status, r)) = job_view(&web, &who, id) else {
         return not_found(format!("no {id} (or none with a report kept)"));
     };
     let live = status.state == "running";
@@ -584,15 +606,18 @@ async fn worker_charts(web: &Web, w: &sluice_proto::proto::WorkerInfo) -> String
 
 // -------------------------------------------------------------- data sets
 
-async fn datasets_page(AxState(web): AxState<Web>) -> Html<String> {
+async fn datasets_page(
+    AxState(web): AxState<Web>,
+    Extension(who): Extension<Caller>,
+) -> Html<String> {
     let (rows, total) = {
         let core = web.state();
         let st = &core.state;
         let live = st.live_uids();
-        let rows: Vec<Vec<String>> = st
-            .catalog
-            .datasets
-            .values()
+        let seen = |d: &&sluice_proto::catalog::DatasetMeta| d.access.may_read(who.name());
+        let total = st.catalog.datasets.values().filter(seen).count();
+        let rows: Vec<Vec<String>> = (st.catalog.datasets.values())
+            .filter(seen)
             .take(DATASETS_LISTED)
             .map(|d| {
                 let s = summary(d, &live);
@@ -612,7 +637,7 @@ async fn datasets_page(AxState(web): AxState<Web>) -> Html<String> {
                 ]
             })
             .collect();
-        (rows, st.catalog.datasets.len())
+        (rows, total)
     };
     let body = format!(
         "<p>{total} data sets{}</p>{}",
@@ -639,13 +664,17 @@ async fn datasets_page(AxState(web): AxState<Web>) -> Html<String> {
     Html(layout("Data sets", &body, false))
 }
 
-async fn dataset_page(AxState(web): AxState<Web>, Path(name): Path<String>) -> Response {
+async fn dataset_page(
+    AxState(web): AxState<Web>,
+    Extension(who): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Response {
     let rows = {
         let core = web.state();
         let st = &core.state;
-        let Some(d) = DatasetName::new(&name)
-            .ok()
+        let Some(d) = (DatasetName::new(&name).ok())
             .and_then(|n| st.catalog.datasets.get(&n))
+            .filter(|d| d.access.may_read(who.name()))
         else {
             return not_found(format!("no data set {name}"));
         };

@@ -27,9 +27,10 @@ pub const MIN_SECRET: usize = 16;
 
 type HmacSha256 = hmac::Hmac<Sha256>;
 
-/// The cluster's shared secret.
+/// The cluster's shared secret, or a user's key (then it names its
+/// user: calls it signs say whose they are, see [`crate::users`]).
 #[derive(Clone)]
-pub struct Secret(Vec<u8>);
+pub struct Secret(Vec<u8>, Option<String>);
 
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -46,7 +47,25 @@ impl Secret {
                 "the shared secret must be at least {MIN_SECRET} bytes"
             )));
         }
-        Ok(Secret(trimmed.to_vec()))
+        Ok(Secret(trimmed.to_vec(), None))
+    }
+
+    /// A user's key: what it signs is that user's.
+    pub fn for_user(key: &[u8], user: &str) -> Result<Self, ClusterError> {
+        let mut s = Secret::new(key)?;
+        s.1 = Some(user.to_owned());
+        Ok(s)
+    }
+
+    /// The key as written in a key file (a user's key is hex text).
+    pub fn hex_key(&self) -> String {
+        String::from_utf8_lossy(&self.0).into_owned()
+    }
+
+    /// The user this key belongs to; `None`: the cluster's secret (an
+    /// admin's).
+    pub fn user(&self) -> Option<&str> {
+        self.1.as_deref()
     }
 
     /// Reads a secret file.

@@ -80,10 +80,75 @@ pub struct DatasetMeta {
     /// when blocks are not cut by size (a job's output, a block a task).
     #[serde(default)]
     pub block_size: u64,
+    /// Who owns it and who may read it.
+    #[serde(default, skip_serializing_if = "Access::is_admins")]
+    pub access: Access,
 }
 
 fn one() -> u32 {
     1
+}
+
+/// Who owns a data set and who else may read it. A data set is private
+/// to its owner (and the admins) until it is shared.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Access {
+    /// The user who made it (empty: an admin; only admins may read it
+    /// unless it is shared).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub owner: String,
+    /// Users it is shared with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<String>,
+    /// Shared with every user.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub public: bool,
+}
+
+impl Access {
+    /// An admin's, shared with nobody.
+    pub fn is_admins(&self) -> bool {
+        *self == Access::default()
+    }
+
+    /// Owned by `user` (empty: an admin).
+    pub fn owned_by(user: &str) -> Access {
+        Access {
+            owner: user.to_owned(),
+            ..Access::default()
+        }
+    }
+
+    /// Whether `user` (`None`: an admin) may read it.
+    pub fn may_read(&self, user: Option<&str>) -> bool {
+        match user {
+            None => true,
+            Some(u) => self.owner == u || self.public || self.readers.iter().any(|r| r == u),
+        }
+    }
+
+    /// Whether `user` (`None`: an admin) may write, remove, cache or
+    /// share it.
+    pub fn may_write(&self, user: Option<&str>) -> bool {
+        user.is_none_or(|u| self.owner == u)
+    }
+
+    /// Who owns it, as a refusal names them.
+    pub fn owner_name(&self) -> &str {
+        if self.owner.is_empty() {
+            "an admin"
+        } else {
+            &self.owner
+        }
+    }
+}
+
+/// A user the coordinator knows (`sluice user add`): the salt their key
+/// is derived from ([`crate::users`]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UserMeta {
+    pub salt: String,
+    pub created_ms: u64,
 }
 
 impl DatasetMeta {
@@ -115,6 +180,9 @@ pub struct Catalog {
     /// The last directive id handed out.
     #[serde(default)]
     pub next_directive: u64,
+    /// The users, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub users: BTreeMap<String, UserMeta>,
 }
 
 /// A cache directive, as HDFS's centralized cache management has them:
@@ -179,6 +247,7 @@ impl From<&BlockMeta> for proto::BlockInfo {
                     at_ms: c.at_ms,
                 })
                 .collect(),
+            capability: String::new(),
         }
     }
 }
@@ -222,6 +291,9 @@ impl From<&DatasetMeta> for proto::Dataset {
             origin: d.origin.clone(),
             replication: d.replication,
             block_size: d.block_size,
+            owner: d.access.owner.clone(),
+            readers: d.access.readers.clone(),
+            public: d.access.public,
         }
     }
 }
@@ -249,6 +321,11 @@ impl TryFrom<proto::Dataset> for DatasetMeta {
             origin: d.origin,
             replication: d.replication.max(1),
             block_size: d.block_size,
+            access: Access {
+                owner: d.owner,
+                readers: d.readers,
+                public: d.public,
+            },
         })
     }
 }

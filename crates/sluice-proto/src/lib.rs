@@ -21,6 +21,7 @@
 
 pub mod auth;
 pub mod block;
+pub mod capability;
 pub mod catalog;
 pub mod data;
 mod error;
@@ -31,6 +32,7 @@ pub mod report;
 pub mod sample;
 pub mod signed;
 pub mod tls;
+pub mod users;
 
 pub use error::{ClusterError, InputDamage};
 

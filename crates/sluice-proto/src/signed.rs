@@ -7,7 +7,13 @@
 //! x-sluice-nonce  16 random bytes, hex
 //! x-sluice-mac    hex HMAC-SHA256(secret, "control:" ++ path ++ "\n" ++ ts ++ "\n"
 //!                                 ++ nonce ++ "\n" ++ SHA-256(body))
+//! x-sluice-user   (a user's call only) the user's name; the MAC is then
+//!                 keyed by the user's key instead of the secret
 //! ```
+//!
+//! The server looks the named user's key up ([`UserKeys`]); a user it
+//! does not know (never added, or removed) is refused. A verified call
+//! reaches the service with its [`Caller`] in the request's extensions.
 //!
 //! where `path` is the call's HTTP/2 path (`/sluice.v1.Coordinator/Heartbeat`)
 //! and `body` its whole request body as sent (the gRPC-framed message). The
@@ -38,6 +44,7 @@ use tonic::transport::Channel;
 
 use crate::auth::{check_skew, constant_eq, hex, Secret, MAX_SKEW_MS};
 use crate::proto::coordinator_client::CoordinatorClient;
+pub use crate::users::Caller;
 use crate::ClusterError;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -52,6 +59,10 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 const TS: &str = "x-sluice-ts";
 const NONCE: &str = "x-sluice-nonce";
 const MAC: &str = "x-sluice-mac";
+const USER: &str = "x-sluice-user";
+
+/// Finds a user's key by name (`None`: no such user, or removed).
+pub type UserKeys = Arc<dyn Fn(&str) -> Option<Secret> + Send + Sync>;
 
 /// The MAC of one call.
 pub fn call_mac(secret: &Secret, path: &str, ts: u64, nonce: &str, body: &[u8]) -> String {
@@ -78,6 +89,14 @@ pub fn sign(secret: &Secret, parts: &mut http::request::Parts, body: &[u8]) {
     h.insert(TS, ts.to_string().parse().expect("digits"));
     h.insert(NONCE, nonce.parse().expect("hex digits"));
     h.insert(MAC, mac.parse().expect("hex digits"));
+    if let Some(user) = secret.user() {
+        match user.parse() {
+            Ok(v) => {
+                h.insert(USER, v);
+            }
+            Err(_) => tracing::warn!("user name {user:?} cannot be sent in a header"),
+        }
+    }
 }
 
 /// Nonces seen within the accepted time window: a second call with one
@@ -136,14 +155,30 @@ impl ReplayGuard {
     }
 }
 
-/// Checks a call's credentials against its path and body.
+/// Checks a call's credentials against its path and body: signed with
+/// the secret (an admin's call) or with the key `users` has for the user
+/// it names.
 pub fn verify(
     secret: &Secret,
+    users: Option<&UserKeys>,
     guard: &ReplayGuard,
     parts: &http::request::Parts,
     body: &[u8],
-) -> Result<(), ClusterError> {
+) -> Result<Caller, ClusterError> {
     let get = |k: &str| parts.headers.get(k).and_then(|v| v.to_str().ok());
+    let (caller, user_key);
+    let secret = match get(USER) {
+        None => {
+            caller = Caller::Admin;
+            secret
+        }
+        Some(name) => {
+            let unknown = || ClusterError::Auth(format!("unknown or removed user {name}"));
+            user_key = users.and_then(|f| f(name)).ok_or_else(unknown)?;
+            caller = Caller::User(name.to_owned());
+            &user_key
+        }
+    };
     let (Some(ts), Some(nonce), Some(mac)) = (get(TS), get(NONCE), get(MAC)) else {
         return Err(ClusterError::Auth("missing credentials".into()));
     };
@@ -159,7 +194,8 @@ pub fn verify(
     check_skew(ts)?;
     let nonce =
         u128::from_str_radix(nonce, 16).map_err(|_| ClusterError::Auth("bad nonce".into()))?;
-    guard.fresh(nonce, ts)
+    guard.fresh(nonce, ts)?;
+    Ok(caller)
 }
 
 /// Refuses a call before its body is read: credentials missing, or a time
@@ -232,10 +268,17 @@ where
 }
 
 /// The server side: refuses calls whose credentials do not verify.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct VerifyLayer {
     secret: Secret,
     guard: Arc<ReplayGuard>,
+    users: Option<UserKeys>,
+}
+
+impl std::fmt::Debug for VerifyLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VerifyLayer").finish_non_exhaustive()
+    }
 }
 
 impl VerifyLayer {
@@ -243,7 +286,14 @@ impl VerifyLayer {
         VerifyLayer {
             secret,
             guard: Arc::new(ReplayGuard::default()),
+            users: None,
         }
+    }
+
+    /// Also accepts calls of the users `users` knows.
+    pub fn with_users(mut self, users: UserKeys) -> Self {
+        self.users = Some(users);
+        self
     }
 }
 
@@ -259,7 +309,7 @@ impl<S> tower::Layer<S> for VerifyLayer {
 }
 
 /// [`VerifyLayer`]'s service.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct VerifyService<S> {
     inner: S,
     layer: VerifyLayer,
@@ -299,9 +349,15 @@ where
                     return Ok(tonic::Status::invalid_argument(msg).into_http());
                 }
             };
-            if let Err(e) = verify(&layer.secret, &layer.guard, &parts, &bytes) {
-                tracing::warn!("refused a control call to {}: {e}", parts.uri.path());
-                return Ok(tonic::Status::unauthenticated(e.to_string()).into_http());
+            let (mut parts, users) = (parts, layer.users.as_ref());
+            match verify(&layer.secret, users, &layer.guard, &parts, &bytes) {
+                Ok(caller) => {
+                    parts.extensions.insert(caller);
+                }
+                Err(e) => {
+                    tracing::warn!("refused a control call to {}: {e}", parts.uri.path());
+                    return Ok(tonic::Status::unauthenticated(e.to_string()).into_http());
+                }
             }
             let req = http::Request::from_parts(parts, Body::new(Full::new(bytes)));
             inner.call(req).await.map_err(Into::into)
@@ -386,11 +442,18 @@ mod tests {
     }
 
     /// Sends a captured request (headers and body) to the server side.
-    async fn replay(
-        server: &mut VerifyService<Recorder>,
+    async fn replay<S>(
+        server: &mut VerifyService<S>,
         parts: &http::request::Parts,
         body: Bytes,
-    ) -> String {
+    ) -> String
+    where
+        S: Service<http::Request<Body>, Response = http::Response<Body>, Error = BoxError>
+            + Clone
+            + Send
+            + 'static,
+        S::Future: Send,
+    {
         let mut req = http::Request::new(Body::new(Full::new(body)));
         *req.uri_mut() = parts.uri.clone();
         *req.headers_mut() = parts.headers.clone();
@@ -452,5 +515,72 @@ mod tests {
             1,
             "only the first got through"
         );
+    }
+
+    /// A service that keeps the caller of each request it is given.
+    #[derive(Clone, Default)]
+    struct Callers(Arc<Mutex<Vec<Option<Caller>>>>);
+
+    impl Service<http::Request<Body>> for Callers {
+        type Response = http::Response<Body>;
+        type Error = BoxError;
+        type Future = BoxFuture<Result<http::Response<Body>, BoxError>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+            self.0.lock().unwrap().push(req.extensions().get().cloned());
+            Box::pin(async { Ok(tonic::Status::ok("").into_http()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_user_call_names_its_user_and_a_removed_user_is_refused() {
+        let alice = crate::users::user_key(&secret(), "alice", "s1");
+        let known = Arc::new(Mutex::new(vec![("alice", "s1")]));
+        let k = known.clone();
+        let users: UserKeys = Arc::new(move |n: &str| {
+            let k = k.lock().unwrap();
+            let salt = k.iter().find(|(u, _)| *u == n)?.1;
+            Some(crate::users::user_key(&secret(), n, salt))
+        });
+        let seen = Callers::default();
+        let mut server = VerifyLayer::new(secret())
+            .with_users(users)
+            .layer(seen.clone());
+        let path = "/sluice.v1.Coordinator/Info";
+        let call = |key: Secret| {
+            let wire = Recorder::default();
+            let w = wire.clone();
+            async move {
+                let mut client = Signed::new(w, key);
+                let svc = client.ready().await.unwrap();
+                svc.call(request(path, b"")).await.unwrap();
+                let (parts, body) = wire.0.lock().unwrap()[0].clone();
+                (parts, body)
+            }
+        };
+        let (p, b) = call(alice.clone()).await;
+        assert_eq!(replay(&mut server, &p, b).await, "0");
+        let (p, b) = call(secret()).await;
+        assert_eq!(replay(&mut server, &p, b).await, "0");
+        assert_eq!(
+            *seen.0.lock().unwrap(),
+            vec![Some(Caller::User("alice".into())), Some(Caller::Admin)]
+        );
+        // Bob's name on alice's key; a key of a user never added.
+        let mut bob = call(alice.clone()).await;
+        bob.0.headers.insert(USER, "bob".parse().unwrap());
+        assert_eq!(replay(&mut server, &bob.0, bob.1).await, "16");
+        let carol = crate::users::user_key(&secret(), "carol", "s1");
+        let (p, b) = call(carol).await;
+        assert_eq!(replay(&mut server, &p, b).await, "16");
+        // Removed: alice's next call is refused at once.
+        known.lock().unwrap().clear();
+        let (p, b) = call(alice).await;
+        assert_eq!(replay(&mut server, &p, b).await, "16");
+        assert_eq!(seen.0.lock().unwrap().len(), 2);
     }
 }

@@ -28,6 +28,11 @@ pub struct Conn {
     /// Shared secret file [default: CLUSTER/secret, or $SLUICE_SECRET].
     #[arg(long)]
     pub secret_file: Option<PathBuf>,
+    /// Act as the user of this key file (`sluice user add` writes them)
+    /// instead of as an admin with the cluster's secret [default:
+    /// $SLUICE_USER_KEY].
+    #[arg(long, value_name = "FILE")]
+    pub user_key: Option<PathBuf>,
     /// How long to wait for a coordinator that does not answer (one
     /// restarting) before giving up: `60s`, `500ms`, `2m`, or seconds;
     /// `0` gives up at once.
@@ -73,6 +78,7 @@ impl Conn {
             coordinator,
             cluster: cluster.unwrap_or_else(|| "sluice-cluster".into()),
             secret_file,
+            user_key: None,
             wait_coordinator: Duration::from_secs(60),
             tls: Default::default(),
         }
@@ -124,6 +130,9 @@ pub fn resolve(conn: &Conn) -> anyhow::Result<(String, Secret)> {
                 .coordinator
         }
     };
+    if let Some(key) = user_key_file(conn) {
+        return Ok((addr, sluice_proto::users::load_key(&key)?));
+    }
     let file = conn.secret_file.clone().or_else(|| {
         let f = conn.cluster.join("secret");
         (std::env::var_os("SLUICE_SECRET").is_none() && f.exists()).then_some(f)
@@ -143,6 +152,15 @@ pub fn install_transport(conn: &Conn) -> anyhow::Result<()> {
     let default_dir = conn.cluster.join("tls");
     let default_dir = default_dir.join("ca.pem").exists().then_some(default_dir);
     t.install("client", default_dir.as_deref())
+}
+
+/// The user key file a connection signs with: `--user-key`, else
+/// `$SLUICE_USER_KEY`; `None`: an admin's connection.
+pub fn user_key_file(conn: &Conn) -> Option<PathBuf> {
+    conn.user_key
+        .clone()
+        .or_else(|| std::env::var_os("SLUICE_USER_KEY").map(PathBuf::from))
+        .filter(|p| !p.as_os_str().is_empty())
 }
 
 /// Prints a running job's progress on stderr.

@@ -326,5 +326,6 @@ pub(crate) fn store_output(
         crc,
         replicas,
         corrupt: Vec::new(),
+        capability: Default::default(),
     })
 }

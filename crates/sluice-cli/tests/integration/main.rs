@@ -35,5 +35,6 @@ mod streaming;
 mod streaming_hadoop;
 mod supervise;
 mod tls;
+mod users;
 mod web;
 mod yarn;

@@ -443,3 +443,71 @@ fn history_is_kept_bounded_across_a_coordinator_restart() {
     let launched = before[&jobs[2]]["attempts"]["launched"].as_u64().unwrap() as usize;
     assert_eq!(r.body.matches("class=\"attempt\"").count(), launched);
 }
+
+/// The web pages' address and `key`'s user's token.
+fn web_as(c: &Cluster, key: &std::path::Path) -> (String, String) {
+    let out = ok(c.cmd(&["web"]).arg("--user-key").arg(key).output().unwrap());
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let rest = url.strip_prefix("http://").unwrap();
+    let (addr, token) = rest.split_once("/?token=").unwrap();
+    (addr.to_owned(), token.to_owned())
+}
+
+#[test]
+fn a_users_token_shows_only_what_they_may_see() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Cluster::up(dir.path(), 1, "");
+    let data = dir.path().join("words.txt");
+    std::fs::write(&data, "a b a\n").unwrap();
+    put(&c, &data, "words", "1m", "1");
+    for u in ["alice", "bob"] {
+        ok(c.cmd(&["user", "add", u]).output().unwrap());
+    }
+    let (alice, bob) = (c.dir.join("users/alice.key"), c.dir.join("users/bob.key"));
+    let mut put = c.cmd(&["put"]);
+    ok(put
+        .arg("--user-key")
+        .arg(&alice)
+        .arg(&data)
+        .args(["--dataset", "hers"])
+        .output()
+        .unwrap());
+    let key = alice.to_str().unwrap();
+    let wc = [
+        "--user-key",
+        key,
+        "wordcount",
+        "--input",
+        "hers",
+        "--output",
+        "counts",
+    ];
+    ok(c.submit(&wc).output().unwrap());
+    let job = wordcount(&c, "words", "admins-counts").to_string();
+
+    let (addr, a) = web_as(&c, &alice);
+    let page =
+        |token: &str, path: &str| get(&addr, path, Some(&format!("Authorization: Bearer {token}")));
+    let datasets = page(&a, "/datasets").body;
+    assert!(
+        datasets.contains("/datasets/hers\"") && !datasets.contains("/datasets/words\""),
+        "{datasets}"
+    );
+    assert_eq!(page(&a, "/datasets/words").status, 404);
+    assert_eq!(page(&a, "/datasets/hers").status, 200);
+    assert_eq!(page(&a, "/workers").status, 403);
+    assert_eq!(page(&a, "/metrics").status, 403);
+    let jobs = page(&a, "/").body;
+    assert!(jobs.contains("counts") && !jobs.contains(&job), "{jobs}");
+    assert_eq!(page(&a, &format!("/jobs/{job}")).status, 404);
+    // Bob sees none of it; an admin sees everything.
+    let (_, b) = web_as(&c, &bob);
+    assert!(!page(&b, "/datasets").body.contains("hers"));
+    assert!(!page(&b, "/").body.contains("counts"));
+    let (_, admin) = web(&c);
+    assert!(page(&admin, "/").body.contains(&job));
+    assert_eq!(page(&admin, "/workers").status, 200);
+    // A removed user's token opens nothing.
+    ok(c.cmd(&["user", "rm", "alice"]).output().unwrap());
+    assert_eq!(page(&a, "/datasets").status, 401);
+}

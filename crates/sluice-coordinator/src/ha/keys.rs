@@ -48,6 +48,9 @@ pub struct CatalogMeta {
     pub directives: Vec<CacheDirective>,
     pub next_block: u64,
     pub next_directive: u64,
+    /// The users (`sluice user add`), by name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub users: std::collections::BTreeMap<String, sluice_proto::catalog::UserMeta>,
 }
 
 /// The active coordinator, as `P leader` says.

@@ -119,6 +119,7 @@ impl Durable for EtcdStore {
                 directives: catalog.cache_directives.clone(),
                 next_block: catalog.next_block,
                 next_directive: catalog.next_directive,
+                users: catalog.users.clone(),
             })?,
         ));
         self.write(ops)
@@ -215,6 +216,7 @@ pub fn load(kvs: &Kvs, keys: &Keys, epoch: u64, history: usize) -> Result<Loaded
         edit.directives = Some(meta.directives);
         edit.next_block = meta.next_block;
         edit.next_directive = meta.next_directive;
+        edit.users = Some(meta.users);
     }
     for (k, v) in under(keys.datasets()) {
         let d: DatasetMeta = unseal(k, v)?;

@@ -28,6 +28,7 @@ fn dataset(name: &str) -> DatasetMeta {
         origin: "put x".into(),
         replication: 1,
         block_size: 0,
+        access: Default::default(),
     }
 }
 
@@ -40,6 +41,7 @@ fn accepted(id: u64) -> JobEntry {
         inputs: vec![MapInput::Synthetic; 2],
         side: Vec::new(),
         submission: format!("s{id}"),
+        user: Default::default(),
     }))
 }
 
@@ -92,6 +94,15 @@ async fn what_a_leader_writes_the_next_one_loads() {
     for n in &names {
         catalog.datasets.insert(n.clone(), dataset(n.as_str()));
     }
+    // Users and who owns what come back too.
+    let alice = sluice_proto::catalog::UserMeta {
+        salt: "00ff".into(),
+        created_ms: 5,
+    };
+    catalog.users.insert("alice".into(), alice);
+    let a = catalog.datasets.get_mut(&names[0]).unwrap();
+    a.access = sluice_proto::catalog::Access::owned_by("alice");
+    a.access.readers.push("bob".into());
     s.catalog_changed(&CatalogEdit::of(&catalog, names.clone(), false), &catalog)
         .unwrap();
     catalog.datasets.remove(&names[1]);
@@ -113,6 +124,7 @@ async fn what_a_leader_writes_the_next_one_loads() {
             state,
             error: String::new(),
             submission: String::new(),
+            user: "alice".into(),
         };
         records.insert(JobId(id), r);
     }
@@ -129,6 +141,8 @@ async fn what_a_leader_writes_the_next_one_loads() {
     assert_eq!(loaded.catalog, catalog);
     assert_eq!(loaded.records.len(), 2);
     assert_eq!(loaded.records[&JobId(8)].state, RecordState::Succeeded);
+    assert_eq!(loaded.records[&JobId(8)].user, "alice");
+    assert_eq!(loaded.catalog.users.len(), 1);
     assert_eq!(loaded.recovered.len(), 1, "the ended job's log went");
     let j = &loaded.recovered[0];
     assert_eq!(j.accepted.id, JobId(7));

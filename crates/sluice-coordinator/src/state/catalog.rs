@@ -46,6 +46,9 @@ impl State {
             if let Some(d) = w.directives {
                 self.catalog.cache_directives = d;
             }
+            if let Some(u) = w.users {
+                self.catalog.users = u;
+            }
             for t in w.then {
                 if let Then::Commit { job, .. } = t {
                     if let Some(j) = self.jobs.get_mut(&job) {
@@ -115,7 +118,11 @@ impl State {
                 .collect();
             let id = self.catalog.new_block_id(self.epoch).to_string();
             self.planned.insert(id.clone(), self.at.now);
-            blocks.push(proto::Placement { id, targets });
+            blocks.push(proto::Placement {
+                id,
+                targets,
+                capability: String::new(),
+            });
         }
         self.write().client = true;
         Ok(proto::PlanBlocksReply { blocks })

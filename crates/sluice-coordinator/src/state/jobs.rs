@@ -46,6 +46,7 @@ impl State {
             side,
             external,
             submission,
+            user,
         } = s;
         if let Some(id) = self.submitted(&submission) {
             return Ok(id);
@@ -75,6 +76,7 @@ impl State {
             state: RecordState::Running,
             error: String::new(),
             submission: submission.clone(),
+            user: user.clone(),
         };
         self.logged
             .push(JobEntry::Accepted(Box::new(crate::joblog::Accepted {
@@ -85,6 +87,7 @@ impl State {
                 inputs: blocks.clone(),
                 side: side.clone(),
                 submission,
+                user,
             })));
         let job =
             Job::new(id, r, blocks, reducers, token, self.at.now).with_side(side, replication);
@@ -359,6 +362,9 @@ impl State {
             ),
             replication: job.output_replication(),
             block_size: 0,
+            access: sluice_proto::catalog::Access::owned_by(
+                self.records.get(&id).map_or("", |r| r.user.as_str()),
+            ),
         };
         job.committing();
         self.logged.push(JobEntry::CommitStarted { job: id });
@@ -537,6 +543,11 @@ impl State {
         }
     }
 
+    /// The user job `id` runs as (empty: an admin, or no such job).
+    pub(crate) fn job_user(&self, id: JobId) -> &str {
+        self.records.get(&id).map_or("", |r| r.user.as_str())
+    }
+
     /// A job's status, running or recorded.
     pub(crate) fn status(&self, id: JobId) -> Option<proto::JobStatus> {
         if let Some(j) = self.jobs.get(&id) {
@@ -555,6 +566,7 @@ impl State {
                 running_maps: j.running(MAP) as u32,
                 running_reduces: j.running(REDUCE) as u32,
                 slots: self.total_slots() as u32,
+                user: self.job_user(id).to_owned(),
             });
         }
         self.records.get(&id).map(|r| proto::JobStatus {
@@ -562,6 +574,7 @@ impl State {
             state: r.state.name().into(),
             error: r.error.clone(),
             report_json: self.history.get(&id).cloned().unwrap_or_default(),
+            user: r.user.clone(),
             ..Default::default()
         })
     }

@@ -103,6 +103,8 @@ pub struct Submission {
     /// The client's id for this submission (empty: none): a submit sent
     /// again with it gets the job the first one made.
     pub submission: String,
+    /// The user it runs as (empty: an admin).
+    pub user: String,
 }
 
 /// Everything that happens to the coordinator.
@@ -142,6 +144,14 @@ pub enum Event {
     CacheAdd(proto::CacheAddRequest),
     /// Cache directives are removed (`sluice cache rm`).
     CacheRemove(proto::CacheRemoveRequest),
+    /// A user is added with a salt for their key (`sluice user add`), or
+    /// removed (`None`).
+    User {
+        name: String,
+        salt: Option<String>,
+    },
+    /// Reading a data set is granted or taken back (`sluice share`).
+    Share(proto::ShareRequest),
     /// Time passes: silent workers are lost, jobs that cannot go on fail,
     /// starved pools preempt.
     Tick,
@@ -214,6 +224,8 @@ pub struct CatalogWrite {
     then: Vec<Then>,
     /// The cache directives as they were before, to put back on failure.
     directives: Option<Vec<sluice_proto::catalog::CacheDirective>>,
+    /// The users as they were before, to put back on failure.
+    users: Option<BTreeMap<String, sluice_proto::catalog::UserMeta>>,
     /// Data sets changed in place (damaged replicas marked), beside those
     /// in `undo`.
     touched: Vec<DatasetName>,
@@ -233,7 +245,9 @@ impl CatalogWrite {
     pub fn edit(&self, c: &Catalog) -> CatalogEdit {
         let names = self.undo.iter().map(|(n, _)| n.clone());
         let names = names.chain(self.touched.iter().cloned());
-        CatalogEdit::of(c, names, self.directives.is_some())
+        let mut edit = CatalogEdit::of(c, names, self.directives.is_some());
+        edit.users = self.users.is_some().then(|| c.users.clone());
+        edit
     }
 }
 
@@ -495,6 +509,8 @@ impl State {
             }
             Event::CacheAdd(r) => self.cache_add(r).map(Answer::Directive),
             Event::CacheRemove(r) => self.cache_remove(&r).map(Answer::Removed),
+            Event::User { name, salt } => self.set_user(name, salt).map(|()| Answer::Done),
+            Event::Share(r) => self.share(&r).map(|()| Answer::Done),
             Event::Tick => {
                 wake = self.tick();
                 Ok(Answer::Done)
@@ -522,6 +538,7 @@ mod jobs;
 mod recover;
 mod refusal;
 mod replicas;
+mod users;
 mod workers;
 
 pub use refusal::{MemoryAsk, Refusal};

@@ -102,6 +102,7 @@ impl State {
             state,
             error: String::new(),
             submission: r.accepted.submission.clone(),
+            user: r.accepted.user.clone(),
         });
         rec.state = state;
         self.jobs_dirty = true;

@@ -214,6 +214,7 @@ fn a_submit_sent_again_with_its_id_gets_the_job_the_first_made_across_a_restart(
         side: Vec::new(),
         external: None,
         submission: submission.into(),
+        user: Default::default(),
     };
     let Answer::Submitted(first) = sim.handle(Event::Submit(sub("c-1", "o1"))) else {
         panic!("not submitted")

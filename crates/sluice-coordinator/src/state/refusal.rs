@@ -53,6 +53,13 @@ pub enum Refusal {
     CatalogUnwritten(String),
     /// The job records of a submission could not be written.
     Unrecorded(String),
+    /// The caller may not do this; the text says why
+    /// (`data set private belongs to alice`).
+    Denied(String),
+    /// `sluice user add` of a user who exists.
+    UserExists(String),
+    /// No user of this name.
+    NoUser(String),
 }
 
 /// A job's memory ask, and the worker that gives a task the most.
@@ -118,6 +125,9 @@ impl fmt::Display for Refusal {
             Refusal::NoDirectiveFor(name) => write!(f, "no cache directive for data set {name}"),
             Refusal::CatalogUnwritten(e) => write!(f, "writing the catalog: {e}"),
             Refusal::Unrecorded(e) => write!(f, "recording the job: {e}"),
+            Refusal::Denied(why) => write!(f, "permission denied: {why}"),
+            Refusal::UserExists(u) => write!(f, "user {u} exists (remove it first)"),
+            Refusal::NoUser(u) => write!(f, "no user {u}"),
         }
     }
 }

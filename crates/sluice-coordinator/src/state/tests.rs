@@ -234,6 +234,7 @@ impl Sim {
             origin: String::new(),
             replication: 1,
             block_size,
+            access: Default::default(),
         };
         self.st.catalog.datasets.insert(meta.name.clone(), meta);
     }
@@ -252,6 +253,7 @@ impl Sim {
             side: Vec::new(),
             external: None,
             submission: String::new(),
+            user: Default::default(),
         };
         self.handle(Event::Submit(sub));
     }

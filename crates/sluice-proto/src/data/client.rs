@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::frame::{secret_bytes, Request, CONNECT_TIMEOUT, IO_TIMEOUT, STATUS_DAMAGED};
 use crate::auth::Secret;
 use crate::block::local_write_error;
+use crate::capability::Capability;
 use crate::sample::Sample;
 use crate::tls::stream::Conn;
 use crate::ClusterError;
@@ -40,9 +41,19 @@ pub(super) fn call(
     key: &[u8],
     data: Option<&mut dyn Read>,
 ) -> Result<(Conn, u64, u64)> {
+    call_wire(addr, req, &req.encode(key), data)
+}
+
+/// Sends `wire` (`req` encoded and signed) and reads the response header.
+fn call_wire(
+    addr: &str,
+    req: &Request,
+    wire: &[u8],
+    data: Option<&mut dyn Read>,
+) -> Result<(Conn, u64, u64)> {
     let mut s = connect(addr)?;
     let mut w = BufWriter::with_capacity(256 << 10, &mut s);
-    let sent = w.write_all(&req.encode(key)).and_then(|()| match data {
+    let sent = w.write_all(wire).and_then(|()| match data {
         Some(d) => std::io::copy(d, &mut w).map(|_| ()),
         None => Ok(()),
     });
@@ -105,12 +116,24 @@ pub fn read_block(
     want_crc: u32,
     out: &mut impl Write,
 ) -> Result<u64> {
-    let (mut s, len, _) = call(
+    let (s, len, _) = call(
         addr,
         &Request::ReadBlock { id: id.into() },
         &secret_bytes(secret),
         None,
     )?;
+    read_checked_body(s, len, (addr, id), (want_len, want_crc), out)
+}
+
+/// Reads a block's `len` bytes from `s` into `out`, checking them
+/// against the length and CRC32C wanted.
+fn read_checked_body(
+    mut s: Conn,
+    len: u64,
+    (addr, id): (&str, &str),
+    (want_len, want_crc): (u64, u32),
+    out: &mut impl Write,
+) -> Result<u64> {
     let damaged = |damage: String| damaged(id, addr, damage);
     if len != want_len {
         return Err(damaged(format!("{len} bytes of {want_len}")));
@@ -127,6 +150,40 @@ pub fn read_block(
         )));
     }
     Ok(n)
+}
+
+/// Reads block `id` as [`read_block`] does, with a user's capability
+/// for it instead of the secret.
+pub fn read_block_capable(
+    addr: &str,
+    cap: &Capability,
+    id: &str,
+    want: (u64, u32),
+    out: &mut impl Write,
+) -> Result<u64> {
+    let req = Request::ReadBlock { id: id.into() };
+    let (s, len, _) = call_wire(addr, &req, &req.encode_capable(cap), None)?;
+    read_checked_body(s, len, (addr, id), want, out)
+}
+
+/// Stores a block as [`write_block`] does, with a user's capability for
+/// it instead of the secret.
+pub fn write_block_capable(
+    addr: &str,
+    cap: &Capability,
+    id: &str,
+    data: &mut dyn Read,
+    len: u64,
+    crc: u32,
+) -> Result<()> {
+    let req = Request::WriteBlock {
+        id: id.into(),
+        len,
+        crc,
+    };
+    let wire = req.encode_capable(cap);
+    call_wire(addr, &req, &wire, Some(&mut data.take(len)))?;
+    Ok(())
 }
 
 /// Block `block`'s replica on `holder` is damaged: `damage` says how.

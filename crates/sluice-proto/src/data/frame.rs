@@ -4,6 +4,14 @@
 use std::time::Duration;
 
 use crate::auth::{mac_with, Secret};
+use crate::capability::{capability_key, Capability, Mode};
+
+/// The user and expiry of the capability a request carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub user: String,
+    pub expiry_ms: u64,
+}
 
 /// The request magic.
 pub const MAGIC: &[u8; 4] = b"SLDP";
@@ -18,6 +26,10 @@ const OP_HEAD: u8 = 5;
 const OP_SINK: u8 = 6;
 const OP_PROBE: u8 = 7;
 const OP_READ_CHECKED: u8 = 8;
+/// Set in the op byte: the request carries a block capability's user and
+/// expiry after its body's fields, and is signed with the capability's
+/// key ([`crate::capability`]).
+const CAPABLE: u8 = 0x80;
 
 /// Most bytes one PROBE sends.
 pub const MAX_PROBE: u64 = 1 << 30;
@@ -103,7 +115,9 @@ impl Request {
         b
     }
 
-    pub(super) fn parse(op: u8, body: &[u8]) -> Option<(u64, u128, Request)> {
+    pub(super) fn parse(op: u8, body: &[u8]) -> Option<(u64, u128, Request, Option<Grant>)> {
+        let capable = op & CAPABLE != 0;
+        let op = op & !CAPABLE;
         let mut c = Cursor(body);
         let ts = c.u64()?;
         let nonce = u128::from_le_bytes(c.take(16)?.try_into().ok()?);
@@ -133,7 +147,35 @@ impl Request {
             },
             _ => return None,
         };
-        c.0.is_empty().then_some((ts, nonce, req))
+        let grant = match capable {
+            true => Some(Grant {
+                user: c.str()?,
+                expiry_ms: c.u64()?,
+            }),
+            false => None,
+        };
+        c.0.is_empty().then_some((ts, nonce, req, grant))
+    }
+
+    /// The MAC key of a request carrying `grant`: the capability key for
+    /// its block and mode (only block reads and writes take one).
+    pub(super) fn grant_key(&self, secret: &Secret, g: &Grant) -> Option<[u8; 32]> {
+        let (id, mode) = match self {
+            Request::ReadBlock { id }
+            | Request::ReadHead { id, .. }
+            | Request::ReadChecked { id } => (id, Mode::Read),
+            Request::WriteBlock { id, .. } => (id, Mode::Write),
+            _ => return None,
+        };
+        Some(capability_key(secret, &g.user, id, mode, g.expiry_ms))
+    }
+
+    /// The whole request, carrying capability `cap` and signed with it.
+    pub fn encode_capable(&self, cap: &Capability) -> Vec<u8> {
+        let mut body = self.body(crate::now_ms(), rand::random());
+        put_str(&mut body, &cap.user);
+        body.extend_from_slice(&cap.expiry_ms.to_le_bytes());
+        self.frame(self.op() | CAPABLE, body, &cap.key)
     }
 
     /// The MAC key: the job token for fetches, else the secret.
@@ -147,9 +189,14 @@ impl Request {
     /// The whole signed request, as sent.
     pub fn encode(&self, key: &[u8]) -> Vec<u8> {
         let body = self.body(crate::now_ms(), rand::random());
+        self.frame(self.op(), body, key)
+    }
+
+    /// Header, `body` and MAC under `key`.
+    fn frame(&self, op: u8, body: Vec<u8>, key: &[u8]) -> Vec<u8> {
         let mut wire = MAGIC.to_vec();
         wire.push(VERSION);
-        wire.push(self.op());
+        wire.push(op);
         wire.extend_from_slice(&(body.len() as u32).to_le_bytes());
         wire.extend_from_slice(&body);
         let mac = mac_with(key, &[&wire]);

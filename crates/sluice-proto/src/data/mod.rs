@@ -74,7 +74,10 @@ mod tests;
 /// [`crate::layout`]).
 pub use crate::layout::{check_id, Layout};
 pub use checked::{open_checked_stream, CheckedStream};
-pub use client::{probe_link, read_block, read_head, sink, stats, write_block};
+pub use client::{
+    probe_link, read_block, read_block_capable, read_head, sink, stats, write_block,
+    write_block_capable,
+};
 pub use fetch::{fetch, FetchWatch};
 pub use frame::{Request, IO_TIMEOUT, MAGIC, MAX_BODY, MAX_PROBE};
 pub use server::serve;

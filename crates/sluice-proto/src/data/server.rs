@@ -202,12 +202,25 @@ fn read_request(
     r.read_exact(&mut body)
         .map_err(|e| ClusterError::net("reading request from", peer, e))?;
     let (body, mac) = body.split_at(len as usize);
-    let (ts, nonce, req) = Request::parse(header[5], body)
+    let (ts, nonce, req, grant) = Request::parse(header[5], body)
         .ok_or_else(|| ClusterError::Remote("malformed request".into()))?;
-    let want = mac_with(&req.key(secret), &[&header, body]);
-    if !constant_eq(&want, mac) {
+    let key = match &grant {
+        None => req.key(secret),
+        Some(g) => req
+            .grant_key(secret, g)
+            .map_or_else(Vec::new, |k| k.to_vec()),
+    };
+    let want = mac_with(&key, &[&header, body]);
+    if key.is_empty() || !constant_eq(&want, mac) {
         return Err(ClusterError::Auth(format!(
             "refused an unauthenticated data request from {peer}"
+        )));
+    }
+    if let Some(g) = grant.filter(|g| g.expiry_ms < crate::now_ms()) {
+        drain_write(r, &req);
+        return Err(ClusterError::Auth(format!(
+            "refused user {}'s capability: it expired",
+            g.user
         )));
     }
     // Authenticated from here: a refused write's data is read first, so

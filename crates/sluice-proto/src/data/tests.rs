@@ -246,3 +246,62 @@ fn corrupt_map_output_fails_the_fetch() {
     .unwrap_err();
     assert!(e.to_string().contains("checksum"), "{e}");
 }
+
+/// Block requests as an admin (the secret), the holder of a capability
+/// for the block, a user with another block's or mode's capability, one
+/// with only their user key, one whose capability expired, and nobody.
+#[test]
+fn a_block_opens_only_to_the_secret_or_its_capability() {
+    use crate::capability::{capability_key, Capability, Mode};
+    let (addr, _d, layout) = server();
+    let data = b"private words\n".to_vec();
+    let (len, crc) = (data.len() as u64, crc32c::crc32c(&data));
+    write_block(&addr, &secret(), "b1", &mut &data[..], len, crc).unwrap();
+    let now = crate::now_ms();
+    let cap = |user: &str, block: &str, mode| Capability::issue(&secret(), user, block, mode, now);
+    let read = |c: &Capability| read_block_capable(&addr, c, "b1", (len, crc), &mut Vec::new());
+    // The owner's capability reads it, whole.
+    let mut out = Vec::new();
+    let owner = cap("alice", "b1", Mode::Read);
+    read_block_capable(&addr, &owner, "b1", (len, crc), &mut out).unwrap();
+    assert_eq!(out, data);
+    // Another block's, another mode's, a forged user's, an expired one.
+    assert!(read(&cap("bob", "b2", Mode::Read)).is_err());
+    assert!(read(&cap("bob", "b1", Mode::Write)).is_err());
+    let mut forged = cap("alice", "b1", Mode::Read);
+    forged.user = "bob".into();
+    assert!(read(&forged).is_err());
+    let expiry = now - 1;
+    let expired = Capability {
+        user: "alice".into(),
+        expiry_ms: expiry,
+        key: capability_key(&secret(), "alice", "b1", Mode::Read, expiry),
+    };
+    let e = read(&expired).unwrap_err();
+    assert!(e.to_string().contains("expired"), "{e}");
+    // A user's key is not the secret.
+    let user = crate::users::user_key(&secret(), "alice", "00");
+    assert!(read_block(&addr, &user, "b1", len, crc, &mut Vec::new()).is_err());
+    assert!(stats(&addr, &user, 0).is_err());
+    // A write capability writes its block only.
+    let w = cap("alice", "b3", Mode::Write);
+    write_block_capable(&addr, &w, "b3", &mut &data[..], len, crc).unwrap();
+    assert_eq!(std::fs::read(layout.block("b3")).unwrap(), data);
+    assert!(write_block_capable(&addr, &w, "b4", &mut &data[..], len, crc).is_err());
+    let r = cap("alice", "b4", Mode::Read);
+    assert!(write_block_capable(&addr, &r, "b4", &mut &data[..], len, crc).is_err());
+    assert!(!layout.block("b4").exists());
+    // A capability opens no other request (a stats request carrying one).
+    let wire = Request::Stats { since: 0 }.encode_capable(&cap("alice", "b1", Mode::Read));
+    let mut s = connect(&addr).unwrap();
+    s.write_all(&wire).unwrap();
+    let mut status = [0u8; 1];
+    s.read_exact(&mut status).unwrap();
+    assert_ne!(status[0], 0, "refused");
+    // Nobody: garbage is refused and changes nothing.
+    let mut s = connect(&addr).unwrap();
+    s.write_all(b"SLDP\x02\x01\x05\x00\x00\x00hello").unwrap();
+    let mut status = [0u8; 1];
+    let _ = s.read_exact(&mut status);
+    assert_eq!(std::fs::read(layout.block("b1")).unwrap(), data);
+}
