@@ -6,8 +6,9 @@
 //! and no Sluice process left; an application killed from YARN leaves no
 //! Sluice process; a lost worker container is replaced and the next job
 //! succeeds; bad input (no `HADOOP_CONF_DIR`, a ResourceManager that is
-//! not there, an unknown queue, a worker larger than the maximum
-//! allocation) is a clear error that leaves nothing behind.
+//! not there, an unknown queue, a worker larger than the cluster's or its
+//! queue's maximum allocation) is a clear error that leaves nothing
+//! behind.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -510,6 +511,35 @@ fn bad_input_is_a_clear_error_that_leaves_nothing() {
     let e = fails(up(&mut y.sluice(), &["--worker-memory", "8GB"]));
     assert!(
         e.contains("larger than the cluster's maximum allocation of 4096 MB"),
+        "{e}"
+    );
+    // A worker within the cluster's maximum but larger than its queue's
+    // (the launcher's `small` queue: 2048 MB, 2 vcores): the queue's
+    // maximum named, before anything is submitted.
+    let e = fails(up(
+        &mut y.sluice(),
+        &["--worker-memory", "2GB", "--queue", "small"],
+    ));
+    assert!(
+        e.contains(
+            "a worker container of 2164 MB is larger than queue root.small's maximum \
+             allocation of 2048 MB"
+        ),
+        "{e}"
+    );
+    let e = fails(up(
+        &mut y.sluice(),
+        &[
+            "--worker-memory",
+            "256MB",
+            "--worker-vcores",
+            "4",
+            "--queue",
+            "small",
+        ],
+    ));
+    assert!(
+        e.contains("of 4 vcores is larger than queue root.small's maximum allocation of 2 vcores"),
         "{e}"
     );
     // Nothing was left here.

@@ -33,7 +33,9 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * which containers find Hadoop's jars as they would under
  * {@code HADOOP_HOME} on a real cluster). Then one line goes to standard
  * output, {@code CONF_DIR http://RM_WEB hdfs://NAMENODE http://WEBHDFS}, and
- * {@code DIR/ready} holds the same line. Standard input takes commands,
+ * {@code DIR/ready} holds the same line. The Capacity Scheduler has two
+ * queues: {@code default} and {@code small}, whose maximum allocation
+ * (2048 MB, 2 vcores) is below the cluster's. Standard input takes commands,
  * one a line, each answered by one line ({@code ok ...} or
  * {@code error ...}); end of input or {@code quit} shuts both clusters
  * down, so a test that dies takes its cluster with it:
@@ -110,6 +112,16 @@ public final class MiniYarn {
         conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, maxAllocation);
         conf.setInt(YarnConfiguration.NM_VCORES, 16);
         conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES, 8);
+        // Two queues: default, with all the capacity, and small, whose
+        // containers are at most 2048 MB and 2 vcores (a queue's own
+        // maximum allocation, below the cluster's).
+        String cs = "yarn.scheduler.capacity.root.";
+        conf.set(cs + "queues", "default,small");
+        conf.setFloat(cs + "default.capacity", 100f);
+        conf.setFloat(cs + "small.capacity", 0f);
+        conf.setFloat(cs + "small.maximum-capacity", 100f);
+        conf.setInt(cs + "small.maximum-allocation-mb", 2048);
+        conf.setInt(cs + "small.maximum-allocation-vcores", 2);
         // A node whose disk is nearly full stays healthy (a full build
         // directory on a test machine must not take the only node away).
         conf.setFloat(YarnConfiguration.NM_MAX_PER_DISK_UTILIZATION_PERCENTAGE, 100.0f);
