@@ -705,3 +705,78 @@ fn a_worker_within_its_memory_stays_within_its_container() {
         .unwrap());
     no_process_left(&app);
 }
+
+/// The pids in `file`, one a line, once it has `n`.
+fn pids_in(file: &Path, n: usize) -> Vec<u32> {
+    within(120, "the commands' pids", || {
+        let pids: Vec<u32> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        (pids.len() >= n).then_some(pids)
+    })
+}
+
+#[test]
+fn a_streaming_job_killed_from_yarn_leaves_no_command_running() {
+    let y = yarn();
+    let _turn = turn();
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("in.txt");
+    std::fs::write(&data, "a b\n".repeat(1000)).unwrap();
+    y.cmd(&format!("put {} /stream/in", data.display()));
+    let dir = d.path().join("cluster");
+    let app = y.up(&dir, 1, &["--slots", "1"]);
+    // The mapper's shell and its child: long sleepers, in a process
+    // group of their own (not the container's).
+    let pids = d.path().join("pids");
+    let cmd = format!(
+        "echo $$ >> {0}; sleep 300 & echo $! >> {0}; wait",
+        pids.display()
+    );
+    let mut job = y
+        .sluice()
+        .args(["streaming", "--cluster"])
+        .arg(&dir)
+        .args([
+            "-input",
+            &y.at("/stream/in"),
+            "-output",
+            &y.at("/stream/out"),
+        ])
+        .args(["-mapper", &cmd, "-reducer", "NONE"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = pids_in(&pids, 2);
+    http(
+        &y.rm,
+        "PUT",
+        &format!("/ws/v1/cluster/apps/{app}/state"),
+        r#"{"state":"KILLED"}"#,
+    );
+    no_process_left(&app);
+    let left = within(30, "the commands gone", || {
+        let alive: Vec<u32> = pids
+            .iter()
+            .copied()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                    s.rsplit_once(") ")
+                        .is_some_and(|(_, r)| !r.starts_with('Z'))
+                })
+            })
+            .collect();
+        alive.is_empty().then_some(alive)
+    });
+    assert!(left.is_empty());
+    let _ = job.kill();
+    let _ = job.wait();
+    let _ = y
+        .sluice()
+        .args(["yarn", "down", "--dir"])
+        .arg(&dir)
+        .output();
+}
