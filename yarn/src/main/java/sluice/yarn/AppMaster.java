@@ -249,12 +249,16 @@ public final class AppMaster {
     /** Workers still asked for on --near's hosts alone are asked for anywhere. */
     private void relax() {
         relaxed = true;
+        if (nearHosts == null) {
+            // Never strict: nothing to ask for again.
+            return;
+        }
         List<ContainerRequest> strict;
         synchronized (pending) {
             strict = new ArrayList<>(pending);
             pending.clear();
         }
-        if (nearHosts == null || strict.isEmpty()) {
+        if (strict.isEmpty()) {
             return;
         }
         log("--near: " + strict.size() + " workers not placed on " + Arrays.toString(nearHosts)
