@@ -466,6 +466,9 @@ pub fn run_coordinator(a: &CoordinatorArgs) -> anyhow::Result<()> {
 /// `sluice worker`.
 pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
     init_logs("info");
+    // A worker stopped (cluster down, YARN's kill) stops its tasks'
+    // Streaming commands.
+    crate::streaming::stop_commands_on_signals();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let memory = a.memory.unwrap_or_else(|| embedded::host_memory() / 2);
     let (datacenter, rack, host) = worker_place(a)?;

@@ -171,12 +171,14 @@ fn request(p: &Parsed) -> anyhow::Result<JobRequest> {
     Ok(req)
 }
 
-/// On SIGINT, SIGTERM or SIGHUP, kills the commands the local job runs
-/// (each runs in a process group of its own, which a terminal's Ctrl-C
-/// does not reach) before this process ends as the signal would end it.
-/// Nothing is committed: the job's output is committed only when it ends
-/// well.
-fn stop_commands_on_signals() {
+/// On SIGINT, SIGTERM or SIGHUP, kills the Streaming commands this
+/// process runs (each runs in a process group of its own, which a
+/// terminal's Ctrl-C, `sluice cluster down`'s SIGTERM to a worker and
+/// YARN's kill of a container's process group do not reach) before this
+/// process ends as the signal would end it. Nothing is committed: a job's
+/// output is committed only when it ends well. For a local job and for a
+/// worker.
+pub(crate) fn stop_commands_on_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;

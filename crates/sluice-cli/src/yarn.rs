@@ -28,7 +28,7 @@ use sluice_proto::auth::Secret;
 use sluice_tools::units;
 use sluice_yarn::conf::{HadoopConf, SHIPPED};
 use sluice_yarn::launch::{self, AmLaunch};
-use sluice_yarn::rm::{AppReport, Rm};
+use sluice_yarn::rm::{AppReport, NewApp, QueueMax, Rm};
 use sluice_yarn::staging::Staging;
 use sluice_yarn::YarnError;
 
@@ -214,30 +214,66 @@ fn am_jar(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
         })
 }
 
-/// Refuses a container larger than the cluster's maximum allocation.
-fn check_size(
-    what: &str,
+/// The largest container the application may ask for: the cluster's
+/// (`new-application`'s maximum capability) or, when smaller, its
+/// queue's (the scheduler's report), with whose it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Limit {
     mb: u64,
     vcores: u64,
-    new: &sluice_yarn::rm::NewApp,
-) -> Result<(), YarnError> {
-    if mb > new.max_mb {
-        return Err(YarnError::TooLarge {
-            what: what.into(),
-            asked: format!("{mb} MB"),
-            max: format!("{} MB", new.max_mb),
-            key: "mb",
-        });
+    /// The queue's path when the queue's limit is the smaller.
+    queue: Option<String>,
+}
+
+impl Limit {
+    fn of(new: &NewApp, queue: Option<&QueueMax>) -> Limit {
+        let cluster = Limit {
+            mb: new.max_mb,
+            vcores: new.max_vcores,
+            queue: None,
+        };
+        match queue {
+            Some(q) if q.mb < new.max_mb || q.vcores < new.max_vcores => Limit {
+                mb: q.mb.min(new.max_mb),
+                vcores: q.vcores.min(new.max_vcores),
+                queue: Some(q.path.clone()),
+            },
+            _ => cluster,
+        }
     }
-    if vcores > new.max_vcores {
-        return Err(YarnError::TooLarge {
+
+    fn too_large(&self, what: &str, asked: String, max: String, unit: &str) -> YarnError {
+        let (whose, key) = match &self.queue {
+            Some(q) => (
+                format!("queue {q}'s"),
+                format!("yarn.scheduler.capacity.{q}.maximum-allocation-{unit}"),
+            ),
+            None => (
+                "the cluster's".to_owned(),
+                format!("yarn.scheduler.maximum-allocation-{unit}"),
+            ),
+        };
+        YarnError::TooLarge {
             what: what.into(),
-            asked: format!("{vcores} vcores"),
-            max: format!("{} vcores", new.max_vcores),
-            key: "vcores",
-        });
+            asked,
+            whose,
+            max,
+            key,
+        }
     }
-    Ok(())
+
+    /// Refuses a container larger than the limit.
+    fn check(&self, what: &str, mb: u64, vcores: u64) -> Result<(), YarnError> {
+        if mb > self.mb {
+            let max = format!("{} MB", self.mb);
+            return Err(self.too_large(what, format!("{mb} MB"), max, "mb"));
+        }
+        if vcores > self.vcores {
+            let max = format!("{} vcores", self.vcores);
+            return Err(self.too_large(what, format!("{vcores} vcores"), max, "vcores"));
+        }
+        Ok(())
+    }
 }
 
 /// `sluice yarn up`: the application id once its workers are registered.
@@ -265,14 +301,15 @@ pub fn up(a: &YarnOpts, dir: &Path) -> anyhow::Result<String> {
     }
     let rm = Rm::new(&conf.rm_web()?, &user);
     let new = rm.new_application()?;
+    // A queue's own maximum, when the scheduler reports one (a scheduler
+    // that does not leaves the cluster's, and YARN's refusal).
+    let queue = rm
+        .queue_max(a.queue.as_deref().unwrap_or("default"))
+        .unwrap_or(None);
+    let limit = Limit::of(&new, queue.as_ref());
     let container_mb = launch::worker_container_mb(a.worker_memory + a.worker_cache);
-    check_size(
-        "worker container",
-        container_mb,
-        a.worker_vcores.into(),
-        &new,
-    )?;
-    check_size("ApplicationMaster container", launch::AM_MEMORY_MB, 1, &new)?;
+    limit.check("worker container", container_mb, a.worker_vcores.into())?;
+    limit.check("ApplicationMaster container", launch::AM_MEMORY_MB, 1)?;
     let shown = dir;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
@@ -619,4 +656,58 @@ pub fn application<T>(
         Err(e) => eprintln!("{app}: bringing it down failed: {e:#}"),
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_smaller_of_the_clusters_and_the_queues_maximum_is_named() {
+        let new = NewApp {
+            id: "application_1_0001".into(),
+            max_mb: 4096,
+            max_vcores: 8,
+        };
+        let small = QueueMax {
+            path: "root.small".into(),
+            mb: 2048,
+            vcores: 2,
+        };
+        let l = Limit::of(&new, Some(&small));
+        let e = l
+            .check("worker container", 2304, 1)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "a worker container of 2304 MB is larger than queue root.small's maximum \
+             allocation of 2048 MB (yarn.scheduler.capacity.root.small.maximum-allocation-mb)"
+        );
+        let e = l.check("worker container", 512, 4).unwrap_err().to_string();
+        assert!(
+            e.contains("of 4 vcores is larger than queue root.small's"),
+            "{e}"
+        );
+        assert!(l.check("worker container", 2048, 2).is_ok());
+        // A queue as large as the cluster: the cluster's maximum.
+        let big = QueueMax {
+            path: "root.default".into(),
+            mb: 4096,
+            vcores: 8,
+        };
+        for q in [Some(&big), None] {
+            let e = Limit::of(&new, q)
+                .check("worker container", 5000, 1)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(
+                    "larger than the cluster's maximum allocation of 4096 MB \
+                     (yarn.scheduler.maximum-allocation-mb)"
+                ),
+                "{e}"
+            );
+        }
+    }
 }

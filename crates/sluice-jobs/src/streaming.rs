@@ -87,6 +87,38 @@ pub fn stop_all() {
     }
 }
 
+/// Makes the command's process get SIGKILL when the thread that started
+/// it ends (Linux's parent-death signal; the task's thread waits for its
+/// process, so that is when this process dies): a worker killed with
+/// SIGKILL, which has no chance to [`stop_all`], leaves no command
+/// running. What the command starts in turn is its group's, which
+/// [`stop_all`] kills on the signals a process can catch. `pre_exec` is
+/// the standard library's only hook between fork and exec, hence the one
+/// unsafe call.
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let parent = rustix::process::getpid();
+        // SAFETY: between fork and exec the closure makes three system
+        // calls (async-signal-safe) and allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))?;
+                // The parent died before the signal was set.
+                if rustix::process::getppid() != Some(parent) {
+                    return Err(rustix::io::Errno::SRCH.into());
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = cmd;
+}
+
 /// Where a task puts the key and value of each line its process writes.
 type Emit<'e> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'e;
 
@@ -217,6 +249,7 @@ impl Pipe {
             .env("mapreduce_task_id", task)
             .env("mapreduce_task_partition", partition.to_string())
             .env("mapreduce_task_ismap", map.to_string());
+        die_with_parent(&mut cmd);
         if let Some((file, start, length)) = input {
             cmd.env("mapreduce_map_input_file", file)
                 .env("mapreduce_map_input_start", start.to_string())

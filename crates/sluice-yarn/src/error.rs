@@ -44,19 +44,18 @@ pub enum YarnError {
         why: String,
     },
     /// A container asked for is larger than YARN gives.
-    #[error(
-        "a {what} of {asked} is larger than the cluster's maximum allocation of {max} \
-         (yarn.scheduler.maximum-allocation-{key})"
-    )]
+    #[error("a {what} of {asked} is larger than {whose} maximum allocation of {max} ({key})")]
     TooLarge {
         /// Which container.
         what: String,
         /// What was asked, with its unit.
         asked: String,
+        /// Whose limit: `the cluster's`, `queue root.q's`.
+        whose: String,
         /// The maximum, with its unit.
         max: String,
-        /// `mb` or `vcores`.
-        key: &'static str,
+        /// The setting that sets it.
+        key: String,
     },
     /// The application ended, or was refused, before it was up.
     #[error("application {app} ended {state}: {diagnostics}")]

@@ -1,7 +1,8 @@
 //! The ResourceManager's REST API (`/ws/v1/cluster/...`), with simple
 //! authentication (`?user.name=USER`), as Hadoop documents it: a new
-//! application id and the cluster's maximum allocation, a submission, an
-//! application's report, its kill. Every request gives up within 25 s
+//! application id and the cluster's maximum allocation, a queue's maximum
+//! allocation (the scheduler's report), a submission, an application's
+//! report, its kill. Every request gives up within 25 s
 //! (5 s to connect), so a ResourceManager that does not answer is an
 //! error, not a hang.
 
@@ -29,6 +30,19 @@ pub struct NewApp {
     pub max_mb: u64,
     /// The largest container's virtual cores.
     pub max_vcores: u64,
+}
+
+/// The largest container a queue gives (`maximumAllocation` of the
+/// Capacity Scheduler's queue, `maxContainerAllocation` of the Fair
+/// Scheduler's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueMax {
+    /// The queue's path (`root.default`).
+    pub path: String,
+    /// Memory (MB).
+    pub mb: u64,
+    /// Virtual cores.
+    pub vcores: u64,
 }
 
 /// An application's report (`/ws/v1/cluster/apps/ID`).
@@ -153,6 +167,15 @@ impl Rm {
         })
     }
 
+    /// `GET scheduler`: the maximum allocation of the leaf queue named
+    /// `queue` (its name, `default`, or its path, `root.default`); `None`
+    /// when the scheduler does not report one for it (no such queue: the
+    /// submission then gets YARN's own reason).
+    pub fn queue_max(&self, queue: &str) -> Result<Option<QueueMax>> {
+        let v = self.json(reqwest::Method::GET, "scheduler", None, "the scheduler")?;
+        Ok(find_queue_max(&v["scheduler"]["schedulerInfo"], queue))
+    }
+
     /// `POST apps` with a submission context ([`crate::launch`]).
     pub fn submit(&self, context: &Value) -> Result<()> {
         self.json(
@@ -203,6 +226,39 @@ impl Rm {
     }
 }
 
+/// The maximum allocation of the leaf queue `queue` in a scheduler's
+/// queue tree: the Capacity Scheduler's (children under `queues.queue`,
+/// names beside paths) or the Fair Scheduler's (`rootQueue`, children
+/// under `childQueues.queue`, names that are paths).
+fn find_queue_max(node: &Value, queue: &str) -> Option<QueueMax> {
+    if node["rootQueue"].is_object() {
+        return find_queue_max(&node["rootQueue"], queue);
+    }
+    let children = [&node["queues"]["queue"], &node["childQueues"]["queue"]]
+        .into_iter()
+        .find_map(|c| c.as_array().filter(|c| !c.is_empty()));
+    if let Some(children) = children {
+        return children.iter().find_map(|c| find_queue_max(c, queue));
+    }
+    let name = node["queueName"].as_str()?;
+    let path = node["queuePath"].as_str().unwrap_or(name);
+    let named = [name, path]
+        .iter()
+        .any(|n| *n == queue || n.strip_prefix("root.") == Some(queue));
+    if !named {
+        return None;
+    }
+    let max = ["maximumAllocation", "maxContainerAllocation"]
+        .iter()
+        .map(|k| &node[*k])
+        .find(|m| m.is_object())?;
+    Some(QueueMax {
+        path: path.to_owned(),
+        mb: max["memory"].as_u64()?,
+        vcores: max["vCores"].as_u64()?,
+    })
+}
+
 /// YARN's reason in an error answer (`RemoteException.message`), else
 /// the answer itself.
 fn reason(body: &str) -> String {
@@ -237,6 +293,39 @@ mod tests {
             "message":"unknown queue nosuch","javaClassName":"x"}}"#;
         assert_eq!(reason(body), "unknown queue nosuch");
         assert_eq!(reason(" plain text "), "plain text");
+    }
+
+    #[test]
+    fn a_queues_maximum_allocation_is_found_by_name_or_path() {
+        let info: Value = serde_json::from_str(
+            r#"{"queueName":"root","queues":{"queue":[
+                {"queueName":"default","queuePath":"root.default",
+                 "maximumAllocation":{"memory":4096,"vCores":8}},
+                {"queueName":"eng","queuePath":"root.eng","queues":{"queue":[
+                    {"queueName":"small","queuePath":"root.eng.small",
+                     "maximumAllocation":{"memory":2048,"vCores":2}}]}}]}}"#,
+        )
+        .unwrap();
+        let small = QueueMax {
+            path: "root.eng.small".into(),
+            mb: 2048,
+            vcores: 2,
+        };
+        assert_eq!(find_queue_max(&info, "small"), Some(small.clone()));
+        assert_eq!(find_queue_max(&info, "root.eng.small"), Some(small));
+        assert_eq!(find_queue_max(&info, "default").unwrap().mb, 4096);
+        assert_eq!(find_queue_max(&info, "nosuch"), None);
+        // A parent queue takes no applications.
+        assert_eq!(find_queue_max(&info, "eng"), None);
+        // The Fair Scheduler's spelling.
+        let fair: Value = serde_json::from_str(
+            r#"{"type":"fairScheduler","rootQueue":{"queueName":"root",
+                "childQueues":{"queue":[{"queueName":"root.q",
+                "maxContainerAllocation":{"memory":1024,"vCores":1}}]}}}"#,
+        )
+        .unwrap();
+        let q = find_queue_max(&fair, "q").unwrap();
+        assert_eq!((q.path.as_str(), q.mb), ("root.q", 1024));
     }
 
     #[test]

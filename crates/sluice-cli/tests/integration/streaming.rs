@@ -301,3 +301,92 @@ fn an_interrupted_job_stops_its_commands_and_commits_nothing() {
     assert!(stopped, "the command's child {pid} outlived the job");
     assert!(!out.join("_SUCCESS").exists(), "nothing committed");
 }
+
+/// The pids in `file`, one a line, once it has `n`.
+fn pids_in(file: &Path, n: usize) -> Vec<i32> {
+    for _ in 0..600 {
+        let pids: Vec<i32> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if pids.len() >= n {
+            return pids;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("fewer than {n} pids in {}", file.display());
+}
+
+/// Process `pid`'s parent.
+fn parent_of(pid: i32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(')').unwrap();
+    rest.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Waits up to 5 s for `pid` to be gone; kills it if it is not.
+fn gone_soon(pid: i32) -> bool {
+    for _ in 0..100 {
+        if gone(pid) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    false
+}
+
+/// A worker that ends takes its tasks' Streaming commands with it, though
+/// they run in process groups of their own: on SIGTERM (`cluster down`,
+/// YARN's kill of a container) it kills their groups, with what they
+/// started; killed with SIGKILL, its commands get the parent-death signal.
+#[test]
+fn a_worker_that_ends_leaves_no_streaming_command_running() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("in.txt");
+    std::fs::write(&data, "a b\n".repeat(5000)).unwrap();
+    let c = Cluster::up(d.path(), 2, "");
+    put(&c, &data, "in", "4KB", "1");
+    let shells = d.path().join("shells");
+    let kids = d.path().join("kids");
+    // Each map task's shell writes its pid and its child's, and waits.
+    let cmd = format!(
+        "echo $$ >> {}; sleep 300 & echo $! >> {}; wait",
+        shells.display(),
+        kids.display()
+    );
+    let mut job = streaming(&["-input", "in", "-output", "out", "--cluster"])
+        .arg(&c.dir)
+        .args(["-mapper", &cmd, "-reducer", "NONE"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Two tasks at once, one on each worker (one slot each).
+    let shells = pids_in(&shells, 2);
+    let kids = pids_in(&kids, 2);
+    let workers = c.worker_pids();
+    let worker_of = |sh: i32| {
+        let w = parent_of(sh);
+        assert!(workers.contains(&w), "{sh}'s parent {w} is not a worker");
+        w
+    };
+    let (w0, w1) = (worker_of(shells[0]), worker_of(shells[1]));
+    assert_ne!(w0, w1);
+    let kid_of = |sh: i32| *kids.iter().find(|&&k| parent_of(k) == sh as u32).unwrap();
+    let (k0, k1) = (kid_of(shells[0]), kid_of(shells[1]));
+    // SIGTERM: the command and its child are gone.
+    signal(w0, "TERM");
+    assert!(gone_soon(shells[0]), "the shell outlived its worker");
+    assert!(gone_soon(k0), "the shell's child outlived its worker");
+    // SIGKILL: the command the worker started is gone (what that command
+    // started in turn is beyond a parent-death signal's reach).
+    signal(w1, "KILL");
+    assert!(gone_soon(shells[1]), "the shell outlived its killed worker");
+    gone_soon(k1);
+    let _ = job.kill();
+    let _ = job.wait();
+}

@@ -6,8 +6,9 @@
 //! and no Sluice process left; an application killed from YARN leaves no
 //! Sluice process; a lost worker container is replaced and the next job
 //! succeeds; bad input (no `HADOOP_CONF_DIR`, a ResourceManager that is
-//! not there, an unknown queue, a worker larger than the maximum
-//! allocation) is a clear error that leaves nothing behind.
+//! not there, an unknown queue, a worker larger than the cluster's or its
+//! queue's maximum allocation) is a clear error that leaves nothing
+//! behind.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -37,47 +38,52 @@ struct Yarn {
 /// the test process (end of its standard input).
 fn yarn() -> &'static Yarn {
     static YARN: OnceLock<Yarn> = OnceLock::new();
-    YARN.get_or_init(|| {
-        let cp = maven_classpath("tests/miniyarn", "miniyarn-1.0.jar");
-        // The AM's jar, built as scripts/test.sh builds it.
-        maven_classpath("yarn", "sluice-yarn-am.jar");
-        let dir = tempfile::tempdir().unwrap();
-        let mut cmd = Command::new("java");
-        for p in [
-            "lang",
-            "lang.reflect",
-            "util",
-            "util.concurrent",
-            "io",
-            "net",
-        ] {
-            cmd.arg(format!("--add-opens=java.base/java.{p}=ALL-UNNAMED"));
-        }
-        let mut child = cmd
-            .args(["-cp", &cp, "sluice.miniyarn.MiniYarn"])
-            .arg(dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting java for the MiniYARNCluster");
-        let stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        let w: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(w.len(), 4, "the MiniYARNCluster did not start: {line:?}");
-        Yarn {
-            conf: w[0].into(),
-            rm: w[1].into(),
-            fs: w[2].into(),
-            webhdfs: w[3].into(),
-            _child: child,
-            stdin: Mutex::new(stdin),
-            stdout: Mutex::new(stdout),
-            _dir: dir,
-        }
-    })
+    YARN.get_or_init(|| start(&[]))
+}
+
+/// A mini cluster of its own (launcher flags `flags`), which ends when
+/// it is dropped (end of its standard input).
+fn start(flags: &[&str]) -> Yarn {
+    let cp = maven_classpath("tests/miniyarn", "miniyarn-1.0.jar");
+    // The AM's jar, built as scripts/test.sh builds it.
+    maven_classpath("yarn", "sluice-yarn-am.jar");
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("java");
+    for p in [
+        "lang",
+        "lang.reflect",
+        "util",
+        "util.concurrent",
+        "io",
+        "net",
+    ] {
+        cmd.arg(format!("--add-opens=java.base/java.{p}=ALL-UNNAMED"));
+    }
+    let mut child = cmd
+        .args(["-cp", &cp, "sluice.miniyarn.MiniYarn"])
+        .arg(dir.path())
+        .args(flags)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting java for the MiniYARNCluster");
+    let stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let w: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(w.len(), 4, "the MiniYARNCluster did not start: {line:?}");
+    Yarn {
+        conf: w[0].into(),
+        rm: w[1].into(),
+        fs: w[2].into(),
+        webhdfs: w[3].into(),
+        _child: child,
+        stdin: Mutex::new(stdin),
+        stdout: Mutex::new(stdout),
+        _dir: dir,
+    }
 }
 
 /// One test at a time on the mini cluster (two cores: a bring-up at a
@@ -512,6 +518,35 @@ fn bad_input_is_a_clear_error_that_leaves_nothing() {
         e.contains("larger than the cluster's maximum allocation of 4096 MB"),
         "{e}"
     );
+    // A worker within the cluster's maximum but larger than its queue's
+    // (the launcher's `small` queue: 2048 MB, 2 vcores): the queue's
+    // maximum named, before anything is submitted.
+    let e = fails(up(
+        &mut y.sluice(),
+        &["--worker-memory", "2GB", "--queue", "small"],
+    ));
+    assert!(
+        e.contains(
+            "a worker container of 2164 MB is larger than queue root.small's maximum \
+             allocation of 2048 MB"
+        ),
+        "{e}"
+    );
+    let e = fails(up(
+        &mut y.sluice(),
+        &[
+            "--worker-memory",
+            "256MB",
+            "--worker-vcores",
+            "4",
+            "--queue",
+            "small",
+        ],
+    ));
+    assert!(
+        e.contains("of 4 vcores is larger than queue root.small's maximum allocation of 2 vcores"),
+        "{e}"
+    );
     // Nothing was left here.
     for f in ["cluster.json", "yarn.json", "secret"] {
         assert!(!dir.join(f).exists(), "{f}");
@@ -667,6 +702,168 @@ fn a_worker_within_its_memory_stays_within_its_container() {
     eprintln!(
         "worker peak resident memory: {} MiB of a 500 MiB container",
         peak_kb / 1024
+    );
+    ok(y.sluice()
+        .args(["yarn", "down", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap());
+    no_process_left(&app);
+}
+
+/// The pids in `file`, one a line, once it has `n`.
+fn pids_in(file: &Path, n: usize) -> Vec<u32> {
+    within(120, "the commands' pids", || {
+        let pids: Vec<u32> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        (pids.len() >= n).then_some(pids)
+    })
+}
+
+#[test]
+fn a_streaming_job_killed_from_yarn_leaves_no_command_running() {
+    let y = yarn();
+    let _turn = turn();
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("in.txt");
+    std::fs::write(&data, "a b\n".repeat(1000)).unwrap();
+    y.cmd(&format!("put {} /stream/in", data.display()));
+    let dir = d.path().join("cluster");
+    let app = y.up(&dir, 1, &["--slots", "1"]);
+    // The mapper's shell and its child: long sleepers, in a process
+    // group of their own (not the container's).
+    let pids = d.path().join("pids");
+    let cmd = format!(
+        "echo $$ >> {0}; sleep 300 & echo $! >> {0}; wait",
+        pids.display()
+    );
+    let mut job = y
+        .sluice()
+        .args(["streaming", "--cluster"])
+        .arg(&dir)
+        .args([
+            "-input",
+            &y.at("/stream/in"),
+            "-output",
+            &y.at("/stream/out"),
+        ])
+        .args(["-mapper", &cmd, "-reducer", "NONE"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = pids_in(&pids, 2);
+    http(
+        &y.rm,
+        "PUT",
+        &format!("/ws/v1/cluster/apps/{app}/state"),
+        r#"{"state":"KILLED"}"#,
+    );
+    no_process_left(&app);
+    let left = within(30, "the commands gone", || {
+        let alive: Vec<u32> = pids
+            .iter()
+            .copied()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                    s.rsplit_once(") ")
+                        .is_some_and(|(_, r)| !r.starts_with('Z'))
+                })
+            })
+            .collect();
+        alive.is_empty().then_some(alive)
+    });
+    assert!(left.is_empty());
+    let _ = job.kill();
+    let _ = job.wait();
+    let _ = y
+        .sluice()
+        .args(["yarn", "down", "--dir"])
+        .arg(&dir)
+        .output();
+}
+
+/// The hosts of the workers `sluice yarn status` lists.
+fn worker_hosts(y: &Yarn, dir: &Path) -> Vec<String> {
+    let s = ok(y
+        .sluice()
+        .args(["yarn", "status", "--dir"])
+        .arg(dir)
+        .output()
+        .unwrap());
+    String::from_utf8_lossy(&s.stdout)
+        .lines()
+        .filter(|l| l.trim_start().starts_with("worker "))
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let on = w.iter().position(|&x| x == "on")?;
+            Some(w.get(on + 1)?.to_string())
+        })
+        .collect()
+}
+
+/// On a mini cluster of three hosts as YARN and HDFS name them
+/// (`localhost`, `127.0.0.2`, `127.0.0.3`: a NodeManager and a DataNode
+/// of each name), `--near` puts the workers on the NodeManager holding
+/// the blocks, which then read them; workers that do not fit there are
+/// placed elsewhere after a while.
+#[test]
+fn near_puts_workers_on_the_nodemanagers_holding_the_blocks() {
+    let _turn = turn();
+    let y = start(&["--hosts", "3"]);
+    let d = tempfile::tempdir().unwrap();
+    let data = gen(d.path(), "1MB");
+    let want = local(d.path(), &data, &["wordcount", "--reducers", "2"]);
+    for (i, host) in [(1, "127.0.0.2"), (2, "127.0.0.3")] {
+        let part = data.join("part-00000");
+        y.cmd(&format!("put-on {} /near/in{i} {i}", part.display()));
+        assert_eq!(y.cmd(&format!("hosts /near/in{i}")), host);
+    }
+    for (i, host) in [(2, "127.0.0.3"), (1, "127.0.0.2")] {
+        let dir = d.path().join(format!("cluster{i}"));
+        let app = y.up(&dir, 2, &["--near", &y.at(&format!("/near/in{i}"))]);
+        assert_eq!(worker_hosts(&y, &dir), [host, host], "--near /near/in{i}");
+        word_count_matches(
+            &y,
+            &dir,
+            &format!("/near/in{i}"),
+            &format!("/near/out{i}"),
+            &want,
+            &d.path().join(format!("got{i}")),
+        );
+        ok(y.sluice()
+            .args(["yarn", "down", "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap());
+        no_process_left(&app);
+    }
+    // Three workers of which two fit on 127.0.0.3 (8192 MB; each is
+    // 3147 MB): the third is placed elsewhere once --near's wait is over.
+    let dir = d.path().join("cluster-full");
+    let out = ok(y
+        .sluice()
+        .args(["yarn", "up", "--workers", "3", "--worker-memory", "3GB"])
+        .args([
+            "--worker-vcores",
+            "1",
+            "--near",
+            &y.at("/near/in2"),
+            "--dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap());
+    let app = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let hosts = worker_hosts(&y, &dir);
+    assert_eq!(hosts.len(), 3, "{hosts:?}");
+    assert_eq!(
+        hosts.iter().filter(|h| *h == "127.0.0.3").count(),
+        2,
+        "{hosts:?}"
     );
     ok(y.sluice()
         .args(["yarn", "down", "--dir"])

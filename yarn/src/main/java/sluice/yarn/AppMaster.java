@@ -61,7 +61,9 @@ import org.apache.hadoop.yarn.api.records.URL;
  * the coordinator's web pages as the tracking URL, writes
  * {@code STAGING/coordinator.json} ({@code {"coordinator":"IP:PORT",
  * "http":"IP:PORT"}}) for the client, and asks for N worker containers,
- * each running {@code sluice worker} against that coordinator. A worker
+ * each running {@code sluice worker} against that coordinator (with
+ * {@code --near}, on the hosts holding that path's blocks: strictly for
+ * ten seconds, then anywhere, preferring them). A worker
  * container that ends while the application runs is replaced, up to F
  * times in all; one more, and the application ends FAILED. When
  * {@code STAGING/stop} appears ({@code sluice yarn down}), it releases
@@ -70,6 +72,11 @@ import org.apache.hadoop.yarn.api.records.URL;
  */
 public final class AppMaster {
     private static final Priority PRIORITY = Priority.newInstance(1);
+    /** Requests that may go beyond --near's hosts (YARN wants a priority
+     * of their own beside strict ones). */
+    private static final Priority RELAXED = Priority.newInstance(2);
+    /** How long --near's workers are asked for on its hosts alone. */
+    private static final long NEAR_WAIT_MS = 10_000;
 
     private final Configuration conf = new YarnConfiguration();
     private final Args args;
@@ -86,6 +93,7 @@ public final class AppMaster {
     private volatile String failed;
     private volatile boolean stopping;
     private String[] nearHosts;
+    private volatile boolean relaxed;
 
     private AppMaster(Args args) throws IOException {
         this.args = args;
@@ -128,7 +136,11 @@ public final class AppMaster {
         log("coordinator at " + addrs[0] + ", web pages at " + addrs[1]
             + "; asked for " + args.workers + " workers");
         Path stop = new Path(staging, "stop");
+        long asked = System.currentTimeMillis();
         while (true) {
+            if (!relaxed && System.currentTimeMillis() - asked > NEAR_WAIT_MS) {
+                relax();
+            }
             if (failed != null) {
                 return finish(FinalApplicationStatus.FAILED, failed);
             }
@@ -222,11 +234,42 @@ public final class AppMaster {
         return hosts.isEmpty() ? null : hosts.toArray(new String[0]);
     }
 
+    /**
+     * Asks for one worker container: with --near, on its hosts alone at
+     * first (YARN's schedulers give up a host after a few heartbeats of
+     * other nodes, well before the host has room), anywhere but
+     * preferably there once {@link #relax} ran.
+     */
     private void request() {
         Resource r = Resource.newInstance(args.containerMb, args.vcores);
-        ContainerRequest req = new ContainerRequest(r, nearHosts, null, PRIORITY, true);
+        boolean strict = nearHosts != null && !relaxed;
+        ContainerRequest req = new ContainerRequest(r, nearHosts, null,
+            strict ? PRIORITY : RELAXED, !strict);
         pending.add(req);
         amrm.addContainerRequest(req);
+    }
+
+    /** Workers still asked for on --near's hosts alone are asked for anywhere. */
+    private void relax() {
+        relaxed = true;
+        if (nearHosts == null) {
+            // Never strict: nothing to ask for again.
+            return;
+        }
+        List<ContainerRequest> strict;
+        synchronized (pending) {
+            strict = new ArrayList<>(pending);
+            pending.clear();
+        }
+        if (strict.isEmpty()) {
+            return;
+        }
+        log("--near: " + strict.size() + " workers not placed on " + Arrays.toString(nearHosts)
+            + " within " + NEAR_WAIT_MS / 1000 + " s; asking for them anywhere");
+        for (ContainerRequest req : strict) {
+            amrm.removeContainerRequest(req);
+            request();
+        }
     }
 
     private void launch(Container c) {

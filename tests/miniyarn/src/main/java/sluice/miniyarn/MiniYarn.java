@@ -3,8 +3,11 @@ package sluice.miniyarn;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.FileOutputStream;
+import java.io.FileInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.net.InetSocketAddress;
 import java.io.OutputStream;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -12,19 +15,32 @@ import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.BlockLocation;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
+import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
 
 /**
  * Runs a MiniYARNCluster beside a MiniDFSCluster for Sluice's YARN tests
  * and benchmarks.
  *
  * <p>Usage: {@code MiniYarn DIR [--nodemanagers N] [--nm-memory MB]
- * [--max-allocation MB] [--datanodes N]}. Every server listens on
- * 127.0.0.1 (the ResourceManager on free ports chosen here). When the
+ * [--max-allocation MB] [--datanodes N] [--hosts N]}. Every server
+ * listens on 127.0.0.1 (the ResourceManager on free ports chosen here),
+ * but with {@code --hosts N} the cluster has N hosts as YARN and HDFS
+ * see them: N DataNodes named {@code localhost}, {@code 127.0.0.2} ...
+ * {@code 127.0.0.N} (all listening on 127.0.0.1, each its own name in
+ * block locations), beside N NodeManagers of the same names (the
+ * MiniYARNCluster's one, {@code localhost}, and N-1 more, each listening
+ * on its own loopback address, which is its node name). YARN's and
+ * HDFS's locality are by host name, so that is how a test tells hosts
+ * apart on one machine. When the
  * cluster is up, {@code DIR/conf} is a Hadoop client configuration
  * directory (the {@code HADOOP_CONF_DIR} of a user of this cluster):
  * {@code core-site.xml} with {@code fs.defaultFS}, {@code yarn-site.xml}
@@ -33,7 +49,9 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * which containers find Hadoop's jars as they would under
  * {@code HADOOP_HOME} on a real cluster). Then one line goes to standard
  * output, {@code CONF_DIR http://RM_WEB hdfs://NAMENODE http://WEBHDFS}, and
- * {@code DIR/ready} holds the same line. Standard input takes commands,
+ * {@code DIR/ready} holds the same line. The Capacity Scheduler has two
+ * queues: {@code default} and {@code small}, whose maximum allocation
+ * (2048 MB, 2 vcores) is below the cluster's. Standard input takes commands,
  * one a line, each answered by one line ({@code ok ...} or
  * {@code error ...}); end of input or {@code quit} shuts both clusters
  * down, so a test that dies takes its cluster with it:
@@ -41,6 +59,10 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
  * <li>{@code mkdir PATH}, {@code rm PATH}, {@code exists PATH},
  *     {@code put LOCAL PATH}, {@code get PATH LOCAL}: HDFS through
  *     Hadoop's own client.
+ * <li>{@code put-on LOCAL PATH I}: one replica of each block, on DataNode
+ *     I (from 0; HDFS's favored nodes).
+ * <li>{@code hosts PATH}: the host names holding the blocks of a file,
+ *     space-separated.
  * <li>{@code ls PATH}: the names in a directory with each one's
  *     modification time, {@code NAME@MILLIS}, space-separated.
  * </ul>
@@ -62,6 +84,7 @@ public final class MiniYarn {
         int datanodes = 1;
         int nmMemory = 8192;
         int maxAllocation = 4096;
+        int hosts = 0;
         for (int i = 1; i < args.length; i++) {
             String v = i + 1 < args.length ? args[i + 1] : "";
             switch (args[i]) {
@@ -69,6 +92,7 @@ public final class MiniYarn {
                 case "--datanodes": datanodes = Integer.parseInt(v); i++; break;
                 case "--nm-memory": nmMemory = Integer.parseInt(v); i++; break;
                 case "--max-allocation": maxAllocation = Integer.parseInt(v); i++; break;
+                case "--hosts": hosts = Integer.parseInt(v); i++; break;
                 default:
                     System.err.println("MiniYarn: unknown argument " + args[i]);
                     System.exit(2);
@@ -83,8 +107,20 @@ public final class MiniYarn {
         dconf.setLong("dfs.namenode.fs-limits.min-block-size", 0);
         dconf.setBoolean("dfs.webhdfs.enabled", true);
         dconf.set("dfs.block.local-path-access.user", System.getProperty("user.name"));
-        MiniDFSCluster dfs = new MiniDFSCluster.Builder(dconf)
-            .numDataNodes(datanodes).format(true).build();
+        MiniDFSCluster.Builder dfsBuilder = new MiniDFSCluster.Builder(dconf).format(true);
+        if (hosts > 0) {
+            datanodes = hosts;
+            nodeManagers = 1;
+            dfsBuilder.hosts(hostNames(hosts));
+        }
+        MiniDFSCluster dfs = dfsBuilder.numDataNodes(datanodes).build();
+        // MiniDFSCluster resolves the host names it is given to 127.0.0.1
+        // in this JVM (Hadoop's static resolutions); the NodeManagers
+        // listen on their own addresses, so each name is its address.
+        for (String h : hostNames(hosts)) {
+            org.apache.hadoop.net.NetUtils.addStaticResolution(h,
+                h.equals("localhost") ? "127.0.0.1" : h);
+        }
         dfs.waitActive();
         String fsUri = "hdfs://127.0.0.1:" + dfs.getNameNodePort();
         FileSystem fs = dfs.getFileSystem();
@@ -110,6 +146,16 @@ public final class MiniYarn {
         conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, maxAllocation);
         conf.setInt(YarnConfiguration.NM_VCORES, 16);
         conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES, 8);
+        // Two queues: default, with all the capacity, and small, whose
+        // containers are at most 2048 MB and 2 vcores (a queue's own
+        // maximum allocation, below the cluster's).
+        String cs = "yarn.scheduler.capacity.root.";
+        conf.set(cs + "queues", "default,small");
+        conf.setFloat(cs + "default.capacity", 100f);
+        conf.setFloat(cs + "small.capacity", 0f);
+        conf.setFloat(cs + "small.maximum-capacity", 100f);
+        conf.setInt(cs + "small.maximum-allocation-mb", 2048);
+        conf.setInt(cs + "small.maximum-allocation-vcores", 2);
         // A node whose disk is nearly full stays healthy (a full build
         // directory on a test machine must not take the only node away).
         conf.setFloat(YarnConfiguration.NM_MAX_PER_DISK_UTILIZATION_PERCENTAGE, 100.0f);
@@ -125,6 +171,11 @@ public final class MiniYarn {
         yarn.start();
         if (!yarn.waitForNodeManagersToConnect(60_000)) {
             throw new IllegalStateException("the NodeManagers did not connect within 60 s");
+        }
+        String[] names = hostNames(hosts);
+        for (int i = 1; i < hosts; i++) {
+            startNodeManager(yarn.getConfig(), names[i], new File(dir, "nm-" + names[i]));
+            nodeManagers++;
         }
         // Ready when the scheduler has the nodes' resources (a node
         // reported unhealthy has none).
@@ -177,7 +228,7 @@ public final class MiniYarn {
             }
             String answer;
             try {
-                answer = "ok" + command(fs, w);
+                answer = "ok" + command(dfs, fs, w);
             } catch (Exception e) {
                 answer = "error " + e.toString().replace('\n', ' ');
             }
@@ -189,8 +240,64 @@ public final class MiniYarn {
         System.exit(0);
     }
 
-    private static String command(FileSystem fs, String[] w) throws IOException {
+    /** The host names of {@code --hosts N}. */
+    private static String[] hostNames(int n) {
+        String[] names = new String[n];
+        for (int i = 0; i < n; i++) {
+            names[i] = i == 0 ? "localhost" : "127.0.0." + (i + 1);
+        }
+        return names;
+    }
+
+    /**
+     * A NodeManager beside the MiniYARNCluster's, listening on the loopback
+     * address {@code ip}, its node name (a NodeManager with a bind host is
+     * named as its address says), with no web server (as the
+     * MiniYARNCluster's: with one, the ResourceManager's REST API answers
+     * 404).
+     */
+    private static void startNodeManager(Configuration live, String ip, File dir) {
+        YarnConfiguration c = new YarnConfiguration(live);
+        c.set(YarnConfiguration.NM_BIND_HOST, ip);
+        c.set(YarnConfiguration.NM_ADDRESS, ip + ":0");
+        c.set(YarnConfiguration.NM_LOCALIZER_ADDRESS, ip + ":0");
+        c.set(YarnConfiguration.NM_WEBAPP_ADDRESS, ip + ":0");
+        c.set(YarnConfiguration.NM_COLLECTOR_SERVICE_ADDRESS, ip + ":0");
+        c.set(YarnConfiguration.NM_LOCAL_DIRS, new File(dir, "local").getAbsolutePath());
+        c.set(YarnConfiguration.NM_LOG_DIRS, new File(dir, "log").getAbsolutePath());
+        c.setInt(YarnConfiguration.NM_PMEM_MB,
+            live.getInt("yarn.minicluster.yarn.nodemanager.resource.memory-mb", 4096));
+        c.setBoolean(YarnConfiguration.NM_ENABLE_HARDWARE_CAPABILITY_DETECTION, false);
+        c.setBoolean(YarnConfiguration.NM_RECOVERY_ENABLED, false);
+        NodeManager nm = new NodeManager();
+        nm.init(c);
+        nm.disableWebServer();
+        nm.start();
+    }
+
+    private static String command(MiniDFSCluster dfs, FileSystem fs, String[] w)
+            throws IOException {
         switch (w[0]) {
+            case "put-on": {
+                InetSocketAddress dn = dfs.getDataNodes().get(Integer.parseInt(w[3]))
+                    .getXferAddress();
+                try (InputStream in = new FileInputStream(w[1]);
+                     OutputStream out = ((DistributedFileSystem) fs).create(new Path(w[2]),
+                         FsPermission.getFileDefault(), true, 65536, (short) 1,
+                         fs.getDefaultBlockSize(new Path(w[2])), null,
+                         new InetSocketAddress[] {dn})) {
+                    in.transferTo(out);
+                }
+                return "";
+            }
+            case "hosts": {
+                java.util.Set<String> names = new java.util.TreeSet<>();
+                FileStatus st = fs.getFileStatus(new Path(w[1]));
+                for (BlockLocation b : fs.getFileBlockLocations(st, 0, st.getLen())) {
+                    names.addAll(java.util.Arrays.asList(b.getHosts()));
+                }
+                return names.isEmpty() ? "" : " " + String.join(" ", names);
+            }
             case "mkdir":
                 fs.mkdirs(new Path(w[1]));
                 return "";
