@@ -10,7 +10,8 @@
 //!   and Snappy in their standard frames or Hadoop's block framing).
 //! - [`bz2`]: bzip2 text split at its block boundaries.
 //! - [`rows`]: files of rows with named columns read as records of text;
-//!   [`parquet`]: Parquet files, by row group.
+//!   [`parquet`]: Parquet files, by row group, decoded by column into
+//!   Arrow arrays written as text (`arrow_text`).
 //! - [`delimited`]: a mutable decoder for delimited text (`a|b|c`).
 //! - [`spill`]: the checksummed, partitioned run file that map output is
 //!   spilled to and merged from.
@@ -20,6 +21,7 @@
 //! Architecture invariant: this crate knows nothing of jobs, threads or
 //! memory budgets; it reads and writes bytes it is told to.
 
+mod arrow_text;
 pub mod bz2;
 pub mod chunked;
 pub mod compressed;

@@ -76,21 +76,24 @@ where
 
 /// Reads every record of `split` as [`read_split`] does; a file of rows
 /// ([`Codec::has_rows`]) gives one record per row, its `rows` columns as
-/// text ([`crate::rows`]), numbered by row.
+/// text ([`crate::rows`]), numbered by row, and says what it skipped.
 pub fn read_records<E, F>(
     split: &Split,
     format: RecordFormat,
     rows: &crate::rows::Projection,
     opts: &ReadOptions,
     f: F,
-) -> std::result::Result<u64, E>
+) -> std::result::Result<crate::parquet::RowsRead, E>
 where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
     match split.file.codec {
         Codec::Parquet => crate::parquet::read_split(split, rows, f),
-        _ => read_split(split, format, opts, f),
+        _ => read_split(split, format, opts, f).map(|bytes| crate::parquet::RowsRead {
+            bytes,
+            ..Default::default()
+        }),
     }
 }
 
