@@ -45,12 +45,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+import parquet_bench  # noqa: E402
 
 GREP_PATTERN = "qz[a-f]"
 TEXT_WORKLOADS = ["wordcount", "grep", "sort"]
 TERA_WORKLOADS = ["terasort"]
 PAVLO_WORKLOADS = ["pavlo-grep", "pavlo-selection", "pavlo-agg-large", "pavlo-agg-small", "pavlo-join", "pavlo-udf"]
 HC_WORKLOADS = ["hc-wordcount", "hc-agg"]
+PARQUET_WORKLOADS = parquet_bench.WORKLOADS
 ALL_ENGINES = ["sluice", "sluice-tenth", "duckdb", "chdb", "spark", "spark-rdd", "hadoop", "phoenix"]
 
 
@@ -191,7 +193,10 @@ class Sluice:
             job, data, extra = "pavlo-agg-large", data / "uservisits", extra + ["--group-by", "dest-url"]
         if w == "grep":
             extra += ["--pattern", GREP_PATTERN]
-        if w in TERA_WORKLOADS:
+        if w in PARQUET_WORKLOADS:
+            job, inp, more = parquet_bench.sluice_args(w, data)
+            extra += more
+        elif w in TERA_WORKLOADS:
             inp = str(data)
         elif w in PAVLO_WORKLOADS:
             src = {"pavlo-grep": "grep", "pavlo-selection": "rankings", "pavlo-udf": "documents"}.get(w, "uservisits")
@@ -216,7 +221,10 @@ class Sluice:
                     yield from (b[i:i + 100] for i in range(0, len(b), 100))
             return tera_answer(records())
         prefix = "part-m-" if w in ("grep", "pavlo-grep", "pavlo-selection") else "part-r-"
-        return rows_of_lines(read_parts(out, prefix), value_sep="|" if w == "pavlo-join" else None)
+        if w in PARQUET_WORKLOADS:
+            prefix = parquet_bench.output_prefix(w)
+        join = w in ("pavlo-join", "parquet-join")
+        return rows_of_lines(read_parts(out, prefix), value_sep="|" if join else None)
 
 
 class SluiceTenth(Sluice):
@@ -276,6 +284,8 @@ class DuckDB:
             sql = f"SELECT destURL, SUM(adRevenue) FROM {uv} GROUP BY destURL"
         elif w in PAVLO_WORKLOADS:
             sql = pavlo_duckdb.query(w, str(data), 10)
+        elif w in PARQUET_WORKLOADS:
+            sql = parquet_bench.duckdb_sql(w, data)
         elif w in TERA_WORKLOADS:
             src = duckdb_lines(data)
             sql = f"SELECT line FROM {src} ORDER BY substr(line, 1, 10)"
@@ -314,6 +324,8 @@ class Chdb:
         return f"file('{data}/{name}/part-*', 'CSV', '{self.PAVLO[name]}')"
 
     def sql(self, w, data):
+        if w in PARQUET_WORKLOADS:
+            return parquet_bench.chdb_sql(w, data)
         if w in ("wordcount", "hc-wordcount"):
             return (f"SELECT word, count() FROM file('{data}/part-*', 'LineAsString') "
                     "ARRAY JOIN splitByChar(' ', line) AS word WHERE word != '' GROUP BY word")
@@ -559,7 +571,14 @@ def generate(a, work, workloads):
     if any(w in TERA_WORKLOADS for w in workloads) and not (tera / "part-00000").exists():
         subprocess.run([a.sluice, "gen", "tera", "--size", a.text_size, "--seed", "7", "--out", str(tera), "--overwrite"],
                        check=True)
-    return {"text": text, "pavlo": pavlo, "tera": tera, **generate_hc(a, work, workloads)}
+    parquet = parquet_bench.data_dir(work, a.pavlo_scale)
+    if any(w in PARQUET_WORKLOADS for w in workloads):
+        if not any(w in PAVLO_WORKLOADS for w in workloads):
+            subprocess.run([a.sluice, "gen", "pavlo", "--scale", a.pavlo_scale, "--seed", "7", "--out", str(pavlo)],
+                           check=True)
+        ensure_module("duckdb")
+        parquet_bench.convert(pavlo, parquet)
+    return {"text": text, "pavlo": pavlo, "tera": tera, "parquet": parquet, **generate_hc(a, work, workloads)}
 
 
 def generate_hc(a, work, workloads):
@@ -579,6 +598,8 @@ def generate_hc(a, work, workloads):
 
 
 def data_of(w, data):
+    if w in PARQUET_WORKLOADS:
+        return data["parquet"]
     if w in PAVLO_WORKLOADS:
         return data["pavlo"]
     if w in TERA_WORKLOADS:
@@ -722,7 +743,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--reps", type=int, default=None, help="repetitions (default 5; quick: 1)")
     ap.add_argument("--engines", default="sluice,sluice-tenth,duckdb,chdb,spark,spark-rdd,hadoop")
-    ap.add_argument("--workloads", default=",".join(TEXT_WORKLOADS + TERA_WORKLOADS + PAVLO_WORKLOADS + HC_WORKLOADS))
+    ap.add_argument("--workloads", default=",".join(TEXT_WORKLOADS + TERA_WORKLOADS + PAVLO_WORKLOADS + HC_WORKLOADS
+                                                    + PARQUET_WORKLOADS))
     ap.add_argument("--phoenix", help="a local Phoenix++ build directory (adds the phoenix engine)")
     ap.add_argument("--sluice", default=str(ROOT / "target" / "release" / "sluice"))
     a = ap.parse_args()
@@ -748,6 +770,8 @@ def main():
         want = None
         for n in order:
             if n in unavailable or not ENGINES[n].supports(w):
+                continue
+            if w in PARQUET_WORKLOADS and n not in parquet_bench.ENGINES:
                 continue
             dest = out / "answers" / f"{w}.{n}"
             dest.parent.mkdir(exist_ok=True)

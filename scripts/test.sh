@@ -80,6 +80,7 @@ smoke="$(mktemp -d)"
 bench/compare --quick --engines sluice,duckdb --text-size 2MB --pavlo-scale 2MB \
   --sluice target/debug/sluice --out "$smoke" > "$smoke/log" 2>&1 || { cat "$smoke/log"; exit 1; }
 grep -q "^| pavlo-udf |" "$smoke/results.md"
+grep -q "^| parquet-join |" "$smoke/results.md"
 rm -rf "$smoke"
 echo "bench/compare smoke test: every answer matched"
 # Chaos, short form: jobs through killed coordinators (two, through etcd)

@@ -38,11 +38,16 @@ pub enum TaskCounter {
     /// in a hash table because it hardly reduced their records, and sorted
     /// and combined the rest at spill time.
     HashGroupingStopped,
+    /// Row groups of files of rows (Parquet) that map tasks skipped
+    /// unread, their statistics showing no row the job keeps.
+    RowGroupsSkipped,
+    /// Compressed bytes of the row groups skipped.
+    BytesSkipped,
 }
 
 impl TaskCounter {
     /// Every framework counter, in report order.
-    pub const ALL: [TaskCounter; 15] = [
+    pub const ALL: [TaskCounter; 17] = [
         TaskCounter::MapInputRecords,
         TaskCounter::MapInputBytes,
         TaskCounter::MapOutputRecords,
@@ -58,6 +63,8 @@ impl TaskCounter {
         TaskCounter::MapOutputWritten,
         TaskCounter::BadRecords,
         TaskCounter::HashGroupingStopped,
+        TaskCounter::RowGroupsSkipped,
+        TaskCounter::BytesSkipped,
     ];
 
     /// The Hadoop-style name, e.g. `MAP_INPUT_RECORDS`.
@@ -78,6 +85,8 @@ impl TaskCounter {
             TaskCounter::MapOutputWritten => "MAP_OUTPUT_WRITTEN",
             TaskCounter::BadRecords => "BAD_RECORDS",
             TaskCounter::HashGroupingStopped => "HASH_GROUPING_STOPPED",
+            TaskCounter::RowGroupsSkipped => "ROW_GROUPS_SKIPPED",
+            TaskCounter::BytesSkipped => "BYTES_SKIPPED",
         }
     }
 }

@@ -211,7 +211,7 @@ impl MapPhase<'_> {
                 }
             })?
         } else {
-            read_records(split, self.cfg.format, &self.cfg.rows, &opts, |off, rec| {
+            let read = read_records(split, self.cfg.format, &self.cfg.rows, &opts, |off, rec| {
                 records += 1;
                 if records.is_multiple_of(65_536) && queue.aborted() {
                     return Err(EngineError::Cancelled);
@@ -229,7 +229,10 @@ impl MapPhase<'_> {
                     Err(ApiError::BadRecord(msg)) => bad.handle(path, off, rec, msg, counters),
                     Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
                 }
-            })?
+            })?;
+            counters.add(TaskCounter::RowGroupsSkipped, read.groups_skipped);
+            counters.add(TaskCounter::BytesSkipped, read.bytes_skipped);
+            read.bytes
         };
         Ok((records, consumed))
     }

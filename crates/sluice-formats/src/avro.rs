@@ -473,7 +473,7 @@ mod tests {
             let proj = Projection {
                 columns: vec!["n".into(), "word".into(), "x".into()],
                 sep: b'|',
-                json: false,
+                ..Projection::default()
             };
             let want: Vec<String> = (0..5000)
                 .map(|i| format!("{i}|w{i}|{}.{}", i / 2, if i % 2 == 1 { 5 } else { 0 }))

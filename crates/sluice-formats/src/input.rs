@@ -508,6 +508,11 @@ fn walk_into(dir: &Path, files: &mut Vec<InputFile>) -> Result<()> {
     Ok(())
 }
 
+/// One local file, its codec known by its first bytes and name.
+pub fn local_file(path: &Path) -> Result<InputFile> {
+    input_file(path)
+}
+
 fn input_file(path: &Path) -> Result<InputFile> {
     let meta = std::fs::metadata(path).map_err(|e| FormatError::io("reading", path, e))?;
     // Opening now turns a permission problem into an error before any task runs.

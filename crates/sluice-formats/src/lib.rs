@@ -10,7 +10,9 @@
 //!   and Snappy in their standard frames or Hadoop's block framing).
 //! - [`bz2`]: bzip2 text split at its block boundaries.
 //! - [`rows`]: files of rows with named columns read as records of text;
-//!   [`parquet`]: Parquet files, by row group.
+//!   [`parquet`]: Parquet files, by row group, decoded by column into
+//!   Arrow arrays written as text (`arrow_text`); [`parquet_json`]: their
+//!   rows as JSON objects, for Streaming.
 //! - [`seqfile`]: Hadoop SequenceFiles, split at their syncs, and written;
 //!   [`avro`]: Avro object container files, split at their syncs;
 //!   [`textrows`]: CSV with a header row and JSON lines.
@@ -23,6 +25,7 @@
 //! Architecture invariant: this crate knows nothing of jobs, threads or
 //! memory budgets; it reads and writes bytes it is told to.
 
+mod arrow_text;
 pub mod avro;
 pub mod bz2;
 pub mod chunked;
@@ -34,6 +37,7 @@ pub mod index;
 pub mod input;
 pub mod paged;
 pub mod parquet;
+pub mod parquet_json;
 pub mod read;
 pub mod rows;
 pub mod seqfile;

@@ -1,27 +1,63 @@
 //! Parquet files read as records of text ([`crate::rows`]).
 //!
 //! A split reads the footer, then each row group whose first byte (its
-//! first column chunk's dictionary or data page) lies in the split, with
-//! only the projected columns' chunks read and decoded. Page checksums,
-//! where the writer put them, are checked by the reader; a damaged page,
-//! a cut file or a missing column fails naming the file and the row group.
+//! first column chunk's dictionary or data page) lies in the split,
+//! column by column into Arrow arrays (arrow-rs), with only the columns
+//! the job reads fetched and decoded; each row's record is written from
+//! the arrays into one reused buffer (module `arrow_text`). A row group
+//! whose min/max statistics show no row the job keeps
+//! ([`crate::rows::KeepRange`]) is skipped unread and counted. Page
+//! checksums, where the writer put them, are checked by the reader; a
+//! damaged page, a cut file or a missing column fails naming the file and
+//! the row group.
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 
-use parquet::file::reader::{FileReader, SerializedFileReader};
-use parquet::record::Field;
-use parquet::schema::types::Type;
+use arrow_array::RecordBatch;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
+use parquet::basic::{ConvertedType, LogicalType};
+use parquet::file::metadata::RowGroupMetaData;
+use parquet::file::statistics::Statistics;
+use parquet::schema::types::{ColumnDescriptor, SchemaDescriptor};
 
+use crate::arrow_text::{reader_options, Column};
 use crate::input::Split;
-use crate::rows::{push_date, push_float, push_int, Projection};
+use crate::rows::{KeepRange, Projection};
 use crate::{FormatError, Result};
 
+/// Rows decoded at a time.
+const BATCH_ROWS: usize = 8192;
+
+/// What reading a split of rows did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowsRead {
+    /// Compressed bytes of the row groups read.
+    pub bytes: u64,
+    /// Row groups of the split skipped by their statistics.
+    pub groups_skipped: u64,
+    /// Compressed bytes of the row groups skipped.
+    pub bytes_skipped: u64,
+}
+
+impl RowsRead {
+    /// A read of `bytes` that skipped nothing.
+    pub fn of_bytes(bytes: u64) -> Self {
+        RowsRead {
+            bytes,
+            ..RowsRead::default()
+        }
+    }
+}
+
 /// Reads every row of `split`'s row groups, calling `f(row number,
-/// record)` (with [`Projection::json`], the whole row as one JSON object);
-/// returns the compressed bytes of the row groups read.
-pub fn read_split<E, F>(split: &Split, proj: &Projection, mut f: F) -> std::result::Result<u64, E>
+/// record)`, and says what it read and skipped.
+pub fn read_split<E, F>(
+    split: &Split,
+    proj: &Projection,
+    mut f: F,
+) -> std::result::Result<RowsRead, E>
 where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
@@ -36,86 +72,185 @@ where
         }
         .into());
     }
-    let reader = open(path)?;
-    let meta = reader.metadata();
-    let schema = meta.file_metadata().schema_descr();
-    let fields = schema.root_schema().get_fields();
-    let names: Vec<&str> = fields.iter().map(|t| t.name()).collect();
-    let pos = if proj.json {
-        (0..names.len()).collect()
-    } else {
-        proj.positions(path, &names)?
-    };
-    let projected = projection(fields, &pos);
+    if proj.json {
+        return crate::parquet_json::read_split(split, f);
+    }
+    let (handle, meta) = open(path)?;
+    let plan = Plan::new(path, proj, meta.metadata().file_metadata().schema_descr())?;
     let mut row_no = 0u64;
-    let mut bytes = 0u64;
+    let mut read = RowsRead::default();
     let mut rec = Vec::new();
-    for (g, rg) in meta.row_groups().iter().enumerate() {
+    for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
         let first = group_start(rg);
         let rows = rg.num_rows() as u64;
+        let size = rg.compressed_size() as u64;
         if first < split.start || first >= split.end {
             row_no += rows;
             continue;
         }
-        let bad = |e: parquet::errors::ParquetError| group_error(path, g, first, e);
-        let group = reader.get_row_group(g).map_err(bad)?;
-        let iter = group.get_row_iter(Some(projected.clone())).map_err(bad)?;
-        for row in iter {
-            let row = row.map_err(bad)?;
+        if !plan.may_keep(rg) {
+            read.groups_skipped += 1;
+            read.bytes_skipped += size;
+            row_no += rows;
+            continue;
+        }
+        let bad = |e: &dyn std::fmt::Display| group_error(path, g, first, e);
+        let handle = handle
+            .try_clone()
+            .map_err(|e| FormatError::io("opening", path, e))?;
+        let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone())
+            .with_projection(plan.mask.clone())
+            .with_row_groups(vec![g])
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(|e| bad(&e))?;
+        for batch in batches {
+            let batch = batch.map_err(|e| bad(&e))?;
+            row_no = plan.records(&batch, proj.sep, row_no, &mut rec, &mut f, bad)?;
+        }
+        read.bytes += size;
+    }
+    Ok(read)
+}
+
+/// Which of the file's columns make a record, and how rows are kept.
+struct Plan<'p> {
+    /// For each projected column, its place among the columns read, or
+    /// none when unread.
+    slots: Vec<Option<usize>>,
+    /// The columns read.
+    mask: ProjectionMask,
+    /// The kept range and the leaf column it is over.
+    keep: Option<(&'p KeepRange, usize)>,
+}
+
+impl<'p> Plan<'p> {
+    fn new(path: &Path, proj: &'p Projection, schema: &SchemaDescriptor) -> Result<Plan<'p>> {
+        let fields = schema.root_schema().get_fields();
+        let names: Vec<&str> = fields.iter().map(|t| t.name()).collect();
+        let pos = proj.positions(path, &names)?;
+        let mut read: Vec<usize> = (0..pos.len())
+            .filter(|&i| proj.reads(i))
+            .map(|i| pos[i])
+            .collect();
+        read.sort_unstable();
+        read.dedup();
+        let slots = (0..pos.len())
+            .map(|i| {
+                let at = read.iter().position(|&r| r == pos[i]);
+                at.filter(|_| proj.reads(i))
+            })
+            .collect();
+        let mask = ProjectionMask::roots(schema, read);
+        let keep = proj.keep.as_ref().and_then(|k| {
+            let leaf = schema.columns().iter().position(|c| {
+                let parts = c.path().parts();
+                parts.len() == 1 && parts[0] == k.column
+            });
+            leaf.map(|l| (k, l))
+        });
+        Ok(Plan { slots, mask, keep })
+    }
+
+    /// Whether row group `rg` may hold a row the job keeps: true unless
+    /// its statistics of the kept column say otherwise.
+    fn may_keep(&self, rg: &RowGroupMetaData) -> bool {
+        let Some((keep, leaf)) = self.keep else {
+            return true;
+        };
+        let chunk = rg.column(leaf);
+        if unsigned(chunk.column_descr()) {
+            return true;
+        }
+        match chunk.statistics().and_then(int_bounds) {
+            Some((lo, hi)) => keep.may_hold(lo, hi),
+            None => true,
+        }
+    }
+
+    /// Calls `f` with each row of `batch` as a record, rows numbered from
+    /// `row_no`; returns the next row's number.
+    fn records<E, F>(
+        &self,
+        batch: &RecordBatch,
+        sep: u8,
+        mut row_no: u64,
+        rec: &mut Vec<u8>,
+        f: &mut F,
+        bad: impl Fn(&dyn std::fmt::Display) -> FormatError,
+    ) -> std::result::Result<u64, E>
+    where
+        E: From<FormatError>,
+        F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
+    {
+        let cols = batch.columns();
+        let columns = self
+            .slots
+            .iter()
+            .map(|s| match s {
+                Some(at) => Column::of(&cols[*at]),
+                None => Ok(Column::Unread),
+            })
+            .collect::<std::result::Result<Vec<Column<'_>>, _>>()
+            .map_err(|e| bad(&e))?;
+        for i in 0..batch.num_rows() {
             rec.clear();
-            if proj.json {
-                serde_json::to_writer(&mut rec, &row_json(&row)).expect("JSON to memory");
-                f(row_no, &rec)?;
-                row_no += 1;
-                continue;
-            }
-            let cols: Vec<&Field> = row.get_column_iter().map(|(_, v)| v).collect();
-            for (i, &p) in pos.iter().enumerate() {
-                if i > 0 {
-                    rec.push(proj.sep);
+            for (c, col) in columns.iter().enumerate() {
+                if c > 0 {
+                    rec.push(sep);
                 }
-                push_field(&mut rec, cols[rank(&pos, p)]);
+                col.push(rec, i);
             }
-            f(row_no, &rec)?;
+            f(row_no, rec)?;
             row_no += 1;
         }
-        bytes += rg.compressed_size() as u64;
+        Ok(row_no)
     }
-    Ok(bytes)
+}
+
+/// An integer column chunk's min and max, when its statistics have both.
+fn int_bounds(s: &Statistics) -> Option<(i64, i64)> {
+    match s {
+        Statistics::Int32(v) => Some((i64::from(*v.min_opt()?), i64::from(*v.max_opt()?))),
+        Statistics::Int64(v) => Some((*v.min_opt()?, *v.max_opt()?)),
+        _ => None,
+    }
+}
+
+/// Whether a column holds unsigned integers, whose statistics order is
+/// not the signed one [`int_bounds`] reads.
+fn unsigned(c: &ColumnDescriptor) -> bool {
+    let logical = matches!(
+        c.logical_type_ref(),
+        Some(LogicalType::Integer {
+            is_signed: false,
+            ..
+        })
+    );
+    logical
+        || matches!(
+            c.converted_type(),
+            ConvertedType::UINT_8
+                | ConvertedType::UINT_16
+                | ConvertedType::UINT_32
+                | ConvertedType::UINT_64
+        )
 }
 
 /// Opens a Parquet file, reading its footer.
-fn open(path: &Path) -> Result<SerializedFileReader<File>> {
+fn open(path: &Path) -> Result<(File, ArrowReaderMetadata)> {
     let file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
-    SerializedFileReader::new(file).map_err(|e| FormatError::Corrupt {
-        path: path.to_owned(),
-        offset: 0,
-        detail: format!("not a readable Parquet file: {e}"),
-    })
-}
-
-/// The file's fields at `pos`, in file order (as the reader gives them).
-fn projection(fields: &[Arc<Type>], pos: &[usize]) -> Type {
-    let mut keep: Vec<usize> = pos.to_vec();
-    keep.sort_unstable();
-    keep.dedup();
-    let chosen = keep.iter().map(|&i| fields[i].clone()).collect();
-    Type::group_type_builder("schema")
-        .with_fields(chosen)
-        .build()
-        .expect("a group of the file's own fields")
-}
-
-/// Where field `p` of the file is among the projected fields (file order).
-fn rank(pos: &[usize], p: usize) -> usize {
-    let mut keep: Vec<usize> = pos.to_vec();
-    keep.sort_unstable();
-    keep.dedup();
-    keep.iter().position(|&k| k == p).expect("projected")
+    let meta =
+        ArrowReaderMetadata::load(&file, reader_options()).map_err(|e| FormatError::Corrupt {
+            path: path.to_owned(),
+            offset: 0,
+            detail: format!("not a readable Parquet file: {e}"),
+        })?;
+    Ok((file, meta))
 }
 
 /// The first byte of a row group: its earliest column chunk's.
-fn group_start(rg: &parquet::file::metadata::RowGroupMetaData) -> u64 {
+pub(crate) fn group_start(rg: &RowGroupMetaData) -> u64 {
     rg.columns()
         .iter()
         .map(|c| c.byte_range().0)
@@ -123,7 +258,12 @@ fn group_start(rg: &parquet::file::metadata::RowGroupMetaData) -> u64 {
         .unwrap_or(0)
 }
 
-fn group_error(path: &Path, g: usize, at: u64, e: parquet::errors::ParquetError) -> FormatError {
+pub(crate) fn group_error(
+    path: &Path,
+    g: usize,
+    at: u64,
+    e: &dyn std::fmt::Display,
+) -> FormatError {
     FormatError::Corrupt {
         path: path.to_owned(),
         offset: at,
@@ -131,54 +271,119 @@ fn group_error(path: &Path, g: usize, at: u64, e: parquet::errors::ParquetError)
     }
 }
 
-/// Appends a value as text ([`crate::rows`]).
-fn push_field(out: &mut Vec<u8>, v: &Field) {
-    match v {
-        Field::Null => {}
-        Field::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Field::Byte(x) => push_int(out, *x),
-        Field::Short(x) => push_int(out, *x),
-        Field::Int(x) => push_int(out, *x),
-        Field::Long(x) => push_int(out, *x),
-        Field::UByte(x) => push_int(out, *x),
-        Field::UShort(x) => push_int(out, *x),
-        Field::UInt(x) => push_int(out, *x),
-        Field::ULong(x) => push_int(out, *x),
-        Field::Float(x) => push_float(out, f64::from(*x)),
-        Field::Double(x) => push_float(out, *x),
-        Field::Str(s) => out.extend_from_slice(s.as_bytes()),
-        Field::Bytes(b) => out.extend_from_slice(b.data()),
-        Field::Date(d) => push_date(out, i64::from(*d)),
-        other => out.extend_from_slice(other.to_string().as_bytes()),
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
 
-/// A row as one JSON object: numbers and booleans as themselves, dates as
-/// `YYYY-MM-DD`, anything else as its text.
-fn row_json(row: &parquet::record::Row) -> serde_json::Value {
-    use serde_json::Value as J;
-    let one = |v: &Field| match v {
-        Field::Null => J::Null,
-        Field::Bool(b) => J::Bool(*b),
-        Field::Byte(x) => J::from(*x),
-        Field::Short(x) => J::from(*x),
-        Field::Int(x) => J::from(*x),
-        Field::Long(x) => J::from(*x),
-        Field::UByte(x) => J::from(*x),
-        Field::UShort(x) => J::from(*x),
-        Field::UInt(x) => J::from(*x),
-        Field::ULong(x) => J::from(*x),
-        Field::Float(x) => J::from(f64::from(*x)),
-        Field::Double(x) => J::from(*x),
-        other => {
-            let mut text = Vec::new();
-            push_field(&mut text, other);
-            J::String(String::from_utf8_lossy(&text).into_owned())
+    use arrow_array::{Float64Array, Int64Array, StringArray};
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+
+    /// Rows `url{i}|{i}|{i/2}` for `i` in `0..n`, sorted by the rank,
+    /// `group` rows a row group.
+    fn sorted_file(dir: &Path, n: i64, group: usize) -> Split {
+        let urls: Vec<String> = (0..n).map(|i| format!("url{i}")).collect();
+        let batch = RecordBatch::try_from_iter([
+            ("pageURL", Arc::new(StringArray::from(urls)) as _),
+            (
+                "pageRank",
+                Arc::new(Int64Array::from_iter_values(0..n)) as _,
+            ),
+            (
+                "avgDuration",
+                Arc::new(Float64Array::from_iter_values(
+                    (0..n).map(|i| i as f64 / 2.0),
+                )) as _,
+            ),
+        ])
+        .unwrap();
+        let path = dir.join("sorted.parquet");
+        let props = WriterProperties::builder()
+            .set_max_row_group_size(group)
+            .build();
+        let mut w = ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), Some(props))
+            .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        Split::whole(0, path, len)
+    }
+
+    fn records(split: &Split, proj: &Projection) -> (Vec<String>, RowsRead) {
+        let mut out = Vec::new();
+        let read = read_split::<FormatError, _>(split, proj, |_, r| {
+            out.push(String::from_utf8(r.to_vec()).unwrap());
+            Ok(())
+        })
+        .unwrap();
+        (out, read)
+    }
+
+    fn above(threshold: i64) -> KeepRange {
+        KeepRange {
+            column: "pageRank".into(),
+            min: Some(threshold + 1),
+            max: None,
         }
-    };
-    J::Object(
-        row.get_column_iter()
-            .map(|(k, v)| (k.clone(), one(v)))
-            .collect(),
-    )
+    }
+
+    #[test]
+    fn rows_become_text_records_of_the_projected_columns() {
+        let d = tempfile::tempdir().unwrap();
+        let split = sorted_file(d.path(), 10, 4);
+        let proj = Projection::piped(&["pageRank", "avgDuration", "pageURL"]);
+        let (recs, read) = records(&split, &proj);
+        assert_eq!(recs[3], "3|1.5|url3");
+        assert_eq!(recs.len(), 10);
+        assert!(read.bytes > 0 && read.groups_skipped == 0);
+        let proj = proj.unread(&["avgDuration"]);
+        assert_eq!(records(&split, &proj).0[3], "3||url3");
+    }
+
+    #[test]
+    fn a_sorted_file_skips_the_groups_below_the_range_with_the_same_rows() {
+        let d = tempfile::tempdir().unwrap();
+        let split = sorted_file(d.path(), 10_000, 1_000);
+        let cols = Projection::piped(&["pageURL", "pageRank"]);
+        let keep = |r: &String| r.rsplit('|').next().unwrap().parse::<i64>().unwrap() > 7_500;
+        let (all, whole) = records(&split, &cols);
+        let (some, skipping) = records(&split, &cols.clone().keeping(above(7_500)));
+        assert_eq!(whole.groups_skipped, 0);
+        assert_eq!(
+            skipping.groups_skipped, 7,
+            "groups 0..7 hold ranks up to 6,999"
+        );
+        assert_eq!(skipping.bytes_skipped + skipping.bytes, whole.bytes);
+        let want: Vec<&String> = all.iter().filter(|r| keep(r)).collect();
+        let got: Vec<&String> = some.iter().filter(|r| keep(r)).collect();
+        assert_eq!(got, want);
+        // A range past every row skips every group; one before none.
+        assert_eq!(
+            records(&split, &cols.clone().keeping(above(20_000)))
+                .1
+                .groups_skipped,
+            10
+        );
+        assert_eq!(
+            records(&split, &cols.keeping(above(-5))).1.groups_skipped,
+            0
+        );
+    }
+
+    #[test]
+    fn a_split_reads_the_groups_that_start_in_it() {
+        let d = tempfile::tempdir().unwrap();
+        let whole = sorted_file(d.path(), 10_000, 1_000);
+        let cut = whole.end / 2;
+        let halves = [(0, cut), (cut, whole.end)].map(|(start, end)| Split {
+            start,
+            end,
+            ..whole.clone()
+        });
+        let proj = Projection::piped(&["pageRank"]);
+        let counts = halves.map(|s| records(&s, &proj).0.len());
+        assert_eq!(counts[0] + counts[1], 10_000);
+        assert!(counts[0] > 0 && counts[1] > 0, "{counts:?}");
+    }
 }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use crate::bz2::Bz2Split;
 use crate::chunked::{CheckedReader, ChunkSums, Fill, FillMemory};
 use crate::input::{Codec, RecordFormat, Split};
+use crate::parquet::RowsRead;
 use crate::textrows::{RowLines, TextRows};
 use crate::{FormatError, Result};
 
@@ -77,25 +78,29 @@ where
 
 /// Reads every record of `split` as [`read_split`] does; a file of rows
 /// ([`Codec::has_rows`]) gives one record per row, its `rows` columns as
-/// text ([`crate::rows`]), numbered by row.
+/// text ([`crate::rows`]), numbered by row, and says what it skipped.
 pub fn read_records<E, F>(
     split: &Split,
     format: RecordFormat,
     rows: &crate::rows::Projection,
     opts: &ReadOptions,
     f: F,
-) -> std::result::Result<u64, E>
+) -> std::result::Result<RowsRead, E>
 where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
     match split.file.codec {
         Codec::Parquet => crate::parquet::read_split(split, rows, f),
-        Codec::SequenceFile => crate::seqfile::read_split(split, rows, opts.max_record, f),
-        Codec::Avro => crate::avro::read_split(split, rows, f),
-        Codec::Csv => read_row_lines(split, TextRows::Csv, rows, opts, f),
-        Codec::Jsonl => read_row_lines(split, TextRows::Jsonl, rows, opts, f),
-        _ => read_split(split, format, opts, f),
+        Codec::SequenceFile => {
+            crate::seqfile::read_split(split, rows, opts.max_record, f).map(RowsRead::of_bytes)
+        }
+        Codec::Avro => crate::avro::read_split(split, rows, f).map(RowsRead::of_bytes),
+        Codec::Csv => read_row_lines(split, TextRows::Csv, rows, opts, f).map(RowsRead::of_bytes),
+        Codec::Jsonl => {
+            read_row_lines(split, TextRows::Jsonl, rows, opts, f).map(RowsRead::of_bytes)
+        }
+        _ => read_split(split, format, opts, f).map(RowsRead::of_bytes),
     }
 }
 

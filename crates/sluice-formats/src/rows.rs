@@ -22,8 +22,35 @@ pub struct Projection {
     pub columns: Vec<String>,
     /// The byte between two values.
     pub sep: u8,
-    /// Each row as one JSON object instead (Streaming's rows of Avro).
+    /// Each row as one JSON object instead (Streaming's rows of Avro and
+    /// Parquet).
     pub json: bool,
+    /// Columns of `columns` whose values the job ignores: a reader may
+    /// leave them out of the file's reads and write them as empty values.
+    pub unread: Vec<String>,
+    /// The only rows the job keeps, when it says: a reader may skip a run
+    /// of rows (a Parquet row group) whose statistics show none is in it.
+    pub keep: Option<KeepRange>,
+}
+
+/// Rows whose integer column lies in `[min, max]` (a missing bound is no
+/// bound); a null is never in the range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeepRange {
+    /// The column's name.
+    pub column: String,
+    /// The least value kept.
+    pub min: Option<i64>,
+    /// The greatest value kept.
+    pub max: Option<i64>,
+}
+
+impl KeepRange {
+    /// Whether values between `lo` and `hi` (a run's statistics) may
+    /// include one in the range.
+    pub fn may_hold(&self, lo: i64, hi: i64) -> bool {
+        self.min.is_none_or(|m| hi >= m) && self.max.is_none_or(|m| lo <= m)
+    }
 }
 
 impl Projection {
@@ -32,7 +59,7 @@ impl Projection {
         Projection {
             columns: vec![name.to_owned()],
             sep: b'\t',
-            json: false,
+            ..Projection::default()
         }
     }
 
@@ -43,6 +70,7 @@ impl Projection {
             columns: vec!["key".into(), "value".into()],
             sep: b'\t',
             json: true,
+            ..Projection::default()
         }
     }
 
@@ -51,8 +79,25 @@ impl Projection {
         Projection {
             columns: columns.iter().map(|c| (*c).to_owned()).collect(),
             sep: b'|',
-            json: false,
+            ..Projection::default()
         }
+    }
+
+    /// The projection with `columns` left unread (their values empty).
+    pub fn unread(mut self, columns: &[&str]) -> Projection {
+        self.unread = columns.iter().map(|c| (*c).to_owned()).collect();
+        self
+    }
+
+    /// The projection with the rows the job keeps.
+    pub fn keeping(mut self, keep: KeepRange) -> Projection {
+        self.keep = Some(keep);
+        self
+    }
+
+    /// Whether column `i` of the projection is read.
+    pub fn reads(&self, i: usize) -> bool {
+        self.columns.get(i).is_none_or(|c| !self.unread.contains(c))
     }
 
     /// Where each projected column is among `names` (a file's columns),

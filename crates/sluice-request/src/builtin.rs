@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use sluice_api::{KeyOrder, RangePartitioner};
 use sluice_formats::index::KeyType;
 use sluice_formats::input::{self, RecordFormat, Split};
-use sluice_formats::rows::Projection;
+use sluice_formats::rows::{KeepRange, Projection};
 use sluice_jobs::{pavlo, Grouping};
 
 use crate::choices::{GroupByName, GroupingName, JoinForm, KeyOrderName, PagedInput, PairType};
@@ -305,8 +305,16 @@ impl JobKind for Selection {
         true
     }
 
-    fn row_columns(&self, _req: &JobRequest) -> Option<Projection> {
-        Some(Projection::piped(&RANKINGS_COLUMNS))
+    /// pageURL and pageRank, the rows with `pageRank > threshold`.
+    fn row_columns(&self, req: &JobRequest) -> Option<Projection> {
+        let p: SelectionParams = req.params().ok()?;
+        let keep = KeepRange {
+            column: "pageRank".into(),
+            min: Some(p.threshold.saturating_add(1)),
+            max: None,
+        };
+        let cols = Projection::piped(&RANKINGS_COLUMNS).unread(&["avgDuration"]);
+        Some(cols.keeping(keep))
     }
 
     fn build(&self, req: &JobRequest, ctx: &BuildContext<'_>) -> Result<Built, RequestError> {
@@ -377,8 +385,15 @@ impl JobKind for Aggregation {
         true
     }
 
-    fn row_columns(&self, _req: &JobRequest) -> Option<Projection> {
-        Some(Projection::piped(&USERVISITS_COLUMNS))
+    /// The grouped column, visitDate (each row's is checked) and adRevenue.
+    fn row_columns(&self, req: &JobRequest) -> Option<Projection> {
+        let p: AggParams = req.params().ok()?;
+        let mut unread = USERVISITS_COLUMNS[4..].to_vec();
+        unread.push(match p.group_by {
+            GroupByName::SourceIp => "destURL",
+            GroupByName::DestUrl => "sourceIP",
+        });
+        Some(Projection::piped(&USERVISITS_COLUMNS).unread(&unread))
     }
 
     fn build(&self, req: &JobRequest, ctx: &BuildContext<'_>) -> Result<Built, RequestError> {
@@ -540,18 +555,22 @@ impl Join {
     }
 }
 
-/// One split per file, each whole.
+/// One split per file, each whole, its codec known (text or a file of
+/// rows).
 fn whole_files(files: &[PathBuf]) -> Result<Vec<Split>, RequestError> {
     files
         .iter()
         .enumerate()
         .map(|(index, path)| {
-            let len = std::fs::metadata(path)
-                .map_err(|e| {
-                    RequestError::params("pavlo-join", format!("reading {}: {e}", path.display()))
-                })?
-                .len();
-            Ok(Split::whole(index, path.clone(), len))
+            let file = input::local_file(path).map_err(|e| {
+                RequestError::params("pavlo-join", format!("reading {}: {e}", path.display()))
+            })?;
+            Ok(Split {
+                index,
+                start: 0,
+                end: file.len,
+                file: Arc::new(file),
+            })
         })
         .collect()
 }
@@ -567,6 +586,34 @@ impl JobKind for Join {
             form: f.join,
             stage: None,
         })
+    }
+
+    /// The fast join's UserVisits: the columns it reads, the week's rows
+    /// (a date column's values are its days since 1970-01-01).
+    fn row_columns(&self, req: &JobRequest) -> Option<Projection> {
+        let p: JoinParams = req.params().ok()?;
+        if p.form != JoinForm::Fast || p.stage.is_some() {
+            return None;
+        }
+        let day = |d: &[u8]| {
+            let num = |r: std::ops::Range<usize>| std::str::from_utf8(&d[r]).ok()?.parse().ok();
+            Some(sluice_formats::dates::days_from_civil(
+                num(0..4)?,
+                num(5..7)? as u32,
+                num(8..10)? as u32,
+            ))
+        };
+        let keep = KeepRange {
+            column: "visitDate".into(),
+            min: day(pavlo::JOIN_FROM),
+            max: day(pavlo::JOIN_TO),
+        };
+        let unread = &USERVISITS_COLUMNS[4..];
+        Some(
+            Projection::piped(&USERVISITS_COLUMNS)
+                .unread(unread)
+                .keeping(keep),
+        )
     }
 
     fn side_inputs(&self, req: &JobRequest) -> Result<Vec<String>, RequestError> {

@@ -200,7 +200,19 @@ pq.write_table(t, sys.argv[2], row_group_size=500)
 
 /// Sorted output lines of a Pavlo task, its sums rounded to 6 places.
 fn pavlo_answer(dir: &Path, job: &str, name: &str, input: &Path, extra: &[&str]) -> Vec<String> {
+    pavlo_run(dir, job, name, input, extra).0
+}
+
+/// [`pavlo_answer`] and the job's report.
+fn pavlo_run(
+    dir: &Path,
+    job: &str,
+    name: &str,
+    input: &Path,
+    extra: &[&str],
+) -> (Vec<String>, serde_json::Value) {
     let out = dir.join(name);
+    let report = dir.join(format!("{name}.json"));
     ok(sluice()
         .args(["run", job, "-q", "--threads", "2", "--split-size", "64KiB"])
         .args(extra)
@@ -208,6 +220,8 @@ fn pavlo_answer(dir: &Path, job: &str, name: &str, input: &Path, extra: &[&str])
         .arg(input)
         .arg("--output")
         .arg(&out)
+        .arg("--report")
+        .arg(&report)
         .output()
         .unwrap());
     let text = String::from_utf8(concat_parts(&out)).unwrap();
@@ -221,7 +235,7 @@ fn pavlo_answer(dir: &Path, job: &str, name: &str, input: &Path, extra: &[&str])
         )
         .collect();
     lines.sort();
-    lines
+    (lines, read_json(&report))
 }
 
 #[test]
@@ -253,6 +267,61 @@ fn pavlo_tasks_over_parquet_give_the_texts_answers() {
         assert!(
             got == want,
             "{job}: Parquet's answer differs from the text's"
+        );
+    }
+    // The join, Rankings and UserVisits both Parquet (the rank table read
+    // by row group), or Rankings text.
+    let rankings = data.join("rankings");
+    let join = |name: &str, visits: &Path, ranks: &Path| {
+        let r = ranks.to_str().unwrap();
+        pavlo_answer(d.path(), "pavlo-join", name, visits, &["--rankings", r])
+    };
+    let want = join("join-text", &data.join("uservisits"), &rankings);
+    assert_eq!(want.len(), 1, "{want:?}");
+    assert_eq!(join("join-pq", &uv, &rk), want);
+    assert_eq!(join("join-mixed", &uv, &rankings), want);
+}
+
+/// Rankings' text rows (argv[1]) as Parquet argv[2] sorted by pageRank,
+/// 200 rows a row group.
+const SORTED_RANKINGS: &str = r#"
+import sys, os, pyarrow as pa, pyarrow.csv as csv, pyarrow.parquet as pq
+parts = sorted(p for p in os.listdir(sys.argv[1]) if not p.startswith(("_", ".")))
+opts = csv.ReadOptions(column_names=["pageURL", "pageRank", "avgDuration"])
+parse = csv.ParseOptions(delimiter="|", quote_char=False)
+t = pa.concat_tables(csv.read_csv(os.path.join(sys.argv[1], p), read_options=opts, parse_options=parse) for p in parts)
+pq.write_table(t.sort_by("pageRank"), sys.argv[2], row_group_size=200)
+"#;
+
+#[test]
+fn a_selection_skips_row_groups_by_their_statistics_with_the_same_answer() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("pv");
+    ok(sluice()
+        .args(["gen", "pavlo", "--scale", "2MB", "--out"])
+        .arg(&data)
+        .output()
+        .unwrap());
+    let sorted = d.path().join("sorted.parquet");
+    pyarrow(SORTED_RANKINGS, &[&data.join("rankings"), &sorted]);
+    let text = data.join("rankings");
+    let job = "pavlo-selection";
+    let counter = |r: &serde_json::Value, c: &str| r["counters"][c].as_u64().unwrap();
+    let all = concat_parts(&text).iter().filter(|&&b| b == b'\n').count() as u64;
+    for threshold in ["3", "10"] {
+        let args = ["--threshold", threshold];
+        let (want, _) = pavlo_run(d.path(), job, &format!("t{threshold}"), &text, &args);
+        let (got, report) = pavlo_run(d.path(), job, &format!("p{threshold}"), &sorted, &args);
+        assert!(!want.is_empty());
+        assert!(got == want, "threshold {threshold}: answers differ");
+        let skipped = counter(&report, "ROW_GROUPS_SKIPPED");
+        assert!(skipped > 0, "threshold {threshold}: no group skipped");
+        assert!(counter(&report, "BYTES_SKIPPED") > 0);
+        let rows = counter(&report, "MAP_INPUT_RECORDS");
+        assert_eq!(
+            rows + 200 * skipped,
+            all,
+            "threshold {threshold}: skipped rows read"
         );
     }
 }

@@ -92,7 +92,7 @@ fn every_record_is_read_once_whatever_the_splits() {
         let proj = Projection {
             columns: vec!["key".into(), "value".into()],
             sep: b'\t',
-            json: false,
+            ..Projection::default()
         };
         let want: Vec<String> = (0..20_000).map(|i| format!("word{i}\t{i}")).collect();
         let len = std::fs::metadata(&p).unwrap().len();

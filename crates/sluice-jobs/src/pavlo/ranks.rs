@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sluice_formats::delimited::Decoder;
 use sluice_formats::input::{Codec, Split};
-use sluice_formats::read::{read_split, ReadOptions};
+use sluice_formats::read::{read_records, ReadOptions};
+use sluice_formats::rows::Projection;
 use sluice_formats::FormatError;
 
 use super::{decode, RANKINGS_FIELDS};
@@ -177,7 +178,9 @@ fn cut(splits: &[Split], pieces: usize) -> Vec<Split> {
     let step = (total / pieces as u64).max(MIN_PIECE);
     let mut out = Vec::new();
     for s in splits {
-        let plain = s.file.codec == Codec::None && s.file.checks.is_none();
+        // A Parquet piece reads the row groups that start in it.
+        let cuttable = matches!(s.file.codec, Codec::None | Codec::Parquet);
+        let plain = cuttable && s.file.checks.is_none();
         if !plain || s.len() <= step + step / 10 {
             out.push(Split {
                 index: out.len(),
@@ -204,6 +207,12 @@ fn cut(splits: &[Split], pieces: usize) -> Vec<Split> {
     out
 }
 
+/// Rankings' columns as its text rows order them, avgDuration unread (a
+/// file of rows gives records `pageURL|pageRank|`).
+pub fn rankings_columns() -> Projection {
+    Projection::piped(&["pageURL", "pageRank", "avgDuration"]).unread(&["avgDuration"])
+}
+
 /// The Rankings rows of one piece.
 fn read_piece(s: &Split, max_record: usize) -> std::result::Result<Piece, FormatError> {
     let mut p = Piece::default();
@@ -212,9 +221,10 @@ fn read_piece(s: &Split, max_record: usize) -> std::result::Result<Piece, Format
         max_record,
         ..ReadOptions::default()
     };
-    read_split::<FormatError, _>(
+    read_records::<FormatError, _>(
         s,
         sluice_formats::input::RecordFormat::Lines,
+        &rankings_columns(),
         &opts,
         |off, line| {
             if let Ok(f) = decode(&mut dec, line, RANKINGS_FIELDS) {
