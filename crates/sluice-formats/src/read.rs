@@ -91,6 +91,7 @@ where
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
     match split.file.codec {
+        Codec::Parquet if rows.json => crate::parquet_json::read_split(split, f),
         Codec::Parquet => crate::parquet::read_split(split, rows, f),
         Codec::SequenceFile => {
             crate::seqfile::read_split(split, rows, opts.max_record, f).map(RowsRead::of_bytes)
