@@ -481,8 +481,9 @@ impl Coordinator for Service {
                     .ok_or_else(|| Status::not_found(format!("no job {}", JobId(r.job))))?;
                 let (outputs, log, next) = job.outputs_since(r.log, r.since);
                 let whole = log != r.log;
+                let full = outputs.len() == crate::sched::OUTPUTS_PER_REPLY;
                 let more = if whole {
-                    outputs.len() as u32 > r.known
+                    full || outputs.len() as u32 > r.known
                 } else {
                     !outputs.is_empty()
                 };

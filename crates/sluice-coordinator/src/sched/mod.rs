@@ -55,6 +55,8 @@ pub mod task;
 
 pub use crate::config::{Delay, Settings};
 pub use job::adopt::{Adopted, Known};
-pub use job::{Job, JobState, MapOutputs, PREFER_SCAN, REDUCE_SCHEDULER_PROPERTY};
+pub use job::{
+    Job, JobState, MapOutputs, OUTPUTS_PER_REPLY, PREFER_SCAN, REDUCE_SCHEDULER_PROPERTY,
+};
 pub use locality::{Asker, Locality, Place, Topology};
 pub use task::{task_name, Attempt, AttemptState, Pick, Task, MAP, REDUCE};

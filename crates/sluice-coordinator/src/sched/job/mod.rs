@@ -124,6 +124,10 @@ pub struct Job {
     winners_log: u64,
 }
 
+/// Most map outputs one `MapOutputs` reply lists: a reducer that starts
+/// late asks a few times instead of being sent the whole job at once.
+pub const OUTPUTS_PER_REPLY: usize = 4096;
+
 /// The winning maps' output so far, kept as maps finish and as their
 /// outputs are lost: what ARTS decides from.
 #[derive(Debug, Clone, Default)]
@@ -344,35 +348,38 @@ impl Job {
         &self.map_outputs
     }
 
-    /// The winning maps' outputs listed since `since` of list `log` (all
-    /// of them for a list this job does not keep), each map once, and the
-    /// list's name and length for the next call. A map's entry is sent
-    /// only while it is still the winner: an output lost since is listed
-    /// again when its map wins anew. So a reducer's call costs what is
-    /// new to it, not the job's maps.
+    /// The winning maps' outputs listed since `since` of list `log` (from
+    /// its start for a list this job does not keep), at most
+    /// [`OUTPUTS_PER_REPLY`], and the list's name and how far they reach,
+    /// for the next call. An entry is sent only while it is still its
+    /// map's winner, so each map comes once, and an output lost since is
+    /// listed again when its map wins anew. A reducer's call costs what is
+    /// new to it, not the job's maps, and no reply grows with the job.
     pub fn outputs_since(&self, log: u64, since: u64) -> (Vec<proto::MapOutput>, u64, u64) {
         let from = if log == self.winners_log {
             (since as usize).min(self.winners.len())
         } else {
             0
         };
-        let mut seen = std::collections::HashSet::new();
-        let outputs = self.winners[from..]
-            .iter()
-            .rev()
-            .filter(|(m, _)| seen.insert(*m))
-            .filter_map(|&(m, id)| {
-                let a = self.maps.get(m as usize)?.winner()?;
-                (a.id == id).then(|| proto::MapOutput {
+        let mut outputs = Vec::new();
+        let mut next = from;
+        for &(m, id) in &self.winners[from..] {
+            if outputs.len() == OUTPUTS_PER_REPLY {
+                break;
+            }
+            next += 1;
+            let Some(a) = self.maps.get(m as usize).and_then(Task::winner) else {
+                continue;
+            };
+            if a.id == id {
+                outputs.push(proto::MapOutput {
                     map: m,
                     attempt: id,
                     addr: a.addr.clone(),
-                })
-            })
-            .collect::<Vec<_>>();
-        let mut outputs = outputs;
-        outputs.reverse();
-        (outputs, self.winners_log, self.winners.len() as u64)
+                });
+            }
+        }
+        (outputs, self.winners_log, next as u64)
     }
 
     pub fn tasks(&self, kind: TaskKind) -> &[Task] {

@@ -653,3 +653,25 @@ fn a_reducer_is_told_each_map_output_once_and_again_when_it_is_recomputed() {
         [(1, 0), (2, 0), (0, 1)]
     );
 }
+
+#[test]
+fn a_long_list_of_map_outputs_comes_in_pages_each_map_once() {
+    let n = OUTPUTS_PER_REPLY + 10;
+    let mut j = job(n, 1);
+    let s = Settings::default();
+    let p = place("dc1", "r1");
+    let now = Instant::now();
+    for m in 0..n {
+        let id = j.launch(chosen(MAP, m, Node, false), &asker(1, "a", &p), now);
+        j.finish(MAP, m, ok(MAP, m as u32, id), &s, now);
+    }
+    let (first, log, next) = j.outputs_since(0, 0);
+    assert_eq!(first.len(), OUTPUTS_PER_REPLY);
+    let (rest, _, end) = j.outputs_since(log, next);
+    assert_eq!(rest.len(), 10);
+    assert_eq!(end, n as u64);
+    let mut maps: Vec<u32> = first.iter().chain(&rest).map(|o| o.map).collect();
+    maps.sort_unstable();
+    maps.dedup();
+    assert_eq!(maps.len(), n);
+}
