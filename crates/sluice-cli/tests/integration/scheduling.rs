@@ -269,7 +269,10 @@ fn a_straggler_gets_a_backup_attempt_that_wins() {
 #[test]
 fn a_pool_under_its_minimum_share_preempts_the_youngest_attempts_of_another() {
     let d = tempfile::tempdir().unwrap();
-    let data = gen(d.path(), "16MB");
+    // Maps of 16 MB, long enough (about a second here) that b, submitted
+    // once a's maps hold every slot, waits past the preemption timeout
+    // however long its submission takes.
+    let data = gen(d.path(), "32MB");
     let pools = d.path().join("pools.toml");
     std::fs::write(&pools, "[pool.b]\nmin_share = 2\n").unwrap();
     let flags = format!(
@@ -278,7 +281,7 @@ fn a_pool_under_its_minimum_share_preempts_the_youngest_attempts_of_another() {
         pools.display()
     );
     let c = Cluster::up(d.path(), 2, &flags);
-    put(&c, &data, "words", "4MB", "2");
+    put(&c, &data, "words", "16MB", "2");
     let (ra, rb) = (d.path().join("a.json"), d.path().join("b.json"));
     let job = |pool: &str, out: &str, report: &Path| {
         let mut j = c.submit(&["--pool", pool]);
