@@ -448,7 +448,8 @@ fn history_is_kept_bounded_across_a_coordinator_restart() {
 fn web_as(c: &Cluster, key: &std::path::Path) -> (String, String) {
     let out = ok(c.cmd(&["web"]).arg("--user-key").arg(key).output().unwrap());
     let url = String::from_utf8(out.stdout).unwrap().trim().to_owned();
-    let rest = url.strip_prefix("http://").unwrap();
+    let rest = url.strip_prefix("https://").unwrap();
+    SITE_TLS.with(|t| *t.borrow_mut() = Some(client_tls(c)));
     let (addr, token) = rest.split_once("/?token=").unwrap();
     (addr.to_owned(), token.to_owned())
 }
