@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::seqfiles::text_lines;
-use crate::support::{concat_parts, fails, ok, read_json, sluice};
+use crate::support::{concat_parts, fails, ok, rounded_lines, sluice, wordcount};
 
 /// Runs a Python program with fastavro, arguments after it; its output.
 pub fn fastavro(program: &str, args: &[&str]) -> String {
@@ -39,32 +39,6 @@ with open(sys.argv[2], "wb") as f:
     fastavro.writer(f, schema, ({"n": i, "line": l} for i, l in enumerate(lines)),
                     codec=sys.argv[3], sync_interval=4000)
 "#;
-
-/// Word count of `input` into `dir/NAME`: the output and the report.
-fn wordcount(dir: &Path, name: &str, input: &Path, extra: &[&str]) -> (Vec<u8>, serde_json::Value) {
-    let out = dir.join(name);
-    let report = dir.join(format!("{name}.json"));
-    ok(sluice()
-        .args([
-            "run",
-            "wordcount",
-            "-q",
-            "--threads",
-            "2",
-            "--reducers",
-            "1",
-        ])
-        .args(extra)
-        .arg("--input")
-        .arg(input)
-        .arg("--output")
-        .arg(&out)
-        .arg("--report")
-        .arg(&report)
-        .output()
-        .unwrap());
-    (concat_parts(&out), read_json(&report))
-}
 
 fn avro_of_lines(dir: &Path, text: &Path, codec: &str) -> PathBuf {
     let file = dir.join(format!("words-{codec}.avro"));
@@ -125,18 +99,7 @@ fn pavlo_answer(dir: &Path, job: &str, name: &str, input: &Path) -> Vec<String> 
         .arg(&out)
         .output()
         .unwrap());
-    let text = String::from_utf8(concat_parts(&out)).unwrap();
-    let mut lines: Vec<String> = text
-        .lines()
-        .map(
-            |l| match l.split_once('\t').map(|(k, v)| (k, v.parse::<f64>())) {
-                Some((k, Ok(v))) => format!("{k}\t{v:.6}"),
-                _ => l.to_owned(),
-            },
-        )
-        .collect();
-    lines.sort();
-    lines
+    rounded_lines(&out)
 }
 
 #[test]

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::{concat_parts, fails, ok, sluice};
+use crate::support::{fails, ok, rounded_lines, sluice};
 
 /// Pavlo's text rows (argv[1] a directory of `|`-separated files) as one
 /// CSV file argv[2] (every string quoted) and one JSON lines file argv[3],
@@ -41,18 +41,7 @@ fn pavlo_answer(dir: &Path, job: &str, name: &str, input: &Path, format: &str) -
         .arg(&out)
         .output()
         .unwrap());
-    let text = String::from_utf8(concat_parts(&out)).unwrap();
-    let mut lines: Vec<String> = text
-        .lines()
-        .map(
-            |l| match l.split_once('\t').map(|(k, v)| (k, v.parse::<f64>())) {
-                Some((k, Ok(v))) => format!("{k}\t{v:.6}"),
-                _ => l.to_owned(),
-            },
-        )
-        .collect();
-    lines.sort();
-    lines
+    rounded_lines(&out)
 }
 
 #[test]

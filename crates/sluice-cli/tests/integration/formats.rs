@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{concat_parts, fails, ok, read_json, sluice};
+use crate::support::{concat_parts, fails, ok, read_json, rounded_lines, sluice, wordcount};
 
 /// One text file of about `size` (generated text, its parts concatenated).
 fn text_file(dir: &Path, size: &str) -> PathBuf {
@@ -40,32 +40,6 @@ fn compress(tool: &str, args: &[&str], file: &Path, out: &Path) {
     let o = Command::new(tool).args(args).arg(file).output().unwrap();
     ok(o.clone());
     std::fs::write(out, o.stdout).unwrap();
-}
-
-/// Word count of `input` into `dir/NAME`: the sorted output and the report.
-fn wordcount(dir: &Path, name: &str, input: &Path, extra: &[&str]) -> (Vec<u8>, serde_json::Value) {
-    let out = dir.join(name);
-    let report = dir.join(format!("{name}.json"));
-    ok(sluice()
-        .args([
-            "run",
-            "wordcount",
-            "-q",
-            "--threads",
-            "2",
-            "--reducers",
-            "1",
-        ])
-        .args(extra)
-        .arg("--input")
-        .arg(input)
-        .arg("--output")
-        .arg(&out)
-        .arg("--report")
-        .arg(&report)
-        .output()
-        .unwrap());
-    (concat_parts(&out), read_json(&report))
 }
 
 #[test]
@@ -224,17 +198,7 @@ fn pavlo_run(
         .arg(&report)
         .output()
         .unwrap());
-    let text = String::from_utf8(concat_parts(&out)).unwrap();
-    let mut lines: Vec<String> = text
-        .lines()
-        .map(
-            |l| match l.split_once('\t').map(|(k, v)| (k, v.parse::<f64>())) {
-                Some((k, Ok(v))) => format!("{k}\t{v:.6}"),
-                _ => l.to_owned(),
-            },
-        )
-        .collect();
-    lines.sort();
+    let lines = rounded_lines(&out);
     (lines, read_json(&report))
 }
 

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::support::{concat_parts, fails, maven_classpath, ok, read_json, sluice};
+use crate::support::{concat_parts, fails, maven_classpath, ok, sluice, wordcount};
 
 /// Lines of words, deterministic: `n` lines of 1 to 12 words from a
 /// vocabulary of 500.
@@ -60,32 +60,6 @@ fn hadoop_file(dir: &Path, text: &str, kind: &str, codec: &str) -> PathBuf {
     let args = ["write", &p, kind, codec, "long", "text", "16384"];
     assert_eq!(hadoop_seqfiles(&args, text.as_bytes()).trim(), "ok");
     path
-}
-
-/// Word count of `input` into `dir/NAME`: the output and the report.
-fn wordcount(dir: &Path, name: &str, input: &Path, extra: &[&str]) -> (Vec<u8>, serde_json::Value) {
-    let out = dir.join(name);
-    let report = dir.join(format!("{name}.json"));
-    ok(sluice()
-        .args([
-            "run",
-            "wordcount",
-            "-q",
-            "--threads",
-            "2",
-            "--reducers",
-            "1",
-        ])
-        .args(extra)
-        .arg("--input")
-        .arg(input)
-        .arg("--output")
-        .arg(&out)
-        .arg("--report")
-        .arg(&report)
-        .output()
-        .unwrap());
-    (concat_parts(&out), read_json(&report))
 }
 
 #[test]

@@ -520,3 +520,54 @@ pub fn tls_flags_in(dir: &Path, name: &str, role: &str) -> Vec<String> {
         name.into(),
     ]
 }
+
+/// Word count of `input` on the local engine (2 threads, 1 reducer, and
+/// `extra` flags) into `dir/NAME`: the output and the report.
+pub fn wordcount(
+    dir: &Path,
+    name: &str,
+    input: &Path,
+    extra: &[&str],
+) -> (Vec<u8>, serde_json::Value) {
+    let out = dir.join(name);
+    let report = dir.join(format!("{name}.json"));
+    let flags = [
+        "run",
+        "wordcount",
+        "-q",
+        "--threads",
+        "2",
+        "--reducers",
+        "1",
+    ];
+    ok(sluice()
+        .args(flags)
+        .args(extra)
+        .arg("--input")
+        .arg(input)
+        .arg("--output")
+        .arg(&out)
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap());
+    (concat_parts(&out), read_json(&report))
+}
+
+/// The lines of the part files in `out`, sorted, with a tab-separated
+/// floating-point value rounded to six places (sums may differ in their
+/// last bits between runs and formats).
+pub fn rounded_lines(out: &Path) -> Vec<String> {
+    let text = String::from_utf8(concat_parts(out)).unwrap();
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(
+            |l| match l.split_once('\t').map(|(k, v)| (k, v.parse::<f64>())) {
+                Some((k, Ok(v))) => format!("{k}\t{v:.6}"),
+                _ => l.to_owned(),
+            },
+        )
+        .collect();
+    lines.sort();
+    lines
+}
