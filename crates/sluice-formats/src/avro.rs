@@ -234,16 +234,8 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
+    split.require_local("Avro")?;
     let path = split.file.path.as_path();
-    let file = &split.file;
-    if file.remote.is_some() || file.checks.is_some() || file.resident.is_some() {
-        let detail = "Avro input is read from local files only: copy it to a local disk";
-        return Err(FormatError::Schema {
-            path: path.to_owned(),
-            detail: detail.into(),
-        }
-        .into());
-    }
     let mut input = Input::open(path)?;
     let h = read_header(&mut input)?;
     let names = field_names(path, &h.schema)?;

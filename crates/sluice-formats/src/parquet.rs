@@ -51,19 +51,6 @@ impl RowsRead {
     }
 }
 
-/// Refuses a split of a file that is not a local file.
-pub(crate) fn local_only(split: &Split) -> Result<()> {
-    let file = &split.file;
-    if file.remote.is_some() || file.checks.is_some() || file.resident.is_some() {
-        let detail = "Parquet input is read from local files only: copy it to a local disk";
-        return Err(FormatError::Schema {
-            path: file.path.clone(),
-            detail: detail.into(),
-        });
-    }
-    Ok(())
-}
-
 /// Reads every row of `split`'s row groups, calling `f(row number,
 /// record)`, and says what it read and skipped.
 pub fn read_split<E, F>(
@@ -75,7 +62,7 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
-    local_only(split)?;
+    split.require_local("Parquet")?;
     let path = split.file.path.as_path();
     let (handle, meta) = open(path)?;
     let plan = Plan::new(path, proj, meta.metadata().file_metadata().schema_descr())?;

@@ -11,7 +11,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 
 use crate::input::Split;
-use crate::parquet::{group_error, group_start, local_only, RowsRead};
+use crate::parquet::{group_error, group_start, RowsRead};
 use crate::rows::{push_date, push_float, push_int};
 use crate::FormatError;
 
@@ -22,7 +22,7 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
-    local_only(split)?;
+    split.require_local("Parquet")?;
     let path = split.file.path.as_path();
     let file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
     let reader = SerializedFileReader::new(file).map_err(|e| FormatError::Corrupt {

@@ -26,16 +26,8 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
+    split.require_local("SequenceFile")?;
     let path = split.file.path.as_path();
-    let file = &split.file;
-    if file.remote.is_some() || file.checks.is_some() || file.resident.is_some() {
-        let detail = "SequenceFile input is read from local files only: copy it to a local disk";
-        return Err(FormatError::Schema {
-            path: path.to_owned(),
-            detail: detail.into(),
-        }
-        .into());
-    }
     let cols = columns(split, proj)?;
     let mut input = Input::open(path)?;
     let header = read_header(&mut input)?;
