@@ -39,7 +39,7 @@ for i in $(seq "$RUNS"); do
     echo "$v $put $get $sort"
   done
 done | tee "$W/times"
-bytes=$(stat -c %s "$W/text")
+bytes=$(du -sb "$W/text" | cut -f1)
 for col in 2 3 4; do
   name=$(case $col in 2) echo "put $PUT_SIZE";; 3) echo "get $PUT_SIZE";; 4) echo "TeraSort $SORT_SIZE";; esac)
   t=$(awk '$1=="tls"' "$W/times" | cut -d' ' -f$col | median)
