@@ -9,8 +9,9 @@ use sluice_proto::report::{
 };
 
 use crate::input::MapInput;
-use crate::sched::{task_name, Attempt, AttemptState, Job, Locality, MAP, REDUCE};
+use crate::sched::{task_name, Attempt, AttemptState, Job, Kept, Locality, MAP, REDUCE};
 use sluice_proto::ids::TaskKind;
+use sluice_proto::proto;
 
 /// Every worker the coordinator knows (lost ones too): its data center by
 /// uid and by data-plane address.
@@ -55,12 +56,15 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
             let Some(a) = t.winner() else { continue };
             last = Some(last.map_or(a.ended.unwrap_or(now), |l| l.max(a.ended.unwrap_or(now))));
             secs.push(a.seconds(now));
-            let rep = a.report.clone().unwrap_or_default();
-            let w = per.entry(a.uid.clone()).or_insert_with(|| WorkerPhases {
-                worker: a.uid.clone(),
-                addr: a.addr.clone(),
-                ..WorkerPhases::default()
-            });
+            let none = Kept::default();
+            let rep = a.report.as_deref().unwrap_or(&none);
+            let w = per
+                .entry(a.uid.to_string())
+                .or_insert_with(|| WorkerPhases {
+                    worker: a.uid.to_string(),
+                    addr: a.addr.to_string(),
+                    ..WorkerPhases::default()
+                });
             let start_s = a
                 .started
                 .saturating_duration_since(job.started())
@@ -72,8 +76,8 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
                 w.reduce_end_s = w.reduce_end_s.max(end_s);
                 w.fetch_end_s = w.fetch_end_s.max(start_s + rep.fetch_seconds);
             }
-            merge_counters(&mut r.counters, &rep.counters);
-            merge_counters(&mut r.user_counters, &rep.user_counters);
+            merge_counters(&mut r.counters, rep.counters(job.names()));
+            merge_counters(&mut r.user_counters, rep.user_counters(job.names()));
             r.task_memory_bytes = r.task_memory_bytes.max(rep.memory_bytes);
             if kind == MAP {
                 w.maps += 1;
@@ -170,7 +174,7 @@ fn crossings(job: &Job, places: &Places) -> Vec<Crossing> {
     // Every reduce attempt's fetches: a finished one's report, else what
     // its last heartbeat said (a killed backup across the WAN spent them).
     for r in job.reduces().iter().flat_map(|t| &t.attempts) {
-        let reads = match &r.report {
+        let reads: &[proto::RemoteRead] = match &r.report {
             Some(rep) if !rep.remote_reads.is_empty() => &rep.remote_reads,
             _ => &r.fetched,
         };
@@ -180,7 +184,7 @@ fn crossings(job: &Job, places: &Places) -> Vec<Crossing> {
         }
     }
     for a in job.maps().iter().flat_map(|t| &t.attempts) {
-        for read in a.report.iter().flat_map(|r| &r.remote_reads) {
+        for read in a.report.iter().flat_map(|r| r.remote_reads.iter()) {
             let from = places.by_addr.get(&read.addr).map_or("", String::as_str);
             add(from, &a.datacenter, &|c| c.read_bytes += read.bytes);
         }
@@ -194,7 +198,7 @@ fn crossings(job: &Job, places: &Places) -> Vec<Crossing> {
         let Some(out) = a.report.as_ref().and_then(|r| r.output.as_ref()) else {
             continue;
         };
-        for uid in out.replicas.iter().filter(|u| **u != a.uid) {
+        for uid in out.replicas.iter().filter(|u| **u != *a.uid) {
             let to = places.by_uid.get(uid).map_or("", String::as_str);
             add(&a.datacenter, to, &|c| c.replication_bytes += out.len);
         }
@@ -309,7 +313,7 @@ fn timeline(job: &Job, now: Instant) -> (Vec<AttemptSpan>, u64) {
                 spans.push(AttemptSpan {
                     task: task_name(kind, i),
                     attempt: a.id,
-                    worker: a.uid.clone(),
+                    worker: a.uid.to_string(),
                     start_s,
                     end_s: start_s + a.seconds(now),
                     outcome: a.state.name().into(),
@@ -356,7 +360,7 @@ fn find_stragglers(
             if a.seconds(now) > 1.5 * median && a.seconds(now) > 0.5 {
                 out.push(Straggler {
                     task: task_name(kind, i),
-                    worker: a.uid.clone(),
+                    worker: a.uid.to_string(),
                     seconds: a.seconds(now),
                     median_s: median,
                 });
@@ -365,9 +369,17 @@ fn find_stragglers(
     }
 }
 
-fn merge_counters(into: &mut BTreeMap<String, u64>, from: &std::collections::HashMap<String, u64>) {
+fn merge_counters<'a>(
+    into: &mut BTreeMap<String, u64>,
+    from: impl Iterator<Item = (&'a str, u64)>,
+) {
     for (k, v) in from {
-        *into.entry(k.clone()).or_default() += v;
+        match into.get_mut(k) {
+            Some(n) => *n += v,
+            None => {
+                into.insert(k.to_owned(), v);
+            }
+        }
     }
 }
 

@@ -303,6 +303,7 @@ async fn attempt(sim: Arc<Sim>, t: TaskAssignment) {
         seconds: t0.elapsed().as_secs_f64(),
         output_bytes: size,
         output_records: size / 100,
+        counters: counters(reduce, size),
         ..Default::default()
     };
     if reduce {
@@ -317,6 +318,38 @@ async fn attempt(sim: Arc<Sim>, t: TaskAssignment) {
     }
     counted(&sim, reduce, size);
     beat(&sim, vec![report], false).await;
+}
+
+/// The counters a real task of `size` output bytes reports (those a word
+/// count's map or reduce sets), so that the coordinator keeps as much per
+/// attempt as it would in a real job.
+fn counters(reduce: bool, size: u64) -> std::collections::HashMap<String, u64> {
+    use sluice_api::TaskCounter as C;
+    let (records, bytes) = (size / 100, size);
+    let names: &[(C, u64)] = if reduce {
+        &[
+            (C::ShuffleBytes, bytes),
+            (C::ReduceInputGroups, records / 2),
+            (C::ReduceInputRecords, records),
+            (C::ReduceOutputRecords, records / 2),
+        ]
+    } else {
+        &[
+            (C::MapInputRecords, records * 4),
+            (C::MapInputBytes, bytes * 4),
+            (C::MapOutputRecords, records * 2),
+            (C::MapOutputBytes, bytes * 2),
+            (C::CombineInputRecords, records * 2),
+            (C::CombineOutputRecords, records),
+            (C::SpilledRecords, records),
+            (C::SpilledBytes, bytes),
+            (C::MapOutputWritten, bytes),
+        ]
+    };
+    names
+        .iter()
+        .map(|(c, v)| (c.name().to_owned(), *v))
+        .collect()
 }
 
 /// Counts an attempt reported done.

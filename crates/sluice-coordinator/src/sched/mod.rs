@@ -50,6 +50,7 @@
 //! imports from the ones before it, never the reverse.
 
 pub mod job;
+pub mod kept;
 pub mod locality;
 pub mod task;
 
@@ -58,5 +59,6 @@ pub use job::adopt::{Adopted, Known};
 pub use job::{
     Job, JobState, MapOutputs, OUTPUTS_PER_REPLY, PREFER_SCAN, REDUCE_SCHEDULER_PROPERTY,
 };
+pub use kept::{Kept, Names, Packed};
 pub use locality::{Asker, Locality, Place, Topology};
 pub use task::{task_name, Attempt, AttemptState, Pick, Task, MAP, REDUCE};

@@ -2,10 +2,12 @@
 //! a task's state as its attempts make it ([`Task`]), and the task a
 //! decision picks ([`Pick`]).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use sluice_proto::ids::{TaskKind, WorkerId};
 
+use super::kept::Kept;
 use super::locality::{Asker, Locality};
 use sluice_proto::proto;
 
@@ -67,17 +69,19 @@ impl AttemptState {
 pub struct Attempt {
     pub id: u32,
     pub worker: WorkerId,
-    pub uid: String,
-    pub addr: String,
+    pub uid: Arc<str>,
+    pub addr: Arc<str>,
     pub started: Instant,
     pub ended: Option<Instant>,
     pub state: AttemptState,
     /// How close to its input it ran.
     pub level: Locality,
     pub speculative: bool,
-    pub report: Option<proto::TaskReport>,
+    /// Its report, once it ended by one (boxed: most attempts are looked
+    /// at for their state only).
+    pub report: Option<Box<Kept>>,
     /// Its worker's data center.
-    pub datacenter: String,
+    pub datacenter: Arc<str>,
     /// What it has fetched so far, per source (a reduce's heartbeats).
     pub fetched: Vec<proto::RemoteRead>,
 }

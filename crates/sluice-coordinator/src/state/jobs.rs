@@ -323,10 +323,10 @@ impl State {
                 let out = a
                     .report
                     .as_ref()
-                    .and_then(|r| r.output.clone())
+                    .and_then(|r| r.output.as_deref().cloned())
                     .unwrap_or_default();
-                let mut replicas = vec![a.uid.clone()];
-                replicas.extend(out.replicas.iter().filter(|u| **u != a.uid).cloned());
+                let mut replicas = vec![a.uid.to_string()];
+                replicas.extend(out.replicas.iter().filter(|u| **u != *a.uid).cloned());
                 Ok(FileMeta {
                     name: format!("{prefix}-{i:05}"),
                     blocks: vec![BlockMeta {
@@ -598,15 +598,21 @@ pub(super) fn committed_blocks(job: &Job) -> Vec<String> {
 /// The job log's record of a task's winner, if it has one.
 fn task_done(job: &Job, kind: TaskKind, index: usize) -> Option<JobEntry> {
     let a = job.tasks(kind).get(index)?.winner()?;
-    let report = a.report.as_ref()?;
+    let task = proto::TaskId {
+        job: job.id().0,
+        kind: kind.wire(),
+        index: index as u32,
+        attempt: a.id,
+    };
+    let report = a.report.as_ref()?.to_proto(task, job.names());
     Some(JobEntry::TaskDone(TaskDone {
         job: job.id(),
         kind: kind.wire(),
         index: index as u32,
         attempt: a.id,
-        uid: a.uid.clone(),
-        addr: a.addr.clone(),
-        datacenter: a.datacenter.clone(),
-        report: prost::Message::encode_to_vec(report),
+        uid: a.uid.to_string(),
+        addr: a.addr.to_string(),
+        datacenter: a.datacenter.to_string(),
+        report: prost::Message::encode_to_vec(&report),
     }))
 }

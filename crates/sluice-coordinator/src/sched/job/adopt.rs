@@ -6,6 +6,7 @@ use std::time::Instant;
 use sluice_proto::ids::{TaskKind, WorkerId};
 use sluice_proto::proto;
 
+use super::super::kept::{Kept, Names};
 use super::super::locality::{Asker, Locality};
 use super::super::task::{Attempt, AttemptState, MAP};
 use super::Job;
@@ -27,20 +28,21 @@ impl Known {
         self,
         state: AttemptState,
         report: Option<proto::TaskReport>,
+        names: &mut Names,
         now: Instant,
     ) -> Attempt {
         Attempt {
             id: self.id,
             worker: self.worker,
-            uid: self.uid,
-            addr: self.addr,
+            uid: names.share(&self.uid),
+            addr: names.share(&self.addr),
             started: now,
             ended: (state != AttemptState::Running).then_some(now),
             state,
             level: Locality::Any,
             speculative: false,
-            report,
-            datacenter: self.datacenter,
+            report: report.map(|r| Box::new(Kept::new(r, names))),
+            datacenter: names.share(&self.datacenter),
             fetched: Vec::new(),
         }
     }
@@ -70,15 +72,14 @@ impl Job {
     /// A task's winner, as the job log recorded it: the task is done.
     pub fn recovered_winner(&mut self, a: Known, report: proto::TaskReport, now: Instant) {
         let (kind, index) = (a.kind, a.index);
-        let Some(t) = self.tasks_mut(kind).get_mut(index) else {
-            return;
-        };
-        if t.done.is_some() {
+        if self.tasks(kind).get(index).is_none_or(|t| t.done.is_some()) {
             return;
         }
-        t.next_id = t.next_id.max(a.id + 1);
-        t.attempts
-            .push(a.attempt(AttemptState::Succeeded, Some(report), now));
+        let id = a.id;
+        let won = a.attempt(AttemptState::Succeeded, Some(report), &mut self.names, now);
+        let t = &mut self.tasks_mut(kind)[index];
+        t.next_id = t.next_id.max(id + 1);
+        t.attempts.push(won);
         t.done = Some(t.attempts.len() - 1);
         let won = t.attempts.last().expect("just pushed").clone();
         if kind == MAP {
@@ -115,8 +116,8 @@ impl Job {
             datacenter: w.place.datacenter.clone(),
             ..a
         };
-        t.attempts
-            .push(known.attempt(AttemptState::Running, None, now));
+        let running = known.attempt(AttemptState::Running, None, &mut self.names, now);
+        self.tasks_mut(kind)[index].attempts.push(running);
         self.queues.started(kind, index, w.id);
         Adopted::Running
     }

@@ -11,6 +11,7 @@ use sluice_request::JobRequest;
 
 use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 
+use super::kept::{Kept, Names};
 use super::locality::Asker;
 use super::task::{micros, task_name, Attempt, AttemptState, Pick, Task, MAP, REDUCE};
 use crate::arts::ReduceScheduler;
@@ -122,6 +123,8 @@ pub struct Job {
     winners: Vec<(u32, u32)>,
     /// Names `winners` for this coordinator's run of the job (random).
     winners_log: u64,
+    /// Worker names and counter names its attempts share.
+    names: Names,
 }
 
 /// Most map outputs one `MapOutputs` reply lists: a reducer that starts
@@ -153,15 +156,17 @@ impl MapOutputs {
                 x.saturating_sub(v)
             }
         };
-        let parts = self.by_dc.entry(a.datacenter.clone()).or_default();
-        if parts.len() < r.partition_bytes.len() {
-            parts.resize(r.partition_bytes.len(), 0);
-        }
-        for (p, v) in parts.iter_mut().zip(&r.partition_bytes) {
-            add(p, *v);
+        let parts = self.by_dc.entry(a.datacenter.to_string()).or_default();
+        let mut total = 0;
+        for (p, v) in r.partition_bytes().enumerate() {
+            if parts.len() <= p {
+                parts.resize(p + 1, 0);
+            }
+            add(&mut parts[p], v);
+            total += v;
         }
         add(&mut self.input, r.input_bytes);
-        add(&mut self.output, r.partition_bytes.iter().sum());
+        add(&mut self.output, total);
         let s = micros(a) as f64 / 1e6;
         self.seconds = (self.seconds + f64::from(sign) * s).max(0.0);
     }
@@ -192,6 +197,7 @@ impl Job {
             map_outputs: MapOutputs::default(),
             winners: Vec::new(),
             winners_log: rand::random::<u64>().max(1),
+            names: Names::default(),
             encoded: request.encode().into(),
             input: request.input.clone(),
             output: request.output.clone(),
@@ -343,6 +349,11 @@ impl Job {
         self.reduce_scheduler
     }
 
+    /// The names its attempts share (counter names by id).
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+
     /// What its winning maps have produced so far.
     pub fn map_outputs(&self) -> &MapOutputs {
         &self.map_outputs
@@ -375,7 +386,7 @@ impl Job {
                 outputs.push(proto::MapOutput {
                     map: m,
                     attempt: id,
-                    addr: a.addr.clone(),
+                    addr: a.addr.to_string(),
                 });
             }
         }
@@ -453,21 +464,26 @@ impl Job {
             level,
             speculative,
         } = p;
+        let (uid, addr) = (self.names.share(w.uid), self.names.share(w.addr));
+        let datacenter = self.names.share(&w.place.datacenter);
         let t = &mut self.tasks_mut(kind)[index];
         let id = t.next_id;
         t.next_id += 1;
+        // Most tasks run once: room for one attempt, not the four a first
+        // push would make.
+        t.attempts.reserve_exact(1);
         t.attempts.push(Attempt {
             id,
             worker: w.id,
-            uid: w.uid.to_owned(),
-            addr: w.addr.to_owned(),
+            uid,
+            addr,
             started: now,
             ended: None,
             state: AttemptState::Running,
             level,
             speculative,
             report: None,
-            datacenter: w.place.datacenter.clone(),
+            datacenter,
             fetched: Vec::new(),
         });
         self.queues.started(kind, index, w.id);
@@ -520,11 +536,13 @@ impl Job {
         let ok = report.ok;
         let err = report.error.clone();
         let blame_replica = !report.corrupt.is_empty();
-        let Some(a) = self.running_attempt(kind, index, id) else {
+        if self.running_attempt(kind, index, id).is_none() {
             return (Vec::new(), true);
-        };
+        }
+        let kept = Box::new(Kept::new(report, &mut self.names));
+        let a = self.running_attempt(kind, index, id).expect("running");
         a.ended = Some(now);
-        a.report = Some(report);
+        a.report = Some(kept);
         let worker = a.worker;
         self.queues.stopped(kind, index, worker);
         let t = match kind {

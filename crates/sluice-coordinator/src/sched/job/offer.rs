@@ -136,7 +136,7 @@ impl Job {
         self.reduces
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| t.running().next().map(|a| (i, a.datacenter.as_str())))
+            .filter_map(|(i, t)| t.running().next().map(|a| (i, &*a.datacenter)))
     }
 
     pub(super) fn pick_map(
