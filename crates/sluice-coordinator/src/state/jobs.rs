@@ -203,8 +203,6 @@ impl State {
             return false;
         }
         let live: Vec<String> = self.alive().map(|w| w.info.uid.clone()).collect();
-        let workers: Vec<proto::WorkerInfo> =
-            self.workers.values().map(|w| w.info.clone()).collect();
         let mut changed = false;
         for job in self.jobs.values_mut().filter(|j| j.is_running()) {
             let dead = job.maps().iter().zip(job.inputs()).find_map(|(t, input)| {
@@ -221,6 +219,8 @@ impl State {
                         b.replicas
                     )
                 } else {
+                    let workers: Vec<proto::WorkerInfo> =
+                        self.workers.values().map(|w| w.info.clone()).collect();
                     no_intact_replica(b, job.input(), &workers)
                 };
                 job.fail(msg, self.at.now);

@@ -319,6 +319,10 @@ pub struct State {
     /// Damaged replicas were marked and the catalog is not saved yet.
     /// Data sets whose replicas were marked damaged this step, to write.
     marked: Vec<DatasetName>,
+    /// Workers were lost since the running jobs' inputs were last checked
+    /// for a block with no live replica (the check walks every map, so
+    /// ticks make it only then).
+    inputs_unchecked: bool,
     /// The catalog write this step asks for.
     write: Option<CatalogWrite>,
     /// The job records changed this step.
@@ -431,6 +435,7 @@ impl State {
             planned: HashMap::new(),
             unknown: HashMap::new(),
             marked: Vec::new(),
+            inputs_unchecked: true,
             write: None,
             jobs_dirty: false,
             policy,

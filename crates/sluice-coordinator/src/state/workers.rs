@@ -189,7 +189,9 @@ impl State {
         for &id in &lost {
             self.lose_worker(id);
         }
-        let mut changed = !lost.is_empty() | self.give_up_awaited();
+        let gave_up = self.give_up_awaited();
+        self.inputs_unchecked |= !lost.is_empty() || gave_up;
+        let mut changed = !lost.is_empty() | gave_up;
         if cfg.replication_streams > 0 {
             let live = self.live_by_uid();
             let busy = self.blocks_read();
@@ -211,7 +213,12 @@ impl State {
                 changed = true;
             }
         }
-        changed |= self.fail_unreadable_inputs();
+        // Only a lost worker makes a block unreadable here (a damaged
+        // replica is checked for when it is marked, a job when submitted).
+        if self.inputs_unchecked && !self.regrouping() {
+            self.inputs_unchecked = false;
+            changed |= self.fail_unreadable_inputs();
+        }
         if let Some(timeout) = cfg.preemption_timeout {
             changed |= self.preempt(timeout);
         }
@@ -223,6 +230,7 @@ impl State {
             return;
         };
         tracing::warn!("worker {} ({}) lost", w.info.uid, w.info.data_addr);
+        self.inputs_unchecked = true;
         w.info.alive = false;
         let uid = w.info.uid.clone();
         self.members = None;
