@@ -146,6 +146,7 @@ class Job:
         secret_file=None,
         replication=1,
         in_process=False,
+        tls_dir=None,
     ):
         """Runs the job on the local engine over ``input`` (files,
         directories or globs, comma-separated or a list) into the
@@ -163,7 +164,10 @@ class Job:
         With ``cluster=`` (a ``sluice cluster up`` directory) or
         ``coordinator=`` (an address, or several comma-separated,
         ``"A,B"``, of which the active one is followed, with
-        ``secret_file=`` or ``$SLUICE_SECRET``) the job is submitted to that cluster instead:
+        ``secret_file=`` or ``$SLUICE_SECRET``) the job is submitted to that cluster instead,
+        over TLS with the client certificate of ``tls_dir=`` (a directory holding
+        ``ca.pem``, ``client.pem`` and ``client.key``; by default the cluster
+        directory's ``tls/``, or plaintext when that cluster runs ``--insecure``):
         ``input`` and ``output`` are data set names, and the job runs as a
         Streaming job whose tasks are ``python -m sluice._task`` processes
         of this interpreter (``sys.executable``), which every worker must
@@ -175,7 +179,7 @@ class Job:
             return self._submit(
                 input, output, reducers, memory, overwrite, properties,
                 dict(cluster=cluster, coordinator=coordinator, secret_file=secret_file,
-                     replication=replication),
+                     replication=replication, tls_dir=tls_dir),
             )
         req = _request(
             self.name, None, input, output, reducers, threads, memory, split_size, overwrite,
@@ -271,6 +275,7 @@ def run(
     coordinator=None,
     secret_file=None,
     replication=1,
+    tls_dir=None,
     **params,
 ):
     """Runs the built-in job ``job`` (see :func:`builtin_jobs`) with its
@@ -281,7 +286,9 @@ def run(
     Runs on the local engine, or on a cluster given by its directory
     (``cluster=``, from ``sluice cluster up``) or coordinator address
     (``coordinator=``, ``"A,B"`` for several, with ``secret_file=`` or
-    ``$SLUICE_SECRET``); there
+    ``$SLUICE_SECRET``), over TLS with the client certificate of
+    ``tls_dir=`` (``ca.pem``, ``client.pem``, ``client.key``; by default
+    the cluster directory's ``tls/``); there
     ``input`` and ``output`` are data set names."""
     req = _request(
         job, params or None, input, output, reducers, threads, memory, split_size, overwrite,
@@ -289,11 +296,11 @@ def run(
     )
     return _run_request(
         req, cluster=cluster, coordinator=coordinator, secret_file=secret_file,
-        replication=replication,
+        replication=replication, tls_dir=tls_dir,
     )
 
 
-def _run_request(req, cluster, coordinator, secret_file, replication):
+def _run_request(req, cluster, coordinator, secret_file, replication, tls_dir):
     """Runs a built-in job's request; the last report, with every stage's
     under ``"stages"`` when there were several."""
     reports = json.loads(
@@ -303,6 +310,7 @@ def _run_request(req, cluster, coordinator, secret_file, replication):
             cluster=None if cluster is None else os.fspath(cluster),
             secret_file=None if secret_file is None else os.fspath(secret_file),
             replication=replication,
+            tls_dir=None if tls_dir is None else os.fspath(tls_dir),
         )
     )
     report = reports[-1]

@@ -461,3 +461,54 @@ def test_a_python_job_on_a_cluster(cluster, text, tmp_path):
         sluice.Job(mapper=wc_mapper, reducer=wc_reducer, partitioner=lambda k, n: 0).run(
             "text", "never", cluster=d
         )
+
+
+@needs_cluster
+def test_one_process_talks_to_two_clusters_of_different_cas(cluster, text, tmp_path):
+    import json
+    import threading
+
+    d, sluice_cli = cluster
+    e = tmp_path / "other"
+    sluice_cli("cluster", "up", "--workers", "1", "--dir", e)
+    try:
+        sluice_cli("put", text, "--dataset", "text", "--cluster", e)
+        assert (d / "tls" / "ca.pem").read_bytes() != (e / "tls" / "ca.pem").read_bytes()
+        want = len(counter_of(text))
+
+        def count(out, **where):
+            report = sluice.run("wordcount", "text", out, overwrite=True, **where)
+            assert (report["target"], report["output_records"]) == ("cluster", want)
+            return report
+
+        # By directory, one cluster after the other and back.
+        for i, where in enumerate([d, e, d]):
+            count("wc%d" % i, cluster=where)
+        # By address, secret and certificates; each cluster's own.
+        addr = json.loads((e / "cluster.json").read_text())["coordinator"]
+        count("by-addr", coordinator=addr, secret_file=e / "secret", tls_dir=e / "tls")
+        # One cluster's certificates do not open the other, and no
+        # certificate at all is told what to pass.
+        with pytest.raises(sluice.JobFailed, match="invalid peer certificate"):
+            count("never", coordinator=addr, secret_file=e / "secret", tls_dir=d / "tls")
+        with pytest.raises(sluice.JobFailed, match="--tls-dir"):
+            count("never", coordinator=addr, secret_file=e / "secret")
+        # Both at once from two threads.
+        errors = []
+
+        def on(where, out):
+            try:
+                count(out, cluster=where)
+            except Exception as x:  # noqa: BLE001 - reported below
+                errors.append(x)
+
+        threads = [threading.Thread(target=on, args=(w, "both")) for w in (d, e)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+    finally:
+        import subprocess
+
+        subprocess.run([SLUICE_BIN, "cluster", "down", "--dir", str(e)], capture_output=True)

@@ -863,6 +863,7 @@ pub fn submit(a: &SubmitArgs) -> anyhow::Result<Vec<JobReport>> {
         }
         // Workers near the job's input unless told otherwise.
         let mut opts = a.yarn_opts.clone();
+        opts.insecure = a.conn.tls.insecure;
         let first = ra.input.split(',').next().unwrap_or_default();
         if opts.near.is_none() && first.starts_with("hdfs://") {
             opts.near = Some(first.to_owned());

@@ -11,6 +11,12 @@
 //! `DIR/cluster.json` and `DIR/secret` (so `--cluster DIR` works as for
 //! any Sluice cluster) and `DIR/yarn.json` ([`YarnFile`]).
 //!
+//! TLS, unless `--insecure`: `up` makes the cluster's CA and the clients'
+//! certificate in `DIR/tls/`, as `cluster up` does, and ships the CA's
+//! `ca.pem` and `ca.key` (mode 600) to the ApplicationMaster alone,
+//! which issues the coordinator's and each worker container's
+//! certificate for the host YARN placed it on.
+//!
 //! `down` writes `stop` into the staging directory: the ApplicationMaster
 //! releases its containers, stops the coordinator, unregisters SUCCEEDED
 //! and removes the staging directory. A cluster whose application does
@@ -58,9 +64,14 @@ pub enum YarnCmd {
 pub struct UpArgs {
     #[command(flatten)]
     pub opts: YarnOpts,
-    /// Directory for cluster.json, the secret and yarn.json.
+    /// Directory for cluster.json, the secret, yarn.json and the
+    /// certificates (tls/).
     #[arg(long)]
     pub dir: PathBuf,
+    /// Speak plaintext, with no TLS: for measurement only; anyone on the
+    /// network can read and change every byte.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// What a YARN cluster is made of (`sluice yarn up`, `sluice submit
@@ -107,6 +118,10 @@ pub struct YarnOpts {
     /// How long to wait for the cluster to be up.
     #[arg(long, default_value = "180s", value_parser = sluice_tools::conn::parse_duration)]
     pub timeout: Duration,
+    /// Plaintext, no TLS (`yarn up --insecure`, `submit --yarn
+    /// --insecure`).
+    #[arg(skip)]
+    pub insecure: bool,
 }
 
 /// `DIR/yarn.json`: where a YARN cluster's application is.
@@ -159,7 +174,13 @@ impl YarnFile {
 /// `sluice yarn ...`.
 pub fn yarn(cmd: &YarnCmd) -> anyhow::Result<()> {
     match cmd {
-        YarnCmd::Up(a) => up(&a.opts, &a.dir).map(|app| println!("{app}")),
+        YarnCmd::Up(a) => {
+            let opts = YarnOpts {
+                insecure: a.insecure,
+                ..a.opts.clone()
+            };
+            up(&opts, &a.dir).map(|app| println!("{app}"))
+        }
         YarnCmd::Status { dir } => status(dir),
         YarnCmd::Down { dir } => {
             let app = YarnFile::load(dir)?.app_id;
@@ -288,10 +309,9 @@ pub fn up(a: &YarnOpts, dir: &Path) -> anyhow::Result<String> {
     if a.workers == 0 {
         bail!("--workers must be at least 1");
     }
-    // A YARN cluster speaks plaintext for now (no certificates shipped
-    // to its containers): say so, and speak it here too.
-    eprintln!("warning: sluice yarn up starts the cluster --insecure (plaintext, no TLS)");
-    sluice_proto::tls::install(None)?;
+    if a.insecure {
+        eprintln!("warning: --insecure: the cluster speaks plaintext, no TLS");
+    }
     let conf = HadoopConf::find(a.hadoop_conf.as_deref())?;
     let fs = conf.default_fs()?;
     let user = user()?;
@@ -313,6 +333,7 @@ pub fn up(a: &YarnOpts, dir: &Path) -> anyhow::Result<String> {
     let shown = dir;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
+    let tls = sluice_client::certs::init(&dir, a.insecure)?;
     let yf = YarnFile {
         app_id: new.id.clone(),
         rm: rm.base().to_owned(),
@@ -322,7 +343,12 @@ pub fn up(a: &YarnOpts, dir: &Path) -> anyhow::Result<String> {
         workers: a.workers,
     };
     let staging = yf.staging()?;
-    let started = stage_and_submit(a, &dir, &conf, &rm, &staging, &jar, &yf, container_mb);
+    let shipped = Shipped {
+        jar: &jar,
+        tls: tls.as_deref(),
+        container_mb,
+    };
+    let started = stage_and_submit(a, &dir, &conf, &rm, &staging, &yf, &shipped);
     let ready = started.and_then(|()| wait_until_up(a, &dir, &rm, &staging, &yf));
     if let Err(e) = ready {
         // Nothing of a cluster that did not come up is left behind.
@@ -331,6 +357,7 @@ pub fn up(a: &YarnOpts, dir: &Path) -> anyhow::Result<String> {
         for f in ["yarn.json", "secret"] {
             let _ = std::fs::remove_file(dir.join(f));
         }
+        let _ = std::fs::remove_dir_all(dir.join("tls"));
         return Err(e);
     }
     eprintln!(
@@ -343,18 +370,27 @@ pub fn up(a: &YarnOpts, dir: &Path) -> anyhow::Result<String> {
     Ok(yf.app_id)
 }
 
+/// What `up` ships beside the binary, the secret and the configuration.
+struct Shipped<'a> {
+    /// The ApplicationMaster's jar.
+    jar: &'a Path,
+    /// `DIR/tls`, with the CA; `None` with `--insecure`.
+    tls: Option<&'a Path>,
+    /// A worker container's memory (MB).
+    container_mb: u64,
+}
+
 /// Uploads what the containers need and submits the application.
-#[allow(clippy::too_many_arguments)]
 fn stage_and_submit(
     a: &YarnOpts,
     dir: &Path,
     conf: &HadoopConf,
     rm: &Rm,
     staging: &Staging,
-    jar: &Path,
     yf: &YarnFile,
-    container_mb: u64,
+    shipped: &Shipped,
 ) -> anyhow::Result<()> {
+    let (jar, container_mb) = (shipped.jar, shipped.container_mb);
     staging.create()?;
     yf.save(dir)?;
     let secret = Secret::generate();
@@ -371,6 +407,12 @@ fn stage_and_submit(
             staging.write("secret", secret.as_bytes(), 0o600)?,
         ),
     ];
+    // The CA, to the ApplicationMaster alone, which issues the
+    // containers' certificates once it knows their hosts.
+    for name in shipped.tls.map_or(&[][..], |_| &["ca.pem", "ca.key"]) {
+        let p = shipped.tls.unwrap_or(dir).join(name);
+        files.push((name.to_string(), staging.upload(&p, name, 0o600)?));
+    }
     for name in SHIPPED {
         let p = conf.dir.join(name);
         if p.exists() {
@@ -397,10 +439,15 @@ fn stage_and_submit(
         args.extend(["--near".into(), near.clone()]);
     }
     let slots = a.slots.unwrap_or(a.worker_vcores).max(1);
+    if shipped.tls.is_none() {
+        // The ApplicationMaster's, and then the workers'.
+        args.push("--insecure".into());
+    }
+    args.push("--".into());
+    if shipped.tls.is_none() {
+        args.push("--insecure".into());
+    }
     args.extend([
-        "--".into(),
-        // Plaintext: no certificates are shipped to the containers yet.
-        "--insecure".into(),
         "--slots".into(),
         slots.to_string(),
         "--memory".into(),
@@ -490,7 +537,7 @@ fn wait_until_up(
         coordinators: Vec::new(),
         etcd: None,
         etcd_prefix: None,
-        insecure: true,
+        insecure: a.insecure,
     };
     write_whole(
         &dir.join("cluster.json"),

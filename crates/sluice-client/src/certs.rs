@@ -28,7 +28,7 @@ fn hosts() -> Vec<String> {
 /// the clients' certificate, and sets this process's transport to it;
 /// with `insecure`, sets plaintext and makes nothing. Returns the TLS
 /// directory.
-pub(crate) fn init(dir: &Path, insecure: bool) -> Result<Option<PathBuf>, ClusterError> {
+pub fn init(dir: &Path, insecure: bool) -> Result<Option<PathBuf>, ClusterError> {
     if insecure {
         tls::install(None)?;
         return Ok(None);

@@ -674,8 +674,10 @@ async fn connect_one(addr: &str, secret: &Secret, patience: &Patience) -> Result
     loop {
         match connect(addr, secret, once).await {
             Ok(rpc) => return Ok((rpc, waited)),
-            // A malformed address is not waited for.
+            // A malformed address or a refused certificate is not
+            // waited for.
             Err(e @ ClusterError::Config(_)) => return Err(e),
+            Err(e) if crate::patience::certificate_refused(&e.to_string()) => return Err(e),
             Err(e) => match waiting.pause(patience) {
                 Some(p) => {
                     waited = true;

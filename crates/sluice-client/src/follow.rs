@@ -72,6 +72,7 @@ pub(crate) async fn first_answering(
                     return Ok(f);
                 }
                 Err(e @ ClusterError::Config(_)) => return Err(e),
+                Err(e) if crate::patience::certificate_refused(&e.to_string()) => return Err(e),
                 Err(e) => why.push(e.to_string()),
             }
             at = list.next(at);

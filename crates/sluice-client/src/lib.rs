@@ -7,7 +7,7 @@
 //! and workers as processes of one binary.
 
 mod blocking;
-mod certs;
+pub mod certs;
 pub mod client;
 pub mod embedded;
 mod follow;

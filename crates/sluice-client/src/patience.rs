@@ -98,6 +98,14 @@ pub enum Call {
     Write,
 }
 
+/// Whether an error's text says a TLS certificate was refused (the
+/// server's by this client, or this client's by the server): no outage,
+/// and waiting changes nothing.
+pub fn certificate_refused(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("certificate") || t.contains("unknownca")
+}
+
 /// Whether a call that failed with `s` may be asked again once the
 /// coordinator answers: it did not answer at all (the connection was
 /// refused, lost on the way, or silent past its deadline), and, for a
@@ -124,6 +132,9 @@ pub fn may_ask_again(s: &Status, call: Call, after_outage: bool) -> bool {
         cause = c.source();
     }
     let said = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    if certificate_refused(&text) {
+        return false;
+    }
     let unsent = said(&[
         "connect error",
         "connection refused",
@@ -281,6 +292,13 @@ mod tests {
         let silent = Status::unavailable(format!("the coordinator {NO_ANSWER} (30 s)"));
         assert!(may_ask_again(&silent, Call::Read, false));
         assert!(!may_ask_again(&silent, Call::Write, false));
+        // A refused certificate is no outage.
+        for why in [
+            "tcp connect error: invalid peer certificate: UnknownIssuer",
+            "transport error: received fatal alert: UnknownCA",
+        ] {
+            assert!(!may_ask_again(&Status::unavailable(why), Call::Read, false));
+        }
     }
 
     #[test]

@@ -107,9 +107,10 @@ fn kind<T>(r: Result<T, tonic::Status>) -> &'static str {
     }
 }
 
-/// Every control call once, as the client `$c` signs; the answers' kinds.
+/// Every control call once, as the client `$c` signs (giving up
+/// `$alices_block` among them); the answers' kinds.
 macro_rules! every_call {
-    ($c:expr) => {{
+    ($c:expr, $alices_block:expr) => {{
         let c = &mut $c;
         let mut out: Vec<(&str, &str)> = Vec::new();
         let name = |n: &str| proto::Name { name: n.into() };
@@ -149,6 +150,13 @@ macro_rules! every_call {
         out.push((
             "AbandonBlocks",
             kind(c.abandon_blocks(proto::BlockIds::default()).await),
+        ));
+        let alices = proto::BlockIds {
+            ids: vec![$alices_block.clone()],
+        };
+        out.push((
+            "AbandonBlocks(alice's)",
+            kind(c.abandon_blocks(alices).await),
         ));
         out.push((
             "ReportCorrupt",
@@ -218,6 +226,10 @@ const EXPECTED: &[(&str, [&str; 5])] = &[
     ("ListDatasets", ["unauth", "unauth", "ok", "ok", "ok"]),
     ("GetDataset", ["unauth", "unauth", "denied", "ok", "ok"]),
     ("AbandonBlocks", ["unauth", "unauth", "ok", "ok", "ok"]),
+    (
+        "AbandonBlocks(alice's)",
+        ["unauth", "unauth", "denied", "ok", "ok"],
+    ),
     (
         "ReportCorrupt",
         ["unauth", "unauth", "denied", "denied", "ok"],
@@ -301,14 +313,42 @@ async fn every_call_as_every_role() {
         "permission denied: user bob may not submit to pool restricted"
     );
 
+    // A put of alice's in progress: a block she was handed, which only
+    // she or an admin gives up.
+    let worker = proto::RegisterRequest {
+        protocol_version: sluice_proto::PROTOCOL_VERSION,
+        data_addr: "127.0.0.1:1".into(),
+        uid: "w1".into(),
+        slots: 1,
+        ..Default::default()
+    };
+    admin.register(worker).await.unwrap();
+    let ask = proto::PlanBlocksRequest {
+        blocks: 1,
+        replication: 1,
+        ..Default::default()
+    };
+    let planned = alice.plan_blocks(ask).await.unwrap().into_inner();
+    let alices_block = planned.blocks[0].id.clone();
+    let e = bob
+        .abandon_blocks(proto::BlockIds {
+            ids: vec![alices_block.clone()],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.message(),
+        format!("permission denied: block {alices_block} is being written by alice")
+    );
+
     let endpoint = format!("http://{addr}");
     let mut nobody = CoordinatorClient::connect(endpoint).await.unwrap();
     let mut got: Vec<Vec<(&str, &str)>> = Vec::new();
-    got.push(every_call!(nobody));
-    got.push(every_call!(carol));
-    got.push(every_call!(bob));
-    got.push(every_call!(alice));
-    got.push(every_call!(admin));
+    got.push(every_call!(nobody, alices_block));
+    got.push(every_call!(carol, alices_block));
+    got.push(every_call!(bob, alices_block));
+    got.push(every_call!(alice, alices_block));
+    got.push(every_call!(admin, alices_block));
     let mut wrong = Vec::new();
     for (i, (call, want)) in EXPECTED.iter().enumerate() {
         for (role, w) in want.iter().enumerate() {

@@ -512,7 +512,8 @@ impl Coordinator for Service {
         req: Request<proto::PlanBlocksRequest>,
     ) -> Reply<proto::PlanBlocksReply> {
         let who = caller(&req)?;
-        match self.dispatch(Event::PlanBlocks(req.into_inner()))? {
+        let user = who.name().map(str::to_owned);
+        match self.dispatch(Event::PlanBlocks(req.into_inner(), user))? {
             Answer::Planned(mut p) => {
                 crate::crash::at("put");
                 if let Some(u) = who.name() {
@@ -544,7 +545,13 @@ impl Coordinator for Service {
     }
 
     async fn abandon_blocks(&self, req: Request<proto::BlockIds>) -> Reply<Empty> {
-        self.done(Event::AbandonBlocks(req.into_inner().ids))
+        let who = caller(&req)?;
+        let ids = req.into_inner().ids;
+        let make = |st: &State| {
+            st.check_abandon(who.name(), &ids)?;
+            Ok(Event::AbandonBlocks(ids))
+        };
+        self.dispatch_with(make).map(|_| Response::new(Empty {}))
     }
 
     async fn report_corrupt(&self, req: Request<proto::CorruptReport>) -> Reply<Empty> {

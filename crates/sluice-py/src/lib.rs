@@ -44,15 +44,42 @@ fn request(json: &str) -> PyResult<JobRequest> {
     serde_json::from_str(json).map_err(|e| PyValueError::new_err(format!("bad job request: {e}")))
 }
 
-/// The cluster of a coordinator address (or several, `A,B`: the active
-/// one is followed) or `cluster up` directory.
-fn cluster_target(
+/// Where a cluster is and how to reach it: a coordinator address (or
+/// several, `A,B`: the active one is followed) or `cluster up`
+/// directory, the secret, and the TLS files (`tls_dir`: `ca.pem`,
+/// `client.pem`, `client.key`; by default the cluster directory's
+/// `tls/`).
+struct Where {
     coordinator: Option<String>,
     cluster: Option<PathBuf>,
     secret_file: Option<PathBuf>,
-) -> PyResult<sluice_driver::ClusterTarget> {
-    let conn = Conn::new(coordinator, cluster, secret_file);
-    sluice_tools::conn::target(&conn, 1, true).map_err(|e| JobFailed::new_err(format!("{e:#}")))
+    tls_dir: Option<PathBuf>,
+}
+
+/// The process's transport is set for each cluster run, so runs on
+/// clusters of different CAs take turns: one connects and runs with its
+/// own cluster's certificates while no other changes them.
+static CLUSTER_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `f` on the cluster `at`, with its transport, in its turn.
+fn on_cluster<T>(
+    py: Python<'_>,
+    at: Where,
+    replication: u32,
+    f: impl FnOnce(&sluice_driver::ClusterTarget) -> T + Send,
+) -> PyResult<T>
+where
+    T: Send,
+{
+    py.detach(|| {
+        let _turn = CLUSTER_TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let mut conn = Conn::new(at.coordinator, at.cluster, at.secret_file);
+        conn.tls.tls_dir = at.tls_dir;
+        let mut target = sluice_tools::conn::target(&conn, 1, true)
+            .map_err(|e| JobFailed::new_err(format!("{e:#}")))?;
+        target.replication = replication.max(1);
+        Ok(f(&target))
+    })
 }
 
 /// Runs the request `request_json` (a `JobRequest` of job kind `python`)
@@ -103,7 +130,7 @@ fn run_python(
 /// cluster when a coordinator or cluster directory is given; the reports
 /// as a JSON array.
 #[pyfunction]
-#[pyo3(signature = (request_json, coordinator=None, cluster=None, secret_file=None, replication=1))]
+#[pyo3(signature = (request_json, coordinator=None, cluster=None, secret_file=None, replication=1, tls_dir=None))]
 fn run_builtin(
     py: Python<'_>,
     request_json: &str,
@@ -111,13 +138,20 @@ fn run_builtin(
     cluster: Option<PathBuf>,
     secret_file: Option<PathBuf>,
     replication: u32,
+    tls_dir: Option<PathBuf>,
 ) -> PyResult<String> {
     let req = request(request_json)?;
     let jobs = Registry::builtin();
     let result = if coordinator.is_some() || cluster.is_some() {
-        let mut target = cluster_target(coordinator, cluster, secret_file)?;
-        target.replication = replication.max(1);
-        py.detach(|| sluice_driver::run(&jobs, &req, Target::Cluster(&target)))
+        let at = Where {
+            coordinator,
+            cluster,
+            secret_file,
+            tls_dir,
+        };
+        on_cluster(py, at, replication, |target| {
+            sluice_driver::run(&jobs, &req, Target::Cluster(target))
+        })?
     } else {
         let target = sluice_tools::local::target(None, true);
         py.detach(|| sluice_driver::run(&jobs, &req, Target::Local(&target)))

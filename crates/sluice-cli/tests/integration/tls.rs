@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::support::*;
 
 /// Words no other test writes: `pre` and a number of this run.
-fn words(pre: &str) -> Vec<String> {
+pub(crate) fn words(pre: &str) -> Vec<String> {
     let n = std::process::id() as u64 * 1_000_003 + sluice_proto::now_ms() % 1_000_003;
     ["quokka", "zanzibar", "marmalade"]
         .iter()
@@ -22,14 +22,14 @@ fn words(pre: &str) -> Vec<String> {
 }
 
 /// tcpdump recording loopback into a file, until dropped.
-struct Capture {
+pub(crate) struct Capture {
     child: Child,
     file: PathBuf,
 }
 
 impl Capture {
     /// Starts recording; `None` (said why) when tcpdump is absent.
-    fn start(dir: &Path) -> Option<Capture> {
+    pub(crate) fn start(dir: &Path) -> Option<Capture> {
         let file = dir.join("lo.pcap");
         let child = Command::new("tcpdump")
             .args(["-i", "lo", "-U", "-s", "0", "-w"])
@@ -54,7 +54,7 @@ impl Capture {
     }
 
     /// Stops recording; the bytes recorded.
-    fn stop(mut self) -> Vec<u8> {
+    pub(crate) fn stop(mut self) -> Vec<u8> {
         signal(self.child.id(), "INT");
         self.child.wait().unwrap();
         std::fs::read(&self.file).unwrap()
@@ -68,7 +68,7 @@ impl Drop for Capture {
     }
 }
 
-fn contains(hay: &[u8], needle: &str) -> bool {
+pub(crate) fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 

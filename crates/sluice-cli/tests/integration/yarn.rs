@@ -8,7 +8,8 @@
 //! succeeds; bad input (no `HADOOP_CONF_DIR`, a ResourceManager that is
 //! not there, an unknown queue, a worker larger than the cluster's or its
 //! queue's maximum allocation) is a clear error that leaves nothing
-//! behind.
+//! behind; the cluster speaks TLS with certificates issued for its
+//! containers' hosts, and refuses a client without one of its CA.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -164,6 +165,38 @@ fn http(base: &str, method: &str, path: &str, body: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The coordinator's jobs page of the cluster in `dir`, at the https
+/// address `sluice web` prints, trusting the cluster's CA.
+fn web_page(y: &Yarn, dir: &Path) -> String {
+    let out = ok(y
+        .sluice()
+        .args(["web", "--cluster"])
+        .arg(dir)
+        .output()
+        .unwrap());
+    let url = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let rest = url.strip_prefix("https://").expect(&url);
+    let (addr, query) = rest.split_once('/').unwrap();
+    let tls = client_tls_in(dir);
+    let tcp = std::net::TcpStream::connect(addr).unwrap();
+    let mut s = sluice_proto::tls::stream::Conn::client(tcp, addr, Some(&tls)).unwrap();
+    write!(
+        s,
+        "GET /{query} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    // The server may close without TLS's close_notify: what came counts.
+    let _ = s.read_to_end(&mut raw);
+    String::from_utf8_lossy(&raw).into_owned()
+}
+
+/// The TLS of the clients of the cluster in `dir` (DIR/tls/client.*).
+fn client_tls_in(dir: &Path) -> sluice_proto::tls::Tls {
+    let files = sluice_proto::tls::Files::in_dir(&dir.join("tls"), "client");
+    sluice_proto::tls::Tls::load(&files).unwrap()
+}
+
 /// The pids of this host's processes whose command line names `app`
 /// (the ApplicationMaster, the coordinator and the workers all do:
 /// their work directories are under the application's).
@@ -264,7 +297,8 @@ fn a_yarn_cluster_counts_words_from_hdfs_to_hdfs_and_goes_down_succeeded() {
     assert_eq!(a["state"], "RUNNING", "{a}");
     assert_eq!(a["name"], "wc-test", "{a}");
     // The application's tracking URL is its coordinator's web pages,
-    // through the ResourceManager's proxy.
+    // through the ResourceManager's proxy; they are https, with the
+    // coordinator's certificate of the cluster's CA.
     assert!(
         a["trackingUrl"]
             .as_str()
@@ -272,12 +306,15 @@ fn a_yarn_cluster_counts_words_from_hdfs_to_hdfs_and_goes_down_succeeded() {
             .contains(&format!("/proxy/{app}")),
         "{a}"
     );
-    let page = http(&y.rm, "GET", &format!("/proxy/{app}/"), "");
+    let page = web_page(y, &dir);
     assert!(page.contains("<title>Jobs · Sluice</title>"), "{page}");
-    // The staging directory holds what the containers were given; the
-    // binary and the ApplicationMaster's jar are in the user's cache.
+    // The staging directory holds what the containers were given, for
+    // their user alone; the binary and the ApplicationMaster's jar are
+    // in the user's cache.
     let staging = staging_of(&dir, &app);
     assert_eq!(y.cmd(&format!("exists {staging}/secret")), "true");
+    assert_eq!(y.cmd(&format!("perm {staging}")), "700");
+    assert_eq!(y.cmd(&format!("perm {staging}/secret")), "600");
     let cache = staging.replace(&app, "cache");
     let cached = y.cmd(&format!("ls {cache}"));
     assert_eq!(cached.split_whitespace().count(), 2, "{cached}");
@@ -336,9 +373,28 @@ fn a_yarn_cluster_counts_words_from_hdfs_to_hdfs_and_goes_down_succeeded() {
     assert_eq!(y.cmd(&format!("exists {staging}")), "false");
     assert!(!dir.join("cluster.json").exists());
     // The cache stays, and the next cluster uses it as it is: nothing
-    // uploaded again.
-    let app = y.up(&dir, 1, &[]);
+    // uploaded again. This one speaks plaintext (--insecure), says so,
+    // and its clients do too.
+    let out = ok(y
+        .sluice()
+        .args(["yarn", "up", "--workers", "1", "--insecure"])
+        .args(["--worker-memory", "256MB", "--worker-vcores", "1", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap());
+    let app = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("--insecure: the cluster speaks plaintext"),
+        "{said}"
+    );
+    assert_eq!(read_json(&dir.join("cluster.json"))["insecure"], true);
     assert_eq!(y.cmd(&format!("ls {cache}")), cached);
+    ok(y.sluice()
+        .args(["ls", "--cluster"])
+        .arg(&dir)
+        .output()
+        .unwrap());
     ok(y.sluice()
         .args(["yarn", "down", "--dir"])
         .arg(&dir)
@@ -865,6 +921,126 @@ fn near_puts_workers_on_the_nodemanagers_holding_the_blocks() {
         2,
         "{hosts:?}"
     );
+    ok(y.sluice()
+        .args(["yarn", "down", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap());
+    no_process_left(&app);
+}
+
+/// The data-plane addresses of the workers of the cluster in `dir`, as
+/// `sluice yarn status` lists them.
+fn worker_addrs(y: &Yarn, dir: &Path) -> Vec<String> {
+    let s = ok(y
+        .sluice()
+        .args(["yarn", "status", "--dir"])
+        .arg(dir)
+        .output()
+        .unwrap());
+    String::from_utf8_lossy(&s.stdout)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("worker "))
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_yarn_clusters_wire_is_tls_and_refuses_a_client_without_its_certificate() {
+    let y = yarn();
+    let _turn = turn();
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("cluster");
+    let app = y.up(&dir, 1, &[]);
+    assert_eq!(read_json(&dir.join("cluster.json"))["insecure"], false);
+    // The CA's key went to the ApplicationMaster alone, which removed it
+    // from the staging directory; each worker container's own
+    // certificate and key are there for its user alone.
+    let staging = staging_of(&dir, &app);
+    assert_eq!(y.cmd(&format!("exists {staging}/ca.key")), "false");
+    let certs: Vec<String> = y
+        .cmd(&format!("ls {staging}/tls"))
+        .split_whitespace()
+        .map(|n| n.split('@').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(certs.len(), 2, "{certs:?}");
+    for name in &certs {
+        assert_eq!(y.cmd(&format!("perm {staging}/tls/{name}")), "600");
+    }
+    let control = ok(y
+        .sluice()
+        .args(["ls", "--cluster"])
+        .arg(&dir)
+        .output()
+        .unwrap());
+    assert!(control.status.success());
+    // A client of another CA is refused, and so is one in plaintext.
+    let other = d.path().join("other");
+    tls_flags_in(&other, "client", "client");
+    for flags in [
+        vec!["--tls-dir", other.join("tls").to_str().unwrap()],
+        vec!["--insecure"],
+    ] {
+        let e = fails(
+            y.sluice()
+                .args(["ls", "--wait-coordinator", "0s", "--cluster"])
+                .arg(&dir)
+                .args(&flags)
+                .output()
+                .unwrap(),
+        );
+        assert!(!e.is_empty(), "{flags:?}");
+    }
+    // So is the worker's data plane, whose certificate names the host
+    // it was dialled at.
+    let workers = worker_addrs(y, &dir);
+    assert_eq!(workers.len(), 1, "{workers:?}");
+    let addr = &workers[0];
+    let dial = || {
+        let tcp = std::net::TcpStream::connect(addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        tcp
+    };
+    let theirs = sluice_proto::tls::Tls::load(&sluice_proto::tls::Files::in_dir(
+        &other.join("tls"),
+        "client",
+    ))
+    .unwrap();
+    let e = sluice_proto::tls::stream::Conn::client(dial(), addr, Some(&theirs)).unwrap_err();
+    assert!(e.to_string().contains("certificate"), "{e}");
+    sluice_proto::tls::stream::Conn::client(dial(), addr, Some(&client_tls_in(&dir))).unwrap();
+    // What crosses loopback while data is put and got holds none of its
+    // words.
+    let words = crate::tls::words("yarn");
+    let data = d.path().join("words.txt");
+    let line = format!("{} {} {}\n", words[0], words[1], words[2]);
+    std::fs::write(&data, line.repeat(20_000)).unwrap();
+    if let Some(capture) = crate::tls::Capture::start(d.path()) {
+        let run = |args: &[&str]| {
+            ok(y.sluice()
+                .args(args)
+                .arg("--cluster")
+                .arg(&dir)
+                .output()
+                .unwrap())
+        };
+        run(&["put", data.to_str().unwrap(), "--dataset", "words"]);
+        let got = d.path().join("got.txt");
+        run(&["get", "words", got.to_str().unwrap()]);
+        assert_eq!(std::fs::read(&got).unwrap(), std::fs::read(&data).unwrap());
+        let bytes = capture.stop();
+        assert!(
+            bytes.len() > line.len() * 100,
+            "{} bytes recorded",
+            bytes.len()
+        );
+        for w in &words {
+            assert!(
+                !crate::tls::contains(&bytes, w),
+                "{w} crossed loopback in clear"
+            );
+        }
+    }
     ok(y.sluice()
         .args(["yarn", "down", "--dir"])
         .arg(&dir)

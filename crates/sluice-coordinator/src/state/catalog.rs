@@ -76,6 +76,7 @@ impl State {
                 Then::Unplan(ids) => {
                     for b in ids {
                         self.planned.remove(&b);
+                        self.planners.remove(&b);
                     }
                 }
             }
@@ -88,6 +89,7 @@ impl State {
     pub(super) fn plan_blocks(
         &mut self,
         r: &proto::PlanBlocksRequest,
+        user: Option<String>,
     ) -> Result<proto::PlanBlocksReply, Refusal> {
         if self.alive().next().is_none() {
             return Err(Refusal::NoLiveWorkers);
@@ -118,6 +120,9 @@ impl State {
                 .collect();
             let id = self.catalog.new_block_id(self.epoch).to_string();
             self.planned.insert(id.clone(), self.at.now);
+            if let Some(u) = &user {
+                self.planners.insert(id.clone(), u.clone());
+            }
             blocks.push(proto::Placement {
                 id,
                 targets,
@@ -170,6 +175,9 @@ impl State {
             .into_iter()
             .filter(|b| self.planned.remove(b).is_some() && !cataloged.contains(b))
             .collect();
+        for b in &ids {
+            self.planners.remove(b);
+        }
         for w in self.workers.values_mut().filter(|w| w.info.alive) {
             w.deletes.extend(ids.iter().cloned());
         }

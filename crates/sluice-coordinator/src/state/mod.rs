@@ -128,8 +128,9 @@ pub enum Event {
         /// Who asked (empty: a user).
         reason: String,
     },
-    /// A put asks where its blocks go.
-    PlanBlocks(proto::PlanBlocksRequest),
+    /// A put asks where its blocks go: the request, and the user asking
+    /// (`None`: an admin).
+    PlanBlocks(proto::PlanBlocksRequest, Option<String>),
     /// A put commits its data set.
     CommitDataset {
         dataset: DatasetMeta,
@@ -168,7 +169,7 @@ impl Event {
     fn wakes(&self) -> bool {
         !matches!(
             self,
-            Event::Heartbeat(_) | Event::Offer(_) | Event::PlanBlocks(_)
+            Event::Heartbeat(_) | Event::Offer(_) | Event::PlanBlocks(..)
         )
     }
 }
@@ -313,6 +314,9 @@ pub struct State {
     last_alive: Instant,
     /// Block ids handed to puts in progress, and when.
     planned: HashMap<String, Instant>,
+    /// The user who asked for each of those a user asked for (an
+    /// admin's are not here): only they or an admin abandon it.
+    planners: HashMap<String, String>,
     /// Blocks a worker reported that nothing knows, by (uid, block), and
     /// since when: deleted after the orphan grace period.
     unknown: HashMap<(String, String), Instant>,
@@ -433,6 +437,7 @@ impl State {
             at,
             last_alive: at.now,
             planned: HashMap::new(),
+            planners: HashMap::new(),
             unknown: HashMap::new(),
             marked: Vec::new(),
             inputs_unchecked: true,
@@ -499,7 +504,7 @@ impl State {
             }
             Event::Submit(s) => self.submit(s).map(Answer::Submitted),
             Event::Kill { job, reason } => self.kill(job, &reason).map(Answer::Job),
-            Event::PlanBlocks(r) => self.plan_blocks(&r).map(Answer::Planned),
+            Event::PlanBlocks(r, user) => self.plan_blocks(&r, user).map(Answer::Planned),
             Event::CommitDataset { dataset, overwrite } => self
                 .commit_dataset(dataset, overwrite)
                 .map(|()| Answer::Done),

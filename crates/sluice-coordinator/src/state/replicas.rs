@@ -200,6 +200,8 @@ impl State {
         let now = self.at.now;
         self.planned
             .retain(|_, t| now.duration_since(*t) < PUT_LEASE);
+        let planned = &self.planned;
+        self.planners.retain(|b, _| planned.contains_key(b));
         let held: HashSet<&str> = self
             .catalog
             .datasets

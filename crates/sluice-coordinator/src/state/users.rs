@@ -92,6 +92,29 @@ impl State {
         }
     }
 
+    /// Refuses `user` abandoning blocks another asked for (a put of
+    /// theirs in progress); an admin abandons any.
+    pub(crate) fn check_abandon(&self, user: Option<&str>, ids: &[String]) -> Result<(), Refusal> {
+        let Some(u) = user else {
+            return Ok(());
+        };
+        let theirs = ids.iter().find_map(|b| {
+            let by = match self.planners.get(b) {
+                Some(by) if by == u => return None,
+                Some(by) => by.as_str(),
+                None if self.planned.contains_key(b) => "an admin",
+                None => return None,
+            };
+            Some((b, by))
+        });
+        match theirs {
+            Some((b, by)) => Err(Refusal::Denied(format!(
+                "block {b} is being written by {by}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses `user` killing job `job` unless it runs as them.
     pub(crate) fn check_job(
         &self,

@@ -22,6 +22,7 @@ import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.LocatedFileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.yarn.api.ApplicationConstants;
 import org.apache.hadoop.yarn.api.records.Container;
 import org.apache.hadoop.yarn.api.records.ContainerId;
@@ -48,13 +49,24 @@ import org.apache.hadoop.yarn.api.records.URL;
  * <p>Usage (in the AM container, from {@code sluice yarn up}):
  * {@code AppMaster --staging URI --workers N --container-mb MB
  * --vcores V --max-worker-failures F --binary URI [--near PATH]
- * [--web-token T] [-- WORKER-FLAGS...]}.
+ * [--web-token T] [--insecure] [-- WORKER-FLAGS...]}.
  * The container's work directory holds the localized {@code sluice}
  * binary (from {@code --binary}, the client's cache, given to the workers
  * with PRIVATE visibility so a node keeps its copy for the user's next
  * applications), {@code secret}, {@code core-site.xml} and
  * {@code yarn-site.xml} (on the class path, so {@link YarnConfiguration}
- * finds the cluster).
+ * finds the cluster), and, unless {@code --insecure}, the cluster CA's
+ * {@code ca.pem} and {@code ca.key}.
+ *
+ * <p>TLS: the hosts of the containers are known only once YARN places
+ * them, so this AM issues the certificates (with {@code sluice ca issue}
+ * and the CA's key, which it alone holds: it removes
+ * {@code STAGING/ca.key} once it starts). The coordinator's names this
+ * container's host and address; each worker container's names its own
+ * node's host and address, is written to {@code STAGING/tls/ID.pem} and
+ * {@code ID.key} (mode 600 in the 700 staging directory) and localized
+ * into that container alone, as {@code worker.pem} and {@code worker.key}
+ * beside {@code ca.pem}.
  *
  * <p>It starts {@code sluice coordinator} as its own child (same process
  * group, so YARN's kill of this container kills it too), registers with
@@ -111,6 +123,11 @@ public final class AppMaster {
         log("started");
         String host = System.getenv(ApplicationConstants.Environment.NM_HOST.name());
         String ip = InetAddress.getByName(host).getHostAddress();
+        if (!args.insecure) {
+            issue("coordinator", "coordinator", host, ip);
+            // Localized here; no one else needs the CA's key.
+            fs.delete(new Path(staging, "ca.key"), false);
+        }
         String[] addrs = startCoordinator(ip);
         coordinatorAddr = addrs[0];
         log("coordinator up");
@@ -118,7 +135,7 @@ public final class AppMaster {
         amrm = AMRMClientAsync.createAMRMClientAsync(250, new RmHandler());
         amrm.init(conf);
         amrm.start();
-        String tracking = "http://" + addrs[1] + "/"
+        String tracking = (args.insecure ? "http://" : "https://") + addrs[1] + "/"
             + (args.webToken == null ? "" : "?token=" + args.webToken);
         amrm.registerApplicationMaster(host, 0, tracking);
         log("registered");
@@ -128,6 +145,10 @@ public final class AppMaster {
         resources.put("sluice", resource(new Path(args.binary), LocalResourceVisibility.PRIVATE));
         resources.put("secret", resource(new Path(staging, "secret"),
             LocalResourceVisibility.APPLICATION));
+        if (!args.insecure) {
+            resources.put("ca.pem", resource(new Path(staging, "ca.pem"),
+                LocalResourceVisibility.APPLICATION));
+        }
         nearHosts = args.near == null ? null : nearHosts(args.near);
         for (int i = 0; i < args.workers; i++) {
             request();
@@ -162,10 +183,12 @@ public final class AppMaster {
         List<String> cmd = new ArrayList<>(Arrays.asList("./sluice", "coordinator",
             "--listen", ip + ":0", "--state-dir", new File("coordinator").getAbsolutePath(),
             "--secret-file", "secret", "--addr-file", addr.getPath(),
-            "--http", ip + ":0", "--http-addr-file", http.getPath(),
-            // No certificates are shipped to the containers yet: the
-            // cluster speaks plaintext, as `sluice yarn up` says.
-            "--insecure"));
+            "--http", ip + ":0", "--http-addr-file", http.getPath()));
+        if (args.insecure) {
+            cmd.add("--insecure");
+        } else {
+            cmd.addAll(Arrays.asList("--tls-dir", "tls", "--tls-name", "coordinator"));
+        }
         File logDir = new File(System.getenv(ApplicationConstants.Environment.LOG_DIRS.name())
             .split(",")[0]);
         coordinator = new ProcessBuilder(cmd)
@@ -184,6 +207,45 @@ public final class AppMaster {
             Thread.sleep(20);
         }
         return new String[] {read(addr), read(http)};
+    }
+
+    /**
+     * Issues a certificate of {@code role} for {@code host} and {@code ip}
+     * as {@code tls/NAME.pem} and {@code tls/NAME.key} (mode 600), with
+     * the CA of this work directory ({@code ca.pem}, {@code ca.key}).
+     */
+    private static void issue(String name, String role, String host, String ip)
+            throws IOException, InterruptedException {
+        String hosts = host.equals(ip) ? host : host + "," + ip;
+        Process p = new ProcessBuilder("./sluice", "ca", "issue", "--ca", ".", "--host", hosts,
+            "--role", role, "--out", "tls/" + name)
+            .redirectErrorStream(true)
+            .start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (p.waitFor() != 0) {
+            throw new IOException("issuing the " + role + " certificate of " + hosts
+                + " failed: " + out.trim());
+        }
+    }
+
+    /**
+     * A worker container's own certificate, issued for its node and
+     * shipped through the staging directory (mode 600): its local
+     * resources {@code worker.pem} and {@code worker.key}.
+     */
+    private Map<String, LocalResource> workerCertificate(Container c, String ip)
+            throws IOException, InterruptedException {
+        String id = c.getId().toString();
+        issue(id, "worker", c.getNodeId().getHost(), ip);
+        Map<String, LocalResource> r = new HashMap<>();
+        for (String ext : new String[] {"pem", "key"}) {
+            Path to = new Path(staging, "tls/" + id + "." + ext);
+            fs.copyFromLocalFile(true, true, new Path(new File("tls/" + id + "." + ext)
+                .getAbsolutePath()), to);
+            fs.setPermission(to, new FsPermission((short) 0600));
+            r.put("worker." + ext, resource(to, LocalResourceVisibility.APPLICATION));
+        }
+        return r;
     }
 
     private static String read(File f) throws IOException {
@@ -284,13 +346,26 @@ public final class AppMaster {
             .append(" --listen ").append(ip).append(":0")
             .append(" --host ").append(c.getNodeId().getHost())
             .append(" --data-dir $PWD/data --secret-file secret");
+        Map<String, LocalResource> files = new HashMap<>(resources);
+        if (!args.insecure) {
+            try {
+                files.putAll(workerCertificate(c, ip));
+            } catch (IOException | InterruptedException e) {
+                log("worker container " + c.getId() + ": " + e);
+                amrm.releaseAssignedContainer(c.getId());
+                running.put(c.getId(), c);
+                lost(c.getId(), e.toString());
+                return;
+            }
+            cmd.append(" --tls-dir . --tls-name worker");
+        }
         for (String f : args.workerFlags) {
             cmd.append(' ').append(quote(f));
         }
         cmd.append(" 1>").append(ApplicationConstants.LOG_DIR_EXPANSION_VAR).append("/stdout")
             .append(" 2>").append(ApplicationConstants.LOG_DIR_EXPANSION_VAR).append("/stderr");
         ContainerLaunchContext ctx = ContainerLaunchContext.newInstance(
-            new HashMap<>(resources), new HashMap<>(), List.of(cmd.toString()),
+            files, new HashMap<>(), List.of(cmd.toString()),
             null, null, null);
         running.put(c.getId(), c);
         nm.startContainerAsync(c, ctx);
@@ -433,6 +508,7 @@ public final class AppMaster {
         String near;
         String webToken;
         String binary;
+        boolean insecure;
         final List<String> workerFlags = new ArrayList<>();
 
         static Args parse(String[] a) {
@@ -441,6 +517,10 @@ public final class AppMaster {
                 if (a[i].equals("--")) {
                     r.workerFlags.addAll(Arrays.asList(a).subList(i + 1, a.length));
                     break;
+                }
+                if (a[i].equals("--insecure")) {
+                    r.insecure = true;
+                    continue;
                 }
                 String v = a[++i];
                 switch (a[i - 1]) {

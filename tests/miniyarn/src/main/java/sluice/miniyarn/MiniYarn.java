@@ -65,6 +65,7 @@ import org.apache.hadoop.yarn.server.nodemanager.NodeManager;
  *     space-separated.
  * <li>{@code ls PATH}: the names in a directory with each one's
  *     modification time, {@code NAME@MILLIS}, space-separated.
+ * <li>{@code perm PATH}: a file's or directory's permission, in octal.
  * </ul>
  */
 public final class MiniYarn {
@@ -306,6 +307,9 @@ public final class MiniYarn {
                 return "";
             case "exists":
                 return " " + fs.exists(new Path(w[1]));
+            case "perm":
+                return " " + Integer.toOctalString(
+                    fs.getFileStatus(new Path(w[1])).getPermission().toShort());
             case "put":
                 fs.copyFromLocalFile(false, true, new Path(w[1]), new Path(w[2]));
                 return "";
