@@ -132,12 +132,7 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
         find_stragglers(&mut r.stragglers, job, kind, &mut secs, now);
     }
     r.reduce_scheduler = job.reduce_scheduler().map(|s| s.name()).unwrap_or_default();
-    r.map_output_by_datacenter = job
-        .map_outputs()
-        .by_dc
-        .iter()
-        .map(|(dc, parts)| (dc.clone(), parts.iter().sum()))
-        .collect();
+    r.map_output_by_datacenter = job.map_outputs().total_by_dc.clone();
     r.crossings = crossings(job, places);
     r.wan_bytes = r.crossings.iter().map(Crossing::bytes).sum();
     r.slots.over_time = slots_over_time(job, end, now);

@@ -135,8 +135,11 @@ pub const OUTPUTS_PER_REPLY: usize = 4096;
 /// outputs are lost: what ARTS decides from.
 #[derive(Debug, Clone, Default)]
 pub struct MapOutputs {
-    /// Data center -> bytes per partition.
+    /// Data center -> bytes per partition, as the attempts keep them
+    /// (rounded up by less than 10%: [`super::kept::Sizes`]).
     pub by_dc: BTreeMap<String, Vec<u64>>,
+    /// Data center -> bytes, exact.
+    pub total_by_dc: BTreeMap<String, u64>,
     pub input: u64,
     pub output: u64,
     /// Seconds the winners took, summed.
@@ -157,16 +160,19 @@ impl MapOutputs {
             }
         };
         let parts = self.by_dc.entry(a.datacenter.to_string()).or_default();
-        let mut total = 0;
         for (p, v) in r.partition_bytes().enumerate() {
             if parts.len() <= p {
                 parts.resize(p + 1, 0);
             }
             add(&mut parts[p], v);
-            total += v;
         }
+        let total = self
+            .total_by_dc
+            .entry(a.datacenter.to_string())
+            .or_default();
+        add(total, r.partition_total);
         add(&mut self.input, r.input_bytes);
-        add(&mut self.output, total);
+        add(&mut self.output, r.partition_total);
         let s = micros(a) as f64 / 1e6;
         self.seconds = (self.seconds + f64::from(sign) * s).max(0.0);
     }
