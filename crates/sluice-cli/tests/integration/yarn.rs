@@ -842,8 +842,9 @@ fn a_streaming_job_killed_from_yarn_leaves_no_command_running() {
         .output();
 }
 
-/// The hosts of the workers `sluice yarn status` lists.
-fn worker_hosts(y: &Yarn, dir: &Path) -> Vec<String> {
+/// The words of each worker line `sluice yarn status` prints for the
+/// cluster in `dir` (the first is `worker`).
+fn worker_lines(y: &Yarn, dir: &Path) -> Vec<Vec<String>> {
     let s = ok(y
         .sluice()
         .args(["yarn", "status", "--dir"])
@@ -853,10 +854,17 @@ fn worker_hosts(y: &Yarn, dir: &Path) -> Vec<String> {
     String::from_utf8_lossy(&s.stdout)
         .lines()
         .filter(|l| l.trim_start().starts_with("worker "))
-        .filter_map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            let on = w.iter().position(|&x| x == "on")?;
-            Some(w.get(on + 1)?.to_string())
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect()
+}
+
+/// The hosts of the workers `sluice yarn status` lists.
+fn worker_hosts(y: &Yarn, dir: &Path) -> Vec<String> {
+    worker_lines(y, dir)
+        .into_iter()
+        .filter_map(|w| {
+            let on = w.iter().position(|x| x == "on")?;
+            Some(w.get(on + 1)?.clone())
         })
         .collect()
 }
@@ -932,16 +940,9 @@ fn near_puts_workers_on_the_nodemanagers_holding_the_blocks() {
 /// The data-plane addresses of the workers of the cluster in `dir`, as
 /// `sluice yarn status` lists them.
 fn worker_addrs(y: &Yarn, dir: &Path) -> Vec<String> {
-    let s = ok(y
-        .sluice()
-        .args(["yarn", "status", "--dir"])
-        .arg(dir)
-        .output()
-        .unwrap());
-    String::from_utf8_lossy(&s.stdout)
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("worker "))
-        .map(|l| l.split_whitespace().nth(1).unwrap().to_owned())
+    worker_lines(y, dir)
+        .into_iter()
+        .map(|w| w[2].clone())
         .collect()
 }
 
