@@ -454,7 +454,8 @@ impl Coordinator for Service {
             Answer::Heartbeat(None) => {}
             a => return Err(unexpected(a)),
         }
-        let _ = tokio::time::timeout(self.cfg.heartbeat, notified).await;
+        let hold = self.lock().state.hold();
+        let _ = tokio::time::timeout(hold, notified).await;
         match self.dispatch(Event::Offer(worker))? {
             Answer::Heartbeat(Some(reply)) => Ok(Response::new(shuffle_point(reply))),
             a => Err(unexpected(a)),

@@ -983,3 +983,34 @@ fn a_decision_looks_at_as_few_tasks_with_100000_as_with_1000() {
         "{large} at 100,000 tasks, {small} at 1,000"
     );
 }
+
+#[test]
+fn a_large_clusters_idle_heartbeats_are_held_longer() {
+    let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+    for i in 0..3 {
+        let uid: &'static str = Box::leak(format!("w{i}").into_boxed_str());
+        sim.register(uid, "dc1", "r1", 2);
+    }
+    // A small cluster: the configured interval (500 ms).
+    assert_eq!(sim.st.hold(), Duration::from_millis(500));
+    for i in 3..1_500 {
+        let uid: &'static str = Box::leak(format!("w{i}").into_boxed_str());
+        sim.register(uid, "dc1", "r1", 2);
+    }
+    // 1,500 workers beat 1,000 times a second together when idle.
+    assert_eq!(sim.st.hold(), Duration::from_millis(1_500));
+    for i in 1_500..3_000 {
+        let uid: &'static str = Box::leak(format!("w{i}").into_boxed_str());
+        sim.register(uid, "dc1", "r1", 2);
+    }
+    // Never past 2 s, nor a quarter of the worker timeout.
+    assert_eq!(sim.st.hold(), Duration::from_secs(2));
+    let mut short = config(settings(), None);
+    short.worker_timeout = Duration::from_secs(4);
+    let mut sim = Sim::new(short, Box::new(Fifo));
+    for i in 0..3_000 {
+        let uid: &'static str = Box::leak(format!("w{i}").into_boxed_str());
+        sim.register(uid, "dc1", "r1", 2);
+    }
+    assert_eq!(sim.st.hold(), Duration::from_secs(1));
+}

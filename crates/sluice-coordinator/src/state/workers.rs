@@ -6,7 +6,20 @@ use crate::store::Node;
 use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 use sluice_proto::proto;
 
+use std::time::Duration;
+
 use super::{Refusal, State, WorkerState};
+
+/// Most heartbeats a second idle workers send together: the hold of a
+/// heartbeat with nothing for its worker grows with the cluster to keep
+/// them under it ([`State::hold`]). A thousand workers beat once a
+/// second each when idle; a worker whose task ends beats at once.
+pub const IDLE_BEATS_PER_S: f64 = 1000.0;
+
+/// The longest hold: workers that registered when the cluster was small
+/// wait this long past the hold they were told, plus a margin, before
+/// trying another coordinator.
+pub const MAX_HOLD: Duration = Duration::from_secs(2);
 
 impl State {
     /// A worker joins: a worker registering again keeps its id and its
@@ -162,6 +175,23 @@ impl State {
             pins,
             replicate,
         }
+    }
+
+    /// How long the service holds a heartbeat it has nothing to hand out
+    /// for (a change ends the hold sooner): the configured interval, or,
+    /// in a large cluster, long enough that idle workers beat at most
+    /// [`IDLE_BEATS_PER_S`] times a second together, as Hadoop's
+    /// JobTracker lengthened its TaskTrackers' interval with the cluster's
+    /// size. At most [`MAX_HOLD`] and a quarter of the worker timeout, so
+    /// that a held worker is never taken for a silent one.
+    pub(crate) fn hold(&self) -> Duration {
+        let live = match &self.members {
+            Some(m) => m.addrs.len(),
+            None => self.alive().count(),
+        };
+        let spread = Duration::from_secs_f64(live as f64 / IDLE_BEATS_PER_S);
+        let cap = MAX_HOLD.min(self.cfg.worker_timeout / 4);
+        spread.min(cap).max(self.cfg.heartbeat)
     }
 
     pub(super) fn alive(&self) -> impl Iterator<Item = &WorkerState> {
