@@ -36,7 +36,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -44,6 +44,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::cell::{self, WorkDir};
 use sluice_api::{Error, JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, Values};
 
 /// A streaming job.
@@ -237,9 +238,9 @@ impl Pipe {
         let timeout = task_timeout(&s.env)?;
         let dir = WorkDir::new(&s.files)?;
         let mut cmd = Command::new("sh");
+        cell::enter(&mut cmd, dir.path());
         cmd.arg("-c")
             .arg(command)
-            .current_dir(&dir.0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -528,44 +529,6 @@ fn watch(stderr: impl Read, said: &Mutex<Stderr>, progress: &Progress) {
             s.tail.pop_front();
         }
         s.tail.push_back(line);
-    }
-}
-
-/// A task's working directory, with the shipped files; removed when
-/// dropped.
-struct WorkDir(PathBuf);
-
-impl WorkDir {
-    fn new(files: &[(String, Vec<u8>)]) -> Result<WorkDir> {
-        let base = std::env::temp_dir().join(format!(
-            "sluice-stream-{}-{}",
-            std::process::id(),
-            NEXT_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        let io = |e: std::io::Error, p: &Path| Error::user(format!("{}: {e}", p.display()));
-        std::fs::create_dir_all(&base).map_err(|e| io(e, &base))?;
-        let dir = WorkDir(base);
-        for (name, bytes) in files {
-            let p = dir.0.join(name);
-            std::fs::write(&p, bytes).map_err(|e| io(e, &p))?;
-            set_executable(&p);
-        }
-        Ok(dir)
-    }
-}
-
-static NEXT_DIR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Shipped files keep Hadoop's habit of being runnable (`-file map.py`,
-/// `-mapper map.py`).
-fn set_executable(p: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755));
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
