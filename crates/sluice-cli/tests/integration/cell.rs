@@ -248,3 +248,63 @@ fn a_worker_not_root_refuses_a_task_user_and_root_refuses_an_unknown_one() {
         Err(e) => eprintln!("skipped the unprivileged worker: {e}"),
     }
 }
+
+/// Whether process `pid` is gone (or a zombie no one has reaped yet).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// `sluice kill` ends a Streaming job's running command, with what it
+/// started, at once (not when it ends or times out), and the job commits
+/// nothing.
+#[test]
+fn a_killed_jobs_command_ends_and_nothing_is_committed() {
+    let d = tempfile::tempdir().unwrap();
+    let input = d.path().join("in.txt");
+    std::fs::write(&input, "a b\n".repeat(100)).unwrap();
+    let c = Cluster::up(d.path(), 1, "--heartbeat-ms 100");
+    put(&c, &input, "words", "1MB", "1");
+    let pidfile = d.path().join("pid");
+    // The command starts a child that sleeps long and waits for it.
+    let job = sluice()
+        .arg("streaming")
+        .args(["-D", &format!("probe.pidfile={}", pidfile.display())])
+        .args(["-input", "words", "-output", "counts", "-reducer", "NONE"])
+        .args(["-mapper", "sleep 600 & echo $! > \"$probe_pidfile\"; wait"])
+        .arg("--cluster")
+        .arg(&c.dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid: i32 = poll(|| std::fs::read_to_string(&pidfile).ok()?.trim().parse().ok());
+    assert!(!gone(pid));
+    let jobs =
+        || String::from_utf8_lossy(&ok(c.cmd(&["jobs"]).output().unwrap()).stdout).into_owned();
+    let id: String = poll(|| {
+        let l = jobs();
+        let line = l.lines().find(|l| l.contains(" running "))?;
+        Some(line.split_whitespace().next()?.to_owned())
+    });
+    ok(c.cmd(&["kill", &id]).output().unwrap());
+    let out = job.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    // A generous bound: the command would otherwise sleep for ten minutes.
+    let ended = (0..400).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        gone(pid)
+    });
+    if !ended {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(ended, "the killed job's command {pid} runs on");
+    let ls = String::from_utf8_lossy(&ok(c.cmd(&["ls"]).output().unwrap()).stdout).into_owned();
+    assert!(!ls.contains("counts"), "nothing committed: {ls}");
+}
