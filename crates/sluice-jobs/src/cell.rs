@@ -99,6 +99,15 @@ pub fn confine(user: TaskUser, base: &Path) -> std::result::Result<(), JobError>
         .map_err(|_| fail("commands are confined already".into()))
 }
 
+/// Removes the base directory of the confined commands' working
+/// directories, with what is left in it: for a process that ends, once
+/// its commands are stopped.
+pub fn remove_base() {
+    if let Some(c) = CELL.get() {
+        let _ = std::fs::remove_dir_all(&c.base);
+    }
+}
+
 /// The task user commands run as, if they are confined.
 pub fn task_user() -> Option<&'static TaskUser> {
     CELL.get().map(|c| &c.user)

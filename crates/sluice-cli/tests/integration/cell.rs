@@ -194,6 +194,13 @@ fn a_task_users_command_can_read_none_of_the_workers_files_and_the_answer_is_rig
     // Each command's directory was removed after its task.
     let tasks = std::env::temp_dir().join(format!("sluice-tasks-{}", c.worker_pids()[0]));
     assert_eq!(std::fs::read_dir(&tasks).unwrap().count(), 0);
+    // And their base directory with the worker.
+    ok(sluice()
+        .args(["cluster", "down", "--dir"])
+        .arg(&c.dir)
+        .output()
+        .unwrap());
+    assert!(!tasks.exists(), "{} left behind", tasks.display());
 
     // The same command run as the worker's user (root) reads them all:
     // the refusals above are the task user's.
