@@ -527,6 +527,10 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             insecure,
             task_user,
         } => {
+            if let Some(u) = task_user {
+                // Refused here rather than by every worker.
+                crate::task_user::check(u)?;
+            }
             if *coordinators > 1 && etcd.is_none() {
                 bail!(
                     "--coordinators {coordinators} needs --etcd URL: several coordinators \

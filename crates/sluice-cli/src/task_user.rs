@@ -28,14 +28,7 @@ pub(crate) fn confine(user: Option<&str>, secret: &[PathBuf]) -> anyhow::Result<
         }
         return Ok(());
     };
-    if !root {
-        bail!(
-            "--task-user {name} needs a worker started as root (it runs as user id {}): \
-             only root can run commands as another user",
-            rustix::process::geteuid().as_raw()
-        );
-    }
-    let user = TaskUser::lookup(name)?;
+    let user = check(name)?;
     for f in secret {
         private(f)?;
     }
@@ -51,6 +44,20 @@ pub(crate) fn confine(user: Option<&str>, secret: &[PathBuf]) -> anyhow::Result<
         base.display()
     );
     Ok(())
+}
+
+/// The task user `name`, if this process runs as root and it is a local
+/// user other than root; else why not.
+pub(crate) fn check(name: &str) -> anyhow::Result<TaskUser> {
+    let uid = rustix::process::geteuid();
+    if !uid.is_root() {
+        bail!(
+            "--task-user {name} needs a worker started as root (it runs as user id {}): \
+             only root can run commands as another user",
+            uid.as_raw()
+        );
+    }
+    Ok(TaskUser::lookup(name)?)
 }
 
 /// Fails unless `path`, if it exists, is readable by its owner only.
