@@ -347,7 +347,8 @@ impl<'a> CollectSink<'a> {
                     job.key_order,
                     job.combiner.clone(),
                 )
-                .with_sort_room(phase.sort_room());
+                .with_sort_room(phase.sort_room())
+                .with_cancel(phase.cfg.cancel.clone());
                 // The table is a small part of the spill buffer, or none.
                 if let Some(agg) = job.fold.clone().filter(|_| phase.spill_target >= FOLD_MIN) {
                     c = c.with_fold(agg);

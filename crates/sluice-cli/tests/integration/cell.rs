@@ -266,9 +266,13 @@ fn gone(pid: i32) -> bool {
     }
 }
 
-/// `sluice kill` ends a Streaming job's running command, with what it
-/// started, at once (not when it ends or times out), and the job commits
-/// nothing.
+/// The command that sleeps long: it starts a child that sleeps ten
+/// minutes, writes the child's pid to `$probe_pidfile` and waits for it.
+const SLEEPER: &str = "sleep 600 & echo $! > \"$probe_pidfile\"; wait";
+
+/// `sluice kill` ends a Streaming job's running command, mapper or
+/// combiner, with what it started, at once (not when it ends or times
+/// out), and the job commits nothing.
 #[test]
 fn a_killed_jobs_command_ends_and_nothing_is_committed() {
     let d = tempfile::tempdir().unwrap();
@@ -276,17 +280,27 @@ fn a_killed_jobs_command_ends_and_nothing_is_committed() {
     std::fs::write(&input, "a b\n".repeat(100)).unwrap();
     let c = Cluster::up(d.path(), 1, "--heartbeat-ms 100");
     put(&c, &input, "words", "1MB", "1");
-    let pidfile = d.path().join("pid");
-    // The command starts a child that sleeps long and waits for it.
-    let job = sluice()
+    let mapper = ["-mapper", SLEEPER, "-reducer", "NONE"];
+    let combiner = ["-mapper", "cat", "-combiner", SLEEPER, "-reducer", "cat"];
+    for (name, job) in [("mapper", &mapper[..]), ("combiner", &combiner[..])] {
+        killed_command_ends(&c, d.path(), name, job);
+    }
+}
+
+/// Runs Streaming `job` on `c`, kills it once its sleeper wrote its pid,
+/// and checks that the sleeper is gone and nothing was committed.
+fn killed_command_ends(c: &Cluster, d: &Path, name: &str, job: &[&str]) {
+    let pidfile = d.join(format!("{name}.pid"));
+    let output = format!("counts-{name}");
+    let run = sluice()
         .arg("streaming")
         .args(["-D", &format!("probe.pidfile={}", pidfile.display())])
-        .args(["-input", "words", "-output", "counts", "-reducer", "NONE"])
-        .args(["-mapper", "sleep 600 & echo $! > \"$probe_pidfile\"; wait"])
+        .args(["-input", "words", "-output", &output])
+        .args(job)
         .arg("--cluster")
         .arg(&c.dir)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let pid: i32 = poll(|| std::fs::read_to_string(&pidfile).ok()?.trim().parse().ok());
@@ -299,8 +313,8 @@ fn a_killed_jobs_command_ends_and_nothing_is_committed() {
         Some(line.split_whitespace().next()?.to_owned())
     });
     ok(c.cmd(&["kill", &id]).output().unwrap());
-    let out = job.wait_with_output().unwrap();
-    assert!(!out.status.success());
+    let out = run.wait_with_output().unwrap();
+    assert!(!out.status.success(), "{name}: the job was killed");
     // A generous bound: the command would otherwise sleep for ten minutes.
     let ended = (0..400).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -311,7 +325,7 @@ fn a_killed_jobs_command_ends_and_nothing_is_committed() {
             .args(["-KILL", &pid.to_string()])
             .status();
     }
-    assert!(ended, "the killed job's command {pid} runs on");
+    assert!(ended, "the killed job's {name} command {pid} runs on");
     let ls = String::from_utf8_lossy(&ok(c.cmd(&["ls"]).output().unwrap()).stdout).into_owned();
-    assert!(!ls.contains("counts"), "nothing committed: {ls}");
+    assert!(!ls.contains(&output), "{name}: nothing committed: {ls}");
 }
