@@ -46,6 +46,11 @@ for t in tcpdump openssl; do
   command -v "$t" >/dev/null 2>&1 ||
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tcpdump openssl >/dev/null; break; }
 done
+# The task-user tests run Streaming commands as an unprivileged system
+# user (`sluice worker --task-user sluice-task`).
+if [ "$(id -u)" = 0 ] && ! id sluice-task >/dev/null 2>&1; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin sluice-task
+fi
 # Hadoop's MiniDFSCluster is the HDFS of the HDFS tests: its launcher
 # (tests/minidfs) built by Maven, with hadoop-minicluster from Maven Central.
 # (Built again when its sources are newer than the jar.)

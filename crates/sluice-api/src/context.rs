@@ -1,4 +1,6 @@
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::{Counters, Result};
 
@@ -28,12 +30,33 @@ pub trait Values {
     fn next_value(&mut self) -> Option<&[u8]>;
 }
 
+/// Whether the attempt a task runs in has been cancelled (killed, its job
+/// ended, or a faster attempt won): its result will be thrown away, so
+/// user code that runs long (a Streaming command) may stop at once, as
+/// Spark's `TaskContext.isInterrupted`. Clones share one flag; the
+/// default one is never cancelled.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// Cancels the attempt, for every clone.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the attempt has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// What a mapper sees besides its input record.
 pub struct MapContext<'a> {
     sink: &'a mut dyn Sink,
     counters: &'a mut Counters,
     task: usize,
     input: Option<(&'a Path, u64, u64)>,
+    cancel: Option<&'a Cancel>,
 }
 
 impl<'a> MapContext<'a> {
@@ -44,7 +67,19 @@ impl<'a> MapContext<'a> {
             counters,
             task: 0,
             input: None,
+            cancel: None,
         }
+    }
+
+    /// The same context in an attempt cancelled through `cancel`.
+    pub fn with_cancel(mut self, cancel: &'a Cancel) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// The attempt's cancellation, to look at while the task runs.
+    pub fn cancel(&self) -> Cancel {
+        self.cancel.cloned().unwrap_or_default()
     }
 
     /// The same context reading `length` bytes of file `path` from byte
@@ -108,6 +143,7 @@ pub struct ReduceContext<'a> {
     sink: &'a mut dyn Sink,
     counters: &'a mut Counters,
     partition: u32,
+    cancel: Option<&'a Cancel>,
 }
 
 impl<'a> ReduceContext<'a> {
@@ -117,7 +153,19 @@ impl<'a> ReduceContext<'a> {
             sink,
             counters,
             partition: 0,
+            cancel: None,
         }
+    }
+
+    /// The same context in an attempt cancelled through `cancel`.
+    pub fn with_cancel(mut self, cancel: &'a Cancel) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// The attempt's cancellation, to look at while the task runs.
+    pub fn cancel(&self) -> Cancel {
+        self.cancel.cloned().unwrap_or_default()
     }
 
     /// The same context for partition `p`.

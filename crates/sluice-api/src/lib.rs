@@ -18,7 +18,7 @@ mod partition;
 mod task;
 
 pub use aggregate::{aggregate_combiner, Aggregator, SumF64s, SumU64};
-pub use context::{MapContext, ReduceContext, Sink, Values};
+pub use context::{Cancel, MapContext, ReduceContext, Sink, Values};
 pub use counters::{Counters, TaskCounter};
 pub use error::Error;
 pub use job::{JobSpec, KeyOrder};

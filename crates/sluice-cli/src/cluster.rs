@@ -243,6 +243,11 @@ pub struct WorkerArgs {
     /// coordinator's workers page links it). Requests need the web token.
     #[arg(long)]
     http: Option<SocketAddr>,
+    /// Run Streaming and Python commands (user code) as this unprivileged
+    /// local user, each in a directory of its own; needs a worker started
+    /// as root.
+    #[arg(long)]
+    task_user: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -286,6 +291,10 @@ pub enum ClusterCmd {
         /// certificates of a CA made in DIR/tls).
         #[arg(long)]
         insecure: bool,
+        /// The workers run Streaming and Python commands as this
+        /// unprivileged user (`sluice worker --task-user`; needs root).
+        #[arg(long)]
+        task_user: Option<String>,
     },
     /// Stop the processes of a `cluster up`.
     Down {
@@ -472,6 +481,8 @@ pub fn run_worker(a: &WorkerArgs) -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     let memory = a.memory.unwrap_or_else(|| embedded::host_memory() / 2);
     let (datacenter, rack, host) = worker_place(a)?;
+    let secret_files = crate::task_user::secret_files(a.secret_file.as_deref(), &a.tls);
+    crate::task_user::confine(a.task_user.as_deref(), &secret_files)?;
     let cfg = WorkerConfig {
         coordinator: a.coordinator.clone(),
         listen: a.listen,
@@ -514,7 +525,12 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
             coordinators,
             etcd,
             insecure,
+            task_user,
         } => {
+            if let Some(u) = task_user {
+                // Refused here rather than by every worker.
+                crate::task_user::check(u)?;
+            }
             if *coordinators > 1 && etcd.is_none() {
                 bail!(
                     "--coordinators {coordinators} needs --etcd URL: several coordinators \
@@ -526,7 +542,7 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
                 workers: per_datacenter(workers, *datacenters)?,
                 slots: *slots,
                 coordinator_flags: words(coordinator_flags),
-                worker_flags: words(worker_flags),
+                worker_flags: with_task_user(words(worker_flags), task_user.as_deref()),
                 supervise: !no_supervise,
                 coordinators: *coordinators,
                 etcd: etcd.clone(),
@@ -560,6 +576,14 @@ pub fn cluster(cmd: &ClusterCmd) -> anyhow::Result<()> {
         ClusterCmd::Status(a) => crate::status::status(&a.conn()),
         ClusterCmd::Supervise(a) => crate::supervise::run(a),
     }
+}
+
+/// The workers' extra flags with `--task-user USER`, if given.
+fn with_task_user(mut flags: Vec<String>, user: Option<&str>) -> Vec<String> {
+    if let Some(u) = user {
+        flags.extend(["--task-user".to_owned(), u.to_owned()]);
+    }
+    flags
 }
 
 /// Workers per data center from `--workers` and `--datacenters`.

@@ -27,6 +27,7 @@ mod status;
 mod streaming;
 mod summary;
 mod supervise;
+mod task_user;
 mod users;
 mod yarn;
 

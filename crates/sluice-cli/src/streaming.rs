@@ -176,8 +176,9 @@ fn request(p: &Parsed) -> anyhow::Result<JobRequest> {
 /// terminal's Ctrl-C, `sluice cluster down`'s SIGTERM to a worker and
 /// YARN's kill of a container's process group do not reach) before this
 /// process ends as the signal would end it. Nothing is committed: a job's
-/// output is committed only when it ends well. For a local job and for a
-/// worker.
+/// output is committed only when it ends well. A worker with
+/// `--task-user` also removes the directory its commands' working
+/// directories were in. For a local job and for a worker.
 pub(crate) fn stop_commands_on_signals() {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
@@ -188,6 +189,7 @@ pub(crate) fn stop_commands_on_signals() {
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
                 sluice_jobs::streaming::stop_all();
+                sluice_jobs::cell::remove_base();
                 let _ = signal_hook::low_level::emulate_default_handler(sig);
                 std::process::exit(128 + sig);
             }

@@ -236,7 +236,7 @@ pub fn up(dir: &Path, opts: &UpOptions) -> Result<ClusterFile> {
             dir.display()
         )));
     }
-    std::fs::create_dir_all(dir).map_err(|e| ClusterError::io("creating", dir, e))?;
+    private_dir(dir)?;
     let dir = dir
         .canonicalize()
         .map_err(|e| ClusterError::io("resolving", dir, e))?;
@@ -352,6 +352,16 @@ fn places(per_dc: &[u32]) -> Vec<Vec<String>> {
         }
     }
     out
+}
+
+/// Creates `dir` if need be and makes it mode 0700: it holds the secret,
+/// the keys, the coordinator's state and the workers' data, which no
+/// other user (a task user among them) may reach.
+fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).map_err(|e| ClusterError::io("creating", dir, e))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| ClusterError::io("setting the mode of", dir, e))
 }
 
 /// Creates `dir/secret` (0600) unless it exists; returns its path.

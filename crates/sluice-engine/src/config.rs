@@ -68,6 +68,9 @@ pub struct EngineConfig {
     /// Disk and network rates for the performance model; `None` leaves the
     /// model out of the report.
     pub hardware: Option<sluice_model::Hardware>,
+    /// The attempt's cancellation, which mappers' and reducers' contexts
+    /// carry (a cluster task's; never cancelled by default).
+    pub cancel: sluice_api::Cancel,
 }
 
 impl Default for EngineConfig {
@@ -91,6 +94,7 @@ impl Default for EngineConfig {
             sync_output: true,
             spill_hook: None,
             hardware: None,
+            cancel: sluice_api::Cancel::default(),
         }
     }
 }

@@ -143,7 +143,9 @@ impl MapPhase<'_> {
             [p] if !p.is_synthetic() => Some(p),
             _ => None,
         };
-        let mut ctx = MapContext::new(sink, counters).for_task(task);
+        let mut ctx = MapContext::new(sink, counters)
+            .for_task(task)
+            .with_cancel(&self.cfg.cancel);
         if let Some(p) = one {
             ctx = ctx.with_input(&p.file.path, p.start, p.len());
         }
@@ -156,7 +158,9 @@ impl MapPhase<'_> {
             counters.add(TaskCounter::MapInputBytes, consumed);
             Progress::add(&self.progress.input_done, part.len());
         }
-        let mut ctx = MapContext::new(sink, counters).for_task(task);
+        let mut ctx = MapContext::new(sink, counters)
+            .for_task(task)
+            .with_cancel(&self.cfg.cancel);
         if let Some(p) = one {
             ctx = ctx.with_input(&p.file.path, p.start, p.len());
         }
@@ -200,11 +204,10 @@ impl MapPhase<'_> {
                 match mapper.map_lines(
                     off,
                     block,
-                    &mut MapContext::new(sink, counters).for_task(task).with_input(
-                        path,
-                        split.start,
-                        split.len(),
-                    ),
+                    &mut MapContext::new(sink, counters)
+                        .for_task(task)
+                        .with_cancel(&self.cfg.cancel)
+                        .with_input(path, split.start, split.len()),
                 ) {
                     Ok(()) => Ok(()),
                     Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
@@ -219,11 +222,10 @@ impl MapPhase<'_> {
                 match mapper.map(
                     off,
                     rec,
-                    &mut MapContext::new(sink, counters).for_task(task).with_input(
-                        path,
-                        split.start,
-                        split.len(),
-                    ),
+                    &mut MapContext::new(sink, counters)
+                        .for_task(task)
+                        .with_cancel(&self.cfg.cancel)
+                        .with_input(path, split.start, split.len()),
                 ) {
                     Ok(()) => Ok(()),
                     Err(ApiError::BadRecord(msg)) => bad.handle(path, off, rec, msg, counters),
@@ -345,7 +347,8 @@ impl<'a> CollectSink<'a> {
                     job.key_order,
                     job.combiner.clone(),
                 )
-                .with_sort_room(phase.sort_room());
+                .with_sort_room(phase.sort_room())
+                .with_cancel(phase.cfg.cancel.clone());
                 // The table is a small part of the spill buffer, or none.
                 if let Some(agg) = job.fold.clone().filter(|_| phase.spill_target >= FOLD_MIN) {
                     c = c.with_fold(agg);

@@ -125,8 +125,9 @@ impl ReducePhase<'_> {
                 Some(mut c) => {
                     let mut sink = SpillSink::new(&mut w);
                     sink.part = p;
-                    let stats = reduce_groups(&mut m, c.as_mut(), &mut sink, counters, p)
-                        .map_err(|e| sort_error(e, "combine"))?;
+                    let stats =
+                        reduce_groups(&mut m, c.as_mut(), &mut sink, counters, p, &self.cfg.cancel)
+                            .map_err(|e| sort_error(e, "combine"))?;
                     counters.add(TaskCounter::CombineInputRecords, stats.records);
                     counters.add(TaskCounter::CombineOutputRecords, sink.records);
                 }
@@ -197,8 +198,15 @@ impl ReducePhase<'_> {
         let mut m = Merger::new(readers, self.job.key_order)?;
         let mut reducer = (self.job.reducer.as_ref().expect("reduce job has a reducer"))();
         let c = &mut out.counters;
-        let stats = reduce_groups(&mut m, reducer.as_mut(), &mut sink, c, partition)
-            .map_err(|e| sort_error(e, "reduce"))?;
+        let stats = reduce_groups(
+            &mut m,
+            reducer.as_mut(),
+            &mut sink,
+            c,
+            partition,
+            &self.cfg.cancel,
+        )
+        .map_err(|e| sort_error(e, "reduce"))?;
         let (records, bytes) = sink.finish()?;
         self.committer.commit_task(name, 0)?;
         c.add(TaskCounter::ShuffleBytes, shuffle);

@@ -8,4 +8,7 @@ pub enum JobError {
     /// The job's parameters cannot make a job.
     #[error("invalid job parameters: {0}")]
     Parameters(String),
+    /// The user Streaming commands are to run as cannot be.
+    #[error("task user {name}: {msg}")]
+    TaskUser { name: String, msg: String },
 }

@@ -10,6 +10,7 @@
 //! - [`generate::generate`]: a data generator as a map-only job.
 //! - [`ohb::ohb`]: the OSU HiBD shuffle micro-benchmarks on synthetic input.
 
+pub mod cell;
 pub mod dfsio;
 mod error;
 pub mod generate;

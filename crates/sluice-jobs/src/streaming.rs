@@ -23,6 +23,9 @@
 //!   its exit status and the last lines of its standard error. One that
 //!   exits (zero) before reading all its input fails it too, as Hadoop's
 //!   broken pipe does.
+//! - A command whose task attempt is cancelled (killed, its job ended, a
+//!   faster attempt won: [`sluice_api::Cancel`]) is killed at once, with
+//!   its process group.
 //! - A command that makes no progress (reads no input, writes no output and
 //!   no standard error) for `mapreduce.task.timeout` milliseconds (`-D`;
 //!   600,000 as in Hadoop; 0: never) is killed and fails the attempt, as
@@ -36,7 +39,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -44,7 +47,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use sluice_api::{Error, JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, Values};
+use crate::cell::{self, WorkDir};
+use sluice_api::{
+    Cancel, Error, JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, Values,
+};
 
 /// A streaming job.
 #[derive(Debug, Clone, Default)]
@@ -210,6 +216,9 @@ struct Pipe {
     progress: Progress,
     /// `mapreduce.task.timeout` in milliseconds, if any.
     timeout: Option<u64>,
+    /// The task attempt's cancellation: the process is killed once it is
+    /// cancelled.
+    cancel: Cancel,
     pending: Vec<u8>,
     /// The leftover of the last output batch (a line not yet ended).
     partial: Vec<u8>,
@@ -233,13 +242,14 @@ impl Pipe {
         partition: usize,
         map: bool,
         input: Option<(&Path, u64, u64)>,
+        cancel: Cancel,
     ) -> Result<Pipe> {
         let timeout = task_timeout(&s.env)?;
         let dir = WorkDir::new(&s.files)?;
         let mut cmd = Command::new("sh");
+        cell::enter(&mut cmd, dir.path());
         cmd.arg("-c")
             .arg(command)
-            .current_dir(&dir.0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -282,6 +292,7 @@ impl Pipe {
             stderr,
             progress,
             timeout,
+            cancel,
             pending: Vec::with_capacity(BATCH),
             partial: Vec::new(),
             _dir: dir,
@@ -311,6 +322,7 @@ impl Pipe {
             return Ok(());
         };
         loop {
+            self.check_cancel()?;
             match input.try_send(batch) {
                 Ok(()) => return Ok(()),
                 Err(TrySendError::Full(b)) => batch = b,
@@ -326,9 +338,23 @@ impl Pipe {
         }
     }
 
-    /// Kills the process and fails the task when it made no progress for
-    /// the task timeout.
+    /// Kills the process and fails the task when its attempt was
+    /// cancelled.
+    fn check_cancel(&mut self) -> Result<()> {
+        if !self.cancel.is_cancelled() {
+            return Ok(());
+        }
+        self.kill();
+        Err(Error::user(format!(
+            "`{}` killed: its task attempt was cancelled",
+            self.command
+        )))
+    }
+
+    /// Kills the process and fails the task when its attempt was cancelled
+    /// or it made no progress for the task timeout.
     fn check_progress(&mut self) -> Result<()> {
+        self.check_cancel()?;
         let Some(ms) = self.timeout else {
             return Ok(());
         };
@@ -410,6 +436,7 @@ impl Pipe {
         }
         self.input = None;
         loop {
+            self.check_cancel()?;
             match self.output.recv_timeout(TICK) {
                 Ok(out) => self.lines(out, emit)?,
                 Err(RecvTimeoutError::Timeout) => self.check_progress()?,
@@ -531,44 +558,6 @@ fn watch(stderr: impl Read, said: &Mutex<Stderr>, progress: &Progress) {
     }
 }
 
-/// A task's working directory, with the shipped files; removed when
-/// dropped.
-struct WorkDir(PathBuf);
-
-impl WorkDir {
-    fn new(files: &[(String, Vec<u8>)]) -> Result<WorkDir> {
-        let base = std::env::temp_dir().join(format!(
-            "sluice-stream-{}-{}",
-            std::process::id(),
-            NEXT_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        ));
-        let io = |e: std::io::Error, p: &Path| Error::user(format!("{}: {e}", p.display()));
-        std::fs::create_dir_all(&base).map_err(|e| io(e, &base))?;
-        let dir = WorkDir(base);
-        for (name, bytes) in files {
-            let p = dir.0.join(name);
-            std::fs::write(&p, bytes).map_err(|e| io(e, &p))?;
-            set_executable(&p);
-        }
-        Ok(dir)
-    }
-}
-
-static NEXT_DIR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Shipped files keep Hadoop's habit of being runnable (`-file map.py`,
-/// `-mapper map.py`).
-fn set_executable(p: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755));
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 struct StreamMapper {
     s: Arc<Streaming>,
     pipe: Option<Pipe>,
@@ -584,6 +573,7 @@ impl Mapper for StreamMapper {
             ctx.task(),
             true,
             ctx.input(),
+            ctx.cancel(),
         )?;
         self.pipe = Some(pipe);
         Ok(())
@@ -629,7 +619,9 @@ impl Reducer for StreamReducer {
         let kind = if self.combine { "c" } else { "r" };
         let p = ctx.partition() as usize;
         let task = format!("task_sluice_{kind}_{p:06}");
-        self.pipe = Some(Pipe::start(&self.s, &self.command, &task, p, false, None)?);
+        let cancel = ctx.cancel();
+        let pipe = Pipe::start(&self.s, &self.command, &task, p, false, None, cancel)?;
+        self.pipe = Some(pipe);
         Ok(())
     }
 

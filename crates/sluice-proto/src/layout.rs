@@ -5,6 +5,10 @@
 //! chunk checksums ([`crate::block`]), `DATA_DIR/shuffle/JOB/` a job's map
 //! outputs, `DATA_DIR/work/JOB/` its scratch space. A block id is checked
 //! ([`check_id`]) before it names a file, so none reaches outside.
+//!
+//! The data directory and those three are mode 0700, whoever made them:
+//! only the worker's user reaches its files, never the user its tasks'
+//! commands run as (`sluice worker --task-user`).
 
 use std::path::{Path, PathBuf};
 
@@ -20,11 +24,18 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Creates the directories under `root`.
+    /// Creates the directories under `root`, and makes `root` and them
+    /// mode 0700.
     pub fn create(root: &Path) -> Result<Self> {
+        use std::os::unix::fs::PermissionsExt;
         for d in ["blocks", "shuffle", "work"] {
             let p = root.join(d);
             std::fs::create_dir_all(&p).map_err(|e| ClusterError::io("creating", &p, e))?;
+        }
+        for d in ["", "blocks", "shuffle", "work"] {
+            let p = root.join(d);
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| ClusterError::io("setting the mode of", &p, e))?;
         }
         Ok(Layout {
             root: root.to_owned(),

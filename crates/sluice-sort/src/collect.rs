@@ -82,6 +82,8 @@ pub struct SortCollector {
     fold: Option<Box<FoldTable>>,
     /// What the collected entries' keys are like ([`KeyShape`]).
     shape: KeyShape,
+    /// The attempt's cancellation, which the combiner's contexts carry.
+    cancel: sluice_api::Cancel,
 }
 
 /// What a spill's keys are like, gathered as they are collected: the
@@ -134,7 +136,14 @@ impl SortCollector {
             sort_room: 0,
             fold: None,
             shape: KeyShape::NONE,
+            cancel: sluice_api::Cancel::default(),
         }
+    }
+
+    /// Gives the combiner's contexts the attempt's `cancel`.
+    pub fn with_cancel(mut self, cancel: sluice_api::Cancel) -> Self {
+        self.cancel = cancel;
+        self
     }
 
     /// Folds records with `agg` at emit time in a [`FoldTable`] before
@@ -293,7 +302,11 @@ impl SortCollector {
             let part = self.entries[i].part;
             sink.part = part;
             let mut c = factory();
-            let r = c.setup(&mut ReduceContext::new(&mut sink, counters).for_partition(part));
+            let r = c.setup(
+                &mut ReduceContext::new(&mut sink, counters)
+                    .for_partition(part)
+                    .with_cancel(&self.cancel),
+            );
             sink.check(r)?;
             while i < self.entries.len() && self.entries[i].part == part {
                 // A group's first record, some records ahead (groups are
@@ -309,12 +322,18 @@ impl SortCollector {
                 let r = c.reduce(
                     self.key(&e),
                     &mut values,
-                    &mut ReduceContext::new(&mut sink, counters).for_partition(part),
+                    &mut ReduceContext::new(&mut sink, counters)
+                        .for_partition(part)
+                        .with_cancel(&self.cancel),
                 );
                 sink.check(r)?;
                 i = j;
             }
-            let r = c.cleanup(&mut ReduceContext::new(&mut sink, counters).for_partition(part));
+            let r = c.cleanup(
+                &mut ReduceContext::new(&mut sink, counters)
+                    .for_partition(part)
+                    .with_cancel(&self.cancel),
+            );
             sink.check(r)?;
         }
         counters.add(TaskCounter::CombineOutputRecords, sink.records);

@@ -2,7 +2,7 @@
 
 use std::cmp::Ordering;
 
-use sluice_api::{Counters, KeyOrder, ReduceContext, Reducer, Sink, Values};
+use sluice_api::{Cancel, Counters, KeyOrder, ReduceContext, Reducer, Sink, Values};
 use sluice_formats::spill::SegmentReader;
 
 use crate::order::{holds_whole, merge_prefix, MERGE_BYTES};
@@ -253,16 +253,21 @@ pub trait ErrorSink: Sink {
 }
 
 /// Feeds every key group of `merger` to `reducer` (with setup and cleanup),
-/// writing to `sink`.
+/// writing to `sink`; the reducer's contexts carry the attempt's `cancel`.
 pub fn reduce_groups<S: ErrorSink>(
     merger: &mut Merger,
     reducer: &mut dyn Reducer,
     sink: &mut S,
     counters: &mut Counters,
     partition: u32,
+    cancel: &Cancel,
 ) -> Result<GroupStats> {
     let mut stats = GroupStats::default();
-    let r = reducer.setup(&mut ReduceContext::new(sink, counters).for_partition(partition));
+    let r = reducer.setup(
+        &mut ReduceContext::new(sink, counters)
+            .for_partition(partition)
+            .with_cancel(cancel),
+    );
     sink.check(r)?;
     let mut key = Vec::new();
     while let Some((k, _)) = merger.current() {
@@ -281,14 +286,20 @@ pub fn reduce_groups<S: ErrorSink>(
         let r = reducer.reduce(
             &key,
             &mut values,
-            &mut ReduceContext::new(sink, counters).for_partition(partition),
+            &mut ReduceContext::new(sink, counters)
+                .for_partition(partition)
+                .with_cancel(cancel),
         );
         let finished = values.finish();
         sink.check(r)?;
         stats.records += finished?;
         stats.groups += 1;
     }
-    let r = reducer.cleanup(&mut ReduceContext::new(sink, counters).for_partition(partition));
+    let r = reducer.cleanup(
+        &mut ReduceContext::new(sink, counters)
+            .for_partition(partition)
+            .with_cancel(cancel),
+    );
     sink.check(r)?;
     Ok(stats)
 }

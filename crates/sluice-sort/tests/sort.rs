@@ -71,7 +71,15 @@ fn run(
     for p in 0..3 {
         let readers = runs.iter().map(|f| f.reader(p)).collect();
         let mut m = Merger::new(readers, order).unwrap();
-        reduce_groups(&mut m, &mut Sum, &mut out, &mut counters, 0).unwrap();
+        reduce_groups(
+            &mut m,
+            &mut Sum,
+            &mut out,
+            &mut counters,
+            0,
+            &Default::default(),
+        )
+        .unwrap();
     }
     (out.0, counters)
 }

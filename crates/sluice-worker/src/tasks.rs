@@ -70,6 +70,9 @@ type Received = BTreeMap<String, Arc<FetchWatch>>;
 struct Attempt {
     /// Its result is to be discarded (killed, or its job ended).
     cancelled: bool,
+    /// Raised when it is cancelled: its task's user code (a Streaming
+    /// command) looks at it and stops.
+    cancel: sluice_api::Cancel,
     /// Its shuffle fetches, once it has started fetching (a reduce).
     fetched: Option<Received>,
 }
@@ -78,6 +81,7 @@ impl Attempt {
     /// Marks it cancelled and stops its fetches between two blocks.
     fn cancel(&mut self) {
         self.cancelled = true;
+        self.cancel.cancel();
         for w in self.fetched.iter().flat_map(|m| m.values()) {
             w.stop.store(true, Ordering::Relaxed);
         }
@@ -163,6 +167,15 @@ impl Tasks {
             }
         }
         self.ended.insert(job);
+    }
+
+    /// Attempt `k`'s cancellation, raised when it is cancelled (one never
+    /// raised for an attempt not running here).
+    pub fn cancel_of(&self, k: AttemptKey) -> sluice_api::Cancel {
+        self.running
+            .get(&k)
+            .map(|a| a.cancel.clone())
+            .unwrap_or_default()
     }
 
     /// Whether attempt `k` runs here cancelled.
@@ -287,8 +300,11 @@ mod tests {
         let k = attempt(1, 0);
         t.start(k);
         let before = t.watches(k, ["a:1"].into_iter());
+        let cancel = t.cancel_of(k);
+        assert!(!cancel.is_cancelled());
         t.kill(k);
         assert!(t.is_cancelled(k));
+        assert!(cancel.is_cancelled(), "its user code is told");
         assert!(before[0].stop.load(Ordering::Relaxed));
         // A fetch that starts after the kill is stopped from the outset.
         let after = t.watches(k, ["b:1"].into_iter());
@@ -324,9 +340,11 @@ mod tests {
         let (mine, other) = (attempt(1, 0), attempt(2, 0));
         t.start(mine);
         t.start(other);
+        let (told, untold) = (t.cancel_of(mine), t.cancel_of(other));
         t.job_ended(1);
         assert!(t.is_cancelled(mine));
         assert!(!t.is_cancelled(other));
+        assert!(told.is_cancelled() && !untold.is_cancelled());
         let done = t.finish(mine);
         assert!(done.cancelled && done.job_ended);
         assert!(!t.finish(other).cancelled);

@@ -10,6 +10,7 @@ mod support;
 
 mod avro;
 mod cache;
+mod cell;
 mod cli;
 mod cluster;
 mod csvjson;

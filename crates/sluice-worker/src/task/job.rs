@@ -12,7 +12,7 @@ use sluice_request::{BuildContext, JobRequest};
 
 use crate::blocks;
 use crate::shared::Shared;
-use crate::tasks::Built;
+use crate::tasks::{AttemptKey, Built};
 
 type Result<T> = std::result::Result<T, ClusterError>;
 
@@ -45,6 +45,10 @@ pub(super) fn task_job(
     cfg.hardware = None;
     cfg.spill_dir = None;
     cfg.split_size = None;
+    // Its mappers and reducers learn when the attempt is cancelled.
+    cfg.cancel = shared
+        .tasks()
+        .cancel_of(AttemptKey::from(&a.task.unwrap_or_default()));
     Ok((spec, cfg))
 }
 
