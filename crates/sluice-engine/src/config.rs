@@ -56,7 +56,8 @@ pub struct EngineConfig {
     pub file_format: FileFormat,
     /// The columns a file of rows gives each record, and their separator.
     pub rows: Arc<Projection>,
-    /// How output files are written: text lines, or a SequenceFile.
+    /// How output files are written: text lines, a SequenceFile, Avro or
+    /// Parquet.
     pub output: crate::output::OutputFiles,
     /// Replace an existing output directory.
     pub overwrite: bool,
