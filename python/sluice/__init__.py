@@ -249,7 +249,7 @@ class Job:
             "streaming", params, input, output, reducers, None, memory, None, overwrite,
             properties,
         )
-        return _run_request(req, **where)
+        return Result(_run_request(req, **where), None, self.output_format)
 
 
 def _request(job, params, input, output, reducers, threads, memory, split_size, overwrite,
