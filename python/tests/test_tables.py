@@ -130,3 +130,14 @@ def test_input_mixing_rows_and_text_is_refused(tmp_path):
     with pytest.raises(ValueError, match="mixes files of rows"):
         job.run(d, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_sequencefile_records_stay_lines_of_their_values(text, tmp_path):
+    data, want = text
+    seq = tmp_path / "seq"
+    sluice.run("wordcount", data, seq, reducers=1, output_format="sequencefile")
+    job = sluice.Job(mapper=lambda line: [(line, 1)], reducer=lambda k, ns: [(k, sum(ns))])
+    table = job.run(seq, tmp_path / "out", in_process=True).to_arrow()
+    # Each record is its value (a count) alone, not a row as a dict.
+    assert set(table["key"].to_pylist()) == {str(n) for n in want.values()}
+    assert sum(table["value"].to_pylist()) == len(want)

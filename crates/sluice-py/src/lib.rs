@@ -82,7 +82,14 @@ fn run_python(
     }
     let job = Arc::new(job);
     let mut jobs = Registry::new();
-    jobs.register(&req.job, PythonKind(job.clone()));
+    let rows = input_rows(&req.input)?;
+    jobs.register(
+        &req.job,
+        PythonKind {
+            job: job.clone(),
+            rows,
+        },
+    );
     let target = sluice_tools::local::target(None, true);
     let result = py.detach(|| sluice_driver::run(&jobs, &req, Target::Local(&target)));
     match result {
@@ -97,10 +104,13 @@ fn run_python(
     }
 }
 
-/// The kind of a job of Python functions: its records are lines, or, from
-/// a file of rows, one JSON object a row (a SequenceFile's `key TAB
-/// value`), which the mapper gets as a dict when [`input_rows`] said so.
-struct PythonKind(Arc<PyJob>);
+/// The kind of a job of Python functions: its records are lines, or, when
+/// its input is Parquet or Avro ([`input_rows`]), one JSON object a row,
+/// which the mapper gets as a dict.
+struct PythonKind {
+    job: Arc<PyJob>,
+    rows: bool,
+}
 
 impl JobKind for PythonKind {
     fn describe(&self) -> &str {
@@ -109,12 +119,12 @@ impl JobKind for PythonKind {
 
     fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {
         Ok(Built::lines(
-            self.0.spec(&req.job, req.reducers.unwrap_or(1)),
+            self.job.spec(&req.job, req.reducers.unwrap_or(1)),
         ))
     }
 
     fn row_columns(&self, _req: &JobRequest) -> Option<Projection> {
-        Some(Projection::streaming())
+        self.rows.then(Projection::streaming)
     }
 }
 
