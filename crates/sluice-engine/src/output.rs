@@ -126,12 +126,13 @@ impl TextOutput {
         })
     }
 
-    /// Creates `path` to be written as `files` says.
-    pub fn create_as(path: &Path, sync: bool, files: &OutputFiles) -> Result<Self, EngineError> {
-        let mut out = Self::create(path, sync)?;
+    /// Creates `path` to be written as `cfg.output` says, synced as
+    /// `cfg.sync_output` says.
+    pub fn create_as(path: &Path, cfg: &crate::EngineConfig) -> Result<Self, EngineError> {
+        let mut out = Self::create(path, cfg.sync_output)?;
         let mut bytes = Vec::new();
         let sync = new_sync(path.as_os_str().as_encoded_bytes());
-        let (enc, long_values) = match files {
+        let (enc, long_values) = match &cfg.output {
             OutputFiles::Text => return Ok(out),
             OutputFiles::SequenceFile { long_values } => {
                 let long_values = *long_values;
@@ -146,7 +147,8 @@ impl TextOutput {
             }
             OutputFiles::Parquet { columns } => {
                 let enc = ParquetEncoder::new(&mut bytes, columns)
-                    .map_err(|e| EngineError::io("writing", path, e))?;
+                    .map_err(|e| EngineError::io("writing", path, e))?
+                    .row_group_bytes(cfg.row_group_bytes());
                 (Encoder::Parquet(Box::new(enc)), false)
             }
         };

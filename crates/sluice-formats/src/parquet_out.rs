@@ -14,7 +14,9 @@
 //!   ...                             (Snappy-compressed page bodies, each after
 //!                                    its Thrift PageHeader)
 //! row group 1 ...                 a new one each time the open one's encoded
-//!                                 size passes ROW_GROUP_BYTES (128 MiB)
+//!                                 size passes the caller's limit
+//!                                 (ParquetEncoder::row_group_bytes; at most
+//!                                 ROW_GROUP_BYTES, 128 MiB, by default)
 //! FileMetaData                    Thrift compact: the schema (one required
 //!                                 leaf per column), each row group's column
 //!                                 chunks with their offsets, sizes, codec and
@@ -44,7 +46,8 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
-/// A row group is closed once its encoded size passes this.
+/// A row group is closed once its encoded size passes this, unless the
+/// caller sets a smaller limit.
 pub const ROW_GROUP_BYTES: usize = 128 << 20;
 /// Rows gathered before they go to the writer as one batch.
 pub const BATCH_ROWS: usize = 8192;
