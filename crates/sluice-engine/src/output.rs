@@ -126,13 +126,19 @@ impl TextOutput {
         })
     }
 
-    /// Creates `path` to be written as `cfg.output` says, synced as
-    /// `cfg.sync_output` says.
-    pub fn create_as(path: &Path, cfg: &crate::EngineConfig) -> Result<Self, EngineError> {
-        let mut out = Self::create(path, cfg.sync_output)?;
+    /// Creates `path` to be written as `files` says; a Parquet file
+    /// closes its row groups past `row_group_bytes`
+    /// ([`crate::EngineConfig::row_group_bytes`]).
+    pub fn create_as(
+        path: &Path,
+        sync: bool,
+        files: &OutputFiles,
+        row_group_bytes: usize,
+    ) -> Result<Self, EngineError> {
+        let mut out = Self::create(path, sync)?;
         let mut bytes = Vec::new();
         let sync = new_sync(path.as_os_str().as_encoded_bytes());
-        let (enc, long_values) = match &cfg.output {
+        let (enc, long_values) = match files {
             OutputFiles::Text => return Ok(out),
             OutputFiles::SequenceFile { long_values } => {
                 let long_values = *long_values;
@@ -148,7 +154,7 @@ impl TextOutput {
             OutputFiles::Parquet { columns } => {
                 let enc = ParquetEncoder::new(&mut bytes, columns)
                     .map_err(|e| EngineError::io("writing", path, e))?
-                    .row_group_bytes(cfg.row_group_bytes());
+                    .row_group_bytes(row_group_bytes);
                 (Encoder::Parquet(Box::new(enc)), false)
             }
         };
