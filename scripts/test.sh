@@ -19,9 +19,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 [ -x .venv/bin/python ] || python3 -m venv .venv
 # moto's S3 server is the object store of the S3 tests; pyarrow writes the
 # Parquet files of the format tests, fastavro (with cramjam, its Snappy)
-# the Avro files.
-.venv/bin/python -c "import duckdb, numpy, moto.server, networkx, scipy, pyarrow, fastavro, cramjam" 2>/dev/null ||
-  .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy 'moto[server]' networkx scipy pyarrow fastavro cramjam
+# the Avro files; pandas is the Python package's to_pandas().
+.venv/bin/python -c "import duckdb, numpy, moto.server, networkx, scipy, pyarrow, fastavro, cramjam, pandas" 2>/dev/null ||
+  .venv/bin/pip install --quiet --disable-pip-version-check duckdb numpy 'moto[server]' networkx scipy pyarrow fastavro cramjam pandas
 export SLUICE_PYTHON="$PWD/.venv/bin/python"
 # Headless Chromium loads the coordinator's web pages in the web tests:
 # Debian's package.

@@ -17,6 +17,14 @@ A job of functions::
     for word, n in sluice.read_output("counts"):
         ...
 
+The report a job returns is a :class:`Result`, a dict with two more
+methods: ``to_arrow()`` (a pyarrow Table) and ``to_pandas()`` (a pandas
+DataFrame) of the job's output. A mapper over Parquet or Avro files gets
+each row as a dict of column name to value::
+
+    def mapper(row):
+        yield row["sourceIP"], row["adRevenue"]
+
 or of a class, as in mrjob::
 
     class WordCount(sluice.Job):
@@ -51,6 +59,7 @@ function over a batch, so Python code runs one thread at a time while the
 rest of the job runs beside it.
 """
 
+import copy
 import json
 import os
 import shlex
@@ -68,10 +77,12 @@ __version__ = _sluice.__version__
 __all__ = [
     "Job",
     "JobFailed",
+    "Result",
     "run",
     "builtin_jobs",
     "gen_text",
     "read_output",
+    "read_table",
     "encode",
     "decode",
 ]
@@ -86,7 +97,9 @@ class Job:
     Pass the functions, or subclass and define them as methods:
 
     - ``mapper(line)``: called with each line of the input (a ``str``
-      without its newline); returns or yields ``(key, value)`` pairs.
+      without its newline), or, when the input is Parquet or Avro files,
+      each row (a ``dict`` of column name to value); returns or yields
+      ``(key, value)`` pairs.
     - ``reducer(key, values)``: called once per key with a list of its
       values, keys in sorted order; returns or yields pairs. Without a
       reducer the job is map-only: the mapper's pairs are the output.
@@ -150,7 +163,10 @@ class Job:
     ):
         """Runs the job on the local engine over ``input`` (files,
         directories or globs, comma-separated or a list) into the
-        directory ``output``; returns the job's report as a dict.
+        directory ``output``; returns the job's report, a :class:`Result`
+        (a dict whose ``to_arrow()`` and ``to_pandas()`` read the output).
+        Input of Parquet or Avro files (all of them; a mix with text is
+        refused) reaches the mapper as dicts, one a row.
 
         Your functions run in Python processes beside the engine (see the
         module's documentation), or in this interpreter with
@@ -185,14 +201,18 @@ class Job:
             self.name, None, input, output, reducers, threads, memory, split_size, overwrite,
             properties,
         )
-        runtime = Runtime(self)
-        blob = None if in_process else self._pickled_for_processes()
+        job = self
+        if _sluice.input_rows(req["input"]):
+            job = copy.copy(self)
+            job._input_rows = True
+        runtime = Runtime(job)
+        blob = None if in_process else job._pickled_for_processes()
         if blob is None:
             out = _sluice.run_python(runtime, json.dumps(req))
         else:
             path = os.pathsep.join(p for p in sys.path if isinstance(p, str) and p)
             out = _sluice.run_python(runtime, json.dumps(req), blob, sys.executable, path)
-        return json.loads(out)[-1]
+        return Result(json.loads(out)[-1], output, self.output_format)
 
     def _pickled_for_processes(self):
         """The job pickled for its processes, or ``None`` (with a warning)
@@ -233,11 +253,11 @@ class Job:
             "streaming", params, input, output, reducers, None, memory, None, overwrite,
             properties,
         )
-        return _run_request(req, **where)
+        return Result(_run_request(req, **where), None, self.output_format)
 
 
 def _request(job, params, input, output, reducers, threads, memory, split_size, overwrite,
-             properties):
+             properties, output_format=None):
     if isinstance(input, (str, os.PathLike)):
         input = os.fspath(input)
     else:
@@ -247,6 +267,8 @@ def _request(job, params, input, output, reducers, threads, memory, split_size, 
         engine["threads"] = int(threads)
     if split_size is not None:
         engine["split_size"] = int(split_size)
+    if output_format is not None:
+        engine["output_format"] = str(output_format)
     return {
         "job": job,
         "params": params,
@@ -276,12 +298,19 @@ def run(
     secret_file=None,
     replication=1,
     tls_dir=None,
+    output_format=None,
     **params,
 ):
     """Runs the built-in job ``job`` (see :func:`builtin_jobs`) with its
-    parameters ``params`` and returns its report as a dict; a job of
-    several stages (a baseline join) has the stages' reports under
+    parameters ``params`` and returns its report, a :class:`Result` (a
+    dict whose ``to_arrow()`` and ``to_pandas()`` read the output); a job
+    of several stages (a baseline join) has the stages' reports under
     ``"stages"``.
+
+    ``output_format`` is ``"text"`` (the default), ``"parquet"``,
+    ``"avro"`` or ``"sequencefile"``, as ``--output-format`` says: with
+    ``"parquet"`` word count writes (word string, count int64) columns,
+    the Pavlo tasks their typed columns.
 
     Runs on the local engine, or on a cluster given by its directory
     (``cluster=``, from ``sluice cluster up``) or coordinator address
@@ -292,12 +321,14 @@ def run(
     ``input`` and ``output`` are data set names."""
     req = _request(
         job, params or None, input, output, reducers, threads, memory, split_size, overwrite,
-        properties,
+        properties, output_format,
     )
-    return _run_request(
+    report = _run_request(
         req, cluster=cluster, coordinator=coordinator, secret_file=secret_file,
         replication=replication, tls_dir=tls_dir,
     )
+    local = cluster is None and coordinator is None
+    return Result(report, output if local else None, "raw")
 
 
 def _run_request(req, cluster, coordinator, secret_file, replication, tls_dir):
@@ -317,6 +348,74 @@ def _run_request(req, cluster, coordinator, secret_file, replication, tls_dir):
     if len(reports) > 1:
         report = dict(report, stages=reports)
     return report
+
+
+class Result(dict):
+    """A job's report (this dict) and its output, read as a table.
+
+    ``to_arrow()`` gives a pyarrow Table of the output's part files: when
+    they are Parquet (``output_format="parquet"``) the files themselves,
+    their columns and types as the job wrote them; when they are text,
+    the lines parsed into a ``key`` and a ``value`` column (a line without
+    a tab has a null value), decoded from JSON for a Python job whose
+    ``output_format`` is ``"json"`` and strings otherwise.
+    ``to_pandas()`` is the same as a pandas DataFrame. Output on a
+    cluster is read after ``sluice get``, by :func:`read_table`."""
+
+    def __init__(self, report, output, text_format):
+        super().__init__(report)
+        self.output = None if output is None else os.fspath(output)
+        self.text_format = text_format
+
+    def to_arrow(self):
+        if self.output is None:
+            raise ValueError(
+                "this job's output is a data set on a cluster: fetch it with `sluice get` "
+                "and read it with sluice.read_table(path)"
+            )
+        return read_table(self.output, self.text_format)
+
+    def to_pandas(self):
+        return self.to_arrow().to_pandas()
+
+
+def read_table(path, format="raw"):
+    """A job's output directory (or one part file) as a pyarrow Table:
+    Parquet part files as they are, text ones parsed into ``key`` and
+    ``value`` columns (``format`` ``"json"`` decodes them as
+    :func:`read_output` does; ``"raw"`` keeps strings)."""
+    import pyarrow as pa
+
+    parts = _part_files(path)
+    kinds = {_kind(p) for p in parts}
+    if kinds == {"parquet"}:
+        import pyarrow.parquet as pq
+
+        return pa.concat_tables([pq.read_table(p) for p in parts])
+    binary = kinds - {"parquet", "text"}
+    if binary or len(kinds) > 1:
+        raise ValueError(
+            "%s holds %s output: a table is read from Parquet or text part files"
+            % (os.fspath(path), " and ".join(sorted(kinds)))
+        )
+    keys, values = [], []
+    for key, value in read_output(path, format):
+        keys.append(key)
+        values.append(value)
+    return pa.table({"key": keys, "value": values})
+
+
+def _kind(path):
+    """What a part file holds, by its first bytes."""
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head == b"PAR1":
+        return "parquet"
+    if head == b"Obj\x01":
+        return "avro"
+    if head[:3] == b"SEQ":
+        return "sequencefile"
+    return "text"
 
 
 def _pickle_job(job):

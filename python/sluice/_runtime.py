@@ -8,6 +8,7 @@ once at the end. Each returns a list of ``(key, value)`` pairs.
 """
 
 import copy
+import json
 import traceback
 
 
@@ -34,9 +35,12 @@ class Runtime:
         self.output_format = job.output_format
         self.encoding_errors = job.encoding_errors
         self._partitioner = job._user("partitioner")
+        # The input is Parquet or Avro: each record is a row as a JSON
+        # object, given to the mapper as a dict.
+        self.rows = getattr(job, "_input_rows", False)
 
     def map_task(self):
-        return _Task(copy.copy(self.job), "mapper")
+        return _Task(copy.copy(self.job), "mapper", self.rows)
 
     def reduce_task(self, role):
         return _Task(copy.copy(self.job), "reducer" if role == "reduce" else "combiner")
@@ -57,8 +61,9 @@ class _Task:
     """One task of a job: its own copy of the job (so that state set in
     ``mapper_init`` belongs to the task) and the user's functions."""
 
-    def __init__(self, job, role):
+    def __init__(self, job, role, rows=False):
         self.role = role
+        self.rows = rows
         self.fn = job._user(role)
         self.init = job._user(role + "_init")
         self.fin = job._user(role + "_final")
@@ -83,6 +88,8 @@ class _Task:
         item = None
         try:
             if self.role == "mapper":
+                if self.rows:
+                    items = map(json.loads, items)
                 for item in items:
                     r = fn(item)
                     if r is not None:
@@ -94,7 +101,8 @@ class _Task:
                         ext(r)
         except BaseException as exc:
             if self.role == "mapper":
-                _note(exc, "while mapping the line %s" % _short(item))
+                what = "row" if self.rows else "line"
+                _note(exc, "while mapping the %s %s" % (what, _short(item)))
             else:
                 _note(exc, "in the %s of the key %s" % (self.role, _short(item and item[0])))
             raise

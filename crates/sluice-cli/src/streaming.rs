@@ -127,9 +127,10 @@ fn output_format(name: &str) -> anyhow::Result<OutputFormat> {
         "text" | "TextOutputFormat" => OutputFormat::Text,
         "sequencefile" | "SequenceFileOutputFormat" => OutputFormat::SequenceFile,
         "avro" => OutputFormat::Avro,
+        "parquet" => OutputFormat::Parquet,
         _ => bail!(
-            "-outputformat {name}: takes text, sequencefile, avro, or Hadoop's TextOutputFormat, \
-             SequenceFileOutputFormat"
+            "-outputformat {name}: takes text, sequencefile, avro, parquet, or Hadoop's \
+             TextOutputFormat, SequenceFileOutputFormat"
         ),
     })
 }
@@ -234,5 +235,7 @@ mod tests {
         let p = parse(&args("-inputformat AvroAsTextInputFormat")).unwrap();
         assert_eq!(p.input_format, InputFormat::Avro);
         assert!(parse(&args("-inputformat NLineInputFormat")).is_err());
+        let p = parse(&args("-outputformat parquet")).unwrap();
+        assert_eq!(p.output_format, OutputFormat::Parquet);
     }
 }

@@ -1,14 +1,16 @@
 //! The job properties the driver sets on the requests it runs, unless the
 //! user set them.
 
-use sluice_request::{JobRequest, OUTPUT_SYNC_PROPERTY};
+use sluice_request::{JobRequest, OutputFormat, OUTPUT_SYNC_PROPERTY};
 
 /// Makes `stage` write temporary `temp`: overwritten if a stale one is
-/// there, and not synced (the stages after read it, and it is removed
-/// whatever happens).
+/// there, not synced (the stages after read it, and it is removed
+/// whatever happens), and text, as the stages after read it, whatever
+/// format the chain's own output is.
 pub(crate) fn to_temporary(stage: &mut JobRequest, temp: &str) {
     stage.output = temp.to_owned();
     stage.overwrite = true;
+    stage.engine.output_format = OutputFormat::Text;
     unsynced(stage);
 }
 
@@ -36,14 +38,16 @@ mod tests {
         JobRequest::new("wordcount", &serde_json::Value::Null, "data", "")
     }
 
-    /// A stage writing a temporary overwrites it and does not sync it,
-    /// unless the user said to; the engine takes the property.
+    /// A stage writing a temporary overwrites it as text and does not
+    /// sync it, unless the user said to; the engine takes the property.
     #[test]
     fn temporaries_are_not_synced() {
         let mut s = stage();
+        s.engine.output_format = OutputFormat::Parquet;
         assert!(s.syncs_output());
         to_temporary(&mut s, "t0");
         assert_eq!((s.output.as_str(), s.overwrite), ("t0", true));
+        assert_eq!(s.engine.output_format, OutputFormat::Text);
         assert!(!s.syncs_output());
         assert!(!sluice_request::settings(&s).sync_output);
         let mut kept = stage();

@@ -56,7 +56,8 @@ pub struct EngineConfig {
     pub file_format: FileFormat,
     /// The columns a file of rows gives each record, and their separator.
     pub rows: Arc<Projection>,
-    /// How output files are written: text lines, or a SequenceFile.
+    /// How output files are written: text lines, a SequenceFile, Avro or
+    /// Parquet.
     pub output: crate::output::OutputFiles,
     /// Replace an existing output directory.
     pub overwrite: bool,
@@ -206,10 +207,41 @@ impl EngineConfig {
         ((self.memory as f64 * COLLECT_SHARE) / self.threads as f64) as usize
     }
 
+    /// Encoded bytes a Parquet output file holds in memory before it
+    /// closes its row group: a quarter of a thread's share of the budget,
+    /// at most [`ROW_GROUP_BYTES`](sluice_formats::parquet_out::ROW_GROUP_BYTES)
+    /// (128 MiB, with the default 1 GiB on up to two threads), at least
+    /// 1 MiB.
+    pub fn row_group_bytes(&self) -> usize {
+        let share = self.memory / (4 * self.threads.max(1) as u64);
+        let most = sluice_formats::parquet_out::ROW_GROUP_BYTES;
+        usize::try_from(share).unwrap_or(most).clamp(1 << 20, most)
+    }
+
     /// The split size to use for `total` input bytes: about eight splits per
     /// thread, between 8 MiB (`MIN_SPLIT`) and 64 MiB.
     pub fn split_size_for(&self, total: u64) -> u64 {
         self.split_size
             .unwrap_or_else(|| (total / (self.threads as u64 * 8)).clamp(MIN_SPLIT, 64 << 20))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Parquet row group is a quarter of a thread's share, between
+    /// 1 MiB and 128 MiB.
+    #[test]
+    fn row_groups_fit_a_threads_share() {
+        let cfg = |memory: u64, threads| EngineConfig {
+            memory,
+            threads,
+            ..EngineConfig::default()
+        };
+        assert_eq!(cfg(1 << 30, 2).row_group_bytes(), 128 << 20);
+        assert_eq!(cfg(1 << 30, 1).row_group_bytes(), 128 << 20);
+        assert_eq!(cfg(1 << 30, 8).row_group_bytes(), 32 << 20);
+        assert_eq!(cfg(16 << 20, 8).row_group_bytes(), 1 << 20);
     }
 }

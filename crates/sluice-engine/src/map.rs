@@ -116,7 +116,9 @@ impl MapPhase<'_> {
     fn map_only_split(&self, split: &MapSplit, queue: &Queue, out: &mut MapOutput) -> Result<()> {
         let name = format!("part-m-{:05}", split.index);
         let path = self.committer.attempt_path(&name, 0)?;
-        let mut sink = TextOutput::create_as(&path, self.cfg.sync_output, self.cfg.output)?;
+        let cfg = self.cfg;
+        let mut sink =
+            TextOutput::create_as(&path, cfg.sync_output, &cfg.output, cfg.row_group_bytes())?;
         self.run_split(split, &mut sink, queue, &mut out.counters)?;
         let (records, bytes) = sink.finish()?;
         out.counters.add(TaskCounter::MapOutputWritten, records);

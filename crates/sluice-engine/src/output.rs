@@ -1,15 +1,18 @@
 //! Text output: `key<TAB>value\n` lines, or `key\n` for a key alone
 //! (Hadoop's `TextOutputFormat`); or, as the job asks
 //! ([`OutputFiles`]), a Hadoop SequenceFile of `Text` keys and `Text` or
-//! `LongWritable` values (Hadoop's `SequenceFileOutputFormat`), or an Avro
-//! container file of (`key` string, `value` string or long) records.
+//! `LongWritable` values (Hadoop's `SequenceFileOutputFormat`), an Avro
+//! container file of (`key` string, `value` string or long) records, or a
+//! Parquet file of typed columns (the key the first, the value the rest).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use sluice_api::{Error as ApiError, Sink};
 use sluice_formats::avro::write::AvroEncoder;
+use sluice_formats::parquet_out::{pair_columns, OutputColumn, ParquetEncoder};
 use sluice_formats::seqfile::write::{new_sync, put_long, put_text, SeqEncoder};
 use sluice_formats::seqfile::{LONG_CLASS, TEXT_CLASS};
 use sluice_sort::{ErrorSink, SortError};
@@ -17,7 +20,7 @@ use sluice_sort::{ErrorSink, SortError};
 use crate::EngineError;
 
 /// How a job's output files are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum OutputFiles {
     /// Text lines.
     #[default]
@@ -36,13 +39,30 @@ pub enum OutputFiles {
         /// The fields' names.
         names: (&'static str, &'static str),
     },
+    /// Parquet files of `columns`: the key the first, the value the
+    /// second, or its `|`-separated fields the rest
+    /// ([`sluice_formats::parquet_out`]).
+    Parquet {
+        /// The columns, at least two.
+        columns: Arc<[OutputColumn]>,
+    },
 }
 
 impl OutputFiles {
+    /// Parquet files of a `key` and a `value` text column.
+    pub fn parquet() -> OutputFiles {
+        OutputFiles::Parquet {
+            columns: pair_columns(("key", "value"), false).into(),
+        }
+    }
+
     /// The same files with integer values or not, their fields (if they
     /// have names) named `names`.
     pub fn typed(self, long: bool, names: (&'static str, &'static str)) -> OutputFiles {
         match self {
+            OutputFiles::Parquet { .. } => OutputFiles::Parquet {
+                columns: pair_columns(names, long).into(),
+            },
             OutputFiles::Text => OutputFiles::Text,
             OutputFiles::SequenceFile { .. } => OutputFiles::SequenceFile { long_values: long },
             OutputFiles::Avro { .. } => OutputFiles::Avro {
@@ -51,12 +71,23 @@ impl OutputFiles {
             },
         }
     }
+
+    /// The same files with the columns `columns` if they are Parquet's.
+    pub fn with_columns(self, columns: &[OutputColumn]) -> OutputFiles {
+        match self {
+            OutputFiles::Parquet { .. } => OutputFiles::Parquet {
+                columns: columns.into(),
+            },
+            other => other,
+        }
+    }
 }
 
 /// The encoder of a binary output file.
 enum Encoder {
     Seq(SeqEncoder),
     Avro(AvroEncoder),
+    Parquet(Box<ParquetEncoder>),
 }
 
 /// A binary output's encoder and its scratch buffers.
@@ -95,22 +126,36 @@ impl TextOutput {
         })
     }
 
-    /// Creates `path` to be written as `files` says.
-    pub fn create_as(path: &Path, sync: bool, files: OutputFiles) -> Result<Self, EngineError> {
+    /// Creates `path` to be written as `files` says; a Parquet file
+    /// closes its row groups past `row_group_bytes`
+    /// ([`crate::EngineConfig::row_group_bytes`]).
+    pub fn create_as(
+        path: &Path,
+        sync: bool,
+        files: &OutputFiles,
+        row_group_bytes: usize,
+    ) -> Result<Self, EngineError> {
         let mut out = Self::create(path, sync)?;
         let mut bytes = Vec::new();
         let sync = new_sync(path.as_os_str().as_encoded_bytes());
         let (enc, long_values) = match files {
             OutputFiles::Text => return Ok(out),
             OutputFiles::SequenceFile { long_values } => {
+                let long_values = *long_values;
                 let value_class = if long_values { LONG_CLASS } else { TEXT_CLASS };
                 let enc = SeqEncoder::new(&mut bytes, TEXT_CLASS, value_class, false, sync);
                 (Encoder::Seq(enc), long_values)
             }
             OutputFiles::Avro { long_values, names } => {
-                let enc = AvroEncoder::new(&mut bytes, names, long_values, sync)
+                let enc = AvroEncoder::new(&mut bytes, *names, *long_values, sync)
                     .map_err(|e| EngineError::io("writing", path, e))?;
-                (Encoder::Avro(enc), long_values)
+                (Encoder::Avro(enc), *long_values)
+            }
+            OutputFiles::Parquet { columns } => {
+                let enc = ParquetEncoder::new(&mut bytes, columns)
+                    .map_err(|e| EngineError::io("writing", path, e))?
+                    .row_group_bytes(row_group_bytes);
+                (Encoder::Parquet(Box::new(enc)), false)
             }
         };
         out.write_bytes(&bytes)?;
@@ -132,7 +177,8 @@ impl TextOutput {
     }
 
     /// A record of a binary output: for a SequenceFile its key and value
-    /// as Writables, for Avro a record.
+    /// as Writables, for Avro a record, for Parquet a row (its encoder
+    /// types the values itself).
     fn put_seq(&mut self, key: &[u8], value: &[u8]) -> sluice_api::Result<()> {
         let s = self.seq.as_mut().expect("a binary output");
         s.bytes.clear();
@@ -162,6 +208,7 @@ impl TextOutput {
                 enc.append(&mut s.bytes, &s.key, &s.value)
             }
             Encoder::Avro(enc) => enc.append_pair(&mut s.bytes, key, long.ok_or(value)),
+            Encoder::Parquet(enc) => enc.append(&mut s.bytes, key, value),
         };
         if let Err(e) = r {
             self.err = Some(e);
@@ -213,6 +260,7 @@ impl TextOutput {
             match s.enc {
                 Encoder::Seq(enc) => enc.finish(&mut rest),
                 Encoder::Avro(enc) => enc.finish(&mut rest),
+                Encoder::Parquet(enc) => enc.finish(&mut rest),
             }
             .map_err(|e| EngineError::io("writing", &self.path, e))?;
             self.write_bytes(&rest)?;

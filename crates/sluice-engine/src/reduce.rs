@@ -192,7 +192,9 @@ impl ReducePhase<'_> {
         out: &mut ReduceOutput,
     ) -> Result<()> {
         let path = self.committer.attempt_path(name, 0)?;
-        let mut sink = TextOutput::create_as(&path, self.cfg.sync_output, self.cfg.output)?;
+        let cfg = self.cfg;
+        let mut sink =
+            TextOutput::create_as(&path, cfg.sync_output, &cfg.output, cfg.row_group_bytes())?;
         let shuffle: u64 = runs.iter().map(|f| f.segments()[p as usize].len).sum();
         let readers = runs.iter().map(|f| f.reader(p)).collect();
         let mut m = Merger::new(readers, self.job.key_order)?;

@@ -12,7 +12,8 @@
 //! - [`rows`]: files of rows with named columns read as records of text;
 //!   [`parquet`]: Parquet files, by row group, decoded by column into
 //!   Arrow arrays written as text (`arrow_text`); [`parquet_json`]: their
-//!   rows as JSON objects, for Streaming.
+//!   rows as JSON objects, for Streaming; [`parquet_out`]: a job's output
+//!   as a Parquet file of typed columns.
 //! - [`seqfile`]: Hadoop SequenceFiles, split at their syncs, and written;
 //!   [`avro`]: Avro object container files, split at their syncs;
 //!   [`textrows`]: CSV with a header row and JSON lines.
@@ -38,6 +39,7 @@ pub mod input;
 pub mod paged;
 pub mod parquet;
 pub mod parquet_json;
+pub mod parquet_out;
 pub mod read;
 pub mod rows;
 pub mod seqfile;

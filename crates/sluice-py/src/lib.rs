@@ -21,10 +21,11 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sluice_driver::{JobReport, Target};
-use sluice_request::{JobRequest, Registry};
+use sluice_formats::input::Codec;
+use sluice_formats::rows::Projection;
+use sluice_request::{BuildContext, Built, JobKind, JobRequest, Registry, RequestError};
 use sluice_tools::conn::Conn;
 
-use crate::codec::Codec;
 use crate::job::PyJob;
 
 create_exception!(
@@ -108,10 +109,14 @@ fn run_python(
     }
     let job = Arc::new(job);
     let mut jobs = Registry::new();
-    let for_kind = job.clone();
-    jobs.register_fn(&req.job, "a job of Python functions", move |r| {
-        Ok(for_kind.spec(&r.job, r.reducers.unwrap_or(1)))
-    });
+    let rows = input_rows(&req.input)?;
+    jobs.register(
+        &req.job,
+        PythonKind {
+            job: job.clone(),
+            rows,
+        },
+    );
     let target = sluice_tools::local::target(None, true);
     let result = py.detach(|| sluice_driver::run(&jobs, &req, Target::Local(&target)));
     match result {
@@ -124,6 +129,59 @@ fn run_python(
             Err(err)
         }
     }
+}
+
+/// The kind of a job of Python functions: its records are lines, or, when
+/// its input is Parquet or Avro ([`input_rows`]), one JSON object a row,
+/// which the mapper gets as a dict.
+struct PythonKind {
+    job: Arc<PyJob>,
+    rows: bool,
+}
+
+impl JobKind for PythonKind {
+    fn describe(&self) -> &str {
+        "a job of Python functions"
+    }
+
+    fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {
+        Ok(Built::lines(
+            self.job.spec(&req.job, req.reducers.unwrap_or(1)),
+        ))
+    }
+
+    fn row_columns(&self, _req: &JobRequest) -> Option<Projection> {
+        self.rows.then(Projection::streaming)
+    }
+}
+
+/// Whether the files of `input` (files, directories and globs,
+/// comma-separated) are files of rows whose records a Python mapper
+/// gets as dicts (Parquet and Avro, known by their first bytes or
+/// extension); `ValueError` if some are and others are not. Input that
+/// cannot be listed is not rows here: the job's run reports it.
+#[pyfunction]
+fn input_rows(input: &str) -> PyResult<bool> {
+    let Ok(files) = sluice_formats::input::resolve(input) else {
+        return Ok(false);
+    };
+    let rows = |c: Codec| matches!(c, Codec::Parquet | Codec::Avro);
+    let n = files.iter().filter(|f| rows(f.codec)).count();
+    if n == 0 || n == files.len() {
+        return Ok(n > 0);
+    }
+    let (a, b) = (
+        files.iter().find(|f| rows(f.codec)),
+        files.iter().find(|f| !rows(f.codec)),
+    );
+    let name = |f: Option<&sluice_formats::input::InputFile>| {
+        f.map(|f| f.path.display().to_string()).unwrap_or_default()
+    };
+    Err(PyValueError::new_err(format!(
+        "the input mixes files of rows ({}) with text ({}): a Python job reads one or the other",
+        name(a),
+        name(b)
+    )))
 }
 
 /// Runs the built-in job of `request_json` on the local engine, or on a
@@ -192,14 +250,14 @@ fn gen_text(
 #[pyfunction]
 fn encode<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     let mut out = Vec::new();
-    Codec::new(obj.py())?.encode(obj, &mut out)?;
+    codec::Codec::new(obj.py())?.encode(obj, &mut out)?;
     Ok(PyBytes::new(obj.py(), &out))
 }
 
 /// The Python object encoded as `data`.
 #[pyfunction]
 fn decode<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    Codec::new(py)?.decode(py, data)
+    codec::Codec::new(py)?.decode(py, data)
 }
 
 #[pymodule]
@@ -207,6 +265,7 @@ fn _sluice(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_python, m)?)?;
     m.add_function(wrap_pyfunction!(run_builtin, m)?)?;
     m.add_function(wrap_pyfunction!(builtin_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(input_rows, m)?)?;
     m.add_function(wrap_pyfunction!(gen_text, m)?)?;
     m.add_function(wrap_pyfunction!(encode, m)?)?;
     m.add_function(wrap_pyfunction!(decode, m)?)?;

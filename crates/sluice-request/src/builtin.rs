@@ -7,10 +7,12 @@ use serde::{Deserialize, Serialize};
 use sluice_api::{KeyOrder, RangePartitioner};
 use sluice_formats::index::KeyType;
 use sluice_formats::input::{self, RecordFormat, Split};
+use sluice_formats::parquet_out::OutputColumn;
 use sluice_formats::rows::{KeepRange, Projection};
 use sluice_jobs::{pavlo, Grouping};
 
 use crate::choices::{GroupByName, GroupingName, JoinForm, KeyOrderName, PagedInput, PairType};
+use crate::columns;
 use crate::flags::{params, JobFlags};
 use crate::registry::{settings, BuildContext, Built, JobKind, KeyRange, Plan, Registry, Sampling};
 use crate::{JobRequest, RequestError, StageRef};
@@ -305,6 +307,10 @@ impl JobKind for Selection {
         true
     }
 
+    fn output_columns(&self, _req: &JobRequest) -> Option<&'static [OutputColumn]> {
+        Some(columns::SELECTION)
+    }
+
     /// pageURL and pageRank, the rows with `pageRank > threshold`.
     fn row_columns(&self, req: &JobRequest) -> Option<Projection> {
         let p: SelectionParams = req.params().ok()?;
@@ -385,6 +391,11 @@ impl JobKind for Aggregation {
         true
     }
 
+    fn output_columns(&self, req: &JobRequest) -> Option<&'static [OutputColumn]> {
+        let p: AggParams = req.params().ok()?;
+        Some(columns::aggregation(p.group_by))
+    }
+
     /// The grouped column, visitDate (each row's is checked) and adRevenue.
     fn row_columns(&self, req: &JobRequest) -> Option<Projection> {
         let p: AggParams = req.params().ok()?;
@@ -428,6 +439,10 @@ impl JobKind for Udf {
         params(UdfParams {
             key_order: f.key_order,
         })
+    }
+
+    fn output_columns(&self, _req: &JobRequest) -> Option<&'static [OutputColumn]> {
+        Some(columns::UDF)
     }
 
     fn build(&self, req: &JobRequest, _: &BuildContext<'_>) -> Result<Built, RequestError> {
@@ -614,6 +629,14 @@ impl JobKind for Join {
                 .unread(unread)
                 .keeping(keep),
         )
+    }
+
+    fn output_columns(&self, req: &JobRequest) -> Option<&'static [OutputColumn]> {
+        let p: JoinParams = req.params().ok()?;
+        Some(match p.stage {
+            Some(JoinStage::Filter) => columns::JOIN_FILTER,
+            _ => columns::JOIN,
+        })
     }
 
     fn side_inputs(&self, req: &JobRequest) -> Result<Vec<String>, RequestError> {

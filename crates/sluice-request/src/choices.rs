@@ -160,6 +160,10 @@ pub enum OutputFormat {
     /// Avro object container files of (`key` string, `value`) records:
     /// `value` a long for word count, a string for the other jobs.
     Avro,
+    /// Parquet files (Snappy, statistics on) of typed columns: word
+    /// count's (`word` string, `count` int64), the Pavlo tasks' own
+    /// columns, else (`key` string, `value` string).
+    Parquet,
 }
 
 /// Binary records in pages (`sluice convert`).

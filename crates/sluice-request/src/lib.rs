@@ -41,11 +41,13 @@
 //! - `builtin.rs`, `iterative.rs`, `benchjobs.rs`: the built-in kinds and
 //!   their parameters, each importing `registry.rs`, never each other.
 //! - `catalog.rs`: [`Registry::builtin`], the one module above the kinds.
+//! - `columns.rs`: the built-in kinds' typed output columns (Parquet).
 
 mod benchjobs;
 mod builtin;
 mod catalog;
 mod choices;
+mod columns;
 mod error;
 mod flags;
 mod iterative;

@@ -8,6 +8,7 @@ use sluice_api::JobSpec;
 use sluice_engine::{BadRecordPolicy, EngineConfig};
 use sluice_formats::index::KeyType;
 use sluice_formats::input::{RecordFormat, Split};
+use sluice_formats::parquet_out::OutputColumn;
 use sluice_formats::rows::Projection;
 
 use crate::choices::{InputFormat, OutputFormat};
@@ -152,6 +153,15 @@ pub trait JobKind: Send + Sync {
         ("key", "value")
     }
 
+    /// The typed columns of its output in a file of columns (Parquet):
+    /// the key the first, the value the second or, with more, its
+    /// `|`-separated fields the rest. `None`: the key and value named as
+    /// [`JobKind::output_names`] says, the value an integer if
+    /// [`JobKind::long_values`], else text.
+    fn output_columns(&self, _req: &JobRequest) -> Option<&'static [OutputColumn]> {
+        None
+    }
+
     /// Whether the kind reads paged binary input (`--input-format paged`)
     /// as well as text.
     fn reads_paged(&self) -> bool {
@@ -287,6 +297,9 @@ impl Registry {
             cfg.rows = Arc::new(p);
         }
         cfg.output = cfg.output.typed(kind.long_values(), kind.output_names());
+        if let Some(columns) = kind.output_columns(req) {
+            cfg.output = cfg.output.with_columns(columns);
+        }
         Ok((built, cfg))
     }
 }
@@ -328,6 +341,7 @@ pub fn settings(req: &JobRequest) -> EngineConfig {
             long_values: false,
             names: ("key", "value"),
         },
+        OutputFormat::Parquet => OutputFiles::parquet(),
     };
     if let Some(c) = &e.column {
         cfg.rows = Arc::new(Projection::column(c));

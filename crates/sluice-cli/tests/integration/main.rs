@@ -25,6 +25,7 @@ mod integrity;
 mod iterative;
 mod memory;
 mod ohb;
+mod parquet_out;
 mod recovery;
 mod s3;
 mod scheduling;
