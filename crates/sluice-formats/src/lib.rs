@@ -38,6 +38,7 @@ pub mod input;
 pub mod paged;
 pub mod parquet;
 pub mod parquet_json;
+mod positioned;
 pub mod read;
 pub mod rows;
 pub mod seqfile;
