@@ -179,9 +179,8 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
-    split.require_local("Avro")?;
     let path = split.file.path.as_path();
-    let mut input = Positioned::open(path, FORMAT)?;
+    let mut input = Positioned::of_file(&split.file, split.start..split.end, FORMAT)?;
     let h = read_header(&mut input)?;
     let names = field_names(path, &h.schema)?;
     let pos = if proj.json {

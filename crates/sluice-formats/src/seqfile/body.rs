@@ -31,10 +31,8 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
-    split.require_local("SequenceFile")?;
-    let path = split.file.path.as_path();
     let cols = columns(split, proj)?;
-    let mut input = Positioned::open(path, FORMAT)?;
+    let mut input = Positioned::of_file(&split.file, split.start..split.end, FORMAT)?;
     let header = read_header(&mut input)?;
     let first = if split.start == 0 {
         Some(header.len)
