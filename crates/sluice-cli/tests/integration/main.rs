@@ -25,6 +25,7 @@ mod iterative;
 mod memory;
 mod ohb;
 mod recovery;
+mod rowfiles;
 mod s3;
 mod scheduling;
 mod seqfiles;
