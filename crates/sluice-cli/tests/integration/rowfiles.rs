@@ -130,6 +130,37 @@ fn files_of_rows_put_on_a_cluster_count_as_their_text_with_node_local_maps() {
             "{name}: {r}"
         );
     }
+    // A Pavlo task reads its columns by name: the text's answer.
+    let pv = d.path().join("pv");
+    ok(sluice()
+        .args(["gen", "pavlo", "--scale", "2MB", "--out"])
+        .arg(&pv)
+        .output()
+        .unwrap());
+    let uv = d.path().join("uservisits.parquet");
+    let cols = "sourceIP,destURL,visitDate,adRevenue,userAgent,countryCode,languageCode,searchWord,duration";
+    let args: [&Path; 3] = [&pv.join("uservisits"), &uv, Path::new(cols)];
+    crate::formats::pyarrow(crate::formats::PAVLO_TO_PARQUET, &args);
+    let job = "pavlo-agg-large";
+    let answer =
+        crate::formats::pavlo_answer(d.path(), job, "agg-text", &pv.join("uservisits"), &[]);
+    put(&c, &uv, "uv", BLOCK, "1");
+    ok(c.submit(&[job, "--input", "uv", "--output", "uv-agg"])
+        .output()
+        .unwrap());
+    let got = d.path().join("uv-agg");
+    get(&c, "uv-agg", &got);
+    if got.is_file() {
+        let part = std::fs::read(&got).unwrap();
+        std::fs::remove_file(&got).unwrap();
+        std::fs::create_dir(&got).unwrap();
+        std::fs::write(got.join("part-r-00000"), part).unwrap();
+    }
+    assert!(!answer.is_empty());
+    assert!(
+        rounded_lines(&got) == answer,
+        "{job}: the cluster's answer differs"
+    );
     // Named by --input-format, whatever their names.
     let renamed = d.path().join("renamed");
     std::fs::create_dir(&renamed).unwrap();
