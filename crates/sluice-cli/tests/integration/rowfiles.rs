@@ -118,6 +118,13 @@ fn files_of_rows_put_on_a_cluster_count_as_their_text_with_node_local_maps() {
         ("seq", &seq, &[][..]),
     ] {
         put(&c, file, name, BLOCK, "1");
+        // Cut by bytes, it comes back as it went.
+        let back = d.path().join(format!("{name}.back"));
+        get(&c, name, &back);
+        assert!(
+            std::fs::read(&back).unwrap() == std::fs::read(file).unwrap(),
+            "{name}"
+        );
         let (got, r) = cluster_wc(&c, d.path(), name, extra);
         assert!(got == want, "{name}: counts differ from the text's");
         let len = std::fs::metadata(file).unwrap().len();
