@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use sluice_formats::input::Codec;
 use sluice_request::JobRequest;
 
 use sluice_proto::auth::Secret;
@@ -213,7 +214,7 @@ impl Client {
             .map_err(|e| ClusterError::Remote(format!("put: {e}")))??;
         if let Some((_, f)) = files
             .iter()
-            .find(|(_, f)| f.codec != sluice_formats::input::Codec::None)
+            .find(|(_, f)| f.codec != Codec::None && !cut_by_bytes(f.codec))
         {
             return Err(ClusterError::Config(format!(
                 "{}: compressed files cannot be cut into blocks; decompress it first",
@@ -314,8 +315,9 @@ impl Client {
             // Reads block by block off the runtime's threads (an object
             // store's reader waits on a runtime of its own).
             let (size, at) = (opts.block_size, path.to_owned());
+            let lines = !cut_by_bytes(file.codec);
             let (back, kept, block) = tokio::task::spawn_blocking(move || {
-                let b = next_block(&mut f, &mut carry, size, &at);
+                let b = next_block(&mut f, &mut carry, (size, lines), &at);
                 (f, carry, b)
             })
             .await
@@ -858,13 +860,26 @@ fn hidden_beside(out: &Path) -> std::path::PathBuf {
         .join(format!(".{name}.sluice-get-{}", std::process::id()))
 }
 
+/// Whether a file of `codec` is stored in blocks of exactly the block
+/// size, not cut at line ends: a file of rows (Parquet, Avro,
+/// SequenceFile), whose maps read past their block's ends.
+fn cut_by_bytes(codec: Codec) -> bool {
+    matches!(codec, Codec::Parquet | Codec::Avro | Codec::SequenceFile)
+}
+
 /// The next block of `f`: up to `size` bytes ending at a newline (longer
-/// when a single line is longer; the file's last bytes need no newline).
-/// A tail shorter than a tenth of `size` joins the block before it rather
-/// than becoming a block of its own (Hadoop's split slop), so a file a few
-/// bytes over the block size does not make a task of a few bytes.
-/// `carry` holds bytes read past the previous block's end.
-fn next_block(f: &mut impl Read, carry: &mut Vec<u8>, size: u64, path: &Path) -> Result<Vec<u8>> {
+/// when a single line is longer; the file's last bytes need no newline),
+/// or, not by `lines`, exactly `size` bytes. A tail shorter than a tenth
+/// of `size` joins the block before it rather than becoming a block of
+/// its own (Hadoop's split slop), so a file a few bytes over the block
+/// size does not make a task of a few bytes. `carry` holds bytes read
+/// past the previous block's end.
+fn next_block(
+    f: &mut impl Read,
+    carry: &mut Vec<u8>,
+    (size, lines): (u64, bool),
+    path: &Path,
+) -> Result<Vec<u8>> {
     let size = size.max(1) as usize;
     let with_slop = size + size / 10;
     let mut block = std::mem::take(carry);
@@ -880,6 +895,10 @@ fn next_block(f: &mut impl Read, carry: &mut Vec<u8>, size: u64, path: &Path) ->
         eof = (n as u64) < want;
     }
     if eof && block.len() <= with_slop {
+        return Ok(block);
+    }
+    if !lines {
+        *carry = block.split_off(size);
         return Ok(block);
     }
     let cut = match memchr::memrchr(b'\n', &block[..size.min(block.len())]) {
@@ -942,11 +961,15 @@ mod tests {
     use super::*;
 
     fn blocks(data: &[u8], size: u64) -> Vec<Vec<u8>> {
+        cut(data, size, true)
+    }
+
+    fn cut(data: &[u8], size: u64, lines: bool) -> Vec<Vec<u8>> {
         let mut r = data;
         let mut carry = Vec::new();
         let mut out = Vec::new();
         loop {
-            let b = next_block(&mut r, &mut carry, size, Path::new("x")).unwrap();
+            let b = next_block(&mut r, &mut carry, (size, lines), Path::new("x")).unwrap();
             if b.is_empty() {
                 return out;
             }
@@ -972,5 +995,20 @@ mod tests {
         assert_eq!(blocks(&data, 110).len(), 1);
         assert_eq!(blocks(&data, 55).len(), 2);
         assert_eq!(blocks(&lines, 10).len(), 10);
+    }
+
+    #[test]
+    fn files_of_rows_are_cut_at_the_block_size_whatever_their_bytes() {
+        let data: Vec<u8> = (0..1000u32)
+            .map(|i| if i % 7 == 0 { b'\n' } else { i as u8 })
+            .collect();
+        let bs = cut(&data, 128, false);
+        assert_eq!(bs.concat(), data);
+        let lens: Vec<usize> = bs.iter().map(Vec::len).collect();
+        // 7 blocks of 128 and the tail of 104 (over a tenth: its own).
+        assert_eq!(lens, [128, 128, 128, 128, 128, 128, 128, 104]);
+        assert_eq!(cut(&data, 990, false).len(), 1, "a tail of 10 joins");
+        assert!(cut_by_bytes(Codec::Parquet) && cut_by_bytes(Codec::SequenceFile));
+        assert!(!cut_by_bytes(Codec::None) && !cut_by_bytes(Codec::Gzip));
     }
 }

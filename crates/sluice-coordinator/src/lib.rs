@@ -27,6 +27,7 @@ mod metrics;
 pub mod policy;
 pub mod queues;
 pub mod report;
+pub mod rowfile;
 pub mod sched;
 pub mod service;
 pub mod state;

@@ -24,8 +24,6 @@
 
 pub mod write;
 
-use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -33,9 +31,12 @@ use apache_avro::types::Value;
 use apache_avro::{Codec as AvroCodec, Schema};
 
 use crate::input::Split;
+use crate::positioned::Positioned;
 use crate::rows::{push_date, push_float, push_int, Projection};
 use crate::{FormatError, Result};
 
+/// The format's name in errors.
+const FORMAT: &str = "Avro file";
 /// Bytes of a sync marker.
 pub const SYNC: usize = 16;
 /// The most bytes a block may hold (compressed or not).
@@ -53,107 +54,51 @@ pub struct Header {
     pub len: u64,
 }
 
-/// A buffered file that counts its position.
-struct Input<'a> {
-    r: BufReader<File>,
-    pos: u64,
-    path: &'a Path,
+/// A zig-zag varint long; `None` at the end of the file before it.
+fn long(input: &mut Positioned<'_>, what: &str) -> Result<Option<i64>> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let mut b = [0u8; 1];
+        if !input.fill(&mut b, what)? {
+            if i == 0 {
+                return Ok(None);
+            }
+            return Err(input.cut(what));
+        }
+        v |= u64::from(b[0] & 0x7f) << (7 * i);
+        if b[0] < 0x80 {
+            return Ok(Some(((v >> 1) as i64) ^ -((v & 1) as i64)));
+        }
+    }
+    Err(FormatError::corrupt(
+        input.path,
+        input.pos,
+        format!("{what}: a varint of over 10 bytes"),
+    ))
 }
 
-impl<'a> Input<'a> {
-    fn open(path: &'a Path) -> Result<Input<'a>> {
-        let f = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
-        Ok(Input {
-            r: BufReader::with_capacity(1 << 20, f),
-            pos: 0,
-            path,
-        })
-    }
-
-    fn seek(&mut self, to: u64) -> Result<()> {
-        self.r
-            .seek(SeekFrom::Start(to))
-            .map_err(|e| FormatError::io("seeking", self.path, e))?;
-        self.pos = to;
-        Ok(())
-    }
-
-    /// Fills `buf`; `Ok(false)` at the end of the file before its first byte.
-    fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<bool> {
-        let mut got = 0;
-        while got < buf.len() {
-            match self.r.read(&mut buf[got..]) {
-                Ok(0) if got == 0 => return Ok(false),
-                Ok(0) => return Err(self.cut(what)),
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(FormatError::io("reading", self.path, e)),
-            }
-        }
-        self.pos += buf.len() as u64;
-        Ok(true)
-    }
-
-    fn exact(&mut self, buf: &mut [u8], what: &str) -> Result<()> {
-        if buf.is_empty() || self.fill(buf, what)? {
-            Ok(())
-        } else {
-            Err(self.cut(what))
-        }
-    }
-
-    fn cut(&self, what: &str) -> FormatError {
-        FormatError::Truncated {
-            path: self.path.to_owned(),
-            offset: self.pos,
-            detail: format!("the Avro file ends inside {what}"),
-        }
-    }
-
-    /// A zig-zag varint long; `None` at the end of the file before it.
-    fn long(&mut self, what: &str) -> Result<Option<i64>> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let mut b = [0u8; 1];
-            if !self.fill(&mut b, what)? {
-                if i == 0 {
-                    return Ok(None);
-                }
-                return Err(self.cut(what));
-            }
-            v |= u64::from(b[0] & 0x7f) << (7 * i);
-            if b[0] < 0x80 {
-                return Ok(Some(((v >> 1) as i64) ^ -((v & 1) as i64)));
-            }
-        }
-        Err(FormatError::corrupt(
-            self.path,
-            self.pos,
-            format!("{what}: a varint of over 10 bytes"),
-        ))
-    }
-
-    fn need_long(&mut self, what: &str) -> Result<i64> {
-        self.long(what)?.ok_or_else(|| self.cut(what))
-    }
-
-    fn bytes(&mut self, what: &str) -> Result<Vec<u8>> {
-        let at = self.pos;
-        let n = self.need_long(what)?;
-        if !(0..=MAX_BLOCK).contains(&n) {
-            return Err(FormatError::corrupt(
-                self.path,
-                at,
-                format!("{what}: length {n}"),
-            ));
-        }
-        let mut b = vec![0u8; n as usize];
-        self.exact(&mut b, what)?;
-        Ok(b)
-    }
+/// A zig-zag varint long that must be there.
+fn need_long(input: &mut Positioned<'_>, what: &str) -> Result<i64> {
+    long(input, what)?.ok_or_else(|| input.cut(what))
 }
 
-fn read_header(input: &mut Input<'_>) -> Result<Header> {
+/// Avro bytes: a long length, then that many bytes.
+fn bytes(input: &mut Positioned<'_>, what: &str) -> Result<Vec<u8>> {
+    let at = input.pos;
+    let n = need_long(input, what)?;
+    if !(0..=MAX_BLOCK).contains(&n) {
+        return Err(FormatError::corrupt(
+            input.path,
+            at,
+            format!("{what}: length {n}"),
+        ));
+    }
+    let mut b = vec![0u8; n as usize];
+    input.exact(&mut b, what)?;
+    Ok(b)
+}
+
+fn read_header(input: &mut Positioned<'_>) -> Result<Header> {
     let path = input.path;
     let mut magic = [0u8; 4];
     input.exact(&mut magic, "the header")?;
@@ -166,17 +111,17 @@ fn read_header(input: &mut Input<'_>) -> Result<Header> {
     }
     let (mut schema, mut codec) = (None, None);
     loop {
-        let mut n = input.need_long("the header's metadata")?;
+        let mut n = need_long(input, "the header's metadata")?;
         if n == 0 {
             break;
         }
         if n < 0 {
             n = -n;
-            input.need_long("the header's metadata")?;
+            need_long(input, "the header's metadata")?;
         }
         for _ in 0..n {
-            let key = input.bytes("the header's metadata")?;
-            let value = input.bytes("the header's metadata")?;
+            let key = bytes(input, "the header's metadata")?;
+            let value = bytes(input, "the header's metadata")?;
             match &key[..] {
                 b"avro.schema" => schema = Some(value),
                 b"avro.codec" => codec = Some(value),
@@ -210,7 +155,7 @@ fn read_header(input: &mut Input<'_>) -> Result<Header> {
 
 /// The header of the Avro file at `path`.
 pub fn header(path: &Path) -> Result<Header> {
-    read_header(&mut Input::open(path)?)
+    read_header(&mut Positioned::open(path, FORMAT)?)
 }
 
 /// The names of a record schema's fields, or an error.
@@ -234,9 +179,8 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
-    split.require_local("Avro")?;
     let path = split.file.path.as_path();
-    let mut input = Input::open(path)?;
+    let mut input = Positioned::of_file(&split.file, split.start..split.end, FORMAT)?;
     let h = read_header(&mut input)?;
     let names = field_names(path, &h.schema)?;
     let pos = if proj.json {
@@ -248,7 +192,9 @@ where
     let first = if split.start == 0 {
         Some(h.len)
     } else {
-        find_sync(&mut input, &h.sync, split.start, split.end)?.map(|s| s + SYNC as u64)
+        input
+            .find(&h.sync, split.start, split.end)?
+            .map(|s| s + SYNC as u64)
     };
     let Some(first) = first else {
         return Ok(0);
@@ -261,7 +207,7 @@ where
         if at - SYNC as u64 >= split.end {
             break;
         }
-        let Some(count) = input.long("a block's count")? else {
+        let Some(count) = long(&mut input, "a block's count")? else {
             break;
         };
         let data = block(&mut input, &h, at, count)?;
@@ -284,9 +230,9 @@ where
 
 /// The rest of a block at `at` whose count was read: its data,
 /// decompressed, with its sync checked.
-fn block(input: &mut Input<'_>, h: &Header, at: u64, count: i64) -> Result<Vec<u8>> {
+fn block(input: &mut Positioned<'_>, h: &Header, at: u64, count: i64) -> Result<Vec<u8>> {
     let path = input.path;
-    let size = input.need_long("a block's size")?;
+    let size = need_long(input, "a block's size")?;
     if !(0..=MAX_BLOCK).contains(&size) || !(0..=MAX_BLOCK).contains(&count) {
         let detail = format!("block at offset {at}: {count} rows in {size} bytes");
         return Err(FormatError::corrupt(path, at, detail));
@@ -308,34 +254,6 @@ fn block(input: &mut Input<'_>, h: &Header, at: u64, count: i64) -> Result<Vec<u
             detail: e.to_string(),
         })?;
     Ok(data)
-}
-
-/// The offset of the first sync starting in `[from, end)`.
-fn find_sync(input: &mut Input<'_>, sync: &[u8; SYNC], from: u64, end: u64) -> Result<Option<u64>> {
-    let finder = memchr::memmem::Finder::new(sync);
-    input.seek(from)?;
-    let mut window: Vec<u8> = Vec::new();
-    let mut base = from;
-    let mut chunk = vec![0u8; 1 << 16];
-    while base < end {
-        let n = input
-            .r
-            .read(&mut chunk)
-            .map_err(|e| FormatError::io("reading", input.path, e))?;
-        if n == 0 {
-            return Ok(None);
-        }
-        input.pos += n as u64;
-        window.extend_from_slice(&chunk[..n]);
-        if let Some(i) = finder.find(&window) {
-            let at = base + i as u64;
-            return Ok((at < end).then_some(at));
-        }
-        let keep = window.len().saturating_sub(SYNC - 1);
-        window.drain(..keep);
-        base += keep as u64;
-    }
-    Ok(None)
 }
 
 /// Appends the fields at `pos` of record `v` as text, joined by `sep`.
@@ -390,6 +308,7 @@ fn push_json(out: &mut Vec<u8>, v: Value) {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
     use std::sync::Arc;
 
     use apache_avro::types::Record;

@@ -412,6 +412,63 @@ impl CheckedReader {
     }
 }
 
+/// Reads verified bytes; a damaged chunk's error is carried inside the
+/// I/O error (`std::io::Error::other` of the [`FormatError`]), so a
+/// reader of rows can hand the copy's damage on.
+impl Read for CheckedReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        self.read_into(out).map_err(std::io::Error::other)
+    }
+}
+
+/// Moves to any offset of the block: reading goes on from the chunk
+/// holding it, which is verified whole before any of its bytes is handed
+/// out, so a seek never lets an unchecked byte through.
+impl std::io::Seek for CheckedReader {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        use std::io::SeekFrom;
+        let target = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => self.sums.len.checked_add_signed(d),
+            SeekFrom::Current(d) => self.position().checked_add_signed(d),
+        };
+        let target = target.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the block")
+        })?;
+        let chunk = u64::from(self.sums.chunk);
+        let index = (target / chunk).min(self.sums.crcs.len() as u64);
+        self.file.seek(SeekFrom::Start(index * chunk))?;
+        self.next = index;
+        (self.lo, self.hi) = (0, 0);
+        let mut skip = target.min(self.sums.len) - index * chunk;
+        let mut sink = [0u8; 1];
+        while skip > 0 {
+            // The first read loads and checks the chunk; the rest are
+            // copies out of it.
+            if self.read_into(&mut sink).map_err(std::io::Error::other)? == 0 {
+                break;
+            }
+            skip -= 1;
+            let n = (self.hi - self.lo).min(skip as usize);
+            self.lo += n;
+            skip -= n as u64;
+        }
+        Ok(target)
+    }
+}
+
+impl CheckedReader {
+    /// The offset of the next byte handed out.
+    fn position(&self) -> u64 {
+        let chunk = u64::from(self.sums.chunk);
+        if self.lo < self.hi {
+            (self.next - 1) * chunk + self.lo as u64
+        } else {
+            (self.next * chunk).min(self.sums.len)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

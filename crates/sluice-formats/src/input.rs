@@ -313,22 +313,6 @@ pub fn synthetic_count(input: &str) -> Result<Option<usize>> {
 pub const SYNTHETIC_PREFIX: &str = "synthetic:";
 
 impl Split {
-    /// Refuses a split of a file that is not on a local disk (a cluster's
-    /// block, a remote store's file): `what`'s reader reads local files
-    /// only.
-    pub fn require_local(&self, what: &str) -> crate::Result<()> {
-        let file = &self.file;
-        if file.remote.is_some() || file.checks.is_some() || file.resident.is_some() {
-            return Err(crate::FormatError::Schema {
-                path: file.path.clone(),
-                detail: format!(
-                    "{what} input is read from local files only: copy it to a local disk"
-                ),
-            });
-        }
-        Ok(())
-    }
-
     /// Split `index` of a job on synthetic input: no file and no records;
     /// the mapper makes its records from the split's index
     /// (`MapContext::task`). Used by benchmarks that must touch no file

@@ -16,7 +16,10 @@
 //!   as a Parquet file of typed columns.
 //! - [`seqfile`]: Hadoop SequenceFiles, split at their syncs, and written;
 //!   [`avro`]: Avro object container files, split at their syncs;
-//!   [`textrows`]: CSV with a header row and JSON lines.
+//!   [`textrows`]: CSV with a header row and JSON lines. Each reads its
+//!   file wherever its bytes are (a local file, a cluster block through
+//!   its checksums, a cached block, a remote store) through `positioned`,
+//!   the positioned reader Avro and SequenceFile share.
 //! - [`delimited`]: a mutable decoder for delimited text (`a|b|c`).
 //! - [`spill`]: the checksummed, partitioned run file that map output is
 //!   spilled to and merged from.
@@ -40,6 +43,7 @@ pub mod paged;
 pub mod parquet;
 pub mod parquet_json;
 pub mod parquet_out;
+mod positioned;
 pub mod read;
 pub mod rows;
 pub mod seqfile;

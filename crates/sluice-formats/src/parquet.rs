@@ -11,19 +11,25 @@
 //! damaged page, a cut file or a missing column fails naming the file and
 //! the row group.
 
-use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
 
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{ConvertedType, LogicalType};
+use parquet::errors::ParquetError;
 use parquet::file::metadata::RowGroupMetaData;
+use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::statistics::Statistics;
 use parquet::schema::types::{ColumnDescriptor, SchemaDescriptor};
 
 use crate::arrow_text::{reader_options, Column};
-use crate::input::Split;
+use crate::input::{InputFile, Split};
+use crate::positioned::{source_error, split_source};
 use crate::rows::{KeepRange, Projection};
 use crate::{FormatError, Result};
 
@@ -62,9 +68,9 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
-    split.require_local("Parquet")?;
     let path = split.file.path.as_path();
-    let (handle, meta) = open(path)?;
+    let bytes = FileBytes::new(split.file.clone());
+    let meta = open(&bytes)?;
     let plan = Plan::new(path, proj, meta.metadata().file_metadata().schema_descr())?;
     let mut row_no = 0u64;
     let mut read = RowsRead::default();
@@ -83,16 +89,14 @@ where
             row_no += rows;
             continue;
         }
-        let bad = |e: &dyn std::fmt::Display| group_error(path, g, first, e);
-        let handle = handle
-            .try_clone()
-            .map_err(|e| FormatError::io("opening", path, e))?;
-        let batches = ParquetRecordBatchReaderBuilder::new_with_metadata(handle, meta.clone())
-            .with_projection(plan.mask.clone())
-            .with_row_groups(vec![g])
-            .with_batch_size(BATCH_ROWS)
-            .build()
-            .map_err(|e| bad(&e))?;
+        let bad = |e: &dyn std::fmt::Display| bytes.failed(e, |e| group_error(path, g, first, e));
+        let batches =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
+                .with_projection(plan.mask.clone())
+                .with_row_groups(vec![g])
+                .with_batch_size(BATCH_ROWS)
+                .build()
+                .map_err(|e| bad(&e))?;
         for batch in batches {
             let batch = batch.map_err(|e| bad(&e))?;
             row_no = plan.records(&batch, proj.sep, row_no, &mut rec, &mut f, bad)?;
@@ -226,16 +230,121 @@ fn unsigned(c: &ColumnDescriptor) -> bool {
         )
 }
 
-/// Opens a Parquet file, reading its footer.
-fn open(path: &Path) -> Result<(File, ArrowReaderMetadata)> {
-    let file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
-    let meta =
-        ArrowReaderMetadata::load(&file, reader_options()).map_err(|e| FormatError::Corrupt {
-            path: path.to_owned(),
+/// Reads a Parquet file's footer.
+pub(crate) fn open(bytes: &FileBytes) -> Result<ArrowReaderMetadata> {
+    ArrowReaderMetadata::load(bytes, reader_options()).map_err(|e| {
+        bytes.failed(&e, |e| FormatError::Corrupt {
+            path: bytes.file.path.clone(),
             offset: 0,
             detail: format!("not a readable Parquet file: {e}"),
+        })
+    })
+}
+
+/// A split's file as arrow-rs reads it ([`ChunkReader`]), wherever its
+/// bytes are ([`crate::positioned::split_source`]): each read opens the
+/// source at its offset, so a cluster block's bytes all pass its chunk
+/// checksums. The first failure of a source is kept, so a damaged
+/// block's error ([`FormatError::Damaged`], blaming the copy) is what the
+/// reader returns, not the text arrow-rs makes of it.
+#[derive(Clone)]
+pub(crate) struct FileBytes {
+    file: Arc<InputFile>,
+    failure: Arc<Mutex<Option<FormatError>>>,
+}
+
+impl FileBytes {
+    pub(crate) fn new(file: Arc<InputFile>) -> FileBytes {
+        FileBytes {
+            file,
+            failure: Arc::default(),
+        }
+    }
+
+    /// A source of the file at `start`, for reads of `expected`.
+    fn source_at(
+        &self,
+        start: u64,
+        expected: std::ops::Range<u64>,
+    ) -> parquet::errors::Result<Box<dyn crate::positioned::Source>> {
+        let path = self.file.path.as_path();
+        let mut s = split_source(&self.file, expected).map_err(|e| self.keep(e))?;
+        s.seek(SeekFrom::Start(start))
+            .map_err(|e| self.keep(source_error("seeking", path, e)))?;
+        Ok(s)
+    }
+
+    /// Keeps a source's first failure; arrow-rs gets its text.
+    fn keep(&self, e: FormatError) -> ParquetError {
+        let text = e.to_string();
+        let mut kept = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        kept.get_or_insert(e);
+        ParquetError::External(text.into())
+    }
+
+    /// The error of a read that failed with `e`: a source's failure when
+    /// there was one, else `describe(e)`.
+    pub(crate) fn failed<D: ?Sized>(
+        &self,
+        e: &D,
+        describe: impl FnOnce(&D) -> FormatError,
+    ) -> FormatError {
+        let mut kept = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        kept.take().unwrap_or_else(|| describe(e))
+    }
+}
+
+impl Length for FileBytes {
+    fn len(&self) -> u64 {
+        self.file.len
+    }
+}
+
+impl ChunkReader for FileBytes {
+    type T = FailureKept;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<FailureKept> {
+        let source = self.source_at(start, start..start)?;
+        Ok(FailureKept {
+            r: std::io::BufReader::new(source),
+            of: self.clone(),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let end = start + length as u64;
+        let mut r = self.source_at(start, start..end)?;
+        let mut buf = vec![0u8; length];
+        r.read_exact(&mut buf).map_err(|e| {
+            let path = self.file.path.as_path();
+            let e = match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => FormatError::Truncated {
+                    path: path.to_owned(),
+                    offset: end,
+                    detail: "the Parquet file ends before its bytes do".into(),
+                },
+                _ => source_error("reading", path, e),
+            };
+            self.keep(e)
         })?;
-    Ok((file, meta))
+        Ok(buf.into())
+    }
+}
+
+/// A reader from [`FileBytes::get_read`]: its failures are kept too.
+pub(crate) struct FailureKept {
+    r: std::io::BufReader<Box<dyn crate::positioned::Source>>,
+    of: FileBytes,
+}
+
+impl Read for FailureKept {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.r.read(buf).map_err(|e| {
+            let text = e.to_string();
+            self.of.keep(source_error("reading", &self.of.file.path, e));
+            std::io::Error::other(text)
+        })
+    }
 }
 
 /// The first byte of a row group: its earliest column chunk's.
@@ -263,7 +372,7 @@ pub(crate) fn group_error(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use std::fs::File;
 
     use arrow_array::{Float64Array, Int64Array, StringArray};
     use parquet::arrow::ArrowWriter;

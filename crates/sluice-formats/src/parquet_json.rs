@@ -5,13 +5,11 @@
 //! wants whole rows as text, which the columnar reader of
 //! [`crate::parquet`] would only assemble again.
 
-use std::fs::File;
-
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 
 use crate::input::Split;
-use crate::parquet::{group_error, group_start, RowsRead};
+use crate::parquet::{group_error, group_start, FileBytes, RowsRead};
 use crate::rows::{push_date, push_float, push_int};
 use crate::FormatError;
 
@@ -22,13 +20,14 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
-    split.require_local("Parquet")?;
     let path = split.file.path.as_path();
-    let file = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
-    let reader = SerializedFileReader::new(file).map_err(|e| FormatError::Corrupt {
-        path: path.to_owned(),
-        offset: 0,
-        detail: format!("not a readable Parquet file: {e}"),
+    let bytes = FileBytes::new(split.file.clone());
+    let reader = SerializedFileReader::new(bytes.clone()).map_err(|e| {
+        bytes.failed(&e, |e| FormatError::Corrupt {
+            path: path.to_owned(),
+            offset: 0,
+            detail: format!("not a readable Parquet file: {e}"),
+        })
     })?;
     let mut row_no = 0u64;
     let mut read = RowsRead::default();
@@ -40,7 +39,8 @@ where
             row_no += rows;
             continue;
         }
-        let bad = |e: parquet::errors::ParquetError| group_error(path, g, first, &e);
+        let bad =
+            |e: parquet::errors::ParquetError| bytes.failed(&e, |e| group_error(path, g, first, e));
         let group = reader.get_row_group(g).map_err(bad)?;
         for row in group.get_row_iter(None).map_err(bad)? {
             let row = row.map_err(bad)?;

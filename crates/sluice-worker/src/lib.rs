@@ -45,6 +45,7 @@ mod config;
 mod files;
 mod heartbeat;
 mod outbox;
+mod rowfile;
 mod shared;
 mod stream;
 mod task;

@@ -106,7 +106,7 @@ fn damaged_compressed_text_fails_naming_the_file_and_commits_nothing() {
 
 /// Runs a Python program with pyarrow (the oracle's writer), arguments
 /// after it.
-fn pyarrow(program: &str, args: &[&Path]) {
+pub fn pyarrow(program: &str, args: &[&Path]) {
     let py = crate::support::python();
     assert!(
         py.exists(),
@@ -162,7 +162,7 @@ fn parquet_from_pyarrow_counts_as_the_text_by_row_group() {
 
 /// Pavlo's text rows (argv[1] a directory of `|`-separated files) as one
 /// Parquet file argv[2], its columns named; 500 rows a row group.
-const PAVLO_TO_PARQUET: &str = r#"
+pub const PAVLO_TO_PARQUET: &str = r#"
 import sys, os, pyarrow as pa, pyarrow.csv as csv, pyarrow.parquet as pq
 names = sys.argv[3].split(",")
 parts = sorted(p for p in os.listdir(sys.argv[1]) if not p.startswith(("_", ".")))
@@ -173,7 +173,13 @@ pq.write_table(t, sys.argv[2], row_group_size=500)
 "#;
 
 /// Sorted output lines of a Pavlo task, its sums rounded to 6 places.
-fn pavlo_answer(dir: &Path, job: &str, name: &str, input: &Path, extra: &[&str]) -> Vec<String> {
+pub fn pavlo_answer(
+    dir: &Path,
+    job: &str,
+    name: &str,
+    input: &Path,
+    extra: &[&str],
+) -> Vec<String> {
     pavlo_run(dir, job, name, input, extra).0
 }
 

@@ -612,3 +612,35 @@ fn short_circuit_reads_check_every_chunk_and_blame_a_damaged_replica() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+fn a_parquet_file_on_hdfs_counts_as_its_text_with_row_groups_across_blocks() {
+    let d = tempfile::tempdir().unwrap();
+    let (text, parquet) = crate::rowfiles::text_and_parquet(d.path(), "2MB");
+    let (want, _) = wordcount(d.path(), "plain", &text, &[]);
+    // 128 KiB blocks: row groups of about 60 KB cross block boundaries.
+    let h = dfs(&["--datanodes", "2", "--block-size", "131072"]);
+    h.put(&parquet, "/rows/words.parquet");
+    let report = d.path().join("report.json");
+    let (input, output) = (h.at("/rows/words.parquet"), h.at("/counts"));
+    ok(h.sluice()
+        .args([
+            "run",
+            "wordcount",
+            "-q",
+            "--threads",
+            "2",
+            "--reducers",
+            "1",
+        ])
+        .args(["--column", "line", "--split-size", "64KiB", "--report"])
+        .arg(&report)
+        .args(["--input", &input, "--output", &output])
+        .output()
+        .unwrap());
+    let got = h.get("/counts", &d.path().join("got"));
+    assert!(concat_parts(&got) == want, "counts differ from the text's");
+    let r = read_json(&report);
+    let blocks = std::fs::metadata(&parquet).unwrap().len().div_ceil(131072);
+    assert!(r["maps"].as_u64().unwrap() >= blocks, "{r}");
+}

@@ -27,6 +27,7 @@ mod memory;
 mod ohb;
 mod parquet_out;
 mod recovery;
+mod rowfiles;
 mod s3;
 mod scheduling;
 mod seqfiles;

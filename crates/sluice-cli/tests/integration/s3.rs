@@ -376,3 +376,38 @@ fn terasort_reads_and_commits_s3_paths() {
         .collect();
     assert!(got == concat_parts(&want));
 }
+
+#[test]
+fn a_parquet_object_counts_as_its_text_read_in_ranges() {
+    let d = tempfile::tempdir().unwrap();
+    let (text, parquet) = crate::rowfiles::text_and_parquet(d.path(), "2MB");
+    let (want, _) = wordcount(d.path(), "plain", &text, &[]);
+    let m = moto();
+    m.py("s.create_bucket(Bucket='data')");
+    m.upload(&parquet, "rows/words.parquet");
+    let report = d.path().join("report.json");
+    ok(m.sluice()
+        .args([
+            "run",
+            "wordcount",
+            "-q",
+            "--threads",
+            "2",
+            "--reducers",
+            "1",
+        ])
+        .args(["--column", "line", "--split-size", "64KiB", "--report"])
+        .arg(&report)
+        .args(["--input", "s3://data/rows/words.parquet"])
+        .args(["--output", "s3://data/counts"])
+        .output()
+        .unwrap());
+    let got: Vec<u8> = m
+        .output("counts")
+        .into_iter()
+        .flat_map(|(_, bytes)| bytes)
+        .collect();
+    assert!(got == want, "counts differ from the text's");
+    let r = read_json(&report);
+    assert!(r["maps"].as_u64().unwrap() > 4, "{r}");
+}

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use crate::input::MapInput;
 use crate::policy::{JobView, PoolConfig};
+use crate::rowfile;
 use crate::sched::{task_name, Asker, Job, Topology, MAP, REDUCE};
-use sluice_proto::catalog::BlockMeta;
+use sluice_proto::catalog::{BlockMeta, Catalog};
 use sluice_proto::ids::{JobId, TaskKind, WorkerId};
 use sluice_proto::proto;
 
@@ -135,7 +136,8 @@ impl State {
                     };
                     let attempt = job.launch(pick, &asker, now);
                     let at = (pick.kind, pick.index, attempt);
-                    out.push(assignment(job, at, &asker, live, &topo));
+                    let catalog = &self.catalog;
+                    out.push(assignment(job, at, &asker, live, &topo, catalog));
                     busy += 1;
                     continue 'slots;
                 }
@@ -253,6 +255,7 @@ pub(super) fn assignment(
     w: &Asker<'_>,
     live: &HashMap<String, String>,
     topo: &Topology,
+    catalog: &Catalog,
 ) -> proto::TaskAssignment {
     // Other holders' addresses, the nearest first: its rack, its data
     // center, then across the WAN (reads prefer the reader's data center).
@@ -299,12 +302,23 @@ pub(super) fn assignment(
         });
     }
     if let Some(input) = input {
+        let r = job.request();
+        let source = |b: &BlockMeta| proto::BlockSource {
+            block: Some(b.into()),
+            sources: sources(b),
+            file: None,
+        };
         a.inputs = input
             .blocks()
             .iter()
             .map(|b| proto::BlockSource {
-                block: Some(b.into()),
-                sources: sources(b),
+                file: rowfile::file_of(catalog, &r.input, r.engine.input_format, b).map(|f| {
+                    proto::RowFile {
+                        name: f.name.clone(),
+                        blocks: f.blocks.iter().map(source).collect(),
+                    }
+                }),
+                ..source(b)
             })
             .collect();
     }
@@ -322,6 +336,7 @@ pub(super) fn assignment(
                         .iter()
                         .filter_map(|u| live.get(u).cloned())
                         .collect(),
+                    file: None,
                 })
                 .collect(),
         })

@@ -5,7 +5,12 @@ use crate::input::Split;
 use crate::rows::Projection;
 use crate::{FormatError, Result};
 
-use super::{columns, read_header, vint, Compression, Header, Input, SeqCodec, Writable, SYNC_LEN};
+use crate::positioned::Positioned;
+
+use super::{
+    columns, i32, read_header, read_vint, vint, Compression, Header, SeqCodec, Writable, FORMAT,
+    SYNC_LEN,
+};
 
 /// The escape before a sync, as its 4 bytes.
 const ESCAPE: [u8; 4] = [0xff; 4];
@@ -26,10 +31,8 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
-    split.require_local("SequenceFile")?;
-    let path = split.file.path.as_path();
     let cols = columns(split, proj)?;
-    let mut input = Input::open(path)?;
+    let mut input = Positioned::of_file(&split.file, split.start..split.end, FORMAT)?;
     let header = read_header(&mut input)?;
     let first = if split.start == 0 {
         Some(header.len)
@@ -56,51 +59,22 @@ where
 }
 
 /// The offset of the first sync whose escape starts in `[from, end)`.
-fn find_sync(input: &mut Input<'_>, header: &Header, from: u64, end: u64) -> Result<Option<u64>> {
+fn find_sync(
+    input: &mut Positioned<'_>,
+    header: &Header,
+    from: u64,
+    end: u64,
+) -> Result<Option<u64>> {
     let mut needle = [0u8; MARK];
     needle[..4].copy_from_slice(&ESCAPE);
     needle[4..].copy_from_slice(&header.sync);
-    let finder = memchr::memmem::Finder::new(&needle);
-    input.seek(from)?;
-    let mut window: Vec<u8> = Vec::new();
-    let mut base = from;
-    let mut chunk = vec![0u8; 1 << 16];
-    while base < end {
-        let n = read_some(input, &mut chunk)?;
-        if n == 0 {
-            return Ok(None);
-        }
-        window.extend_from_slice(&chunk[..n]);
-        if let Some(i) = finder.find(&window) {
-            let at = base + i as u64;
-            return Ok((at < end).then_some(at));
-        }
-        let keep = window.len().saturating_sub(MARK - 1);
-        window.drain(..keep);
-        base += keep as u64;
-    }
-    Ok(None)
-}
-
-/// Reads what is there, up to `buf`'s length (0 at the end).
-fn read_some(input: &mut Input<'_>, buf: &mut [u8]) -> Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match std::io::Read::read(&mut input.r, &mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(FormatError::io("reading", input.path, e)),
-        }
-    }
-    input.pos += got as u64;
-    Ok(got)
+    input.find(&needle, from, end)
 }
 
 /// The reading of a split's body.
 struct Body<'h, 'p> {
     header: &'h Header,
-    input: Input<'p>,
+    input: Positioned<'p>,
     end: u64,
     max: usize,
     cols: Vec<usize>,
@@ -159,7 +133,7 @@ impl Body<'_, '_> {
         F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
     {
         let path = self.input.path;
-        let klen = self.input.i32("a record's key length")?;
+        let klen = i32(&mut self.input, "a record's key length")?;
         if len < 0 || klen < 0 || klen > len {
             let detail = format!("record length {len}, key length {klen}");
             return Err(FormatError::corrupt(path, at, detail).into());
@@ -201,7 +175,7 @@ impl Body<'_, '_> {
         F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
     {
         let path = self.input.path;
-        let n = self.input.vint("a block's record count")?;
+        let n = read_vint(&mut self.input, "a block's record count")?;
         if n < 0 || n as u64 > self.max as u64 {
             return Err(FormatError::corrupt(path, at, format!("a block of {n} records")).into());
         }
@@ -234,7 +208,7 @@ impl Body<'_, '_> {
     fn buffer(&mut self, block: u64, what: &str) -> Result<Vec<u8>> {
         let path = self.input.path;
         let at = self.input.pos;
-        let n = self.input.vint("a block's buffer length")?;
+        let n = read_vint(&mut self.input, "a block's buffer length")?;
         if n < 0 || n as u64 > self.max as u64 {
             let detail = format!("block at {block}: a buffer of {n} bytes");
             return Err(FormatError::corrupt(path, at, detail));

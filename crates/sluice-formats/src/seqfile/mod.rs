@@ -66,16 +66,18 @@
 mod body;
 pub mod write;
 
-use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::Path;
 
 use crate::input::Split;
+use crate::positioned::Positioned;
 use crate::rows::{push_float, push_int, Projection};
 use crate::{FormatError, Result};
 
 pub use body::read_split;
 
+/// The format's name in errors.
+pub(crate) const FORMAT: &str = "SequenceFile";
 /// Bytes of a sync's hash.
 pub const SYNC_LEN: usize = 16;
 /// The class names of the Writables Sluice writes.
@@ -254,102 +256,38 @@ pub struct Header {
     pub len: u64,
 }
 
-/// A buffered reader of a file that knows its position and names the file
-/// in its errors.
-pub(crate) struct Input<'a> {
-    r: BufReader<File>,
-    pub(crate) pos: u64,
-    pub(crate) path: &'a Path,
+/// An i32, big-endian.
+pub(crate) fn i32(input: &mut Positioned<'_>, what: &str) -> Result<i32> {
+    let mut b = [0u8; 4];
+    input.exact(&mut b, what)?;
+    Ok(i32::from_be_bytes(b))
 }
 
-impl<'a> Input<'a> {
-    pub(crate) fn open(path: &'a Path) -> Result<Input<'a>> {
-        let f = File::open(path).map_err(|e| FormatError::io("opening", path, e))?;
-        Ok(Input {
-            r: BufReader::with_capacity(1 << 20, f),
-            pos: 0,
-            path,
-        })
-    }
+/// A Hadoop vint.
+pub(crate) fn read_vint(input: &mut Positioned<'_>, what: &str) -> Result<i64> {
+    let first = input.u8(what)?;
+    let n = vint_len(first);
+    let mut b = [0u8; 9];
+    b[0] = first;
+    input.exact(&mut b[1..n], what)?;
+    Ok(vint(&b[..n]).expect("a whole vint").0)
+}
 
-    pub(crate) fn seek(&mut self, to: u64) -> Result<()> {
-        self.r
-            .seek(SeekFrom::Start(to))
-            .map_err(|e| FormatError::io("seeking", self.path, e))?;
-        self.pos = to;
-        Ok(())
+/// A Hadoop `Text.writeString`: a vint length, UTF-8 bytes.
+fn string(input: &mut Positioned<'_>, what: &str) -> Result<String> {
+    let at = input.pos;
+    let n = read_vint(input, what)?;
+    if !(0..=MAX_STRING).contains(&n) {
+        return Err(FormatError::corrupt(
+            input.path,
+            at,
+            format!("{what}: length {n}"),
+        ));
     }
-
-    /// Fills `buf`; `Ok(false)` at the end of the file before its first
-    /// byte, a truncation error after it.
-    pub(crate) fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<bool> {
-        let mut got = 0;
-        while got < buf.len() {
-            match self.r.read(&mut buf[got..]) {
-                Ok(0) if got == 0 => return Ok(false),
-                Ok(0) => return Err(self.cut(what)),
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(FormatError::io("reading", self.path, e)),
-            }
-        }
-        self.pos += buf.len() as u64;
-        Ok(true)
-    }
-
-    pub(crate) fn exact(&mut self, buf: &mut [u8], what: &str) -> Result<()> {
-        if buf.is_empty() || self.fill(buf, what)? {
-            Ok(())
-        } else {
-            Err(self.cut(what))
-        }
-    }
-
-    pub(crate) fn cut(&self, what: &str) -> FormatError {
-        FormatError::Truncated {
-            path: self.path.to_owned(),
-            offset: self.pos,
-            detail: format!("the SequenceFile ends inside {what}"),
-        }
-    }
-
-    pub(crate) fn i32(&mut self, what: &str) -> Result<i32> {
-        let mut b = [0u8; 4];
-        self.exact(&mut b, what)?;
-        Ok(i32::from_be_bytes(b))
-    }
-
-    pub(crate) fn u8(&mut self, what: &str) -> Result<u8> {
-        let mut b = [0u8; 1];
-        self.exact(&mut b, what)?;
-        Ok(b[0])
-    }
-
-    /// A Hadoop vint.
-    pub(crate) fn vint(&mut self, what: &str) -> Result<i64> {
-        let first = self.u8(what)?;
-        let n = vint_len(first);
-        let mut b = [0u8; 9];
-        b[0] = first;
-        self.exact(&mut b[1..n], what)?;
-        Ok(vint(&b[..n]).expect("a whole vint").0)
-    }
-
-    fn string(&mut self, what: &str) -> Result<String> {
-        let at = self.pos;
-        let n = self.vint(what)?;
-        if !(0..=MAX_STRING).contains(&n) {
-            return Err(FormatError::corrupt(
-                self.path,
-                at,
-                format!("{what}: length {n}"),
-            ));
-        }
-        let mut b = vec![0u8; n as usize];
-        self.exact(&mut b, what)?;
-        String::from_utf8(b)
-            .map_err(|_| FormatError::corrupt(self.path, at, format!("{what}: not UTF-8")))
-    }
+    let mut b = vec![0u8; n as usize];
+    input.exact(&mut b, what)?;
+    String::from_utf8(b)
+        .map_err(|_| FormatError::corrupt(input.path, at, format!("{what}: not UTF-8")))
 }
 
 /// Bytes of the vint whose first byte is `first`.
@@ -405,7 +343,7 @@ pub fn put_vint(out: &mut Vec<u8>, v: i64) {
 }
 
 /// Reads the header at the start of `input`.
-pub(crate) fn read_header(input: &mut Input<'_>) -> Result<Header> {
+pub(crate) fn read_header(input: &mut Positioned<'_>) -> Result<Header> {
     let mut magic = [0u8; 4];
     input.exact(&mut magic, "the header")?;
     if &magic[..3] != b"SEQ" {
@@ -419,8 +357,8 @@ pub(crate) fn read_header(input: &mut Input<'_>) -> Result<Header> {
         let detail = format!("SequenceFile version {} (only {VERSION} is read)", magic[3]);
         return Err(FormatError::corrupt(input.path, 3, detail));
     }
-    let key_class = input.string("the key class")?;
-    let value_class = input.string("the value class")?;
+    let key_class = string(input, "the key class")?;
+    let value_class = string(input, "the value class")?;
     let compressed = input.u8("the header")? != 0;
     let block = input.u8("the header")? != 0;
     let compression = match (compressed, block) {
@@ -430,7 +368,7 @@ pub(crate) fn read_header(input: &mut Input<'_>) -> Result<Header> {
     };
     let codec = if compressed {
         let at = input.pos;
-        let class = input.string("the codec class")?;
+        let class = string(input, "the codec class")?;
         let codec = SeqCodec::of_class(&class).ok_or_else(|| {
             FormatError::corrupt(input.path, at, format!("unknown compression codec {class}"))
         })?;
@@ -439,7 +377,7 @@ pub(crate) fn read_header(input: &mut Input<'_>) -> Result<Header> {
         None
     };
     let at = input.pos;
-    let count = input.i32("the metadata")?;
+    let count = i32(input, "the metadata")?;
     if !(0..=1 << 16).contains(&count) {
         return Err(FormatError::corrupt(
             input.path,
@@ -449,7 +387,10 @@ pub(crate) fn read_header(input: &mut Input<'_>) -> Result<Header> {
     }
     let mut metadata = Vec::new();
     for _ in 0..count {
-        metadata.push((input.string("the metadata")?, input.string("the metadata")?));
+        metadata.push((
+            string(input, "the metadata")?,
+            string(input, "the metadata")?,
+        ));
     }
     let mut sync = [0u8; SYNC_LEN];
     input.exact(&mut sync, "the header's sync")?;
@@ -466,7 +407,7 @@ pub(crate) fn read_header(input: &mut Input<'_>) -> Result<Header> {
 
 /// The header of the SequenceFile at `path`.
 pub fn header(path: &Path) -> Result<Header> {
-    read_header(&mut Input::open(path)?)
+    read_header(&mut Positioned::open(path, FORMAT)?)
 }
 
 /// Which of a record's columns (`key`, `value`) make a record: the value

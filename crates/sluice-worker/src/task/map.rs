@@ -16,6 +16,7 @@ use sluice_proto::ClusterError;
 
 use crate::blocks;
 use crate::cache;
+use crate::rowfile;
 use crate::shared::Shared;
 use crate::stream;
 
@@ -126,10 +127,24 @@ fn what_inputs_found(
         for i in local.filter(|i| i.split.file.path == path) {
             report.corrupt.push(shared.own_damage(&i.block.id, &d));
         }
+        let rows = inputs.iter().filter_map(|i| match &i.from {
+            MapInput::Rows(r) => r.blame(&path),
+            _ => None,
+        });
+        let mut blamed: Vec<&str> = rows.collect();
+        blamed.dedup();
+        for id in blamed {
+            report.corrupt.push(shared.own_damage(id, &d));
+        }
     }
     for i in inputs {
-        if let MapInput::Streamed(findings) = &i.from {
-            let mut seen = findings.collect();
+        let findings = match &i.from {
+            MapInput::Streamed(findings) => std::slice::from_ref(findings),
+            MapInput::Rows(r) => &r.findings[..],
+            _ => &[],
+        };
+        for f in findings {
+            let mut seen = f.collect();
             report.corrupt.append(&mut seen.corrupt);
             report.remote_reads.append(&mut seen.reads);
         }
@@ -183,6 +198,9 @@ enum MapInput {
     /// Another worker's replica, streamed and checked chunk by chunk;
     /// what its reads found goes into the task's report.
     Streamed(stream::Findings),
+    /// A block of a file of rows, read within the whole file across its
+    /// blocks, here or streamed ([`rowfile`]).
+    Rows(rowfile::RowInput),
 }
 
 /// The damage a task's error reports about its input, and the file it
@@ -207,6 +225,14 @@ fn map_inputs(
     let mut inputs = Vec::with_capacity(a.inputs.len());
     for source in &a.inputs {
         let block = source.block.clone().unwrap_or_default();
+        if let Some(file) = &source.file {
+            let index = a.task.unwrap_or_default().index as usize;
+            let rows = rowfile::row_input(shared, index, &block, file, report)?;
+            let split = rows.split.clone();
+            let from = MapInput::Rows(rows);
+            inputs.push(BlockInput { block, split, from });
+            continue;
+        }
         let (split, from) = map_input(shared, a, &block, &source.sources, report)?;
         inputs.push(BlockInput { block, split, from });
     }
