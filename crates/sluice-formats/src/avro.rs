@@ -86,16 +86,7 @@ fn need_long(input: &mut Positioned<'_>, what: &str) -> Result<i64> {
 fn bytes(input: &mut Positioned<'_>, what: &str) -> Result<Vec<u8>> {
     let at = input.pos;
     let n = need_long(input, what)?;
-    if !(0..=MAX_BLOCK).contains(&n) {
-        return Err(FormatError::corrupt(
-            input.path,
-            at,
-            format!("{what}: length {n}"),
-        ));
-    }
-    let mut b = vec![0u8; n as usize];
-    input.exact(&mut b, what)?;
-    Ok(b)
+    input.sized(at, n, MAX_BLOCK, what)
 }
 
 fn read_header(input: &mut Positioned<'_>) -> Result<Header> {

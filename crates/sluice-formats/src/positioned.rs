@@ -122,6 +122,22 @@ impl<'a> Positioned<'a> {
         Ok(got)
     }
 
+    /// The `n` bytes of `what`, whose length was read at `at`: a length
+    /// below 0 or past `max` is damage, refused before anything is
+    /// allocated.
+    pub(crate) fn sized(&mut self, at: u64, n: i64, max: i64, what: &str) -> Result<Vec<u8>> {
+        if !(0..=max).contains(&n) {
+            return Err(FormatError::corrupt(
+                self.path,
+                at,
+                format!("{what}: length {n}"),
+            ));
+        }
+        let mut b = vec![0u8; n as usize];
+        self.exact(&mut b, what)?;
+        Ok(b)
+    }
+
     /// One byte.
     pub(crate) fn u8(&mut self, what: &str) -> Result<u8> {
         let mut b = [0u8; 1];

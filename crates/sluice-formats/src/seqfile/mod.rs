@@ -277,15 +277,7 @@ pub(crate) fn read_vint(input: &mut Positioned<'_>, what: &str) -> Result<i64> {
 fn string(input: &mut Positioned<'_>, what: &str) -> Result<String> {
     let at = input.pos;
     let n = read_vint(input, what)?;
-    if !(0..=MAX_STRING).contains(&n) {
-        return Err(FormatError::corrupt(
-            input.path,
-            at,
-            format!("{what}: length {n}"),
-        ));
-    }
-    let mut b = vec![0u8; n as usize];
-    input.exact(&mut b, what)?;
+    let b = input.sized(at, n, MAX_STRING, what)?;
     String::from_utf8(b)
         .map_err(|_| FormatError::corrupt(input.path, at, format!("{what}: not UTF-8")))
 }
