@@ -623,21 +623,9 @@ fn a_parquet_file_on_hdfs_counts_as_its_text_with_row_groups_across_blocks() {
     h.put(&parquet, "/rows/words.parquet");
     let report = d.path().join("report.json");
     let (input, output) = (h.at("/rows/words.parquet"), h.at("/counts"));
-    ok(h.sluice()
-        .args([
-            "run",
-            "wordcount",
-            "-q",
-            "--threads",
-            "2",
-            "--reducers",
-            "1",
-        ])
-        .args(["--column", "line", "--split-size", "64KiB", "--report"])
-        .arg(&report)
-        .args(["--input", &input, "--output", &output])
-        .output()
-        .unwrap());
+    let mut run = h.sluice();
+    crate::rowfiles::count_parquet_lines(&mut run, &report, &input, &output);
+    ok(run.output().unwrap());
     let got = h.get("/counts", &d.path().join("got"));
     assert!(concat_parts(&got) == want, "counts differ from the text's");
     let r = read_json(&report);

@@ -16,6 +16,24 @@ t = pa.table({"n": pa.array(range(len(lines)), pa.int64()), "line": lines})
 pq.write_table(t, sys.argv[2], compression="snappy", row_group_size=2000)
 "#;
 
+/// `cmd` made a word count of the column `line` of the Parquet file at
+/// `input` into `output` (2 threads, 1 reducer, 64 KiB splits), its
+/// report written to `report`.
+pub fn count_parquet_lines(cmd: &mut Command, report: &Path, input: &str, output: &str) {
+    cmd.args([
+        "run",
+        "wordcount",
+        "-q",
+        "--threads",
+        "2",
+        "--reducers",
+        "1",
+    ])
+    .args(["--column", "line", "--split-size", "64KiB", "--report"])
+    .arg(report)
+    .args(["--input", input, "--output", output]);
+}
+
 /// A text file of about `size` and a Parquet file pyarrow wrote of its
 /// lines (column `line`, 2,000 rows a row group): `(text, parquet)`.
 pub fn text_and_parquet(dir: &Path, size: &str) -> (PathBuf, PathBuf) {

@@ -386,22 +386,10 @@ fn a_parquet_object_counts_as_its_text_read_in_ranges() {
     m.py("s.create_bucket(Bucket='data')");
     m.upload(&parquet, "rows/words.parquet");
     let report = d.path().join("report.json");
-    ok(m.sluice()
-        .args([
-            "run",
-            "wordcount",
-            "-q",
-            "--threads",
-            "2",
-            "--reducers",
-            "1",
-        ])
-        .args(["--column", "line", "--split-size", "64KiB", "--report"])
-        .arg(&report)
-        .args(["--input", "s3://data/rows/words.parquet"])
-        .args(["--output", "s3://data/counts"])
-        .output()
-        .unwrap());
+    let mut run = m.sluice();
+    let (input, output) = ("s3://data/rows/words.parquet", "s3://data/counts");
+    crate::rowfiles::count_parquet_lines(&mut run, &report, input, output);
+    ok(run.output().unwrap());
     let got: Vec<u8> = m
         .output("counts")
         .into_iter()
