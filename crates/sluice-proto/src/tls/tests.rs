@@ -146,3 +146,58 @@ fn server_names_come_from_addresses() {
     );
     assert_eq!(server_name("[::1]:7000").unwrap().to_str(), "::1");
 }
+
+/// A connected TLS pair: (client, server).
+fn pair() -> (Conn, Conn) {
+    let ca = Ca::new().unwrap();
+    let server = tls(&ca, Role::Worker);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let h = std::thread::spawn(move || {
+        let (tcp, peer) = l.accept().unwrap();
+        Conn::server(tcp, &peer.to_string(), Some(&server)).unwrap()
+    });
+    let client = Conn::client(
+        TcpStream::connect(&addr).unwrap(),
+        &addr,
+        Some(&tls(&ca, Role::Client)),
+    )
+    .unwrap();
+    (client, h.join().unwrap())
+}
+
+/// Bytes a receiver's kernel holds for it, waiting until at least `min`.
+fn wait_for_bytes(c: &Conn, min: usize) {
+    let mut peek = vec![0u8; 4 << 20];
+    while c.tcp().peek(&mut peek).unwrap() < min {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn one_large_write_is_taken_whole() {
+    let (mut client, mut server) = pair();
+    let data = vec![7u8; 256 << 10];
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).map(|_| got)
+    });
+    // rustls' default limit would take 64 KiB of it.
+    assert_eq!(server.write(&data).unwrap(), data.len());
+    server.close();
+    drop(server);
+    assert_eq!(reader.join().unwrap().unwrap(), data);
+}
+
+#[test]
+fn a_read_takes_every_record_already_received() {
+    let (mut client, mut server) = pair();
+    let data: Vec<u8> = (0..(64u32 << 10) + 100).map(|i| (i % 251) as u8).collect();
+    client.write_all(&data).unwrap();
+    client.flush().unwrap();
+    // Five records, each 22 bytes over its plaintext, are all in.
+    wait_for_bytes(&server, data.len() + 5 * 22);
+    let mut buf = vec![0u8; 256 << 10];
+    let n = server.read(&mut buf).unwrap();
+    assert_eq!(&buf[..n], &data[..], "one read, not one record's 16 KiB");
+}
