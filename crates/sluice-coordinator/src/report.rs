@@ -350,19 +350,27 @@ fn find_stragglers(
     }
     secs.sort_by(f64::total_cmp);
     let median = secs[secs.len() / 2];
-    for (i, t) in job.tasks(kind).iter().enumerate() {
-        if let Some(a) = t.winner() {
-            if a.seconds(now) > 1.5 * median && a.seconds(now) > 0.5 {
-                out.push(Straggler {
-                    task: task_name(kind, i),
-                    worker: a.uid.to_string(),
-                    seconds: a.seconds(now),
-                    median_s: median,
-                });
-            }
-        }
-    }
+    let mut found: Vec<(usize, &Attempt)> = job
+        .tasks(kind)
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| Some((i, t.winner()?)))
+        .filter(|(_, a)| a.seconds(now) > 1.5 * median && a.seconds(now) > 0.5)
+        .collect();
+    // The slowest first, at most STRAGGLERS_LISTED of a phase: a report
+    // stays small however many tasks ran.
+    found.sort_by(|x, y| y.1.seconds(now).total_cmp(&x.1.seconds(now)));
+    found.truncate(STRAGGLERS_LISTED);
+    out.extend(found.into_iter().map(|(i, a)| Straggler {
+        task: task_name(kind, i),
+        worker: a.uid.to_string(),
+        seconds: a.seconds(now),
+        median_s: median,
+    }));
 }
+
+/// Most stragglers a report lists per phase (the slowest).
+pub const STRAGGLERS_LISTED: usize = 100;
 
 fn merge_counters<'a>(
     into: &mut BTreeMap<String, u64>,
@@ -436,5 +444,67 @@ mod tests {
             .all(|p| near(p.maps, 0.0) && near(p.reduces, 1.0)));
         let slot_s: f64 = points.iter().map(|p| (p.maps + p.reduces) * 0.1).sum();
         assert!(near(slot_s, 3.0), "{slot_s}");
+    }
+
+    #[test]
+    fn a_report_lists_the_slowest_stragglers_only() {
+        let t0 = Instant::now();
+        let request = sluice_request::JobRequest::new("wordcount", &(), "in", "out");
+        let n = 1_000;
+        let mut job = Job::new(
+            JobId(1),
+            request,
+            vec![MapInput::Synthetic; n],
+            1,
+            [0; 32],
+            t0,
+        );
+        let place = Place::default();
+        let w = Asker {
+            id: WorkerId(1),
+            uid: "a",
+            addr: "a:1",
+            place: &place,
+            live: 1,
+            map_slots: 1,
+        };
+        // 700 maps of 1 s, 300 stragglers of 10 to 13 s.
+        let mut secs = Vec::new();
+        for i in 0..n {
+            let pick = Pick {
+                kind: MAP,
+                index: i,
+                level: Locality::Node,
+                speculative: false,
+            };
+            let id = job.launch(pick, &w, t0);
+            let took = if i < 700 {
+                1.0
+            } else {
+                10.0 + (i % 300) as f64 / 100.0
+            };
+            let task = proto::TaskId {
+                job: 1,
+                kind: MAP.wire(),
+                index: i as u32,
+                attempt: id,
+            };
+            let report = proto::TaskReport {
+                task: Some(task),
+                ok: true,
+                ..Default::default()
+            };
+            let end = t0 + Duration::from_secs_f64(took);
+            job.finish(MAP, i, report, &crate::config::Settings::default(), end);
+            secs.push(took);
+        }
+        let mut out = Vec::new();
+        find_stragglers(&mut out, &job, MAP, &mut secs, t0 + Duration::from_secs(20));
+        assert_eq!(out.len(), STRAGGLERS_LISTED);
+        assert!((out[0].seconds - 12.99).abs() < 1e-6, "{:?}", out[0]);
+        assert!(out.windows(2).all(|p| p[0].seconds >= p[1].seconds));
+        assert!(out
+            .iter()
+            .all(|s| s.seconds > 11.9 && (s.median_s - 1.0).abs() < 1e-9));
     }
 }
