@@ -308,15 +308,14 @@ pub(super) fn assignment(
             sources: sources(b),
             file: None,
         };
+        let rows = rowfile::RowFiles::of(catalog, &r.input, r.engine.input_format);
         a.inputs = input
             .blocks()
             .iter()
             .map(|b| proto::BlockSource {
-                file: rowfile::file_of(catalog, &r.input, r.engine.input_format, b).map(|f| {
-                    proto::RowFile {
-                        name: f.name.clone(),
-                        blocks: f.blocks.iter().map(source).collect(),
-                    }
+                file: rows.file_of(b).map(|f| proto::RowFile {
+                    name: f.name.clone(),
+                    blocks: f.blocks.iter().map(source).collect(),
                 }),
                 ..source(b)
             })
