@@ -558,3 +558,6 @@ mod tests;
 
 #[cfg(test)]
 mod recover_tests;
+
+#[cfg(test)]
+mod cache_tests;
