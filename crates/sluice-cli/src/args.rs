@@ -84,6 +84,12 @@ pub(crate) struct RunArgs {
     /// budget holds a 64 KiB block for, 64 to 256].
     #[arg(long)]
     pub(crate) merge_factor: Option<usize>,
+    /// Bytes each map thread sorts before it spills a run, as Hadoop's
+    /// mapreduce.task.io.sort.mb [default: from the machine's caches, or
+    /// more when the input would make more runs than one merge reads].
+    /// Local runs only.
+    #[arg(long, value_parser = units::parse_size)]
+    pub(crate) sort_buffer: Option<u64>,
     /// What to do with malformed records.
     #[arg(long, value_enum, default_value = "fail")]
     pub(crate) bad_records: sluice_request::BadRecords,

@@ -37,6 +37,7 @@ impl RunArgs {
             split_size: self.split_size,
             combine: !self.no_combine,
             merge_factor: self.merge_factor,
+            sort_buffer: self.sort_buffer,
             bad_records: self.bad_records,
             spill_dir: self.spill_dir.clone(),
             input_format: self.job_flags.input_format,

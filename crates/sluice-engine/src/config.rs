@@ -48,6 +48,10 @@ pub struct EngineConfig {
     /// Most runs merged at once; more runs are merged in passes. `None`
     /// takes as many as the budget holds blocks for ([`Self::fan_in`]).
     pub merge_factor: Option<usize>,
+    /// Bytes a map thread's sort collector holds before it spills (Hadoop's
+    /// `mapreduce.task.io.sort.mb`); `None` sizes it from the machine's
+    /// caches and the input ([`Self::spill_target`]).
+    pub sort_buffer: Option<usize>,
     /// Malformed-record policy.
     pub bad_records: BadRecordPolicy,
     /// How input files are cut into records.
@@ -86,6 +90,7 @@ impl Default for EngineConfig {
             max_record: 64 << 20,
             spill_dir: None,
             merge_factor: None,
+            sort_buffer: None,
             bad_records: BadRecordPolicy::Fail,
             format: RecordFormat::Lines,
             file_format: FileFormat::Auto,
@@ -109,6 +114,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("split_size", &self.split_size)
             .field("max_record", &self.max_record)
             .field("merge_factor", &self.merge_factor)
+            .field("sort_buffer", &self.sort_buffer)
             .field("bad_records", &self.bad_records)
             .field("format", &self.format)
             .field("file_format", &self.file_format)
@@ -126,8 +132,16 @@ pub const MIN_FAN_IN: usize = 64;
 pub const MAX_FAN_IN: usize = 256;
 
 /// The least a map thread's sort collector holds before it spills in the
-/// local engine ([`EngineConfig::spill_target`]).
+/// local engine ([`EngineConfig::spill_target`]) on a machine of a
+/// 1 MiB L2 and a 32 MiB L3 ([`default_sort_buffer`]).
 pub const SPILL_TARGET: usize = 8 << 20;
+
+/// The least a map thread's sort collector holds before it spills in the
+/// local engine on a machine of these caches.
+pub fn default_sort_buffer(caches: &crate::cache::CacheSizes) -> usize {
+    let _ = caches;
+    SPILL_TARGET
+}
 
 /// Smallest memory budget accepted.
 pub const MIN_MEMORY: u64 = 1 << 20;
@@ -178,11 +192,12 @@ impl EngineConfig {
 
     /// Bytes a map thread's sort collector holds before it spills when
     /// its runs go straight to the reduce merges (the local engine), for
-    /// `input` bytes of input: `SPILL_TARGET`, or more when the runs
-    /// would not fit in one merge (a collector holds about twice its
-    /// input, each record beside a 32-byte index entry, so runs number
-    /// about `4 * input / target` over all threads; they are kept to half
-    /// the fan-in), never more than [`Self::collect_budget`].
+    /// `input` bytes of input: `sort_buffer` when set; else the machine's
+    /// [`default_sort_buffer`], or more when the runs would not fit in one
+    /// merge (a collector holds about twice its input, each record beside
+    /// a 32-byte index entry, so runs number about `4 * input / target`
+    /// over all threads; they are kept to half the fan-in). Never more
+    /// than [`Self::collect_budget`].
     ///
     /// A smaller buffer is faster, not only leaner: it stays in the caches
     /// while it is sorted and its pages are reused instead of faulted in
@@ -192,11 +207,15 @@ impl EngineConfig {
     /// spilled partition) spills at the whole collect budget instead, so
     /// that few start.
     pub fn spill_target(&self, input: u64, costly_combiner: bool) -> usize {
+        if let Some(bytes) = self.sort_buffer {
+            return bytes.clamp(1, self.collect_budget().max(1));
+        }
         if costly_combiner {
             return self.collect_budget();
         }
         let runs = (self.fan_in() / 2).max(1) as u64;
-        let wanted = (input.saturating_mul(4) / runs).max(SPILL_TARGET as u64);
+        let least = default_sort_buffer(&crate::cache::cache_sizes()) as u64;
+        let wanted = (input.saturating_mul(4) / runs).max(least);
         usize::try_from(wanted)
             .unwrap_or(usize::MAX)
             .min(self.collect_budget())

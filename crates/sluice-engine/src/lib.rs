@@ -9,6 +9,7 @@
 //! Architecture invariant: CPU work runs on scoped OS threads ([`pool`]);
 //! this crate has no async runtime and no terminal output.
 
+pub mod cache;
 pub mod commit;
 mod config;
 mod error;
@@ -97,13 +98,15 @@ pub fn run_job_on(
 
     progress.set_phase(Phase::Map);
     let t = Instant::now();
+    let spill_target = cfg.spill_target(total, job.costly_combiner);
+    report.sort_buffer_bytes = spill_target;
     let map = MapPhase {
         job,
         cfg,
         splits: &tasks,
         committer: &committer,
         spill_dir: &spill.path,
-        spill_target: cfg.spill_target(total, job.costly_combiner),
+        spill_target,
         progress,
         spill_seq: AtomicUsize::new(0),
     }

@@ -51,6 +51,9 @@ pub struct JobReport {
     pub spilled_bytes: u64,
     /// Spill runs written by map tasks.
     pub spill_files: usize,
+    /// Bytes each map thread sorted before it spilled a run
+    /// ([`EngineConfig::spill_target`](crate::EngineConfig::spill_target)).
+    pub sort_buffer_bytes: usize,
     /// Intermediate merge passes.
     pub merge_passes: u32,
     /// Phase timings.

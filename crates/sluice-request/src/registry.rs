@@ -330,6 +330,9 @@ pub fn settings(req: &JobRequest) -> EngineConfig {
     cfg.combine = e.combine;
     cfg.spill_dir = e.spill_dir.clone();
     cfg.merge_factor = e.merge_factor;
+    cfg.sort_buffer = e
+        .sort_buffer
+        .map(|b| usize::try_from(b).unwrap_or(usize::MAX));
     cfg.overwrite = req.overwrite;
     cfg.sync_output = req.syncs_output();
     cfg.format = RecordFormat::Lines;

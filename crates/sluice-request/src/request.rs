@@ -101,6 +101,9 @@ pub struct EngineSettings {
     /// Most spill runs merged at once [default: as many as the memory
     /// budget holds a block for, 64 to 256].
     pub merge_factor: Option<usize>,
+    /// Bytes a map thread sorts before it spills a run (local runs)
+    /// [default: from the machine's caches].
+    pub sort_buffer: Option<u64>,
     /// What to do with a malformed record.
     pub bad_records: BadRecords,
     /// Directory for spill files (local runs).
@@ -123,6 +126,7 @@ impl Default for EngineSettings {
             split_size: None,
             combine: true,
             merge_factor: None,
+            sort_buffer: None,
             bad_records: BadRecords::Fail,
             spill_dir: None,
             input_format: crate::InputFormat::Auto,
