@@ -666,3 +666,39 @@ impl sluice_api::Reducer for PassThrough {
         Ok(())
     }
 }
+
+/// `sort_buffer` sets how much a map thread sorts before it spills: a
+/// small one makes many runs, a large one few, and the answer is the
+/// same; the report gives the buffer used.
+#[test]
+fn the_sort_buffer_sets_the_runs_and_not_the_answer() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen_text(d.path(), 4 << 20, 50);
+    let mut want = input_lines(&data);
+    want.sort();
+    let files = sluice_formats::input::resolve(data.to_str().unwrap()).unwrap();
+    let splits = sluice_formats::input::plan_splits(
+        &files,
+        64 << 10,
+        sluice_formats::input::RecordFormat::Lines,
+    );
+    let sample = sluice_engine::sample_records(
+        &splits,
+        sluice_formats::input::RecordFormat::Lines,
+        1 << 20,
+        10,
+    )
+    .unwrap();
+    let mut runs = Vec::new();
+    for buffer in [256 << 10, 64 << 20] {
+        let mut c = cfg(2, 1 << 30, 2);
+        c.split_size = Some(8 << 20);
+        c.sort_buffer = Some(buffer);
+        let out = d.path().join(format!("sorted-{buffer}"));
+        let r = run(&sluice_jobs::sort(sample.clone(), 2), &data, &out, &c).unwrap();
+        assert_eq!(output_lines(&out, "part-r-"), want);
+        assert_eq!(r.sort_buffer_bytes, buffer);
+        runs.push(r.spill_files);
+    }
+    assert!(runs[0] > 4 * runs[1], "runs {runs:?}");
+}
