@@ -20,6 +20,7 @@ use crate::config::EngineConfig;
 use crate::map::{MapOutput, MapPhase};
 use crate::progress::Progress;
 use crate::reduce::{open_runs, ReduceOutput, ReducePhase};
+use crate::run::Run;
 use crate::EngineError;
 
 type Result<T> = std::result::Result<T, EngineError>;
@@ -87,6 +88,7 @@ fn map_phase(
         spill_dir,
         // The map's runs are merged into one: as few as the budget allows.
         spill_target: cfg.collect_budget(),
+        run_memory: crate::run::RunMemory::default(),
         progress: &Progress::default(),
         spill_seq: AtomicUsize::new(0),
     }
@@ -98,7 +100,7 @@ fn map_phase(
 /// every partition when there are none.
 fn single_run(
     phase: &ReducePhase<'_>,
-    runs: Vec<PathBuf>,
+    mut runs: Vec<Run>,
     out: &Path,
     counters: &mut Counters,
 ) -> Result<()> {
@@ -113,8 +115,7 @@ fn single_run(
             let w = SpillWriter::create(&tmp, phase.cfg.reducers)?;
             w.finish()?;
         }
-        1 => std::fs::rename(&runs[0], &tmp)
-            .map_err(|e| EngineError::io("moving map output", &tmp, e))?,
+        1 => runs.pop().expect("one run").move_to(&tmp)?,
         _ => {
             let mut merged = ReduceOutput::default();
             let runs = phase.merge_passes(runs, &mut merged)?;
@@ -174,6 +175,7 @@ pub fn reduce_task(
         progress: &progress,
     };
     let mut out = ReduceOutput::default();
+    let inputs: Vec<Run> = inputs.into_iter().map(Run::file).collect();
     let runs = if inputs.len() > one.fan_in() {
         phase.merge_passes(inputs, &mut out)?
     } else {
