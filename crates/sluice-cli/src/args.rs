@@ -77,9 +77,7 @@ pub(crate) struct RunArgs {
     /// default).
     #[arg(long)]
     pub(crate) no_combine: bool,
-    /// Directory for spill files [default: inside the job's staging
-    /// directory, and runs the memory budget has room for are held in
-    /// memory instead]. Given, every run is written there.
+    /// Directory for spill files [default: inside the job's staging directory].
     #[arg(long)]
     pub(crate) spill_dir: Option<PathBuf>,
     /// Most spill runs merged at once [default: as many as the memory

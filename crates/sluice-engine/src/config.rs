@@ -43,9 +43,7 @@ pub struct EngineConfig {
     pub combine: bool,
     /// Longest input record accepted.
     pub max_record: usize,
-    /// Where spill files go; `None` uses the job's staging directory and
-    /// holds in memory the runs the budget has room for
-    /// ([`Self::run_memory`]), `Some` writes every run there.
+    /// Where spill files go; `None` uses the job's staging directory.
     pub spill_dir: Option<PathBuf>,
     /// Most runs merged at once; more runs are merged in passes. `None`
     /// takes as many as the budget holds blocks for ([`Self::fan_in`]).
@@ -233,17 +231,6 @@ impl EngineConfig {
         usize::try_from(wanted)
             .unwrap_or(usize::MAX)
             .min(self.collect_budget())
-    }
-
-    /// Bytes of sorted runs the local engine may hold in memory rather
-    /// than write, when each map thread's collector spills at
-    /// `spill_target`: the threads' collect shares less what their
-    /// collectors hold (the buffer and its sort's second buffer, twice
-    /// the spill target each). None when a collector may fill its share.
-    pub fn run_memory(&self, spill_target: usize) -> u64 {
-        let shares = self.collect_budget() as u64 * self.threads as u64;
-        let held = 2 * spill_target as u64 * self.threads as u64;
-        shares.saturating_sub(held)
     }
 
     /// Bytes each map thread may collect before spilling.

@@ -20,7 +20,6 @@ pub mod pool;
 mod progress;
 mod reduce;
 mod report;
-mod run;
 mod sample;
 mod task;
 pub mod tasks;
@@ -101,12 +100,6 @@ pub fn run_job_on(
     let t = Instant::now();
     let spill_target = cfg.spill_target(total, job.costly_combiner);
     report.sort_buffer_bytes = spill_target;
-    // Runs go to a spill directory the user names, and to files that
-    // tests damage through the hook.
-    let held = match (&cfg.spill_dir, &cfg.spill_hook) {
-        (None, None) => cfg.run_memory(spill_target),
-        _ => 0,
-    };
     let map = MapPhase {
         job,
         cfg,
@@ -114,14 +107,12 @@ pub fn run_job_on(
         committer: &committer,
         spill_dir: &spill.path,
         spill_target,
-        run_memory: run::RunMemory::new(held),
         progress,
         spill_seq: AtomicUsize::new(0),
     }
     .run()?;
     report.phases.map_s = t.elapsed().as_secs_f64();
     report.spill_files = map.runs.len();
-    report.runs_in_memory = map.runs.iter().filter(|r| r.in_memory()).count();
     let mut counters = map.counters;
     report.output_records = map.output_records;
     report.output_bytes = map.output_bytes;
@@ -165,7 +156,7 @@ fn run_reduce(
     committer: &Committer,
     spill_dir: &Path,
     progress: &Progress,
-    runs: &[run::Run],
+    runs: &[PathBuf],
     report: &mut JobReport,
 ) -> Result<ReduceOutput, EngineError> {
     let phase = ReducePhase {

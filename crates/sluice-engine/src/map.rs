@@ -8,13 +8,14 @@
 //! more when the thread runs out of splits. Map-only jobs write each split's
 //! output straight to its `part-m-NNNNN` file instead.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sluice_api::{Counters, Error as ApiError, JobSpec, MapContext, Mapper, Sink, TaskCounter};
 use sluice_formats::input::RecordFormat;
 use sluice_formats::input::{MapSplit, Split};
 use sluice_formats::read::{read_line_blocks, read_records, ReadOptions};
+use sluice_formats::spill::SpillWriter;
 use sluice_sort::{AnyCollector, Collector, HashCollector, SortCollector};
 
 use crate::commit::Committer;
@@ -22,7 +23,6 @@ use crate::config::{BadRecordPolicy, EngineConfig};
 use crate::output::TextOutput;
 use crate::pool::{run_workers, Queue};
 use crate::progress::Progress;
-use crate::run::Run;
 use crate::task::{user_error, TaskSink};
 use crate::EngineError;
 
@@ -43,8 +43,6 @@ pub struct MapPhase<'a> {
     /// Bytes a thread's sort collector holds before it spills
     /// ([`EngineConfig::spill_target`]); at most the collect budget.
     pub spill_target: usize,
-    /// Room for runs held in memory rather than written.
-    pub run_memory: crate::run::RunMemory,
     pub progress: &'a Progress,
     pub spill_seq: AtomicUsize,
 }
@@ -53,7 +51,7 @@ pub struct MapPhase<'a> {
 #[derive(Debug, Default)]
 pub struct MapOutput {
     pub counters: Counters,
-    pub runs: Vec<Run>,
+    pub runs: Vec<PathBuf>,
     pub output_records: u64,
     pub output_bytes: u64,
 }
@@ -77,7 +75,7 @@ impl MapPhase<'_> {
         for o in outs {
             all.absorb(o);
         }
-        all.runs.sort_by(|a, b| a.path.cmp(&b.path));
+        all.runs.sort();
         Ok(all)
     }
 
@@ -328,7 +326,7 @@ struct CollectSink<'a> {
     /// The thread's collect share: no record may be larger.
     budget: usize,
     counters: Counters,
-    runs: Vec<Run>,
+    runs: Vec<PathBuf>,
     err: Option<EngineError>,
 }
 
@@ -374,23 +372,20 @@ impl<'a> CollectSink<'a> {
     fn spill(&mut self) -> Result<()> {
         let seq = self.phase.spill_seq.fetch_add(1, Ordering::Relaxed);
         let path = self.phase.spill_dir.join(format!("spill-{seq:06}.run"));
-        let mut w = self
-            .phase
-            .run_memory
-            .writer(&path, self.phase.partitions())?;
+        let mut w = SpillWriter::create(&path, self.phase.partitions())?;
         let give_up = matches!(&self.collector, AnyCollector::Hash(h) if h.not_reducing());
         self.collector.spill(&mut w, &mut self.counters)?;
         if give_up {
             self.stop_hashing();
         }
-        let (run, file, size) = self.phase.run_memory.finish(w)?;
-        let records: u64 = file.segments().iter().map(|s| s.records).sum();
+        let (segments, size) = w.finish()?;
+        let records: u64 = segments.iter().map(|s| s.records).sum();
         self.counters.add(TaskCounter::SpilledRecords, records);
         self.counters.add(TaskCounter::SpilledBytes, size);
         if let Some(hook) = &self.phase.cfg.spill_hook {
             hook(&path);
         }
-        self.runs.push(run);
+        self.runs.push(path);
         Ok(())
     }
 

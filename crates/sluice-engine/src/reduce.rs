@@ -11,7 +11,7 @@
 //! reducer, which writes `part-r-NNNNN`.
 
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use sluice_api::{Counters, JobSpec, Reducer, TaskCounter};
@@ -23,7 +23,6 @@ use crate::config::EngineConfig;
 use crate::output::TextOutput;
 use crate::pool::{run_workers, Queue};
 use crate::progress::Progress;
-use crate::run::Run;
 use crate::task::sort_error;
 use crate::EngineError;
 
@@ -76,7 +75,7 @@ impl ReducePhase<'_> {
     /// the runs of the groups being merged are open at any time.
     pub fn merge_passes(
         &self,
-        mut runs: Vec<Run>,
+        mut runs: Vec<PathBuf>,
         out: &mut ReduceOutput,
     ) -> Result<Vec<SpillFile>> {
         let mut pass = 0;
@@ -85,7 +84,7 @@ impl ReducePhase<'_> {
             pass += 1;
             let ranges = pass_groups(runs.len(), fan_in, self.cfg.threads);
             let rest = ranges.last().map_or(0, |r| r.end);
-            let groups: Vec<&[Run]> = ranges.iter().map(|r| &runs[r.clone()]).collect();
+            let groups: Vec<&[PathBuf]> = ranges.iter().map(|r| &runs[r.clone()]).collect();
             let queue = Queue::new(groups.len());
             let merged = Mutex::new(Vec::new());
             let counters = run_workers(self.cfg.threads, &queue, |_| {
@@ -94,7 +93,7 @@ impl ReducePhase<'_> {
                     let path = self.spill_dir.join(format!("merge-{pass:03}-{g:06}.run"));
                     self.merge_group(&open_runs(groups[g])?, &path, &mut c)?;
                     for old in groups[g] {
-                        old.clone().remove();
+                        let _ = std::fs::remove_file(old);
                     }
                     merged.lock().expect("merge list").push((g, path));
                 }
@@ -104,11 +103,7 @@ impl ReducePhase<'_> {
             let mut merged = merged.into_inner().expect("merge list");
             merged.sort_by_key(|(g, _)| *g);
             let kept = runs.split_off(rest);
-            runs = merged
-                .into_iter()
-                .map(|(_, p)| Run::file(p))
-                .chain(kept)
-                .collect();
+            runs = merged.into_iter().map(|(_, p)| p).chain(kept).collect();
         }
         out.merge_passes = pass;
         open_runs(&runs)
@@ -226,9 +221,12 @@ impl ReducePhase<'_> {
     }
 }
 
-/// Opens every run, validating its trailer.
-pub fn open_runs(runs: &[Run]) -> Result<Vec<SpillFile>> {
-    runs.iter().map(Run::open).collect()
+/// Opens every run file, validating its trailer.
+pub fn open_runs(paths: &[PathBuf]) -> Result<Vec<SpillFile>> {
+    paths
+        .iter()
+        .map(|p| SpillFile::open(p).map_err(EngineError::from))
+        .collect()
 }
 
 #[cfg(test)]

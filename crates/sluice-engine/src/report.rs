@@ -54,9 +54,6 @@ pub struct JobReport {
     /// Bytes each map thread sorted before it spilled a run
     /// ([`EngineConfig::spill_target`](crate::EngineConfig::spill_target)).
     pub sort_buffer_bytes: usize,
-    /// Of the spill runs, those held in memory rather than written
-    /// (module `run`).
-    pub runs_in_memory: usize,
     /// Intermediate merge passes.
     pub merge_passes: u32,
     /// Phase timings.

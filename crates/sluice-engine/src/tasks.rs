@@ -20,7 +20,6 @@ use crate::config::EngineConfig;
 use crate::map::{MapOutput, MapPhase};
 use crate::progress::Progress;
 use crate::reduce::{open_runs, ReduceOutput, ReducePhase};
-use crate::run::Run;
 use crate::EngineError;
 
 type Result<T> = std::result::Result<T, EngineError>;
@@ -88,7 +87,6 @@ fn map_phase(
         spill_dir,
         // The map's runs are merged into one: as few as the budget allows.
         spill_target: cfg.collect_budget(),
-        run_memory: crate::run::RunMemory::default(),
         progress: &Progress::default(),
         spill_seq: AtomicUsize::new(0),
     }
@@ -100,7 +98,7 @@ fn map_phase(
 /// every partition when there are none.
 fn single_run(
     phase: &ReducePhase<'_>,
-    mut runs: Vec<Run>,
+    runs: Vec<PathBuf>,
     out: &Path,
     counters: &mut Counters,
 ) -> Result<()> {
@@ -115,7 +113,8 @@ fn single_run(
             let w = SpillWriter::create(&tmp, phase.cfg.reducers)?;
             w.finish()?;
         }
-        1 => runs.pop().expect("one run").move_to(&tmp)?,
+        1 => std::fs::rename(&runs[0], &tmp)
+            .map_err(|e| EngineError::io("moving map output", &tmp, e))?,
         _ => {
             let mut merged = ReduceOutput::default();
             let runs = phase.merge_passes(runs, &mut merged)?;
@@ -175,7 +174,6 @@ pub fn reduce_task(
         progress: &progress,
     };
     let mut out = ReduceOutput::default();
-    let inputs: Vec<Run> = inputs.into_iter().map(Run::file).collect();
     let runs = if inputs.len() > one.fan_in() {
         phase.merge_passes(inputs, &mut out)?
     } else {

@@ -19,9 +19,6 @@
 //! reaches the writer's target size (64 KiB by default); a record larger than
 //! that gets a block of its own.
 //!
-//! A run the local engine keeps in memory ([`SpillWriter::in_memory`]) has
-//! the same bytes, checksums and validation; only where they live differs.
-//!
 //! Validation on read: the magic, the trailer CRC, that segments tile the
 //! data area, each block's length against its segment and [`MAX_BLOCK`]
 //! before allocating, each block's CRC before decoding, and each record's
@@ -60,7 +57,7 @@ pub struct Segment {
 /// records within a partition in the job's key order.
 #[derive(Debug)]
 pub struct SpillWriter {
-    file: Target,
+    file: std::io::BufWriter<File>,
     path: PathBuf,
     block: Vec<u8>,
     block_target: usize,
@@ -69,38 +66,20 @@ pub struct SpillWriter {
     current: usize,
 }
 
-/// Where a writer's bytes go.
-#[derive(Debug)]
-enum Target {
-    File(std::io::BufWriter<File>),
-    Memory(Vec<u8>),
-}
-
 impl SpillWriter {
     /// Creates `path` for a spill of `partitions` partitions.
     pub fn create(path: &Path, partitions: u32) -> Result<Self> {
         let file =
             File::create(path).map_err(|e| FormatError::io("creating spill file", path, e))?;
-        let file = Target::File(std::io::BufWriter::with_capacity(256 << 10, file));
-        Ok(Self::to(file, path, partitions))
-    }
-
-    /// A spill of `partitions` partitions held in memory, named `name` in
-    /// errors; [`SpillWriter::finish_run`] gives it as a [`SpillFile`].
-    pub fn in_memory(name: &Path, partitions: u32) -> Self {
-        Self::to(Target::Memory(Vec::new()), name, partitions)
-    }
-
-    fn to(file: Target, path: &Path, partitions: u32) -> Self {
-        SpillWriter {
-            file,
+        Ok(SpillWriter {
+            file: std::io::BufWriter::with_capacity(256 << 10, file),
             path: path.to_owned(),
             block: Vec::with_capacity(DEFAULT_BLOCK + 64),
             block_target: DEFAULT_BLOCK,
             pos: 0,
             segments: vec![Segment::default(); partitions.max(1) as usize],
             current: 0,
-        }
+        })
     }
 
     /// Sets the payload size at which blocks are cut (tests use tiny blocks).
@@ -163,37 +142,15 @@ impl SpillWriter {
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        match &mut self.file {
-            Target::File(f) => f
-                .write_all(bytes)
-                .map_err(|e| FormatError::io("writing spill file", &self.path, e))?,
-            Target::Memory(v) => v.extend_from_slice(bytes),
-        }
+        self.file
+            .write_all(bytes)
+            .map_err(|e| FormatError::io("writing spill file", &self.path, e))?;
         self.pos += bytes.len() as u64;
         Ok(())
     }
 
-    /// Writes the trailer, flushes, and returns the segments and file size
-    /// (of a writer [`in_memory`](SpillWriter::in_memory), its bytes are
-    /// dropped: use [`SpillWriter::finish_run`]).
-    pub fn finish(self) -> Result<(Vec<Segment>, u64)> {
-        let (segments, size, _) = self.close()?;
-        Ok((segments, size))
-    }
-
-    /// Writes the trailer and flushes; returns the run, validated as
-    /// [`SpillFile::open`] validates a file, and its size.
-    pub fn finish_run(self) -> Result<(SpillFile, u64)> {
-        let path = self.path.clone();
-        let (_, size, target) = self.close()?;
-        let run = match target {
-            Target::File(_) => SpillFile::open(&path)?,
-            Target::Memory(bytes) => SpillFile::from_bytes(&path, bytes)?,
-        };
-        Ok((run, size))
-    }
-
-    fn close(mut self) -> Result<(Vec<Segment>, u64, Target)> {
+    /// Writes the trailer, flushes, and returns the segments and file size.
+    pub fn finish(mut self) -> Result<(Vec<Segment>, u64)> {
         let last = self.segments.len() - 1;
         if self.current < last {
             self.switch_to(last)?;
@@ -202,12 +159,11 @@ impl SpillWriter {
         self.segments[last].len = self.pos - self.segments[last].offset;
         let t = trailer(&self.segments);
         self.write(&t)?;
-        if let Target::File(f) = &mut self.file {
-            f.flush()
-                .map_err(|e| FormatError::io("writing spill file", &self.path, e))?;
-        }
+        self.file
+            .flush()
+            .map_err(|e| FormatError::io("writing spill file", &self.path, e))?;
         let segments = std::mem::take(&mut self.segments);
-        Ok((segments, self.pos, self.file))
+        Ok((segments, self.pos))
     }
 }
 
@@ -239,41 +195,12 @@ pub fn seal_segment(file: &mut File, len: u64, records: u64) -> std::io::Result<
     file.write_all(&trailer(&[seg]))
 }
 
-/// An open, validated spill file, or a run of the same bytes in memory.
+/// An open, validated spill file.
 #[derive(Debug, Clone)]
 pub struct SpillFile {
-    file: Bytes,
+    file: Arc<File>,
     path: PathBuf,
     segments: Vec<Segment>,
-}
-
-/// Where a run's bytes are.
-#[derive(Debug, Clone)]
-enum Bytes {
-    File(Arc<File>),
-    Memory(Arc<Vec<u8>>),
-}
-
-impl Bytes {
-    /// Fills `buf` from offset `at`.
-    fn read_exact_at(&self, path: &Path, buf: &mut [u8], at: u64) -> Result<()> {
-        let short = || FormatError::truncated(path, at, "spill file ends early");
-        match self {
-            Bytes::File(f) => f.read_exact_at(buf, at).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                    short()
-                } else {
-                    FormatError::io("reading spill file", path, e)
-                }
-            }),
-            Bytes::Memory(v) => {
-                let start = usize::try_from(at).map_err(|_| short())?;
-                let end = start.checked_add(buf.len()).ok_or_else(short)?;
-                buf.copy_from_slice(v.get(start..end).ok_or_else(short)?);
-                Ok(())
-            }
-        }
-    }
 }
 
 impl SpillFile {
@@ -284,39 +211,12 @@ impl SpillFile {
             .metadata()
             .map_err(|e| FormatError::io("reading spill file", path, e))?
             .len();
-        let file = Bytes::File(Arc::new(file));
         let segments = read_trailer(&file, path, size)?;
         Ok(SpillFile {
-            file,
+            file: Arc::new(file),
             path: path.to_owned(),
             segments,
         })
-    }
-
-    /// The run whose bytes (a whole spill file's) are `bytes`, named
-    /// `name` in errors; its trailer validated as [`SpillFile::open`]'s.
-    pub fn from_bytes(name: &Path, bytes: Vec<u8>) -> Result<Self> {
-        let size = bytes.len() as u64;
-        let file = Bytes::Memory(Arc::new(bytes));
-        let segments = read_trailer(&file, name, size)?;
-        Ok(SpillFile {
-            file,
-            path: name.to_owned(),
-            segments,
-        })
-    }
-
-    /// Whether the run is held in memory rather than in a file.
-    pub fn in_memory(&self) -> bool {
-        matches!(self.file, Bytes::Memory(_))
-    }
-
-    /// The bytes of a run held in memory (a whole spill file's).
-    pub fn bytes(&self) -> Option<&[u8]> {
-        match &self.file {
-            Bytes::Memory(v) => Some(v),
-            Bytes::File(_) => None,
-        }
     }
 
     /// The file's path.
@@ -333,7 +233,7 @@ impl SpillFile {
     pub fn reader(&self, p: u32) -> SegmentReader {
         let seg = self.segments.get(p as usize).copied().unwrap_or_default();
         SegmentReader {
-            file: self.file.clone(),
+            file: Arc::clone(&self.file),
             path: self.path.clone(),
             next_block: seg.offset,
             end: seg.offset + seg.len,
@@ -346,11 +246,17 @@ impl SpillFile {
     }
 }
 
-fn read_exact_at(file: &Bytes, path: &Path, buf: &mut [u8], at: u64) -> Result<()> {
-    file.read_exact_at(path, buf, at)
+fn read_exact_at(file: &File, path: &Path, buf: &mut [u8], at: u64) -> Result<()> {
+    file.read_exact_at(buf, at).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            FormatError::truncated(path, at, "spill file ends early")
+        } else {
+            FormatError::io("reading spill file", path, e)
+        }
+    })
 }
 
-fn read_trailer(file: &Bytes, path: &Path, size: u64) -> Result<Vec<Segment>> {
+fn read_trailer(file: &File, path: &Path, size: u64) -> Result<Vec<Segment>> {
     if size < TRAILER_FIXED as u64 {
         return Err(FormatError::truncated(
             path,
@@ -421,7 +327,7 @@ fn check_tiling(path: &Path, segments: &[Segment], data_end: u64) -> Result<()> 
 /// Reads one segment's records in order, one block in memory at a time.
 #[derive(Debug)]
 pub struct SegmentReader {
-    file: Bytes,
+    file: Arc<File>,
     path: PathBuf,
     next_block: u64,
     end: u64,
@@ -535,61 +441,12 @@ mod tests {
 
     fn write_sample(path: &Path, block: usize) -> Vec<Segment> {
         let mut w = SpillWriter::create(path, 4).unwrap().with_block_size(block);
-        sample_records(&mut w);
-        w.finish().unwrap().0
-    }
-
-    fn sample_records(w: &mut SpillWriter) {
         for i in 0..50u32 {
             w.append(1, format!("k{i:03}").as_bytes(), &i.to_le_bytes())
                 .unwrap();
         }
         w.append(3, b"last", b"").unwrap();
-    }
-
-    /// A run held in memory has a file's bytes and reads the same; a
-    /// file's run from `finish_run` is open and validated.
-    #[test]
-    fn a_run_in_memory_is_a_files_bytes() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("s");
-        write_sample(&p, 40);
-        let mut w = SpillWriter::in_memory(&p, 4).with_block_size(40);
-        sample_records(&mut w);
-        let (run, size) = w.finish_run().unwrap();
-        assert!(run.in_memory());
-        let file = SpillFile::open(&p).unwrap();
-        assert!(!file.in_memory());
-        assert_eq!(size, std::fs::metadata(&p).unwrap().len());
-        assert_eq!(run.segments(), file.segments());
-        for part in 0..4 {
-            assert_eq!(
-                read_all(&run, part).unwrap(),
-                read_all(&file, part).unwrap()
-            );
-        }
-        let mut w = SpillWriter::create(&d.path().join("t"), 4).unwrap();
-        sample_records(&mut w);
-        let (run, _) = w.finish_run().unwrap();
-        assert!(!run.in_memory());
-        assert_eq!(read_all(&run, 1).unwrap().len(), 50);
-    }
-
-    /// Bytes in memory are checked as a file's: a flipped byte fails its
-    /// block's checksum, a cut trailer is refused.
-    #[test]
-    fn a_damaged_run_in_memory_is_refused() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("s");
-        write_sample(&p, 1 << 16);
-        let mut bytes = std::fs::read(&p).unwrap();
-        bytes[20] ^= 0x40;
-        let run = SpillFile::from_bytes(&p, bytes.clone()).unwrap();
-        let err = read_all(&run, 1).unwrap_err().to_string();
-        assert!(err.contains("checksum mismatch"), "{err}");
-        bytes.truncate(bytes.len() - 3);
-        let err = SpillFile::from_bytes(&p, bytes).unwrap_err().to_string();
-        assert!(err.contains("bad spill magic"), "{err}");
+        w.finish().unwrap().0
     }
 
     fn read_all(f: &SpillFile, p: u32) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
