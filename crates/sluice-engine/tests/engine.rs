@@ -168,7 +168,12 @@ fn a_costly_combiner_spills_once_a_thread_when_the_budget_allows() {
     let cheap = sluice_jobs::wordcount(Grouping::Sort);
     let mut costly = cheap.clone();
     costly.costly_combiner = true;
-    let small = run(&cheap, &data, &d.path().join("cheap"), &c).unwrap();
+    // Smaller than any machine's default, so that 4 MiB makes several.
+    let small_buffer = EngineConfig {
+        sort_buffer: Some(2 << 20),
+        ..c.clone()
+    };
+    let small = run(&cheap, &data, &d.path().join("cheap"), &small_buffer).unwrap();
     let whole = run(&costly, &data, &d.path().join("costly"), &c).unwrap();
     assert_eq!(parse_counts(&d.path().join("cheap")), want);
     assert_eq!(parse_counts(&d.path().join("costly")), want);
