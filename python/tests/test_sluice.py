@@ -512,3 +512,71 @@ def test_one_process_talks_to_two_clusters_of_different_cas(cluster, text, tmp_p
         import subprocess
 
         subprocess.run([SLUICE_BIN, "cluster", "down", "--dir", str(e)], capture_output=True)
+
+
+TASK_USER = "sluice-task"
+
+
+def task_user_can_run_python():
+    """Whether this machine can run a cluster whose worker runs commands
+    as TASK_USER (root, the user scripts/test.sh makes) and that user can
+    start this interpreter and import sluice; says why not."""
+    import pwd
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0:
+        return "running commands as another user needs root"
+    try:
+        pwd.getpwnam(TASK_USER)
+    except KeyError:
+        return "no user %s (scripts/test.sh creates it)" % TASK_USER
+    if not shutil.which("runuser"):
+        return "no runuser to check the interpreter with"
+    check = subprocess.run(
+        ["runuser", "-u", TASK_USER, "--", sys.executable, "-c", "import sluice"],
+        capture_output=True, cwd="/",
+    )
+    if check.returncode != 0:
+        return "%s cannot start %s: %s" % (TASK_USER, sys.executable, check.stderr.decode()[-200:])
+    return None
+
+
+@needs_cluster
+def test_a_python_job_under_a_task_user_runs_as_that_user(text, tmp_path):
+    """A worker started with --task-user runs a Python job's functions as
+    that user, in a directory of its own, and the answer is right; the
+    same job on a worker without it runs as root."""
+    import pwd
+    import subprocess
+
+    why = task_user_can_run_python()
+    if why:
+        pytest.skip(why)
+    uid = pwd.getpwnam(TASK_USER).pw_uid
+
+    def mapper(line):
+        for w in line.split():
+            yield w, 1
+        yield ("uid", os.geteuid()), 1
+
+    def reducer(key, counts):
+        yield key, sum(counts)
+
+    for flags, want_uid in ((["--task-user", TASK_USER], uid), ([], 0)):
+        d = tmp_path / ("cl-%d" % want_uid)
+        subprocess.run([SLUICE_BIN, "cluster", "up", "--workers", "1", "--dir", str(d), *flags],
+                       check=True, capture_output=True)
+        try:
+            subprocess.run([SLUICE_BIN, "put", str(text), "--dataset", "text", "--cluster", str(d)],
+                           check=True, capture_output=True)
+            sluice.Job(mapper=mapper, reducer=reducer).run("text", "counts", cluster=d)
+            got = tmp_path / ("got-%d" % want_uid)
+            subprocess.run([SLUICE_BIN, "get", "counts", str(got), "--cluster", str(d)],
+                           check=True, capture_output=True)
+            rows = list(sluice.read_output(got))
+            uids = [k[1] for k, _ in rows if isinstance(k, list)]
+            assert uids == [want_uid]
+            assert dict(kv for kv in rows if not isinstance(kv[0], list)) == dict(counter_of(text))
+        finally:
+            subprocess.run([SLUICE_BIN, "cluster", "down", "--dir", str(d)], capture_output=True)
