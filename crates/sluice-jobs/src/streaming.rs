@@ -476,8 +476,9 @@ impl Pipe {
         let tail: Vec<String> = said.tail.into_iter().collect();
         if !status.success() {
             return Err(Error::user(format!(
-                "`{}` failed ({status}); its last standard error lines:\n{}",
+                "`{}` failed ({status}){}; its last standard error lines:\n{}",
                 self.command,
+                unrunnable_hint(status, cell::task_user()),
                 tail.join("\n")
             )));
         }
@@ -490,6 +491,23 @@ impl Pipe {
             )));
         }
         Ok(said.counters)
+    }
+}
+
+/// What to add to a failed command's error when the shell could not run
+/// it (exit 126: not executable, 127: not found) and it ran as a task
+/// user, who may lack what the worker's user has: a user's file under
+/// a home directory of mode 0700 is the usual case, an interpreter in a
+/// virtual environment there (a Python job's) the commonest.
+fn unrunnable_hint(status: std::process::ExitStatus, user: Option<&cell::TaskUser>) -> String {
+    match (status.code(), user) {
+        (Some(126 | 127), Some(u)) => format!(
+            " as task user {}, who must be able to reach, read and run the \
+             command and its interpreter (each directory on their paths \
+             searchable by that user)",
+            u.name
+        ),
+        _ => String::new(),
     }
 }
 
@@ -647,5 +665,31 @@ impl Reducer for StreamReducer {
             ctx.counters().incr(&g, &n, v);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    /// A command the shell could not run as a task user is told why that
+    /// user may not; any other failure, or one without a task user, is
+    /// told nothing more.
+    #[test]
+    fn a_task_user_that_cannot_run_its_command_is_named() {
+        let user = cell::TaskUser {
+            name: "sluice-task".into(),
+            uid: 999,
+            gid: 995,
+        };
+        let exit = |code: i32| std::process::ExitStatus::from_raw(code << 8);
+        for code in [126, 127] {
+            let hint = unrunnable_hint(exit(code), Some(&user));
+            assert!(hint.contains("as task user sluice-task"), "{hint}");
+        }
+        assert_eq!(unrunnable_hint(exit(1), Some(&user)), "");
+        assert_eq!(unrunnable_hint(exit(126), None), "");
     }
 }

@@ -191,6 +191,25 @@ fn a_task_users_command_can_read_none_of_the_workers_files_and_the_answer_is_rig
         assert!(outcome.contains("Permission denied"), "{name}: {outcome}");
     }
     assert_eq!(found.counts, want, "the answer is right");
+    // A command the task user cannot reach (a script in a directory only
+    // root may enter) fails, and the error says as whom it ran.
+    let private = d.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let script = private.join("map.sh");
+    std::fs::write(&script, "#!/bin/sh\ncat\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = sluice()
+        .args(["streaming", "-input", "words", "-output", "never"])
+        .arg("-mapper")
+        .arg(&script)
+        .args(["-reducer", "cat", "--cluster"])
+        .arg(&c.dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains(&format!("as task user {TASK_USER}")), "{err}");
     // Each command's directory was removed after its task.
     let tasks = std::env::temp_dir().join(format!("sluice-tasks-{}", c.worker_pids()[0]));
     assert_eq!(std::fs::read_dir(&tasks).unwrap().count(), 0);
