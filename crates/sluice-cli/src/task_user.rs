@@ -34,7 +34,11 @@ pub(crate) fn confine(user: Option<&str>, secret: &[PathBuf]) -> anyhow::Result<
     }
     // The worker's own files from now on: its owner's alone.
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
-    let base = std::env::temp_dir().join(format!("sluice-tasks-{}", std::process::id()));
+    let temp = std::env::temp_dir();
+    for gone in sweep_stale(&temp) {
+        tracing::info!("removed {}, left by a worker that ended", gone.display());
+    }
+    let base = temp.join(format!("{BASE_PREFIX}{}", std::process::id()));
     cell::confine(user.clone(), &base)?;
     tracing::info!(
         "Streaming and Python commands run as {} (uid {}, gid {}) in {}",
@@ -44,6 +48,52 @@ pub(crate) fn confine(user: Option<&str>, secret: &[PathBuf]) -> anyhow::Result<
         base.display()
     );
     Ok(())
+}
+
+/// The name of a worker's base directory of commands' directories, before
+/// its process id.
+const BASE_PREFIX: &str = "sluice-tasks-";
+
+/// Removes the base directories under `temp` of workers that ended
+/// without removing theirs (killed with SIGKILL, or the host's power
+/// lost), and returns them: a directory `sluice-tasks-PID` of this
+/// process's user whose process no longer exists. A symbolic link, or a
+/// directory of another user or of a running process, is left alone.
+fn sweep_stale(temp: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return Vec::new();
+    };
+    let mut gone = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(BASE_PREFIX))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let path = e.path();
+        let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir() && m.uid() == me);
+        if ours && !alive(pid) && std::fs::remove_dir_all(&path).is_ok() {
+            gone.push(path);
+        }
+    }
+    gone
+}
+
+/// Whether process `pid` exists (a signal 0 to it is not refused as
+/// having no such process).
+fn alive(pid: i32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
 }
 
 /// The task user `name`, if this process runs as root and it is a local
@@ -106,5 +156,31 @@ mod tests {
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
         private(&f).unwrap();
         private(&d.path().join("missing")).unwrap();
+    }
+
+    /// The base directory of a worker that is gone is removed; that of a
+    /// running one, a link and other names are kept.
+    #[test]
+    fn a_gone_workers_directory_is_swept_and_a_running_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let gone = d.path().join(format!("{BASE_PREFIX}{dead}"));
+        std::fs::create_dir_all(gone.join("task-1")).unwrap();
+        std::fs::write(gone.join("task-1/f"), "x").unwrap();
+        let running = d
+            .path()
+            .join(format!("{BASE_PREFIX}{}", std::process::id()));
+        std::fs::create_dir(&running).unwrap();
+        let other = d.path().join("sluice-tasks-x");
+        std::fs::create_dir(&other).unwrap();
+        let target = d.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        let link = d.path().join(format!("{BASE_PREFIX}{}", dead + 1_000_000));
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert_eq!(sweep_stale(d.path()), [gone.clone()]);
+        assert!(!gone.exists());
+        assert!(running.exists() && other.exists() && link.exists() && target.exists());
     }
 }
