@@ -179,7 +179,7 @@ mod tests {
         std::fs::create_dir(&target).unwrap();
         let link = d.path().join(format!("{BASE_PREFIX}{}", dead + 1_000_000));
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert_eq!(sweep_stale(d.path()), [gone.clone()]);
+        assert_eq!(sweep_stale(d.path()), std::slice::from_ref(&gone));
         assert!(!gone.exists());
         assert!(running.exists() && other.exists() && link.exists() && target.exists());
     }
