@@ -32,42 +32,33 @@ pub struct TaskUser {
 }
 
 impl TaskUser {
-    /// The local user `name`, from `/etc/passwd`. Root (uid 0) is
+    /// The user `name`, from the system's user database (`getpwnam_r`:
+    /// `/etc/passwd`, or LDAP or SSSD where the host's NSS says so, as
+    /// Hadoop's LinuxContainerExecutor finds its users). Root (uid 0) is
     /// refused: it would confine nothing.
     pub fn lookup(name: &str) -> std::result::Result<TaskUser, JobError> {
-        let passwd = std::fs::read_to_string("/etc/passwd").map_err(|e| JobError::TaskUser {
+        let fail = |msg: String| JobError::TaskUser {
             name: name.to_owned(),
-            msg: format!("reading /etc/passwd: {e}"),
-        })?;
-        let user = find_user(&passwd, name).ok_or_else(|| JobError::TaskUser {
-            name: name.to_owned(),
-            msg: "no such user in /etc/passwd (create it, e.g. \
-                  `useradd --system --no-create-home NAME`)"
-                .into(),
-        })?;
-        if user.uid == 0 {
-            return Err(JobError::TaskUser {
-                name: name.to_owned(),
-                msg: "its user id is 0: user code would run as root".into(),
-            });
+            msg,
+        };
+        let user = nix::unistd::User::from_name(name)
+            .map_err(|e| fail(format!("looking the user up: {e}")))?
+            .ok_or_else(|| {
+                fail(
+                    "no such user (create it, e.g. \
+                     `useradd --system --no-create-home NAME`)"
+                        .into(),
+                )
+            })?;
+        if user.uid.is_root() {
+            return Err(fail("its user id is 0: user code would run as root".into()));
         }
-        Ok(user)
+        Ok(TaskUser {
+            name: user.name,
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+        })
     }
-}
-
-/// User `name`'s line of a passwd file (`name:x:uid:gid:...`).
-fn find_user(passwd: &str, name: &str) -> Option<TaskUser> {
-    passwd.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        match f[..] {
-            [n, _, uid, gid, ..] if n == name => Some(TaskUser {
-                name: n.to_owned(),
-                uid: uid.parse().ok()?,
-                gid: gid.parse().ok()?,
-            }),
-            _ => None,
-        }
-    })
 }
 
 /// Who runs this process's commands, and where their directories go.
@@ -217,14 +208,26 @@ fn io(e: std::io::Error, p: &Path) -> Error {
 mod tests {
     use super::*;
 
+    /// A user is found with the ids the system's database gives (here
+    /// `nobody`, whom every Linux has, as `id` reports).
     #[test]
-    fn a_user_is_found_by_name_in_a_passwd_file() {
-        let passwd = "root:x:0:0:root:/root:/bin/bash\n\
-                      sluice-task:x:996:993::/nonexistent:/usr/sbin/nologin\n";
-        let u = find_user(passwd, "sluice-task").unwrap();
-        assert_eq!((u.uid, u.gid), (996, 993));
-        assert_eq!(find_user(passwd, "sluice"), None);
-        assert_eq!(find_user("bad:x:nine:1::\n", "bad"), None);
+    fn a_user_is_found_with_the_systems_ids() {
+        let id = |flag: &str| {
+            let o = std::process::Command::new("id")
+                .args([flag, "nobody"])
+                .output()
+                .unwrap();
+            String::from_utf8(o.stdout)
+                .unwrap()
+                .trim()
+                .parse::<u32>()
+                .unwrap()
+        };
+        let u = TaskUser::lookup("nobody").unwrap();
+        assert_eq!(
+            (u.name.as_str(), u.uid, u.gid),
+            ("nobody", id("-u"), id("-g"))
+        );
     }
 
     #[test]
