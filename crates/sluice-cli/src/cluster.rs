@@ -245,8 +245,10 @@ pub struct WorkerArgs {
     http: Option<SocketAddr>,
     /// Run Streaming and Python commands (user code) as this unprivileged
     /// local user, each in a directory of its own; needs a worker started
-    /// as root.
-    #[arg(long)]
+    /// as root. Or as a local user by the job's user:
+    /// `alice=alice,bob=bob,*=sluice-task` (`*`: every other job, an
+    /// admin's too; without it the others' jobs are refused).
+    #[arg(long, value_name = "USER|NAME=USER,...")]
     task_user: Option<String>,
 }
 
@@ -292,8 +294,10 @@ pub enum ClusterCmd {
         #[arg(long)]
         insecure: bool,
         /// The workers run Streaming and Python commands as this
-        /// unprivileged user (`sluice worker --task-user`; needs root).
-        #[arg(long)]
+        /// unprivileged user, or by the job's user with
+        /// `NAME=USER,...,*=USER` (`sluice worker --task-user`; needs
+        /// root).
+        #[arg(long, value_name = "USER|NAME=USER,...")]
         task_user: Option<String>,
     },
     /// Stop the processes of a `cluster up`.

@@ -4,7 +4,8 @@
 //! Hadoop's spellings are accepted as they are (`-input`, `-output`,
 //! `-mapper`, `-combiner`, `-reducer`, `-file`, `-files`,
 //! `-numReduceTasks`, `-D key=value`), and with two dashes; `--cluster DIR`
-//! (or `--coordinator ADDR`) runs the job on a cluster, whose data sets
+//! (or `--coordinator ADDR`) runs the job on a cluster (as the user of
+//! `--user-key FILE` or `$SLUICE_USER_KEY`), whose data sets
 //! `-input` and `-output` then name. Parsed by hand: clap has no
 //! single-dash long options.
 
@@ -26,6 +27,7 @@ struct Parsed {
     properties: Vec<(String, String)>,
     cluster: Option<PathBuf>,
     coordinator: Option<String>,
+    user_key: Option<PathBuf>,
     overwrite: bool,
     report: Option<PathBuf>,
     input_format: InputFormat,
@@ -37,7 +39,8 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let p = parse(args)?;
     let req = request(&p)?;
     let reports = if p.cluster.is_some() || p.coordinator.is_some() {
-        let conn = Conn::new(p.coordinator.clone(), p.cluster.clone(), None);
+        let mut conn = Conn::new(p.coordinator.clone(), p.cluster.clone(), None);
+        conn.user_key = p.user_key.clone();
         sluice_tools::conn::submit_request(&conn, &req, 1)?
     } else {
         stop_commands_on_signals();
@@ -91,11 +94,13 @@ fn parse(args: &[String]) -> anyhow::Result<Parsed> {
             "outputformat" | "output-format" => p.output_format = output_format(&value()?)?,
             "cluster" => p.cluster = Some(value()?.into()),
             "coordinator" => p.coordinator = Some(value()?),
+            "user-key" => p.user_key = Some(value()?.into()),
             "report" => p.report = Some(value()?.into()),
             _ => bail!(
                 "unknown option {flag}; sluice streaming takes -input, -output, -mapper, \
                  -combiner, -reducer, -file, -files, -numReduceTasks, -D key=value, \
-                 -inputformat, -outputformat, --overwrite, --report FILE, --cluster DIR, --coordinator ADDR"
+                 -inputformat, -outputformat, --overwrite, --report FILE, --cluster DIR, \
+                 --coordinator ADDR, --user-key FILE"
             ),
         }
     }

@@ -12,7 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::bail;
-use sluice_jobs::cell::{self, TaskUser};
+use sluice_jobs::cell::{self, TaskUsers};
 
 /// Confines the commands this worker starts to `user`, if given, after
 /// checking that the `secret` files (those that exist) are the owner's
@@ -28,7 +28,7 @@ pub(crate) fn confine(user: Option<&str>, secret: &[PathBuf]) -> anyhow::Result<
         }
         return Ok(());
     };
-    let user = check(name)?;
+    let users = check(name)?;
     for f in secret {
         private(f)?;
     }
@@ -39,12 +39,12 @@ pub(crate) fn confine(user: Option<&str>, secret: &[PathBuf]) -> anyhow::Result<
         tracing::info!("removed {}, left by a worker that ended", gone.display());
     }
     let base = temp.join(format!("{BASE_PREFIX}{}", std::process::id()));
-    cell::confine(user.clone(), &base)?;
+    cell::confine(users.clone(), &base)?;
+    for u in users.locals() {
+        tracing::info!("local user {}: uid {}, gid {}", u.name, u.uid, u.gid);
+    }
     tracing::info!(
-        "Streaming and Python commands run as {} (uid {}, gid {}) in {}",
-        user.name,
-        user.uid,
-        user.gid,
+        "Streaming and Python commands run as {users} (job's user=local user) in {}",
         base.display()
     );
     Ok(())
@@ -96,9 +96,10 @@ fn alive(pid: i32) -> bool {
     )
 }
 
-/// The task user `name`, if this process runs as root and it is a local
-/// user other than root; else why not.
-pub(crate) fn check(name: &str) -> anyhow::Result<TaskUser> {
+/// The task users `spec` names (`USER`, or `NAME=USER,...,*=USER`:
+/// [`TaskUsers::parse`]), if this process runs as root and each is a
+/// local user other than root; else why not.
+pub(crate) fn check(name: &str) -> anyhow::Result<TaskUsers> {
     let uid = rustix::process::geteuid();
     if !uid.is_root() {
         bail!(
@@ -107,7 +108,7 @@ pub(crate) fn check(name: &str) -> anyhow::Result<TaskUser> {
             uid.as_raw()
         );
     }
-    Ok(TaskUser::lookup(name)?)
+    Ok(TaskUsers::parse(name)?)
 }
 
 /// Fails unless `path`, if it exists, is readable by its owner only.

@@ -621,7 +621,13 @@ impl Coordinator for Service {
         let who = caller(&req)?;
         let replication = req.get_ref().replication;
         let submission = req.get_ref().submission.clone();
-        let request = JobRequest::decode(&req.into_inner().request).map_err(invalid)?;
+        let mut request = JobRequest::decode(&req.into_inner().request).map_err(invalid)?;
+        // The job's user as this coordinator authenticated them, whatever
+        // the request said: a worker with a map of task users runs the
+        // job's commands as the local user of this name.
+        request
+            .properties
+            .insert(sluice_request::JOB_USER.to_owned(), who.owner());
         check_name(&request.output).map_err(invalid)?;
         if request.input.split(',').any(|n| n == request.output) {
             return Err(Status::invalid_argument(format!(

@@ -223,6 +223,8 @@ struct Pipe {
     /// The leftover of the last output batch (a line not yet ended).
     partial: Vec<u8>,
     _dir: WorkDir,
+    /// The local user the command runs as, when commands are confined.
+    user: Option<&'static cell::TaskUser>,
     separator: u8,
     key_fields: usize,
 }
@@ -245,9 +247,10 @@ impl Pipe {
         cancel: Cancel,
     ) -> Result<Pipe> {
         let timeout = task_timeout(&s.env)?;
-        let dir = WorkDir::new(&s.files)?;
+        let user = cell::user_for(job_user(&s.env))?;
+        let dir = WorkDir::new(&s.files, user)?;
         let mut cmd = Command::new("sh");
-        cell::enter(&mut cmd, dir.path());
+        cell::enter(&mut cmd, dir.path(), user);
         cmd.arg("-c")
             .arg(command)
             .stdin(Stdio::piped())
@@ -296,6 +299,7 @@ impl Pipe {
             pending: Vec::with_capacity(BATCH),
             partial: Vec::new(),
             _dir: dir,
+            user,
             separator: s.separator,
             key_fields: s.key_fields.max(1),
         })
@@ -478,7 +482,7 @@ impl Pipe {
             return Err(Error::user(format!(
                 "`{}` failed ({status}){}; its last standard error lines:\n{}",
                 self.command,
-                unrunnable_hint(status, cell::task_user()),
+                unrunnable_hint(status, self.user),
                 tail.join("\n")
             )));
         }
@@ -492,6 +496,16 @@ impl Pipe {
         }
         Ok(said.counters)
     }
+}
+
+/// The Sluice user a job runs for, from its environment (the property
+/// [`cell::JOB_USER`]); empty for an admin's job or a local run.
+fn job_user(env: &[(String, String)]) -> &str {
+    let name = cell::JOB_USER.replace('.', "_");
+    env.iter()
+        .rev()
+        .find(|(k, _)| *k == name)
+        .map_or("", |(_, v)| v.as_str())
 }
 
 /// What to add to a failed command's error when the shell could not run

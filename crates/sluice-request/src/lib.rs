@@ -75,4 +75,7 @@ pub use request::{
     BadRecords, EngineSettings, JobRequest, Key, CACHE_ADMIT_PROPERTY, OUTPUT_SYNC_PROPERTY,
     REQUEST_VERSION,
 };
+/// The property naming the user a job runs for, which the coordinator
+/// sets (`sluice_jobs::cell::JOB_USER`).
+pub use sluice_jobs::cell::JOB_USER;
 pub use stage_ref::StageRef;

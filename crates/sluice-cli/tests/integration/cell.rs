@@ -348,3 +348,100 @@ fn killed_command_ends(c: &Cluster, d: &Path, name: &str, job: &[&str]) {
     let ls = String::from_utf8_lossy(&ok(c.cmd(&["ls"]).output().unwrap()).stdout).into_owned();
     assert!(!ls.contains(&output), "{name}: nothing committed: {ls}");
 }
+
+/// The local user each line of a job's output names (`user\tNAME`), run
+/// on `c` as `key`'s user (an admin without one) with `extra` flags.
+fn job_runs_as(c: &Cluster, d: &Path, out: &str, key: Option<&Path>, extra: &[&str]) -> String {
+    let script = d.join("who.sh");
+    std::fs::write(
+        &script,
+        "cat >/dev/null\nprintf 'user\\t%s\\n' \"$(id -un)\"\n",
+    )
+    .unwrap();
+    let mut cmd = c.cmd(&["streaming", "-input", "words", "-output", out]);
+    cmd.args(extra)
+        .args([
+            "-mapper",
+            "sh who.sh",
+            "-reducer",
+            "sort -u",
+            "-numReduceTasks",
+            "1",
+            "-file",
+        ])
+        .arg(&script);
+    if let Some(k) = key {
+        cmd.arg("--user-key").arg(k);
+    }
+    let o = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    if !o.status.success() {
+        return format!("failed: {err}");
+    }
+    let got = d.join(out);
+    let mut get = c.cmd(&["get", out]);
+    get.arg(&got);
+    if let Some(k) = key {
+        get.arg("--user-key").arg(k);
+    }
+    ok(get.output().unwrap());
+    let bytes = match got.is_dir() {
+        true => concat_parts(&got),
+        false => std::fs::read(&got).unwrap(),
+    };
+    String::from_utf8(bytes).unwrap().trim().to_owned()
+}
+
+#[test]
+fn a_map_of_task_users_runs_each_jobs_commands_as_its_users_local_user() {
+    if !can_change_users() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let data = gen(d.path(), "20KB");
+    let map = format!("alice={TASK_USER},*=nobody");
+    let c = Cluster::up_args(
+        &open_dir(d.path(), "mapped"),
+        1,
+        "",
+        "",
+        &["--task-user", &map],
+    );
+    put(&c, &data, "words", "64KB", "1");
+    ok(c.cmd(&["user", "add", "alice"]).output().unwrap());
+    ok(c.cmd(&["share", "words", "alice"]).output().unwrap());
+    let alice = c.dir.join("users/alice.key");
+    assert_eq!(
+        job_runs_as(&c, d.path(), "as-alice", Some(&alice), &[]),
+        format!("user\t{TASK_USER}")
+    );
+    assert_eq!(
+        job_runs_as(&c, d.path(), "as-admin", None, &[]),
+        "user\tnobody"
+    );
+    // A request naming another user changes nothing: the coordinator
+    // sets the job's user from the caller it authenticated.
+    let spoof = ["-D", "mapreduce.job.user.name=alice"];
+    assert_eq!(
+        job_runs_as(&c, d.path(), "spoofed", None, &spoof),
+        "user\tnobody"
+    );
+    drop(c);
+
+    // Without `*`, the jobs of users the map does not name are refused.
+    let only = format!("alice={TASK_USER}");
+    let c = Cluster::up_args(
+        &open_dir(d.path(), "only"),
+        1,
+        "",
+        "",
+        &["--task-user", &only],
+    );
+    put(&c, &data, "words", "64KB", "1");
+    let refused = job_runs_as(&c, d.path(), "never", None, &[]);
+    assert!(
+        refused.contains("no local user for the jobs of an admin"),
+        "{refused}"
+    );
+}
