@@ -242,6 +242,14 @@ fn part_files_are_key_sorted_and_hadoop_partitioned() {
     }
 }
 
+/// Sampled split points for the sort job over the lines of `data`.
+fn sort_sample(data: &Path) -> Vec<Vec<u8>> {
+    let files = sluice_formats::input::resolve(data.to_str().unwrap()).unwrap();
+    let lines = sluice_formats::input::RecordFormat::Lines;
+    let splits = sluice_formats::input::plan_splits(&files, 64 << 10, lines);
+    sluice_engine::sample_records(&splits, lines, 1 << 20, 10).unwrap()
+}
+
 #[test]
 fn sort_is_a_total_order_and_a_permutation_with_tiny_memory() {
     let d = tempfile::tempdir().unwrap();
@@ -249,19 +257,7 @@ fn sort_is_a_total_order_and_a_permutation_with_tiny_memory() {
     let mut want = input_lines(&data);
     want.sort();
     let out = d.path().join("sorted");
-    let files = sluice_formats::input::resolve(data.to_str().unwrap()).unwrap();
-    let splits = sluice_formats::input::plan_splits(
-        &files,
-        64 << 10,
-        sluice_formats::input::RecordFormat::Lines,
-    );
-    let sample = sluice_engine::sample_records(
-        &splits,
-        sluice_formats::input::RecordFormat::Lines,
-        1 << 20,
-        10,
-    )
-    .unwrap();
+    let sample = sort_sample(&data);
     let mut c = cfg(2, 2 << 20, 3);
     c.merge_factor = Some(4);
     let r = run(&sluice_jobs::sort(sample, 3), &data, &out, &c).unwrap();
@@ -681,19 +677,7 @@ fn the_sort_buffer_sets_the_runs_and_not_the_answer() {
     let data = gen_text(d.path(), 4 << 20, 50);
     let mut want = input_lines(&data);
     want.sort();
-    let files = sluice_formats::input::resolve(data.to_str().unwrap()).unwrap();
-    let splits = sluice_formats::input::plan_splits(
-        &files,
-        64 << 10,
-        sluice_formats::input::RecordFormat::Lines,
-    );
-    let sample = sluice_engine::sample_records(
-        &splits,
-        sluice_formats::input::RecordFormat::Lines,
-        1 << 20,
-        10,
-    )
-    .unwrap();
+    let sample = sort_sample(&data);
     let mut runs = Vec::new();
     for buffer in [256 << 10, 64 << 20] {
         let mut c = cfg(2, 1 << 30, 2);
