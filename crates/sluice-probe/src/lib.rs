@@ -16,7 +16,9 @@ use thiserror::Error;
 pub use probes::{
     probe_disk, probe_memory, probe_network, probe_network_to, serve_sink, ProbeOptions,
 };
-use sluice_model::{Hardware, DEFAULT_DISK_READ, DEFAULT_DISK_WRITE, DEFAULT_NETWORK};
+use sluice_model::{
+    Hardware, DEFAULT_DISK_READ, DEFAULT_DISK_WRITE, DEFAULT_MEMORY, DEFAULT_NETWORK,
+};
 
 /// Probe and profile failures.
 #[derive(Debug, Error)]
@@ -172,6 +174,7 @@ pub fn hardware(p: &Profile, path: &Path) -> Hardware {
     };
     let disk_read = pick(&p.disk_read, DEFAULT_DISK_READ, "disk read");
     let disk_write = pick(&p.disk_write, DEFAULT_DISK_WRITE, "disk write");
+    let memory = pick(&p.memory, DEFAULT_MEMORY, "memory");
     let all_to_all = p
         .network_all_to_all
         .as_ref()
@@ -195,6 +198,7 @@ pub fn hardware(p: &Profile, path: &Path) -> Hardware {
         disk_read,
         disk_write,
         network,
+        memory,
         source,
     }
 }
