@@ -85,7 +85,7 @@ pub fn run_job_on(
     let residency = cfg
         .hardware
         .as_ref()
-        .map(|_| residency::residency(splits, cfg.memory, cfg.sync_output));
+        .map(|_| residency::residency(splits, cfg));
     Progress::add(&progress.input_total, total);
     let mut report = JobReport {
         job: job.name.clone(),
@@ -99,7 +99,7 @@ pub fn run_job_on(
         input_bytes: total,
         ..JobReport::default()
     };
-    report.phases.setup_s = t0.elapsed().as_secs_f64();
+    report.phases.setup_s = cfg.before_s + t0.elapsed().as_secs_f64();
 
     progress.set_phase(Phase::Map);
     let t = Instant::now();
@@ -144,7 +144,7 @@ pub fn run_job_on(
     progress.set_phase(Phase::Done);
 
     report.set_counters(&counters);
-    report.phases.total_s = t0.elapsed().as_secs_f64();
+    report.phases.total_s = cfg.before_s + t0.elapsed().as_secs_f64();
     report.peak_rss_bytes = memory::peak_rss();
     report.throughput_mb_s = total as f64 / 1e6 / report.phases.total_s.max(1e-9);
     if let (Some(hw), Some(r)) = (&cfg.hardware, residency) {

@@ -7,7 +7,9 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 
-use sluice_formats::input::Split;
+use std::sync::Arc;
+
+use sluice_formats::input::{InputFile, Split};
 
 /// Splits whose pages are looked at; more are sampled evenly, so a job of
 /// 10,000 small files pays for 64 (about a millisecond).
@@ -17,14 +19,32 @@ const SAMPLED_SPLITS: usize = 64;
 /// for 4 KiB pages).
 const WINDOW: u64 = 1 << 30;
 
-/// The model's residency for a job over `splits` with a memory budget of
-/// `budget` bytes whose output is synced if `synced`.
-pub fn residency(splits: &[Split], budget: u64, synced: bool) -> sluice_model::Residency {
+/// The model's residency for a job over `splits` run with `cfg`: the
+/// input share cached as the caller measured it before the job read any
+/// (else now), the memory available less the job's budget, and whether
+/// the output is synced.
+pub fn residency(splits: &[Split], cfg: &crate::EngineConfig) -> sluice_model::Residency {
     sluice_model::Residency {
-        input_cached: input_cached(splits),
-        spill_memory: mem_available().map_or(0, |m| m.saturating_sub(budget)) as f64,
-        output_synced: synced,
+        input_cached: cfg.input_cached.unwrap_or_else(|| input_cached(splits)),
+        spill_memory: mem_available().map_or(0, |m| m.saturating_sub(cfg.memory)) as f64,
+        output_synced: cfg.sync_output,
     }
+}
+
+/// Share of the bytes of `files` in the page cache, 0 to 1: each file a
+/// split of its whole length.
+pub fn files_cached(files: &[InputFile]) -> f64 {
+    let splits: Vec<Split> = files
+        .iter()
+        .enumerate()
+        .map(|(index, f)| Split {
+            index,
+            file: Arc::new(f.clone()),
+            start: 0,
+            end: f.len,
+        })
+        .collect();
+    input_cached(&splits)
 }
 
 /// Share of the sampled splits' bytes in the page cache, 0 to 1. A split
@@ -187,11 +207,13 @@ mod tests {
             sluice_formats::input::RecordFormat::Lines,
         );
         assert_eq!(input_cached(&splits), 1.0);
+        assert_eq!(files_cached(&files), 1.0);
         let b = File::open(dir.path().join("b")).unwrap();
         drop_from_cache(&b);
         if !in_memory(&b) {
             let half = input_cached(&splits);
             assert!(half <= 0.5 + 1e-9, "{half}");
+            assert!(files_cached(&files) <= 0.5 + 1e-9);
         }
     }
 
