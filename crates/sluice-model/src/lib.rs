@@ -25,11 +25,12 @@
 //! function of its arguments.
 
 mod account;
+mod hardware;
 mod movement;
 
-pub use account::{
-    account, Account, Hardware, Measured, PhaseAccount, DEFAULT_DISK_READ, DEFAULT_DISK_WRITE,
-    DEFAULT_MEMORY, DEFAULT_NETWORK,
+pub use account::{account, Account, Measured, PhaseAccount};
+pub use hardware::{
+    Hardware, DEFAULT_DISK_READ, DEFAULT_DISK_WRITE, DEFAULT_MEMORY, DEFAULT_NETWORK,
 };
 pub use movement::{movements, phase_ideal, Flows, Movement, Residency};
 use serde::{Deserialize, Serialize};
