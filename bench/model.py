@@ -11,6 +11,7 @@ jobs' JSON reports. Grep's output is checked against a Python scan of the
 same files; sort's order and line count are checked.
 
 Usage: python3 bench/model.py [--size 2GB] [--runs 3] [--threads 2] [--memory 256MB]
+                              [--jobs grep,sort,terasort]
 """
 import argparse
 import json
@@ -69,20 +70,23 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--memory", default="256MB")
     ap.add_argument("--work", default=str(ROOT / "bench-results" / "model"))
+    ap.add_argument("--jobs", default="grep,sort,terasort", help="which jobs, comma-separated")
     a = ap.parse_args()
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     profile = Path(os.environ.get("SLUICE_HARDWARE", Path.home() / ".sluice" / "hardware.json"))
     if not profile.exists():
         subprocess.run([str(SLUICE), "probe", "--dir", str(work), "--size", a.size], check=True)
+    wanted = a.jobs.split(",")
     data = work / f"text-{a.size}"
-    if not (data / "part-00000").exists():
+    if {"grep", "sort"} & set(wanted) and not (data / "part-00000").exists():
         subprocess.run([str(SLUICE), "gen", "text", "--size", a.size, "--out", str(data), "--overwrite"], check=True)
     tera = work / f"tera-{a.size}"
-    if not (tera / "part-00000").exists():
+    if "terasort" in wanted and not (tera / "part-00000").exists():
         subprocess.run([str(SLUICE), "gen", "tera", "--size", a.size, "--out", str(tera), "--overwrite"], check=True)
     pattern = "^qz"
-    jobs = [("grep", ["--pattern", pattern]), ("sort", []), ("terasort", [])]
+    jobs = [(j, x) for j, x in [("grep", ["--pattern", pattern]), ("sort", []), ("terasort", [])]
+            if j in wanted]
     print(f"{a.size} of text, {a.threads} threads, --memory {a.memory}, median of {a.runs}")
     for job, extra in jobs:
         out = work / f"{job}-out"
@@ -102,6 +106,10 @@ def main():
         print(f"\n{job}: page cache {'dropped before each run' if cold else 'NOT dropped (no permission)'}")
         print(f"  hardware: {m['hardware']['source']}")
         print(f"  variant {m['variant']}, e_M {m['map_ratio']:.3f}, e_R {m['reduce_ratio']:.3f}")
+        print(f"  residency: {m.get('residency')}")
+        for mv in m.get("movements", []):
+            print(f"    phase {mv['phase']} {mv['what']:<13} {mv['bytes'] / 1e6:9.1f} MB at {mv['rate'] / 1e6:8.1f} MB/s "
+                  f"{mv['resource']:<7} {mv['seconds']:6.2f} s  {mv['why']}")
         for ph in ("phase1", "phase2"):
             print(f"  {ph}: measured {med(lambda r: r['model'][ph]['actual_s']):6.2f} s, "
                   f"ideal {m[ph]['ideal_s']:6.2f} s ({m[ph]['bottleneck']}-bound)")

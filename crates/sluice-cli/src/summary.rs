@@ -109,6 +109,20 @@ fn print_local(r: &sluice_engine::JobReport) {
             m.reduce_ratio
         );
         eprintln!("         hardware: {}", m.hardware.source);
+        // The ideal's phase-by-phase account: each movement, the rate it
+        // was charged at and why.
+        for mv in &m.movements {
+            eprintln!(
+                "         phase {} {:<13}{:>10} at {:>9.1} MB/s {:<8} {:>6.2}s  {}",
+                mv.phase,
+                mv.what,
+                human(mv.bytes as u64),
+                mv.rate / 1e6,
+                format!("{:?}", mv.resource).to_lowercase(),
+                mv.seconds,
+                mv.why
+            );
+        }
     }
 }
 

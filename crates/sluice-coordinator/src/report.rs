@@ -283,10 +283,26 @@ pub fn account(r: &ClusterReport, hw: &sluice_model::Hardware) -> Option<sluice_
         phase2: phase2 - reduce_waits - receive_skew,
         stragglers: map_waits + reduce_waits,
         receive_skew,
+        residency: residency(r),
     };
     let a = sluice_model::account(&m, hw);
     // JSON has no NaN or infinity: a report must read back.
     (a.ideal_seconds.is_finite() && a.efficiency.is_finite() && a.slowdown.is_finite()).then_some(a)
+}
+
+/// Where a cluster job's bytes could be: the input blocks the workers'
+/// block caches served come from memory; the workers do not report their
+/// free memory, so spills are charged to the disk; the output is synced.
+fn residency(r: &ClusterReport) -> sluice_model::Residency {
+    let read = (r.cache.bytes_from_cache + r.cache.bytes_from_disk) as f64;
+    sluice_model::Residency {
+        input_cached: if read > 0.0 {
+            r.cache.bytes_from_cache as f64 / read
+        } else {
+            0.0
+        },
+        ..sluice_model::Residency::on_disk()
+    }
 }
 
 /// Every attempt of the job as a span from its start to its end (or

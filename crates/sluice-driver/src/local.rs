@@ -74,6 +74,14 @@ impl LocalTarget {
         plan: Plan,
     ) -> Result<JobReport, DriverError> {
         let kind = jobs.get(&req.job)?;
+        let t0 = std::time::Instant::now();
+        // Where the input is before the job reads any of it (sampling
+        // does), for the model.
+        let cached = self
+            .hardware
+            .as_ref()
+            .and_then(|_| input::resolve(&req.input).ok())
+            .map(|files| sluice_engine::residency::files_cached(&files));
         if let Plan::Sample(s) = plan {
             req.split_points = Some(crate::sample::split_points(&req.input, s, &req)?);
         }
@@ -89,10 +97,12 @@ impl LocalTarget {
         };
         let (built, mut cfg) = jobs.build(&req, &ctx)?;
         cfg.hardware = self.hardware.clone();
+        cfg.input_cached = cached;
         let (name, splits) = built.input.unwrap_or((req.input.clone(), splits));
         let progress = Arc::new(Progress::default());
         let _watching = self.watch.as_ref().map(|w| w.watch(progress.clone()));
         let output = Path::new(&req.output);
+        cfg.before_s = t0.elapsed().as_secs_f64();
         Ok(run_job_on(
             &built.spec,
             &name,

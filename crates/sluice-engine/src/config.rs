@@ -73,6 +73,14 @@ pub struct EngineConfig {
     /// Disk and network rates for the performance model; `None` leaves the
     /// model out of the report.
     pub hardware: Option<sluice_model::Hardware>,
+    /// Seconds the job spent before the engine started (sampling its input
+    /// for range partitioning, planning): counted in its setup and total
+    /// time, so the model's account covers the whole job.
+    pub before_s: f64,
+    /// Share of the input in the page cache when the job started, measured
+    /// by the caller before it read any of it (its sampling); `None`
+    /// measures it at the engine's start.
+    pub input_cached: Option<f64>,
     /// The attempt's cancellation, which mappers' and reducers' contexts
     /// carry (a cluster task's; never cancelled by default).
     pub cancel: sluice_api::Cancel,
@@ -100,6 +108,8 @@ impl Default for EngineConfig {
             sync_output: true,
             spill_hook: None,
             hardware: None,
+            before_s: 0.0,
+            input_cached: None,
             cancel: sluice_api::Cancel::default(),
         }
     }

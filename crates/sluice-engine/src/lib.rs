@@ -20,6 +20,7 @@ pub mod pool;
 mod progress;
 mod reduce;
 mod report;
+pub mod residency;
 mod sample;
 mod task;
 pub mod tasks;
@@ -81,6 +82,11 @@ pub fn run_job_on(
         0
     };
     let tasks = input::combine(splits.to_vec(), target);
+    // Where the input is before the job reads it, for the model.
+    let residency = cfg
+        .hardware
+        .as_ref()
+        .map(|_| residency::residency(splits, cfg));
     Progress::add(&progress.input_total, total);
     let mut report = JobReport {
         job: job.name.clone(),
@@ -94,7 +100,7 @@ pub fn run_job_on(
         input_bytes: total,
         ..JobReport::default()
     };
-    report.phases.setup_s = t0.elapsed().as_secs_f64();
+    report.phases.setup_s = cfg.before_s + t0.elapsed().as_secs_f64();
 
     progress.set_phase(Phase::Map);
     let t = Instant::now();
@@ -141,11 +147,11 @@ pub fn run_job_on(
     progress.set_phase(Phase::Done);
 
     report.set_counters(&counters);
-    report.phases.total_s = t0.elapsed().as_secs_f64();
+    report.phases.total_s = cfg.before_s + t0.elapsed().as_secs_f64();
     report.peak_rss_bytes = memory::peak_rss();
     report.throughput_mb_s = total as f64 / 1e6 / report.phases.total_s.max(1e-9);
-    if let Some(hw) = &cfg.hardware {
-        report.model = Some(report.account(hw, cfg.memory as f64 * COLLECT_SHARE));
+    if let (Some(hw), Some(r)) = (&cfg.hardware, residency) {
+        report.model = Some(report.account(hw, cfg.memory as f64 * COLLECT_SHARE, r));
     }
     Ok(report)
 }

@@ -91,10 +91,16 @@ impl JobReport {
         self.counters.get(c.name()).copied().unwrap_or(0)
     }
 
-    /// Accounts the job against the model on `hw`. Phase 1 is setup and
-    /// map (read, map, spill); phase 2 is merge, reduce and commit. On one
-    /// node there are no stragglers and no receive skew.
-    pub fn account(&self, hw: &sluice_model::Hardware, sort_memory: f64) -> sluice_model::Account {
+    /// Accounts the job against the model on `hw`, its bytes where
+    /// `residency` says they could be. Phase 1 is setup and map (read,
+    /// map, spill); phase 2 is merge, reduce and commit. On one node there
+    /// are no stragglers and no receive skew.
+    pub fn account(
+        &self,
+        hw: &sluice_model::Hardware,
+        sort_memory: f64,
+        residency: sluice_model::Residency,
+    ) -> sluice_model::Account {
         let p = &self.phases;
         let m = sluice_model::Measured {
             nodes: 1.0,
@@ -107,6 +113,7 @@ impl JobReport {
             phase2: p.merge_s + p.reduce_s + p.commit_s,
             stragglers: 0.0,
             receive_skew: 0.0,
+            residency,
         };
         sluice_model::account(&m, hw)
     }

@@ -691,3 +691,41 @@ fn the_sort_buffer_sets_the_runs_and_not_the_answer() {
     }
     assert!(runs[0] > 4 * runs[1], "runs {runs:?}");
 }
+
+#[test]
+fn the_model_counts_the_time_before_the_engine_and_the_cache_as_the_caller_found_it() {
+    let d = tempfile::tempdir().unwrap();
+    let data = gen_text(d.path(), 1 << 20, 1000);
+    let mut c = cfg(2, 1 << 30, 2);
+    c.hardware = Some(sluice_model::Hardware::defaults("a test"));
+    // Just written, the input is in the page cache; measured now, it is.
+    let r = run(
+        &sluice_jobs::grep("^a").unwrap(),
+        &data,
+        &d.path().join("a"),
+        &c,
+    )
+    .unwrap();
+    let m = r.model.unwrap();
+    assert!(m.residency.input_cached > 0.9, "{:?}", m.residency);
+    assert!(m.residency.output_synced);
+    // A caller that sampled the input first says how much was cached
+    // before, and how long it took.
+    c.input_cached = Some(0.25);
+    c.before_s = 30.0;
+    let r = run(
+        &sluice_jobs::grep("^a").unwrap(),
+        &data,
+        &d.path().join("b"),
+        &c,
+    )
+    .unwrap();
+    assert!(
+        r.phases.setup_s >= 30.0 && r.phases.total_s >= 30.0,
+        "{:?}",
+        r.phases
+    );
+    let m = r.model.unwrap();
+    assert_eq!(m.residency.input_cached, 0.25);
+    assert!(m.actual_seconds >= 30.0);
+}

@@ -3,45 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{grep_ideal, ideal, ideal_equivalent_nodes, Ideal, Params, Resource, Variant};
-
-/// Stated defaults for rates no probe measured (bytes/s): a commodity SATA
-/// SSD and gigabit Ethernet, the paper's order of magnitude.
-pub const DEFAULT_DISK_READ: f64 = 500e6;
-/// See [`DEFAULT_DISK_READ`].
-pub const DEFAULT_DISK_WRITE: f64 = 400e6;
-/// See [`DEFAULT_DISK_READ`].
-pub const DEFAULT_NETWORK: f64 = 110e6;
-
-/// The rates the model uses, and where each came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Hardware {
-    /// `D_r`, bytes/s.
-    pub disk_read: f64,
-    /// `D_w`, bytes/s.
-    pub disk_write: f64,
-    /// `N`, bytes/s.
-    pub network: f64,
-    /// Where the figures came from, naming any default used.
-    pub source: String,
-}
-
-impl Hardware {
-    /// The stated defaults, with the reason no measured figures are used.
-    pub fn defaults(why: &str) -> Self {
-        Hardware {
-            disk_read: DEFAULT_DISK_READ,
-            disk_write: DEFAULT_DISK_WRITE,
-            network: DEFAULT_NETWORK,
-            source: format!(
-                "defaults (disk read {:.0} MB/s, disk write {:.0} MB/s, network {:.0} MB/s): {why}",
-                DEFAULT_DISK_READ / 1e6,
-                DEFAULT_DISK_WRITE / 1e6,
-                DEFAULT_NETWORK / 1e6
-            ),
-        }
-    }
-}
+use crate::{
+    ideal_equivalent_nodes, movements, phase_ideal, Flows, Hardware, Movement, Residency, Resource,
+    Variant,
+};
 
 /// What was measured of a job, in bytes and seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,6 +31,8 @@ pub struct Measured {
     pub stragglers: f64,
     /// Last minus mean incoming-flow completion in phase 1.
     pub receive_skew: f64,
+    /// Where the bytes could be: what each movement is charged at.
+    pub residency: Residency,
 }
 
 /// One phase: measured against ideal.
@@ -110,11 +77,22 @@ pub struct Account {
     pub stragglers_s: f64,
     /// Phase-1 receive skew seconds (0 on one node).
     pub receive_skew_s: f64,
+    /// Where the bytes could be.
+    #[serde(default)]
+    pub residency: Residency,
+    /// Each movement per node and the rate it was charged at: the ideal's
+    /// phase-by-phase account.
+    #[serde(default)]
+    pub movements: Vec<Movement>,
 }
 
-/// The ideal of a measured job on `hw`: map-only jobs read their input and
-/// write their output (grep is the case of negligible output); others are
-/// the general model with the measured `e_M` and `e_R`.
+/// The ideal of a measured job on `hw`: every movement of its bytes (input
+/// read, shuffle, spills of an external sort, output write) charged at the
+/// fastest rate the machine has for it given where the bytes can be
+/// (`m.residency`; see the `movement` module). With
+/// [`Residency::on_disk`] this is the paper's model with the measured `e_M`
+/// and `e_R`; map-only jobs read their input and write their output in
+/// phase 1 (grep is the case of negligible output).
 pub fn account(m: &Measured, hw: &Hardware) -> Account {
     let input = m.input.max(1.0);
     let (em, er) = if m.map_only {
@@ -122,38 +100,43 @@ pub fn account(m: &Measured, hw: &Hardware) -> Account {
     } else {
         (m.map_output / input, m.output / m.map_output.max(1.0))
     };
-    let ideal = if m.map_only {
-        map_only_ideal(m, hw, em)
+    let nodes = m.nodes.max(1.0);
+    let per_node = input / nodes;
+    let variant = if m.map_only {
+        Variant::InMemory
     } else {
-        ideal(&Params {
-            nodes: m.nodes,
-            input,
-            disk_read: hw.disk_read,
-            disk_write: hw.disk_write,
-            net: hw.network,
-            replication: 1.0,
-            map_ratio: em,
-            reduce_ratio: er,
-            sort_memory: Some(m.sort_memory),
-            backup_write: false,
-        })
+        Variant::choose(per_node * em, Some(m.sort_memory), false)
     };
+    let flows = Flows {
+        nodes,
+        input: per_node,
+        map_ratio: em,
+        reduce_ratio: er,
+        map_only: m.map_only,
+        external: variant.external(),
+        replication: 1.0,
+    };
+    let moves = movements(&flows, hw, &m.residency);
+    let (p1, p2) = (phase_ideal(&moves, 1), phase_ideal(&moves, 2));
+    let ideal_seconds = p1.seconds + p2.seconds;
     let actual = m.phase1 + m.phase2 + m.stragglers + m.receive_skew;
     Account {
         hardware: hw.clone(),
         nodes: m.nodes,
         map_ratio: em,
         reduce_ratio: er,
-        variant: ideal.variant,
-        ideal_seconds: ideal.seconds,
+        variant,
+        ideal_seconds,
         actual_seconds: actual,
-        efficiency: ideal.seconds / actual,
-        slowdown: actual / ideal.seconds,
-        ideal_equivalent_nodes: ideal_equivalent_nodes(m.nodes, ideal.seconds, actual),
-        phase1: phase(m.phase1, &ideal.phase1),
-        phase2: phase(m.phase2, &ideal.phase2),
+        efficiency: ideal_seconds / actual,
+        slowdown: actual / ideal_seconds,
+        ideal_equivalent_nodes: ideal_equivalent_nodes(m.nodes, ideal_seconds, actual),
+        phase1: phase(m.phase1, &p1),
+        phase2: phase(m.phase2, &p2),
         stragglers_s: m.stragglers,
         receive_skew_s: m.receive_skew,
+        residency: m.residency,
+        movements: moves,
     }
 }
 
@@ -162,31 +145,6 @@ fn phase(actual_s: f64, p: &crate::PhaseIdeal) -> PhaseAccount {
         actual_s,
         ideal_s: p.seconds,
         bottleneck: p.bottleneck,
-    }
-}
-
-/// Map-only: read at `D_r`, write `e_M` of it at `D_w`, no shuffle.
-fn map_only_ideal(m: &Measured, hw: &Hardware, em: f64) -> Ideal {
-    let per_node = m.input / m.nodes.max(1.0);
-    let read = grep_ideal(m.nodes, m.input, hw.disk_read);
-    let write = per_node * em / hw.disk_write;
-    let p1 = crate::PhaseIdeal {
-        disk_seconds: read + write,
-        net_seconds: 0.0,
-        seconds: read + write,
-        bottleneck: Resource::Disk,
-    };
-    let p2 = crate::PhaseIdeal {
-        disk_seconds: 0.0,
-        net_seconds: 0.0,
-        seconds: 0.0,
-        bottleneck: Resource::Disk,
-    };
-    Ideal {
-        seconds: p1.seconds,
-        variant: Variant::InMemory,
-        phase1: p1,
-        phase2: p2,
     }
 }
 
@@ -199,6 +157,7 @@ mod tests {
             disk_read: 100e6,
             disk_write: 50e6,
             network: 1e9,
+            memory: 10e9,
             source: "test".into(),
         }
     }
@@ -215,6 +174,7 @@ mod tests {
             phase2: 30.0,
             stragglers: 0.0,
             receive_skew: 0.0,
+            residency: Residency::on_disk(),
         }
     }
 

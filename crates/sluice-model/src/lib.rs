@@ -25,11 +25,14 @@
 //! function of its arguments.
 
 mod account;
+mod hardware;
+mod movement;
 
-pub use account::{
-    account, Account, Hardware, Measured, PhaseAccount, DEFAULT_DISK_READ, DEFAULT_DISK_WRITE,
-    DEFAULT_NETWORK,
+pub use account::{account, Account, Measured, PhaseAccount};
+pub use hardware::{
+    Hardware, DEFAULT_DISK_READ, DEFAULT_DISK_WRITE, DEFAULT_MEMORY, DEFAULT_NETWORK,
 };
+pub use movement::{movements, phase_ideal, Flows, Movement, Residency};
 use serde::{Deserialize, Serialize};
 
 /// The hardware and job parameters of the model. Sizes in bytes, rates in
@@ -134,6 +137,8 @@ pub enum Resource {
     Disk,
     /// Network sends and receives.
     Network,
+    /// Memory copies: the page cache holding input, spills or output.
+    Memory,
 }
 
 /// The ideal time of one phase.
@@ -143,7 +148,11 @@ pub struct PhaseIdeal {
     pub disk_seconds: f64,
     /// Seconds the phase's network work needs.
     pub net_seconds: f64,
-    /// The larger of the two.
+    /// Seconds the phase's memory copies need (the page cache in place of
+    /// the disk; 0 in the paper's model).
+    #[serde(default)]
+    pub memory_seconds: f64,
+    /// The largest of the three.
     pub seconds: f64,
     /// Which one it is.
     pub bottleneck: Resource,
@@ -151,16 +160,27 @@ pub struct PhaseIdeal {
 
 impl PhaseIdeal {
     fn new(disk_seconds: f64, net_seconds: f64) -> Self {
-        let bottleneck = if net_seconds > disk_seconds {
-            Resource::Network
-        } else {
-            Resource::Disk
-        };
+        Self::of(disk_seconds, net_seconds, 0.0)
+    }
+
+    /// A phase whose disk, network and memory work take these seconds: as
+    /// long as the busiest (ties go to the disk, then the network).
+    pub fn of(disk_seconds: f64, net_seconds: f64, memory_seconds: f64) -> Self {
+        let mut bottleneck = (Resource::Disk, disk_seconds);
+        for c in [
+            (Resource::Network, net_seconds),
+            (Resource::Memory, memory_seconds),
+        ] {
+            if c.1 > bottleneck.1 {
+                bottleneck = c;
+            }
+        }
         PhaseIdeal {
             disk_seconds,
             net_seconds,
-            seconds: disk_seconds.max(net_seconds),
-            bottleneck,
+            memory_seconds,
+            seconds: bottleneck.1,
+            bottleneck: bottleneck.0,
         }
     }
 }

@@ -400,6 +400,73 @@ fn probe_saves_a_profile_that_run_reports_account_against() {
     );
 }
 
+/// A hardware profile whose disk is far slower than its memory.
+fn slow_disk_profile(path: &Path) {
+    let m = |rate: f64| {
+        serde_json::json!({"measured": {
+        "samples": [rate], "median": rate, "min": rate, "max": rate, "spread": 0.0}})
+    };
+    let p = serde_json::json!({
+        "measured_at": 0, "dir": ".", "size": 1,
+        "disk_read": m(100e6), "disk_write": m(50e6),
+        "memory": m(10e9), "network": m(1e9),
+    });
+    std::fs::write(path, p.to_string()).unwrap();
+}
+
+#[test]
+fn the_model_charges_spills_that_fit_in_memory_and_cached_input_at_memory_speed() {
+    let d = tempfile::tempdir().unwrap();
+    let hw = d.path().join("hw.json");
+    slow_disk_profile(&hw);
+    let data = gen(d.path(), "4MB");
+    let report = d.path().join("r.json");
+    // 2 MB of memory for 4 MB of map output: an external sort. The input
+    // was just written, so the page cache holds it.
+    let o = ok(sluice()
+        .args(["run", "sort", "--memory", "2MB", "--input"])
+        .arg(&data)
+        .arg("--output")
+        .arg(d.path().join("out"))
+        .arg("--hardware")
+        .arg(&hw)
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap());
+    let m = read_json(&report)["local"]["model"].clone();
+    assert_eq!(m["variant"], "external", "{m}");
+    assert_eq!(m["residency"]["output_synced"], true, "{m}");
+    assert!(
+        m["residency"]["input_cached"].as_f64().unwrap() > 0.9,
+        "{m}"
+    );
+    let moves = m["movements"].as_array().unwrap();
+    let on = |what: &str| -> Vec<&str> {
+        moves
+            .iter()
+            .filter(|mv| mv["what"] == what)
+            .map(|mv| mv["resource"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(on("spill write"), ["memory"], "{m}");
+    assert_eq!(on("spill read"), ["memory"], "{m}");
+    assert!(on("input read").contains(&"memory"), "{m}");
+    // Synced output goes to the disk, at 50 MB/s.
+    assert_eq!(on("output write"), ["disk"], "{m}");
+    let out_s: f64 = moves
+        .iter()
+        .filter(|mv| mv["what"] == "output write")
+        .map(|mv| mv["seconds"].as_f64().unwrap())
+        .sum();
+    assert!(m["phase2"]["ideal_s"].as_f64().unwrap() >= out_s, "{m}");
+    let text = stderr(&o);
+    assert!(
+        text.contains("spill write") && text.contains("synced before commit"),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_probe_that_cannot_write_says_so_and_still_saves() {
     let d = tempfile::tempdir().unwrap();
