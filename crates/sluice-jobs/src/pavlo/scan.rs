@@ -1,9 +1,10 @@
 //! Grep and selection: map-only scans.
 
-use sluice_api::{JobSpec, MapContext, Mapper, Result};
+use sluice_api::{ColumnarMap, JobSpec, MapContext, Mapped, Mapper, Result, RowBatch};
 use sluice_formats::delimited::Decoder;
 
 use super::binary::rankings_view;
+use super::columns::{Ints, Strings};
 use super::{bad, decode, Encoding, RANKINGS_FIELDS};
 
 struct GrepMapper {
@@ -52,6 +53,27 @@ impl Mapper for SelectionMapper {
             ctx.emit(f.get(0).map_err(bad)?, f.get(1).map_err(bad)?)?;
         }
         Ok(())
+    }
+
+    fn columnar(&mut self) -> Option<&mut dyn ColumnarMap> {
+        (self.encoding == Encoding::Text).then_some(self as &mut dyn ColumnarMap)
+    }
+}
+
+/// Rankings rows as its projected columns: `pageURL`, `pageRank`,
+/// `avgDuration` unread.
+impl ColumnarMap for SelectionMapper {
+    fn map_batch(&mut self, b: &RowBatch<'_>, ctx: &mut MapContext<'_>) -> Result<Mapped> {
+        let (Some(urls), Some(ranks)) = (Strings::of(b.column(0)), Ints::of(b.column(1))) else {
+            return Ok(Mapped::Declined);
+        };
+        for i in 0..b.rows {
+            let rank = ranks.get(i);
+            if rank > self.threshold {
+                ctx.emit(urls.get(i), self.num.format(rank).as_bytes())?;
+            }
+        }
+        Ok(Mapped::Done)
     }
 }
 
