@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{ConvertedType, LogicalType};
@@ -36,8 +37,9 @@ use crate::positioned::{source_error, split_source};
 use crate::rows::{KeepRange, Projection};
 use crate::{FormatError, Result};
 
-/// Rows decoded at a time.
-const BATCH_ROWS: usize = 8192;
+/// Rows decoded at a time: few enough that a batch's arrays (16 bytes a
+/// string's view) stay under the allocator's 128 KiB mmap threshold.
+const BATCH_ROWS: usize = 4096;
 
 /// What reading a split of rows did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -90,7 +92,7 @@ where
 {
     let path = split.file.path.as_path();
     let bytes = FileBytes::new(split.file.clone());
-    let meta = open(&bytes)?;
+    let meta = as_views(open(&bytes)?);
     let plan = Plan::new(path, proj, meta.metadata().file_metadata().schema_descr())?;
     let mut row_no = 0u64;
     let mut read = RowsRead::default();
@@ -270,6 +272,38 @@ fn unsigned(c: &ColumnDescriptor) -> bool {
                 | ConvertedType::UINT_32
                 | ConvertedType::UINT_64
         )
+}
+
+/// The footer with its strings and bytes read as views
+/// (`StringViewArray`, `BinaryViewArray`): a plain page's values stay
+/// where decompression put them, and a dictionary's where it is, instead
+/// of being copied value by value into an array of their own. When the
+/// file's types do not allow it, the footer as it was.
+fn as_views(meta: ArrowReaderMetadata) -> ArrowReaderMetadata {
+    let view = |t: &DataType| match t {
+        DataType::Utf8 | DataType::LargeUtf8 => Some(DataType::Utf8View),
+        DataType::Binary | DataType::LargeBinary => Some(DataType::BinaryView),
+        _ => None,
+    };
+    let schema = meta.schema();
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| view(f.data_type()).is_some())
+    {
+        return meta;
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match view(f.data_type()) {
+            Some(t) => f.as_ref().clone().with_data_type(t),
+            None => f.as_ref().clone(),
+        })
+        .collect();
+    let views = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let opts = reader_options().with_schema(views);
+    ArrowReaderMetadata::try_new(meta.metadata().clone(), opts).unwrap_or(meta)
 }
 
 /// Reads a Parquet file's footer.

@@ -169,6 +169,24 @@ fn pavlo_tasks_read_parquet_as_columns_with_the_texts_answers() {
             "{file}: {cols} of {rows} rows as columns"
         );
     }
+    // The join's rank table: a null rank fails as its text row does.
+    for ranks in ["rk-nulls.txt", "rk-nulls.parquet"] {
+        let err = fails(
+            sluice()
+                .args(["run", "pavlo-join", "-q", "--rankings"])
+                .arg(pq(ranks))
+                .arg("--input")
+                .arg(pq("uv-plain.parquet"))
+                .arg("--output")
+                .arg(d.path().join("join-nulls"))
+                .output()
+                .unwrap(),
+        );
+        assert!(
+            err.contains(ranks) && err.contains("not a Rankings row"),
+            "{err}"
+        );
+    }
 
     // A damaged page fails the task, naming the file and its row group.
     let file = pq("uv-crc.parquet");
