@@ -7,7 +7,7 @@ use sluice_api::{
 use sluice_formats::delimited::Decoder;
 
 use super::binary::visit_view;
-use super::columns::{floats, Dates, Strings};
+use super::columns::{floats, Clean, Dates};
 use super::{put_f64, visit, Encoding};
 use crate::SumReducer;
 
@@ -27,6 +27,7 @@ struct RevenueMapper {
     prefix: Option<usize>,
     column: GroupColumn,
     encoding: Encoding,
+    clean: Clean,
 }
 
 impl Mapper for RevenueMapper {
@@ -67,7 +68,7 @@ impl ColumnarMap for RevenueMapper {
             GroupColumn::DestUrl => 1,
         };
         let (Some(groups), Some(revenue), Some(_)) = (
-            Strings::of(b.column(group)),
+            self.clean.strings(b.column(group)),
             floats(b.column(3)),
             Dates::of(b.column(2), b.rows),
         ) else {
@@ -135,6 +136,7 @@ pub fn aggregation_by(
         prefix,
         column,
         encoding,
+        clean: Clean::default(),
     })
     .reducer(FloatSum::default);
     if hash {

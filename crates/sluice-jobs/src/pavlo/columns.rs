@@ -26,9 +26,73 @@ pub(super) enum Strings<'a> {
     Dict(&'a [i32], Box<Strings<'a>>),
 }
 
-impl<'a> Strings<'a> {
+/// Data buffers of string views already found free of `|`, each kept
+/// alive (through its array) while it is remembered, so no other buffer
+/// can take its address: a page's values, shared by the batches cut from
+/// it, are searched once, not once a batch.
+#[derive(Default)]
+pub(super) struct Clean {
+    seen: std::collections::VecDeque<(usize, usize, ArrayRef)>,
+}
+
+/// Buffers remembered at most: a few pages of one column.
+const CLEAN_KEPT: usize = 8;
+
+impl Clean {
     /// The column of `a`, when it is strings with no null and no `|`.
-    pub(super) fn of(a: Option<&'a ArrayRef>) -> Option<Strings<'a>> {
+    pub(super) fn strings<'a>(&mut self, a: Option<&'a ArrayRef>) -> Option<Strings<'a>> {
+        let s = Strings::of(a)?;
+        let holds = match (&s, a) {
+            (Strings::View(v), Some(a)) => self.view_holds(v, a),
+            _ => s.holds(b'|'),
+        };
+        (!holds).then_some(s)
+    }
+
+    /// Whether a value of `v` (the array `a`) holds `|`: values of up to
+    /// 12 bytes are in their views; longer ones in data buffers, searched
+    /// whole unless remembered clean (a `|` anywhere in one, even between
+    /// values, sends the search value by value).
+    fn view_holds(&mut self, v: &StringViewArray, a: &ArrayRef) -> bool {
+        if v.views().iter().any(|&w| inline_holds_bar(w)) {
+            return true;
+        }
+        for b in v.data_buffers() {
+            let at = (b.as_ptr() as usize, b.len());
+            if self.seen.iter().any(|(p, l, _)| (*p, *l) == at) {
+                continue;
+            }
+            if memchr::memchr(b'|', b.as_slice()).is_some() {
+                return Strings::View(v).holds(b'|');
+            }
+            if self.seen.len() == CLEAN_KEPT {
+                self.seen.pop_front();
+            }
+            self.seen.push_back((at.0, at.1, a.clone()));
+        }
+        false
+    }
+}
+
+/// Whether a view of a value of at most 12 bytes holds `|` among them
+/// (its bytes after the length are the value, zero-padded; a longer
+/// value's view holds a prefix, searched with its buffer instead).
+fn inline_holds_bar(view: u128) -> bool {
+    if view as u32 > 12 {
+        return false;
+    }
+    const ONES: u128 = 0x0101_0101_0101_0101_0101_0101;
+    const HIGHS: u128 = ONES << 7;
+    let x = (view >> 32) ^ (ONES * u128::from(b'|'));
+    // A zero byte among the 12: where the value had `|`. The padding is
+    // zero, so it is `|` after the xor: never a false find.
+    (x.wrapping_sub(ONES) & !x & HIGHS) != 0
+}
+
+impl<'a> Strings<'a> {
+    /// The column of `a`, when it is strings with no null (a `|` not yet
+    /// looked for: [`Clean::strings`]).
+    fn of(a: Option<&'a ArrayRef>) -> Option<Strings<'a>> {
         let a = a.filter(|a| a.null_count() == 0)?;
         let any = a.as_any();
         let s = if let Some(a) = any.downcast_ref::<StringArray>() {
@@ -42,7 +106,7 @@ impl<'a> Strings<'a> {
         } else if let Some(a) = any.downcast_ref::<BinaryViewArray>() {
             Strings::BinaryView(a)
         } else if let Some(d) = any.downcast_ref::<DictionaryArray<Int32Type>>() {
-            let values = Strings::of(Some(d.values()))?;
+            let values = Strings::of(Some(d.values())).filter(|v| !v.holds(b'|'))?;
             let keys = d.keys().values();
             let n = d.values().len();
             if keys.iter().any(|&k| k < 0 || k as usize >= n) {
@@ -52,7 +116,7 @@ impl<'a> Strings<'a> {
         } else {
             return None;
         };
-        (!s.holds(b'|')).then_some(s)
+        Some(s)
     }
 
     /// Value `i`'s bytes.
@@ -206,10 +270,35 @@ mod tests {
         ]));
         let ints = col(Int64Array::from(vec![1, 2]));
         for c in [&null, &bar, &view_bar, &ints] {
-            assert!(Strings::of(c.as_ref()).is_none());
+            assert!(Clean::default().strings(c.as_ref()).is_none());
         }
         assert!(floats(col(Float64Array::from(vec![Some(1.0), None])).as_ref()).is_none());
         assert!(Ints::of(col(Float64Array::from(vec![1.0])).as_ref()).is_none());
+    }
+
+    #[test]
+    fn a_bar_in_a_view_is_found_inline_or_in_a_buffer_seen_before_or_not() {
+        let long = "a value longer than twelve bytes";
+        let mut clean = Clean::default();
+        let ok = col(StringViewArray::from(vec!["1.2.3.4", long, ""]));
+        assert!(clean.strings(ok.as_ref()).is_some());
+        assert!(clean.strings(ok.as_ref()).is_some(), "remembered clean");
+        for bad in [
+            vec!["1.2|3", long],
+            vec!["123456789ab|", long],
+            vec!["1.2.3.4", "a value longer than | twelve bytes"],
+            vec!["|", ""],
+        ] {
+            let bad = col(StringViewArray::from(bad));
+            assert!(clean.strings(bad.as_ref()).is_none(), "{bad:?}");
+        }
+        let dict: DictionaryArray<Int32Type> = vec!["a", "b|c"].into_iter().collect();
+        assert!(clean.strings(col(dict).as_ref()).is_none());
+        // The first array, remembered, is still clean; twelve bytes with
+        // no bar are not taken for one.
+        assert!(clean.strings(ok.as_ref()).is_some());
+        let twelve = col(StringViewArray::from(vec!["123456789abc"]));
+        assert!(clean.strings(twelve.as_ref()).is_some());
     }
 
     #[test]

@@ -31,7 +31,7 @@ use sluice_formats::input::{RecordFormat, Split};
 use sluice_formats::read::{read_split, ReadOptions};
 use sluice_formats::FormatError;
 
-use super::columns::{day_of, floats, Dates, Strings};
+use super::columns::{day_of, floats, Clean, Dates};
 use super::{bad, decode, put_f64, visit, RankTable, RANKINGS_FIELDS, USERVISITS_FIELDS};
 
 /// First day of the join's date range.
@@ -278,6 +278,8 @@ struct FastMapper {
     dec: Decoder,
     ranks: Arc<RankTable>,
     value: Vec<u8>,
+    /// The clean buffers of `sourceIP` and of `destURL`.
+    clean: (Clean, Clean),
 }
 
 impl Mapper for FastMapper {
@@ -303,8 +305,8 @@ impl Mapper for FastMapper {
 impl ColumnarMap for FastMapper {
     fn map_batch(&mut self, b: &RowBatch<'_>, ctx: &mut MapContext<'_>) -> Result<Mapped> {
         let (Some(ips), Some(urls), Some(dates), Some(revenue)) = (
-            Strings::of(b.column(0)),
-            Strings::of(b.column(1)),
+            self.clean.0.strings(b.column(0)),
+            self.clean.1.strings(b.column(1)),
             Dates::of(b.column(2), b.rows),
             floats(b.column(3)),
         ) else {
@@ -429,6 +431,7 @@ pub fn join_fast(ranks: Arc<RankTable>) -> JobSpec {
         dec: Decoder::new(b'|'),
         ranks: ranks.clone(),
         value: Vec::new(),
+        clean: Default::default(),
     })
     .reducer(BestTotal::default)
     .aggregator(SumF64s)

@@ -18,7 +18,7 @@ use sluice_formats::read::{read_records, ReadOptions};
 use sluice_formats::rows::Projection;
 use sluice_formats::FormatError;
 
-use super::columns::{Ints, Strings};
+use super::columns::{Clean, Ints};
 use super::{decode, RANKINGS_FIELDS};
 use crate::JobError;
 
@@ -239,9 +239,10 @@ fn read_piece(s: &Split, max_record: usize) -> std::result::Result<Piece, Format
     let path = s.file.path.as_path();
     if s.file.codec == Codec::Parquet {
         let mut rec = Vec::new();
+        let mut clean = Clean::default();
         read_batches::<FormatError, _>(s, &rankings_columns(), |b| {
             let col = |i: usize| b.columns.get(i).and_then(Option::as_ref);
-            if let (Some(urls), Some(ranks)) = (Strings::of(col(0)), Ints::of(col(1))) {
+            if let (Some(urls), Some(ranks)) = (clean.strings(col(0)), Ints::of(col(1))) {
                 if (0..b.rows).all(|i| p.push(urls.get(i), ranks.get(i))) {
                     return Ok(());
                 }

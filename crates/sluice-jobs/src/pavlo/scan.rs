@@ -4,7 +4,7 @@ use sluice_api::{ColumnarMap, JobSpec, MapContext, Mapped, Mapper, Result, RowBa
 use sluice_formats::delimited::Decoder;
 
 use super::binary::rankings_view;
-use super::columns::{Ints, Strings};
+use super::columns::{Clean, Ints};
 use super::{bad, decode, Encoding, RANKINGS_FIELDS};
 
 struct GrepMapper {
@@ -37,6 +37,7 @@ struct SelectionMapper {
     threshold: i64,
     encoding: Encoding,
     num: itoa::Buffer,
+    clean: Clean,
 }
 
 impl Mapper for SelectionMapper {
@@ -64,7 +65,8 @@ impl Mapper for SelectionMapper {
 /// `avgDuration` unread.
 impl ColumnarMap for SelectionMapper {
     fn map_batch(&mut self, b: &RowBatch<'_>, ctx: &mut MapContext<'_>) -> Result<Mapped> {
-        let (Some(urls), Some(ranks)) = (Strings::of(b.column(0)), Ints::of(b.column(1))) else {
+        let (Some(urls), Some(ranks)) = (self.clean.strings(b.column(0)), Ints::of(b.column(1)))
+        else {
             return Ok(Mapped::Declined);
         };
         for i in 0..b.rows {
@@ -85,5 +87,6 @@ pub fn selection(threshold: i64, encoding: Encoding) -> JobSpec {
         threshold,
         encoding,
         num: itoa::Buffer::new(),
+        clean: Clean::default(),
     })
 }
