@@ -43,11 +43,14 @@ pub enum TaskCounter {
     RowGroupsSkipped,
     /// Compressed bytes of the row groups skipped.
     BytesSkipped,
+    /// Input rows a mapper read as typed columns
+    /// ([`crate::columnar`]) rather than as text records.
+    RowsAsColumns,
 }
 
 impl TaskCounter {
     /// Every framework counter, in report order.
-    pub const ALL: [TaskCounter; 17] = [
+    pub const ALL: [TaskCounter; 18] = [
         TaskCounter::MapInputRecords,
         TaskCounter::MapInputBytes,
         TaskCounter::MapOutputRecords,
@@ -65,6 +68,7 @@ impl TaskCounter {
         TaskCounter::HashGroupingStopped,
         TaskCounter::RowGroupsSkipped,
         TaskCounter::BytesSkipped,
+        TaskCounter::RowsAsColumns,
     ];
 
     /// The Hadoop-style name, e.g. `MAP_INPUT_RECORDS`.
@@ -87,6 +91,7 @@ impl TaskCounter {
             TaskCounter::HashGroupingStopped => "HASH_GROUPING_STOPPED",
             TaskCounter::RowGroupsSkipped => "ROW_GROUPS_SKIPPED",
             TaskCounter::BytesSkipped => "BYTES_SKIPPED",
+            TaskCounter::RowsAsColumns => "ROWS_AS_COLUMNS",
         }
     }
 }

@@ -10,6 +10,7 @@
 //! depends on no other Sluice crate.
 
 mod aggregate;
+pub mod columnar;
 mod context;
 mod counters;
 mod error;
@@ -18,6 +19,10 @@ mod partition;
 mod task;
 
 pub use aggregate::{aggregate_combiner, Aggregator, SumF64s, SumU64};
+/// The Arrow arrays of [`RowBatch`], re-exported so jobs name the same
+/// version.
+pub use arrow_array;
+pub use columnar::{ColumnarMap, Mapped, RowBatch};
 pub use context::{Cancel, MapContext, ReduceContext, Sink, Values};
 pub use counters::{Counters, TaskCounter};
 pub use error::Error;

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::columnar::ColumnarMap;
 use crate::context::{MapContext, ReduceContext, Values};
 use crate::Result;
 
@@ -43,6 +44,12 @@ pub trait Mapper: Send {
             at += line.len() as u64;
         }
         Ok(())
+    }
+
+    /// Its columnar entry, if it has one: the engine then gives it files
+    /// of typed rows a batch of columns at a time ([`crate::columnar`]).
+    fn columnar(&mut self) -> Option<&mut dyn ColumnarMap> {
+        None
     }
 }
 

@@ -11,9 +11,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sluice_api::{Counters, Error as ApiError, JobSpec, MapContext, Mapper, Sink, TaskCounter};
-use sluice_formats::input::RecordFormat;
+use sluice_api::{
+    Counters, Error as ApiError, JobSpec, MapContext, Mapped, Mapper, RowBatch, Sink, TaskCounter,
+};
+use sluice_formats::input::{Codec, RecordFormat};
 use sluice_formats::input::{MapSplit, Split};
+use sluice_formats::parquet::{read_batches, Batch};
 use sluice_formats::read::{read_line_blocks, read_records, ReadOptions};
 use sluice_formats::spill::SpillWriter;
 use sluice_sort::{AnyCollector, Collector, HashCollector, SortCollector};
@@ -216,30 +219,110 @@ impl MapPhase<'_> {
                 }
             })?
         } else {
-            let read = read_records(split, self.cfg.format, &self.cfg.rows, &opts, |off, rec| {
-                records += 1;
-                if records.is_multiple_of(65_536) && queue.aborted() {
-                    return Err(EngineError::Cancelled);
-                }
-                match mapper.map(
-                    off,
-                    rec,
-                    &mut MapContext::new(sink, counters)
-                        .for_task(task)
-                        .with_cancel(&self.cfg.cancel)
-                        .with_input(path, split.start, split.len()),
-                ) {
-                    Ok(()) => Ok(()),
-                    Err(ApiError::BadRecord(msg)) => bad.handle(path, off, rec, msg, counters),
-                    Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
-                }
-            })?;
+            let columnar = split.file.codec == Codec::Parquet
+                && !self.cfg.rows.json
+                && mapper.columnar().is_some();
+            let mut m = Mapping {
+                phase: self,
+                split,
+                task,
+                mapper,
+                sink,
+                counters: &mut *counters,
+                bad,
+            };
+            let read = if columnar {
+                let mut rec = Vec::new();
+                read_batches(split, &self.cfg.rows, |b| {
+                    records += b.rows as u64;
+                    if queue.aborted() {
+                        return Err(EngineError::Cancelled);
+                    }
+                    m.batch(b, &mut rec)
+                })?
+            } else {
+                read_records(split, self.cfg.format, &self.cfg.rows, &opts, |off, rec| {
+                    records += 1;
+                    if records.is_multiple_of(65_536) && queue.aborted() {
+                        return Err(EngineError::Cancelled);
+                    }
+                    m.record(off, rec)
+                })?
+            };
             counters.add(TaskCounter::RowGroupsSkipped, read.groups_skipped);
             counters.add(TaskCounter::BytesSkipped, read.bytes_skipped);
             read.bytes
         };
         Ok((records, consumed))
     }
+}
+
+/// One map task reading one split: where each record or batch of rows
+/// goes.
+struct Mapping<'m, 'p, 'b> {
+    phase: &'m MapPhase<'p>,
+    split: &'m Split,
+    task: usize,
+    mapper: &'m mut dyn Mapper,
+    sink: &'m mut dyn TaskSink,
+    counters: &'m mut Counters,
+    bad: &'m mut BadRecords<'b>,
+}
+
+impl Mapping<'_, '_, '_> {
+    /// One text record through the mapper; a malformed one goes to the
+    /// bad-record policy.
+    fn record(&mut self, off: u64, rec: &[u8]) -> Result<()> {
+        let path = &self.split.file.path;
+        let mut ctx = context(self.phase, self.split, self.task, self.sink, self.counters);
+        match self.mapper.map(off, rec, &mut ctx) {
+            Ok(()) => Ok(()),
+            Err(ApiError::BadRecord(msg)) => self.bad.handle(path, off, rec, msg, self.counters),
+            Err(e) => Err(user_error(self.sink, e, "map", Some((path.clone(), off)))),
+        }
+    }
+
+    /// One batch of rows through the mapper's columnar entry, or, when it
+    /// declines the batch, each row as a text record (written into `rec`).
+    fn batch(&mut self, b: &Batch<'_>, rec: &mut Vec<u8>) -> Result<()> {
+        let rows = RowBatch {
+            first_row: b.first_row,
+            rows: b.rows,
+            columns: b.columns,
+        };
+        let mapped = match self.mapper.columnar() {
+            Some(c) => {
+                let mut ctx = context(self.phase, self.split, self.task, self.sink, self.counters);
+                c.map_batch(&rows, &mut ctx)
+            }
+            None => Ok(Mapped::Declined),
+        };
+        match mapped {
+            Ok(Mapped::Done) => {
+                self.counters.add(TaskCounter::RowsAsColumns, b.rows as u64);
+                Ok(())
+            }
+            Ok(Mapped::Declined) => b.records(rec, &mut |off, r| self.record(off, r)),
+            Err(e) => {
+                let at = Some((self.split.file.path.clone(), b.first_row));
+                Err(user_error(self.sink, e, "map", at))
+            }
+        }
+    }
+}
+
+/// The context of a map call of task `task` reading `split`.
+fn context<'c>(
+    phase: &'c MapPhase<'_>,
+    split: &'c Split,
+    task: usize,
+    sink: &'c mut dyn TaskSink,
+    counters: &'c mut Counters,
+) -> MapContext<'c> {
+    MapContext::new(sink, counters)
+        .for_task(task)
+        .with_cancel(&phase.cfg.cancel)
+        .with_input(&split.file.path, split.start, split.len())
 }
 
 impl MapPhase<'_> {

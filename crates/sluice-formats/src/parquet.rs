@@ -1,10 +1,13 @@
-//! Parquet files read as records of text ([`crate::rows`]).
+//! Parquet files read as records of text ([`crate::rows`]), or as batches
+//! of Arrow arrays ([`read_batches`]).
 //!
 //! A split reads the footer, then each row group whose first byte (its
 //! first column chunk's dictionary or data page) lies in the split,
 //! column by column into Arrow arrays (arrow-rs), with only the columns
-//! the job reads fetched and decoded; each row's record is written from
-//! the arrays into one reused buffer (module `arrow_text`). A row group
+//! the job reads fetched and decoded. A batch's arrays go to a job that
+//! reads columns as they are; for one that reads records, each row's
+//! record is written from the arrays into one reused buffer (module
+//! `arrow_text`). A row group
 //! whose min/max statistics show no row the job keeps
 //! ([`crate::rows::KeepRange`]) is skipped unread and counted. Page
 //! checksums, where the writer put them, are checked by the reader; a
@@ -17,7 +20,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{ConvertedType, LogicalType};
@@ -33,8 +37,9 @@ use crate::positioned::{source_error, split_source};
 use crate::rows::{KeepRange, Projection};
 use crate::{FormatError, Result};
 
-/// Rows decoded at a time.
-const BATCH_ROWS: usize = 8192;
+/// Rows decoded at a time: few enough that a batch's arrays (16 bytes a
+/// string's view) stay under the allocator's 128 KiB mmap threshold.
+const BATCH_ROWS: usize = 4096;
 
 /// What reading a split of rows did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,13 +73,29 @@ where
     E: From<FormatError>,
     F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
 {
+    let mut rec = Vec::new();
+    read_batches(split, proj, |batch| batch.records(&mut rec, &mut f))
+}
+
+/// Reads `split`'s row groups a batch of rows at a time, calling `f` with
+/// each as its projected columns ([`Batch`]), and says what it read and
+/// skipped. The row groups read and skipped, and the errors, are
+/// [`read_split`]'s.
+pub fn read_batches<E, F>(
+    split: &Split,
+    proj: &Projection,
+    mut f: F,
+) -> std::result::Result<RowsRead, E>
+where
+    E: From<FormatError>,
+    F: FnMut(&Batch<'_>) -> std::result::Result<(), E>,
+{
     let path = split.file.path.as_path();
     let bytes = FileBytes::new(split.file.clone());
-    let meta = open(&bytes)?;
+    let meta = as_views(open(&bytes)?);
     let plan = Plan::new(path, proj, meta.metadata().file_metadata().schema_descr())?;
     let mut row_no = 0u64;
     let mut read = RowsRead::default();
-    let mut rec = Vec::new();
     for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
         let first = group_start(rg);
         let rows = rg.num_rows() as u64;
@@ -99,11 +120,64 @@ where
                 .map_err(|e| bad(&e))?;
         for batch in batches {
             let batch = batch.map_err(|e| bad(&e))?;
-            row_no = plan.records(&batch, proj.sep, row_no, &mut rec, &mut f, bad)?;
+            let columns = plan.columns(&batch);
+            let b = Batch {
+                first_row: row_no,
+                rows: batch.num_rows(),
+                columns: &columns,
+                sep: proj.sep,
+                bad: &bad,
+            };
+            f(&b)?;
+            row_no += batch.num_rows() as u64;
         }
         read.bytes += size;
     }
     Ok(read)
+}
+
+/// A batch of rows of a split: the projected columns as Arrow arrays.
+pub struct Batch<'b> {
+    /// The number of its first row in the file.
+    pub first_row: u64,
+    /// Its rows.
+    pub rows: usize,
+    /// One array per projected column, in the projection's order; `None`
+    /// for a column left unread.
+    pub columns: &'b [Option<ArrayRef>],
+    sep: u8,
+    bad: &'b dyn Fn(&dyn std::fmt::Display) -> FormatError,
+}
+
+impl Batch<'_> {
+    /// Calls `f(row number, record)` with each row as its text record
+    /// ([`crate::rows`]), written into `rec`.
+    pub fn records<E, F>(&self, rec: &mut Vec<u8>, f: &mut F) -> std::result::Result<(), E>
+    where
+        E: From<FormatError>,
+        F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
+    {
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| match c {
+                Some(a) => Column::of(a),
+                None => Ok(Column::Unread),
+            })
+            .collect::<std::result::Result<Vec<Column<'_>>, _>>()
+            .map_err(|e| (self.bad)(&e))?;
+        for i in 0..self.rows {
+            rec.clear();
+            for (c, col) in columns.iter().enumerate() {
+                if c > 0 {
+                    rec.push(self.sep);
+                }
+                col.push(rec, i);
+            }
+            f(self.first_row + i as u64, rec)?;
+        }
+        Ok(())
+    }
 }
 
 /// Which of the file's columns make a record, and how rows are kept.
@@ -161,43 +235,13 @@ impl<'p> Plan<'p> {
         }
     }
 
-    /// Calls `f` with each row of `batch` as a record, rows numbered from
-    /// `row_no`; returns the next row's number.
-    fn records<E, F>(
-        &self,
-        batch: &RecordBatch,
-        sep: u8,
-        mut row_no: u64,
-        rec: &mut Vec<u8>,
-        f: &mut F,
-        bad: impl Fn(&dyn std::fmt::Display) -> FormatError,
-    ) -> std::result::Result<u64, E>
-    where
-        E: From<FormatError>,
-        F: FnMut(u64, &[u8]) -> std::result::Result<(), E>,
-    {
+    /// The projected columns of `batch`, in the projection's order.
+    fn columns(&self, batch: &RecordBatch) -> Vec<Option<ArrayRef>> {
         let cols = batch.columns();
-        let columns = self
-            .slots
+        self.slots
             .iter()
-            .map(|s| match s {
-                Some(at) => Column::of(&cols[*at]),
-                None => Ok(Column::Unread),
-            })
-            .collect::<std::result::Result<Vec<Column<'_>>, _>>()
-            .map_err(|e| bad(&e))?;
-        for i in 0..batch.num_rows() {
-            rec.clear();
-            for (c, col) in columns.iter().enumerate() {
-                if c > 0 {
-                    rec.push(sep);
-                }
-                col.push(rec, i);
-            }
-            f(row_no, rec)?;
-            row_no += 1;
-        }
-        Ok(row_no)
+            .map(|s| s.map(|at| cols[at].clone()))
+            .collect()
     }
 }
 
@@ -228,6 +272,38 @@ fn unsigned(c: &ColumnDescriptor) -> bool {
                 | ConvertedType::UINT_32
                 | ConvertedType::UINT_64
         )
+}
+
+/// The footer with its strings and bytes read as views
+/// (`StringViewArray`, `BinaryViewArray`): a plain page's values stay
+/// where decompression put them, and a dictionary's where it is, instead
+/// of being copied value by value into an array of their own. When the
+/// file's types do not allow it, the footer as it was.
+fn as_views(meta: ArrowReaderMetadata) -> ArrowReaderMetadata {
+    let view = |t: &DataType| match t {
+        DataType::Utf8 | DataType::LargeUtf8 => Some(DataType::Utf8View),
+        DataType::Binary | DataType::LargeBinary => Some(DataType::BinaryView),
+        _ => None,
+    };
+    let schema = meta.schema();
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| view(f.data_type()).is_some())
+    {
+        return meta;
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match view(f.data_type()) {
+            Some(t) => f.as_ref().clone().with_data_type(t),
+            None => f.as_ref().clone(),
+        })
+        .collect();
+    let views = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let opts = reader_options().with_schema(views);
+    ArrowReaderMetadata::try_new(meta.metadata().clone(), opts).unwrap_or(meta)
 }
 
 /// Reads a Parquet file's footer.

@@ -13,6 +13,7 @@ mod cache;
 mod cell;
 mod cli;
 mod cluster;
+mod columnar;
 mod csvjson;
 mod follow;
 mod formats;

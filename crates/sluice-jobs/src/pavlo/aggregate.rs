@@ -1,11 +1,13 @@
 //! Large and small aggregation, and the UDF (inbound link counts).
 
 use sluice_api::{
-    JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, SumF64s, SumU64, Values,
+    ColumnarMap, JobSpec, MapContext, Mapped, Mapper, ReduceContext, Reducer, Result, RowBatch,
+    SumF64s, SumU64, Values,
 };
 use sluice_formats::delimited::Decoder;
 
 use super::binary::visit_view;
+use super::columns::{floats, Clean, Dates};
 use super::{put_f64, visit, Encoding};
 use crate::SumReducer;
 
@@ -25,6 +27,7 @@ struct RevenueMapper {
     prefix: Option<usize>,
     column: GroupColumn,
     encoding: Encoding,
+    clean: Clean,
 }
 
 impl Mapper for RevenueMapper {
@@ -49,6 +52,34 @@ impl Mapper for RevenueMapper {
             None => group,
         };
         ctx.emit(key, &revenue.to_le_bytes())
+    }
+
+    fn columnar(&mut self) -> Option<&mut dyn ColumnarMap> {
+        (self.encoding == Encoding::Text).then_some(self as &mut dyn ColumnarMap)
+    }
+}
+
+/// UserVisits rows as its projected columns: `sourceIP`, `destURL`,
+/// `visitDate`, `adRevenue`, the rest unread.
+impl ColumnarMap for RevenueMapper {
+    fn map_batch(&mut self, b: &RowBatch<'_>, ctx: &mut MapContext<'_>) -> Result<Mapped> {
+        let group = match self.column {
+            GroupColumn::SourceIp => 0,
+            GroupColumn::DestUrl => 1,
+        };
+        let (Some(groups), Some(revenue), Some(_)) = (
+            self.clean.strings(b.column(group)),
+            floats(b.column(3)),
+            Dates::of(b.column(2), b.rows),
+        ) else {
+            return Ok(Mapped::Declined);
+        };
+        let cut = self.prefix.unwrap_or(usize::MAX);
+        for (i, r) in revenue.iter().enumerate().take(b.rows) {
+            let g = groups.get(i);
+            ctx.emit(&g[..cut.min(g.len())], &r.to_le_bytes())?;
+        }
+        Ok(Mapped::Done)
     }
 }
 
@@ -105,6 +136,7 @@ pub fn aggregation_by(
         prefix,
         column,
         encoding,
+        clean: Clean::default(),
     })
     .reducer(FloatSum::default);
     if hash {

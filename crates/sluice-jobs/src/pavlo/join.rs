@@ -23,13 +23,15 @@ use std::sync::Arc;
 
 use crate::JobError;
 use sluice_api::{
-    Error, JobSpec, MapContext, Mapper, ReduceContext, Reducer, Result, SumF64s, Values,
+    ColumnarMap, Error, JobSpec, MapContext, Mapped, Mapper, ReduceContext, Reducer, Result,
+    RowBatch, SumF64s, Values,
 };
 use sluice_formats::delimited::Decoder;
 use sluice_formats::input::{RecordFormat, Split};
 use sluice_formats::read::{read_split, ReadOptions};
 use sluice_formats::FormatError;
 
+use super::columns::{day_of, floats, Clean, Dates};
 use super::{bad, decode, put_f64, visit, RankTable, RANKINGS_FIELDS, USERVISITS_FIELDS};
 
 /// First day of the join's date range.
@@ -276,6 +278,8 @@ struct FastMapper {
     dec: Decoder,
     ranks: Arc<RankTable>,
     value: Vec<u8>,
+    /// The clean buffers of `sourceIP` and of `destURL`.
+    clean: (Clean, Clean),
 }
 
 impl Mapper for FastMapper {
@@ -289,6 +293,37 @@ impl Mapper for FastMapper {
         };
         SumF64s::encode(&[v.revenue, rank as f64, 1.0], &mut self.value);
         ctx.emit(v.ip, &self.value)
+    }
+
+    fn columnar(&mut self) -> Option<&mut dyn ColumnarMap> {
+        Some(self)
+    }
+}
+
+/// UserVisits rows as its projected columns: `sourceIP`, `destURL`,
+/// `visitDate`, `adRevenue`, the rest unread.
+impl ColumnarMap for FastMapper {
+    fn map_batch(&mut self, b: &RowBatch<'_>, ctx: &mut MapContext<'_>) -> Result<Mapped> {
+        let (Some(ips), Some(urls), Some(dates), Some(revenue)) = (
+            self.clean.0.strings(b.column(0)),
+            self.clean.1.strings(b.column(1)),
+            Dates::of(b.column(2), b.rows),
+            floats(b.column(3)),
+        ) else {
+            return Ok(Mapped::Declined);
+        };
+        let days = (day_of(JOIN_FROM), day_of(JOIN_TO));
+        for (i, r) in revenue.iter().enumerate().take(b.rows) {
+            if !dates.within(i, days, (JOIN_FROM, JOIN_TO)) {
+                continue;
+            }
+            let Some(rank) = self.ranks.get(urls.get(i)) else {
+                continue;
+            };
+            SumF64s::encode(&[*r, rank as f64, 1.0], &mut self.value);
+            ctx.emit(ips.get(i), &self.value)?;
+        }
+        Ok(Mapped::Done)
     }
 }
 
@@ -396,6 +431,7 @@ pub fn join_fast(ranks: Arc<RankTable>) -> JobSpec {
         dec: Decoder::new(b'|'),
         ranks: ranks.clone(),
         value: Vec::new(),
+        clean: Default::default(),
     })
     .reducer(BestTotal::default)
     .aggregator(SumF64s)

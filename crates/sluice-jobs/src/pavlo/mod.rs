@@ -10,6 +10,7 @@
 
 mod aggregate;
 pub mod binary;
+mod columns;
 mod join;
 mod ranks;
 mod scan;

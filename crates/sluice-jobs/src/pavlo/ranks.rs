@@ -8,14 +8,17 @@
 //! the rows are read by several threads, each over a piece of the files,
 //! before one pass places them.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sluice_formats::delimited::Decoder;
 use sluice_formats::input::{Codec, Split};
+use sluice_formats::parquet::read_batches;
 use sluice_formats::read::{read_records, ReadOptions};
 use sluice_formats::rows::Projection;
 use sluice_formats::FormatError;
 
+use super::columns::{Clean, Ints};
 use super::{decode, RANKINGS_FIELDS};
 use crate::JobError;
 
@@ -31,6 +34,20 @@ struct Slot {
     rank: i64,
     tag: u32,
     len: u32,
+}
+
+impl Piece {
+    /// Adds a row; false (adding nothing) when its URL is too long to
+    /// index.
+    fn push(&mut self, url: &[u8], rank: i64) -> bool {
+        let Ok(len) = u32::try_from(url.len()) else {
+            return false;
+        };
+        self.rows
+            .push((hash(url), self.arena.len() as u64, len, rank));
+        self.arena.extend_from_slice(url);
+        true
+    }
 }
 
 /// `pageURL -> pageRank` for the fast join. A URL met twice keeps the
@@ -213,10 +230,29 @@ pub fn rankings_columns() -> Projection {
     Projection::piped(&["pageURL", "pageRank", "avgDuration"]).unread(&["avgDuration"])
 }
 
-/// The Rankings rows of one piece.
+/// The Rankings rows of one piece: a Parquet piece's columns as they
+/// are, unless a batch holds what its text records would read otherwise
+/// (a null, a `|`), then that batch's records as text.
 fn read_piece(s: &Split, max_record: usize) -> std::result::Result<Piece, FormatError> {
     let mut p = Piece::default();
     let mut dec = Decoder::new(b'|');
+    let path = s.file.path.as_path();
+    if s.file.codec == Codec::Parquet {
+        let mut rec = Vec::new();
+        let mut clean = Clean::default();
+        read_batches::<FormatError, _>(s, &rankings_columns(), |b| {
+            let col = |i: usize| b.columns.get(i).and_then(Option::as_ref);
+            if let (Some(urls), Some(ranks)) = (clean.strings(col(0)), Ints::of(col(1))) {
+                if (0..b.rows).all(|i| p.push(urls.get(i), ranks.get(i))) {
+                    return Ok(());
+                }
+            }
+            b.records(&mut rec, &mut |off, line| {
+                text_row(&mut p, &mut dec, path, off, line)
+            })
+        })?;
+        return Ok(p);
+    }
     let opts = ReadOptions {
         max_record,
         ..ReadOptions::default()
@@ -226,24 +262,31 @@ fn read_piece(s: &Split, max_record: usize) -> std::result::Result<Piece, Format
         sluice_formats::input::RecordFormat::Lines,
         &rankings_columns(),
         &opts,
-        |off, line| {
-            if let Ok(f) = decode(&mut dec, line, RANKINGS_FIELDS) {
-                if let (Ok(url), Ok(rank)) = (f.get(0), f.i64(1)) {
-                    if let Ok(len) = u32::try_from(url.len()) {
-                        p.rows.push((hash(url), p.arena.len() as u64, len, rank));
-                        p.arena.extend_from_slice(url);
-                        return Ok(());
-                    }
-                }
-            }
-            Err(FormatError::Corrupt {
-                path: s.file.path.clone(),
-                offset: off,
-                detail: "not a Rankings row (pageURL|pageRank|avgDuration)".into(),
-            })
-        },
+        |off, line| text_row(&mut p, &mut dec, path, off, line),
     )?;
     Ok(p)
+}
+
+/// One Rankings text row into `p`, or an error naming its offset.
+fn text_row(
+    p: &mut Piece,
+    dec: &mut Decoder,
+    path: &Path,
+    off: u64,
+    line: &[u8],
+) -> std::result::Result<(), FormatError> {
+    if let Ok(f) = decode(dec, line, RANKINGS_FIELDS) {
+        if let (Ok(url), Ok(rank)) = (f.get(0), f.i64(1)) {
+            if p.push(url, rank) {
+                return Ok(());
+            }
+        }
+    }
+    Err(FormatError::Corrupt {
+        path: path.to_owned(),
+        offset: off,
+        detail: "not a Rankings row (pageURL|pageRank|avgDuration)".into(),
+    })
 }
 
 #[cfg(test)]

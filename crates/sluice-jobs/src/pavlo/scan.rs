@@ -1,9 +1,10 @@
 //! Grep and selection: map-only scans.
 
-use sluice_api::{JobSpec, MapContext, Mapper, Result};
+use sluice_api::{ColumnarMap, JobSpec, MapContext, Mapped, Mapper, Result, RowBatch};
 use sluice_formats::delimited::Decoder;
 
 use super::binary::rankings_view;
+use super::columns::{Clean, Ints};
 use super::{bad, decode, Encoding, RANKINGS_FIELDS};
 
 struct GrepMapper {
@@ -36,6 +37,7 @@ struct SelectionMapper {
     threshold: i64,
     encoding: Encoding,
     num: itoa::Buffer,
+    clean: Clean,
 }
 
 impl Mapper for SelectionMapper {
@@ -53,6 +55,28 @@ impl Mapper for SelectionMapper {
         }
         Ok(())
     }
+
+    fn columnar(&mut self) -> Option<&mut dyn ColumnarMap> {
+        (self.encoding == Encoding::Text).then_some(self as &mut dyn ColumnarMap)
+    }
+}
+
+/// Rankings rows as its projected columns: `pageURL`, `pageRank`,
+/// `avgDuration` unread.
+impl ColumnarMap for SelectionMapper {
+    fn map_batch(&mut self, b: &RowBatch<'_>, ctx: &mut MapContext<'_>) -> Result<Mapped> {
+        let (Some(urls), Some(ranks)) = (self.clean.strings(b.column(0)), Ints::of(b.column(1)))
+        else {
+            return Ok(Mapped::Declined);
+        };
+        for i in 0..b.rows {
+            let rank = ranks.get(i);
+            if rank > self.threshold {
+                ctx.emit(urls.get(i), self.num.format(rank).as_bytes())?;
+            }
+        }
+        Ok(Mapped::Done)
+    }
 }
 
 /// `SELECT pageURL, pageRank FROM Rankings WHERE pageRank > threshold`:
@@ -63,5 +87,6 @@ pub fn selection(threshold: i64, encoding: Encoding) -> JobSpec {
         threshold,
         encoding,
         num: itoa::Buffer::new(),
+        clean: Clean::default(),
     })
 }
