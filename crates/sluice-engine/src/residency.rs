@@ -19,6 +19,13 @@ const SAMPLED_SPLITS: usize = 64;
 /// for 4 KiB pages).
 const WINDOW: u64 = 1 << 30;
 
+/// Stretches of a sampled split looked at, spread evenly over it, and the
+/// bytes of each: asking the kernel about every page of a split cost a
+/// grep of 269 MB 6.6 ms of its 32 (the page cache walked page by page);
+/// 16 stretches of 64 KiB a split ask about 256 pages.
+const STRETCHES: u64 = 16;
+const STRETCH: u64 = 64 << 10;
+
 /// The model's residency for a job over `splits` run with `cfg`: the
 /// input share cached as the caller measured it before the job read any
 /// (else now), the memory available less the job's budget, and whether
@@ -62,7 +69,7 @@ pub fn input_cached(splits: &[Split]) -> f64 {
             0
         } else {
             File::open(&s.file.path)
-                .and_then(|f| resident_bytes(&f, s.start, s.end))
+                .and_then(|f| resident_estimate(&f, s.start, s.end))
                 .unwrap_or(0)
         };
     }
@@ -70,6 +77,24 @@ pub fn input_cached(splits: &[Split]) -> f64 {
         return 0.0;
     }
     (resident as f64 / total as f64).clamp(0.0, 1.0)
+}
+
+/// Bytes of `[start, end)` of `f` in the page cache, estimated from
+/// [`STRETCHES`] stretches spread evenly over it (exact for a range of
+/// no more than that many stretches' bytes).
+pub fn resident_estimate(f: &File, start: u64, end: u64) -> io::Result<u64> {
+    let len = end.saturating_sub(start);
+    if len <= STRETCHES * STRETCH {
+        return resident_bytes(f, start, end);
+    }
+    let gap = len / STRETCHES;
+    let mut seen = 0;
+    for i in 0..STRETCHES {
+        let at = start + i * gap;
+        seen += resident_bytes(f, at, (at + STRETCH).min(end))?;
+    }
+    let asked = STRETCHES * STRETCH;
+    Ok((u128::from(seen) * u128::from(len) / u128::from(asked)) as u64)
 }
 
 /// Bytes of `[start, end)` of `f` in the page cache, whole pages counted.
@@ -215,6 +240,41 @@ mod tests {
             assert!(half <= 0.5 + 1e-9, "{half}");
             assert!(files_cached(&files) <= 0.5 + 1e-9);
         }
+    }
+
+    /// A large range is estimated from its stretches: all of a cached
+    /// file, none of a dropped one, about half of one whose second half
+    /// was dropped.
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_large_ranges_residency_is_estimated_from_its_stretches() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        let mut f = File::create(&path).unwrap();
+        let len: u64 = 8 << 20;
+        f.write_all(&vec![b'x'; len as usize]).unwrap();
+        f.sync_all().unwrap();
+        let f = File::open(&path).unwrap();
+        assert_eq!(resident_estimate(&f, 0, len).unwrap(), len);
+        if in_memory(&f) {
+            return;
+        }
+        // SAFETY: an advice on an open descriptor.
+        unsafe {
+            libc::posix_fadvise(
+                f.as_raw_fd(),
+                (len / 2) as i64,
+                0,
+                libc::POSIX_FADV_DONTNEED,
+            )
+        };
+        let half = resident_estimate(&f, 0, len).unwrap();
+        assert!(
+            half >= len / 2 - len / 8 && half <= len / 2 + len / 8,
+            "{half}"
+        );
+        drop_from_cache(&f);
+        assert_eq!(resident_estimate(&f, 0, len).unwrap(), 0);
     }
 
     #[test]
