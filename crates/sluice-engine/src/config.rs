@@ -144,13 +144,13 @@ pub const MAX_FAN_IN: usize = 256;
 /// The least a map thread's sort collector holds before it spills in the
 /// local engine ([`EngineConfig::spill_target`]) on any machine.
 pub const SPILL_TARGET: usize = 8 << 20;
-/// The most [`default_sort_buffer`] gives.
+/// The most `default_sort_buffer` gives.
 pub const SPILL_TARGET_MAX: usize = 32 << 20;
 
 /// The least a map thread's sort collector holds before it spills in the
 /// local engine, on a machine of these caches with `threads` map threads:
-/// each thread's share of the L3, between [`SPILL_TARGET`] and
-/// [`SPILL_TARGET_MAX`].
+/// each thread's share of the L3, between `SPILL_TARGET` and
+/// `SPILL_TARGET_MAX`.
 ///
 /// The buffer trades the spill's sort against the reduce's merge: a
 /// larger one sorts a little slower and makes fewer runs, which the
@@ -215,7 +215,7 @@ impl EngineConfig {
     /// Bytes a map thread's sort collector holds before it spills when
     /// its runs go straight to the reduce merges (the local engine), for
     /// `input` bytes of input: `sort_buffer` when set; else
-    /// [`default_sort_buffer`] for the machine's caches, or more when the runs would not fit in one
+    /// `default_sort_buffer` for the machine's caches, or more when the runs would not fit in one
     /// merge (a collector holds about twice its input, each record beside
     /// a 32-byte index entry, so runs number about `4 * input / target`
     /// over all threads; they are kept to half the fan-in). Never more

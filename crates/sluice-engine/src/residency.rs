@@ -80,7 +80,7 @@ pub fn input_cached(splits: &[Split]) -> f64 {
 }
 
 /// Bytes of `[start, end)` of `f` in the page cache, estimated from
-/// [`STRETCHES`] stretches spread evenly over it (exact for a range of
+/// `STRETCHES` stretches spread evenly over it (exact for a range of
 /// no more than that many stretches' bytes).
 pub fn resident_estimate(f: &File, start: u64, end: u64) -> io::Result<u64> {
     let len = end.saturating_sub(start);
