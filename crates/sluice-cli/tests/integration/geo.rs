@@ -139,7 +139,8 @@ fn arts_keeps_the_shuffle_in_the_data_center_of_the_map_output() {
         .count();
     assert_eq!(rows, 4, "a row per worker: {printed}");
     let profile = read_json(&hw);
-    let n = profile["network_all_to_all"]["measured"]["median"]
+    // The model takes each probe's fastest repetition (a bound).
+    let n = profile["network_all_to_all"]["measured"]["max"]
         .as_f64()
         .unwrap();
     assert!(n > 0.0, "{profile}");
