@@ -160,6 +160,9 @@ def submit(sluice, cluster, work, k, results):
         entry["got"] = g.returncode == 0
         if g.returncode == 0:
             entry["counts"] = counts(out)
+        else:
+            # Said apart from the submit's: the job succeeded, its get did not.
+            entry["stderr"] = "get failed: " + g.stderr[-2000:]
         rep = json.load(open(report))
         tasks = rep.get("maps", 0) + rep.get("reducers", 0)
         entry["extra_attempts"] = rep.get("attempts", {}).get("launched", tasks) - tasks
