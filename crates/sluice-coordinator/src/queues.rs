@@ -7,11 +7,13 @@
 //! each would make a heartbeat's cost grow with the job. Instead a job
 //! keeps, and updates as attempts start and end:
 //!
-//! - the tasks of each kind not done (`open`), in index order;
-//! - open maps by the workers that hold all their blocks (`by_holder`),
-//!   and maps that read nothing and are at home anywhere (`anywhere`); a
-//!   rack- or data-center-local map of a worker is an open map of another
-//!   worker in its rack or data center, found through that worker's queue;
+//! - the tasks of each kind not done (`open`), and of those the ones with
+//!   no attempt running (`waiting`), in index order;
+//! - waiting maps by the workers that hold all their blocks
+//!   (`by_holder`), and waiting maps that read nothing and are at home
+//!   anywhere (`anywhere`); a rack- or data-center-local map of a worker
+//!   is a waiting map of another worker in its rack or data center, found
+//!   through that worker's queue;
 //! - maps by each block they read (`by_block`), for the cache level;
 //! - maps that may run anywhere at once (`any_worker`, after a damaged
 //!   replica);
@@ -19,13 +21,18 @@
 //!   and the winners' times in an order-statistics pair of multisets
 //!   (`Median`).
 //!
-//! Queues may hold entries that no longer qualify (a task now running, a
-//! replica since found damaged): a decision checks each candidate and
-//! skips those, so the candidates it looks at are bounded by the tasks
-//! running now and the few that failed on the asking worker, not by the
-//! job's size. [`Queues::examined`] counts them, for tests.
+//! A task leaves the waiting queues when its first attempt starts and
+//! comes back when its last one stops without finishing it, so an offer
+//! does not walk past the thousands of tasks a large cluster runs at
+//! once. Queues may still hold entries that do not qualify for one worker
+//! (a task that failed there, a replica since found damaged): a decision
+//! checks each candidate and skips those, so the candidates it looks at
+//! are bounded by the few that failed on the asking worker, not by the
+//! job's size or the cluster's. [`Queues::examined`] counts them, for
+//! tests.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Instant;
 
 use sluice_proto::ids::{TaskKind, WorkerId};
 
@@ -35,6 +42,8 @@ use crate::input::MapInput;
 #[derive(Debug, Default)]
 pub struct Queues {
     open: [BTreeSet<usize>; 2],
+    /// Open tasks with no attempt running.
+    waiting: [BTreeSet<usize>; 2],
     by_holder: HashMap<String, BTreeSet<usize>>,
     anywhere: BTreeSet<usize>,
     by_block: HashMap<String, Vec<usize>>,
@@ -42,7 +51,11 @@ pub struct Queues {
     /// for a map that reads nothing.
     holders: Vec<Option<Vec<String>>>,
     any_worker: BTreeSet<usize>,
-    running: [BTreeMap<usize, u32>; 2],
+    /// Running attempts per task, and when the first of them started.
+    running: [BTreeMap<usize, (u32, Instant)>; 2],
+    /// Tasks with a running attempt, oldest first (by `running`'s start):
+    /// what lets a straggler search stop at the first task too young.
+    by_start: [BTreeSet<(Instant, usize)>; 2],
     /// Running attempts of each kind per worker: what an offer needs to
     /// know its worker's free slots without walking the running tasks.
     on_worker: HashMap<WorkerId, [u32; 2]>,
@@ -62,8 +75,10 @@ impl Queues {
     /// Queues of a job over `inputs` with `reduces` reduce tasks, every
     /// task open.
     pub fn new(inputs: &[MapInput], reduces: usize) -> Self {
+        let open: [BTreeSet<usize>; 2] = [(0..inputs.len()).collect(), (0..reduces).collect()];
         let mut q = Queues {
-            open: [(0..inputs.len()).collect(), (0..reduces).collect()],
+            waiting: open.clone(),
+            open,
             ..Queues::default()
         };
         for (i, input) in inputs.iter().enumerate() {
@@ -76,6 +91,27 @@ impl Queues {
             q.index_map(i);
         }
         q
+    }
+
+    /// Puts waiting task `i` of `kind` in its waiting queues.
+    fn wait(&mut self, kind: TaskKind, i: usize) {
+        self.waiting[slot(kind)].insert(i);
+        if kind == TaskKind::Map {
+            self.index_map(i);
+        }
+    }
+
+    /// Takes task `i` of `kind` out of its waiting queues.
+    fn unwait(&mut self, kind: TaskKind, i: usize) {
+        self.waiting[slot(kind)].remove(&i);
+        if kind == TaskKind::Map {
+            self.anywhere.remove(&i);
+            for u in self.holders[i].iter().flatten() {
+                if let Some(q) = self.by_holder.get_mut(u) {
+                    q.remove(&i);
+                }
+            }
+        }
     }
 
     fn index_map(&mut self, i: usize) {
@@ -94,21 +130,16 @@ impl Queues {
     /// Task `i` of `kind` is done: out of the queues.
     pub fn done(&mut self, kind: TaskKind, i: usize) {
         self.open[slot(kind)].remove(&i);
+        self.unwait(kind, i);
         if kind == TaskKind::Map {
-            self.anywhere.remove(&i);
             self.any_worker.remove(&i);
-            for u in self.holders[i].iter().flatten() {
-                if let Some(q) = self.by_holder.get_mut(u) {
-                    q.remove(&i);
-                }
-            }
         }
     }
 
     /// Task `i` of `kind` must run again (its output was lost).
     pub fn reopen(&mut self, kind: TaskKind, i: usize) {
-        if self.open[slot(kind)].insert(i) && kind == TaskKind::Map {
-            self.index_map(i);
+        if self.open[slot(kind)].insert(i) && !self.running[slot(kind)].contains_key(&i) {
+            self.wait(kind, i);
         }
     }
 
@@ -119,19 +150,28 @@ impl Queues {
         }
     }
 
-    /// An attempt of task `i` of `kind` started on worker `w`.
-    pub fn started(&mut self, kind: TaskKind, i: usize, w: WorkerId) {
-        *self.running[slot(kind)].entry(i).or_default() += 1;
+    /// An attempt of task `i` of `kind` started on worker `w` at `at`.
+    pub fn started(&mut self, kind: TaskKind, i: usize, w: WorkerId, at: Instant) {
+        let (n, since) = self.running[slot(kind)].entry(i).or_insert((0, at));
+        *n += 1;
+        if *n == 1 {
+            self.by_start[slot(kind)].insert((*since, i));
+            self.unwait(kind, i);
+        }
         self.on_worker.entry(w).or_default()[slot(kind)] += 1;
     }
 
     /// An attempt of task `i` of `kind` on worker `w` stopped running.
     pub fn stopped(&mut self, kind: TaskKind, i: usize, w: WorkerId) {
         let running = &mut self.running[slot(kind)];
-        if let Some(n) = running.get_mut(&i) {
+        if let Some((n, since)) = running.get_mut(&i) {
             *n -= 1;
             if *n == 0 {
+                self.by_start[slot(kind)].remove(&(*since, i));
                 running.remove(&i);
+                if self.open[slot(kind)].contains(&i) {
+                    self.wait(kind, i);
+                }
             }
         }
         if let Some(n) = self.on_worker.get_mut(&w) {
@@ -182,17 +222,33 @@ impl Queues {
         self.open[slot(kind)].contains(&i)
     }
 
+    /// Tasks of `kind` with a running attempt, those whose first running
+    /// attempt started earliest first, with that start.
+    pub fn oldest_running(&self, kind: TaskKind) -> impl Iterator<Item = (Instant, usize)> + '_ {
+        self.by_start[slot(kind)].iter().copied()
+    }
+
     /// Tasks of `kind` not done, in index order.
     pub fn open(&self, kind: TaskKind) -> impl Iterator<Item = usize> + '_ {
         self.open[slot(kind)].iter().copied()
     }
 
-    /// Open maps whose blocks worker `uid` holds, in index order.
+    /// Tasks of `kind` not done and not running, in index order.
+    pub fn waiting(&self, kind: TaskKind) -> impl Iterator<Item = usize> + '_ {
+        self.waiting[slot(kind)].iter().copied()
+    }
+
+    /// Tasks of `kind` not done and not running.
+    pub fn waiting_count(&self, kind: TaskKind) -> usize {
+        self.waiting[slot(kind)].len()
+    }
+
+    /// Waiting maps whose blocks worker `uid` holds, in index order.
     pub fn held_by(&self, uid: &str) -> impl Iterator<Item = usize> + '_ {
         self.by_holder.get(uid).into_iter().flatten().copied()
     }
 
-    /// Open maps that read nothing, in index order.
+    /// Waiting maps that read nothing, in index order.
     pub fn anywhere(&self) -> impl Iterator<Item = usize> + '_ {
         self.anywhere.iter().copied()
     }

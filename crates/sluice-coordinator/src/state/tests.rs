@@ -867,6 +867,35 @@ fn a_decision_looks_at_as_few_tasks_with_100000_as_with_1000() {
 }
 
 #[test]
+fn a_decision_does_not_walk_past_the_tasks_running_in_a_large_cluster() {
+    // 200 workers of 4 slots run 800 maps that read nothing at once; each
+    // heartbeat's decisions look at the next waiting maps, not at the 800
+    // running ones ahead of them in the job's queue.
+    let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+    let workers: Vec<&'static str> = (0..200)
+        .map(|i| &*Box::leak(format!("w{i}").into_boxed_str()))
+        .collect();
+    for w in &workers {
+        sim.register(w, "dc1", "r1", 4);
+    }
+    sim.submit("synthetic:4000", "p", 0);
+    let id = *sim.st.jobs.keys().next().unwrap();
+    let mut worst = 0;
+    let mut beats = 0;
+    while sim.st.jobs[&id].is_running() && beats < 10_000 {
+        for w in &workers {
+            let before = sim.st.jobs[&id].queues().examined();
+            sim.report(w, true, false);
+            worst = worst.max(sim.st.jobs[&id].queues().examined() - before);
+            beats += 1;
+        }
+    }
+    assert_eq!(sim.st.jobs[&id].state().name(), "succeeded");
+    eprintln!("candidates per beat at 800 running: {worst}");
+    assert!(worst <= 16, "{worst} candidates in one heartbeat");
+}
+
+#[test]
 fn a_large_clusters_idle_heartbeats_are_held_longer() {
     let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
     for i in 0..3 {

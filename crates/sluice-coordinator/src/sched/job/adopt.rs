@@ -118,7 +118,7 @@ impl Job {
         };
         let running = known.attempt(AttemptState::Running, None, &mut self.names, now);
         self.tasks_mut(kind)[index].attempts.push(running);
-        self.queues.started(kind, index, w.id);
+        self.queues.started(kind, index, w.id, now);
         Adopted::Running
     }
 

@@ -438,7 +438,7 @@ impl Job {
 
     /// Its tasks of `kind` waiting for a slot.
     pub fn pending(&self, kind: TaskKind) -> usize {
-        self.queues.open_count(kind) - self.queues.running(kind)
+        self.queues.waiting_count(kind)
     }
 
     /// Whether it has not ended (running or committing).
@@ -492,7 +492,7 @@ impl Job {
             datacenter,
             fetched: Vec::new(),
         });
-        self.queues.started(kind, index, w.id);
+        self.queues.started(kind, index, w.id, now);
         id
     }
 

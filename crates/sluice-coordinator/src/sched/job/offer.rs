@@ -48,12 +48,12 @@ impl Job {
         match self.reduce_scheduler.unwrap_or(s.reduce) {
             ReduceScheduler::SlowStart(f) if maps_done < f => return None,
             ReduceScheduler::SlowStart(_) => {
-                if let Some(i) = self.queues.open(REDUCE).find(usable) {
+                if let Some(i) = self.queues.waiting(REDUCE).find(usable) {
                     return Some(reduce(i, false));
                 }
             }
             ReduceScheduler::Arts => {
-                let open: Vec<usize> = self.queues.open(REDUCE).filter(usable).collect();
+                let open: Vec<usize> = self.queues.waiting(REDUCE).filter(usable).collect();
                 if !open.is_empty() {
                     return self.pick_arts(w, s, &open, now).map(|i| reduce(i, false));
                 }
@@ -182,8 +182,8 @@ impl Job {
     /// the open maps or the cached blocks, whichever are fewer.
     pub(super) fn pending_cached(&self, topo: &Topology) -> bool {
         let q = &self.queues;
-        if q.open_count(MAP) <= topo.cached_count() {
-            return q.open(MAP).any(|i| {
+        if q.waiting_count(MAP) <= topo.cached_count() {
+            return q.waiting(MAP).any(|i| {
                 q.look();
                 self.maps[i].pending() && cached_anywhere(&self.inputs[i], topo)
             });
@@ -204,9 +204,9 @@ impl Job {
         if mine.is_empty() {
             return None;
         }
-        if q.open_count(MAP) <= mine.len() {
+        if q.waiting_count(MAP) <= mine.len() {
             return q
-                .open(MAP)
+                .waiting(MAP)
                 .find(|&i| self.fits(i, w, topo, Locality::Cache));
         }
         let candidates: BTreeSet<usize> = mine
@@ -247,7 +247,7 @@ impl Job {
                 return Some((level, i));
             }
         }
-        let any = self.first(q.open(MAP), w, topo, Locality::Any)?;
+        let any = self.first(q.waiting(MAP), w, topo, Locality::Any)?;
         Some((self.level(any.1, w, topo), any.1))
     }
 
@@ -345,7 +345,8 @@ impl Job {
         }
     }
 
-    /// A straggling task of `kind` worth a backup attempt on `w`.
+    /// A straggling task of `kind` worth a backup attempt on `w`: the
+    /// oldest running one that has run longer than the limit.
     pub(super) fn straggler(
         &self,
         kind: TaskKind,
@@ -359,7 +360,13 @@ impl Job {
         let median = self.queues.median(kind)? as f64 / 1e6;
         let limit = (median * s.spec_slowdown).max(s.spec_min.as_secs_f64());
         let tasks = self.tasks(kind);
-        self.queues.running_tasks(kind).find(|&i| {
+        // Oldest first: no task after one that has run less than the
+        // limit can be a straggler.
+        let old = |(since, _): &(Instant, usize)| {
+            now.saturating_duration_since(*since).as_secs_f64() > limit
+        };
+        let mut old_enough = self.queues.oldest_running(kind).take_while(old);
+        let straggler = old_enough.find(|&(_, i)| {
             self.queues.look();
             let t = &tasks[i];
             let mut running = t.running();
@@ -372,6 +379,7 @@ impl Job {
                 }
                 _ => false,
             }
-        })
+        });
+        straggler.map(|(_, i)| i)
     }
 }
