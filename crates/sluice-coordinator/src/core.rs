@@ -106,10 +106,12 @@ impl Core {
 /// Whom an event's change concerns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Wake {
-    /// Callers waiting on the state (map outputs, a job's end).
+    /// Callers waiting on the state (a job's end, a data set).
     pub waiters: bool,
     /// Held heartbeats: their workers' slots are offered again.
     pub offers: bool,
+    /// Reduces waiting for map outputs.
+    pub outputs: bool,
 }
 
 impl Wake {
@@ -117,6 +119,7 @@ impl Wake {
         Wake {
             waiters: step.wake,
             offers: step.offer,
+            outputs: step.outputs,
         }
     }
 }
@@ -125,6 +128,7 @@ impl std::ops::BitOrAssign for Wake {
     fn bitor_assign(&mut self, o: Wake) {
         self.waiters |= o.waiters;
         self.offers |= o.offers;
+        self.outputs |= o.outputs;
     }
 }
 

@@ -33,7 +33,8 @@
 //! `{"accepted": {"id", "request", "reducers", "replication", "inputs",
 //! "side"}}`, `{"task_done": {"job", "kind" (1 map, 2 reduce as on the
 //! wire), "index", "attempt", "uid", "addr", "datacenter", "report" (the
-//! attempt's `TaskReport`, protobuf bytes as an array of numbers)}}`,
+//! attempt's `TaskReport`, protobuf bytes as standard base64; an array of
+//! numbers in logs written before, still read)}}`,
 //! `{"commit_started": {"job"}}`, `{"ended": {"job"}}`.
 //!
 //! As the catalog's log ([`crate::editlog`]): a last record cut short or
@@ -43,7 +44,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -124,7 +125,49 @@ pub struct TaskDone {
     pub addr: String,
     pub datacenter: String,
     /// The attempt's report, protobuf-encoded.
+    #[serde(with = "report_bytes")]
     pub report: Vec<u8>,
+}
+
+/// A task's report in a record: the protobuf bytes as standard base64
+/// text. A record written before took them as a JSON array of numbers,
+/// four times the text and a number each to write; it is still read.
+mod report_bytes {
+    use base64::Engine as _;
+    use serde::de::{Error, SeqAccess, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&B64.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        d.deserialize_any(Bytes)
+    }
+
+    struct Bytes;
+
+    impl<'de> Visitor<'de> for Bytes {
+        type Value = Vec<u8>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("base64 text or an array of bytes")
+        }
+
+        fn visit_str<E: Error>(self, v: &str) -> Result<Vec<u8>, E> {
+            B64.decode(v).map_err(E::custom)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+            while let Some(b) = seq.next_element::<u8>()? {
+                out.push(b);
+            }
+            Ok(out)
+        }
+    }
 }
 
 /// A job the log says was running.
@@ -200,11 +243,15 @@ impl JobLog {
             bytes.extend(frame(e, "a job log record")?);
         }
         let sync = entries.iter().any(JobEntry::synced);
-        let written = self
-            .file
-            .seek(SeekFrom::Start(self.len))
-            .and_then(|_| self.file.write_all(&bytes))
-            .and_then(|()| if sync { self.file.sync_data() } else { Ok(()) });
+        // One positioned write, not a seek and a write: a task's end is
+        // logged thousands of times a second on a large cluster.
+        let written = self.file.write_all_at(&bytes, self.len).and_then(|()| {
+            if sync {
+                self.file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
         if let Err(e) = written {
             let _ = self.file.set_len(self.len);
             return Err(ClusterError::io("writing", &self.path, e));
@@ -335,6 +382,20 @@ mod tests {
 
     fn open(d: &Path) -> (JobLog, Vec<Recovered>) {
         JobLog::open(&StateDir::open(d).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_reports_bytes_are_base64_and_an_older_array_still_reads() {
+        let e = done(7, 0, 0);
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains(r#""report":"AQID""#), "{json}");
+        let back: JobEntry = serde_json::from_str(&json).unwrap();
+        assert!(matches!(&back, JobEntry::TaskDone(t) if t.report == [1, 2, 3]));
+        let older = json.replace(r#""AQID""#, "[1,2,3]");
+        let back: JobEntry = serde_json::from_str(&older).unwrap();
+        assert!(matches!(&back, JobEntry::TaskDone(t) if t.report == [1, 2, 3]));
+        let bad = json.replace(r#""AQID""#, r#""not base64!""#);
+        assert!(serde_json::from_str::<JobEntry>(&bad).is_err());
     }
 
     #[test]

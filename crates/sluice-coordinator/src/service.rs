@@ -45,9 +45,7 @@ use sluice_request::{BuildContext, JobRequest};
 /// query of it.
 pub struct Service {
     core: Arc<Mutex<Core>>,
-    notify: Arc<Notify>,
-    /// Held heartbeats wait on it ([`crate::state::Step::offer`]).
-    offers: Arc<Notify>,
+    wakers: Arc<Wakers>,
     cfg: Arc<CoordinatorConfig>,
     metrics: Arc<Metrics>,
     /// While it holds, this coordinator is the active one.
@@ -114,8 +112,7 @@ pub async fn start_with(
             durable,
             history: cfg.history,
         })),
-        notify: Arc::new(Notify::new()),
-        offers: Arc::new(Notify::new()),
+        wakers: Arc::new(Wakers::default()),
         cfg,
         metrics: Arc::new(Metrics::new()),
         term: term.clone(),
@@ -242,7 +239,7 @@ impl Service {
         }
         let (answer, wake) = self.lock().run(ev);
         let answer = answer.map_err(refused);
-        wake_up(&self.notify, &self.offers, wake);
+        self.wakers.wake(wake);
         answer
     }
 
@@ -266,7 +263,7 @@ impl Service {
             core.run(ev)
         };
         let answer = answer.map_err(refused);
-        wake_up(&self.notify, &self.offers, wake);
+        self.wakers.wake(wake);
         answer
     }
 
@@ -345,7 +342,7 @@ impl Service {
     /// The clock's events: a tick every heartbeat interval.
     fn spawn_ticks(&self, term: Term) {
         let (core, every) = (self.core.clone(), self.cfg.heartbeat);
-        let (notify, offers) = (self.notify.clone(), self.offers.clone());
+        let wakers = self.wakers.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             let ended = term.ended();
@@ -359,7 +356,7 @@ impl Service {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .run(Event::Tick);
-                wake_up(&notify, &offers, wake);
+                wakers.wake(wake);
             }
         });
     }
@@ -409,12 +406,75 @@ fn shuffle_point(reply: proto::HeartbeatReply) -> proto::HeartbeatReply {
 }
 
 /// Wakes the callers an event's change concerns.
-fn wake_up(waiters: &Notify, offers: &Notify, wake: Wake) {
-    if wake.waiters {
-        waiters.notify_waiters();
+/// How long a reduce's call for map outputs lets new ones gather.
+const OUTPUTS_SETTLE: Duration = Duration::from_millis(250);
+
+/// The answer to a call for `job`'s map outputs now, or when to look
+/// again (see [`Service::map_outputs`]).
+fn outputs_reply(
+    job: &crate::sched::Job,
+    r: &proto::MapOutputsRequest,
+    settle: Instant,
+    deadline: Instant,
+) -> Result<proto::MapOutputsReply, Instant> {
+    let now = Instant::now();
+    let aborted = !job.is_running();
+    let first = r.log != job.outputs_log();
+    let backlog = job.outputs_after(r.since) >= crate::sched::OUTPUTS_PER_REPLY;
+    let due = aborted || first || backlog || now >= settle || job.maps_complete();
+    if !due {
+        // Nothing is sent before the settle time but the first list, a
+        // full reply, the last map's output and an abort.
+        return Err(settle);
     }
-    if wake.offers {
-        offers.notify_waiters();
+    let (outputs, log, next) = job.outputs_since(r.log, r.since, r.addr_table);
+    let more = if first {
+        outputs.len() == crate::sched::OUTPUTS_PER_REPLY || outputs.len() as u32 > r.known
+    } else {
+        !outputs.is_empty()
+    };
+    if aborted || more || now >= deadline {
+        let (addrs_from, addrs) = match r.addr_table {
+            true => job.addrs_from(r.log, r.addrs_known),
+            false => (0, Vec::new()),
+        };
+        return Ok(proto::MapOutputsReply {
+            outputs,
+            maps: job.maps().len() as u32,
+            aborted,
+            log,
+            next,
+            addrs_from,
+            addrs,
+        });
+    }
+    // Nothing new: look again a settle time from now (or when the last
+    // map is done, or the job ends).
+    Err((now + OUTPUTS_SETTLE).min(deadline))
+}
+
+/// What callers waiting on the state wait on.
+#[derive(Debug, Default)]
+struct Wakers {
+    /// Callers waiting for any change (a job's end, a data set).
+    waiters: Notify,
+    /// Held heartbeats ([`crate::state::Step::offer`]).
+    offers: Notify,
+    /// Reduces waiting for map outputs ([`crate::state::Step::outputs`]).
+    outputs: Notify,
+}
+
+impl Wakers {
+    fn wake(&self, wake: Wake) {
+        if wake.waiters {
+            self.waiters.notify_waiters();
+        }
+        if wake.offers {
+            self.offers.notify_waiters();
+        }
+        if wake.outputs {
+            self.outputs.notify_waiters();
+        }
     }
 }
 
@@ -443,7 +503,7 @@ impl Coordinator for Service {
         admin_only(&req, "send a worker's heartbeat")?;
         let r = req.into_inner();
         let worker = WorkerId(r.worker_id);
-        let notified = self.offers.notified();
+        let notified = self.wakers.offers.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
         let t0 = Instant::now();
@@ -462,44 +522,37 @@ impl Coordinator for Service {
         }
     }
 
+    /// A reduce's long poll for map outputs. New outputs are sent once
+    /// the call has waited [`OUTPUTS_SETTLE`] (so that a thousand maps
+    /// ending a second make a few replies, not a reply each); at once on
+    /// a first call, when a full reply waits and when the job's last map
+    /// is done; and whatever there is at the call's deadline.
     async fn map_outputs(
         &self,
         req: Request<proto::MapOutputsRequest>,
     ) -> Reply<proto::MapOutputsReply> {
         admin_only(&req, "ask where map outputs are")?;
         let r = req.into_inner();
-        let deadline = Instant::now() + Duration::from_millis(r.wait_ms.min(10_000));
+        let now = Instant::now();
+        let deadline = now + Duration::from_millis(r.wait_ms.min(10_000));
+        let settle = (now + OUTPUTS_SETTLE).min(deadline);
         loop {
-            let notified = self.notify.notified();
+            let notified = self.wakers.outputs.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            {
+            let wait_until = {
                 let core = self.lock();
                 let job = core
                     .state
                     .jobs
                     .get(&JobId(r.job))
                     .ok_or_else(|| Status::not_found(format!("no job {}", JobId(r.job))))?;
-                let (outputs, log, next) = job.outputs_since(r.log, r.since);
-                let whole = log != r.log;
-                let full = outputs.len() == crate::sched::OUTPUTS_PER_REPLY;
-                let more = if whole {
-                    full || outputs.len() as u32 > r.known
-                } else {
-                    !outputs.is_empty()
-                };
-                let aborted = !job.is_running();
-                if aborted || more || Instant::now() >= deadline {
-                    return Ok(Response::new(proto::MapOutputsReply {
-                        outputs,
-                        maps: job.maps().len() as u32,
-                        aborted,
-                        log,
-                        next,
-                    }));
+                match outputs_reply(job, &r, settle, deadline) {
+                    Ok(reply) => return Ok(Response::new(reply)),
+                    Err(until) => until,
                 }
-            }
-            let _ = tokio::time::timeout_at(deadline.into(), notified).await;
+            };
+            let _ = tokio::time::timeout_at(wait_until.into(), notified).await;
         }
     }
 
@@ -663,7 +716,7 @@ impl Coordinator for Service {
         seen.map_err(refused)?;
         let deadline = Instant::now() + Duration::from_millis(r.wait_ms.min(60_000));
         loop {
-            let notified = self.notify.notified();
+            let notified = self.wakers.waiters.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             {

@@ -132,6 +132,12 @@ pub struct SimReport {
     /// were answered with another (measured by the simulated workers).
     pub heartbeat_p50_ms: f64,
     pub heartbeat_p99_ms: f64,
+    /// How long after the last map's report the reduces knew every map
+    /// output: the median and the longest, in ms.
+    #[serde(default)]
+    pub shuffle_lag_p50_ms: f64,
+    #[serde(default)]
+    pub shuffle_lag_max_ms: f64,
     /// Round trips of every heartbeat, held ones included (a held beat
     /// waits up to the heartbeat interval for work).
     pub heartbeat_all_p50_ms: f64,
@@ -234,6 +240,8 @@ pub fn cluster_sim(a: &ClusterSimArgs) -> anyhow::Result<SimReport> {
         heartbeats: sim.heartbeats,
         heartbeat_p50_ms: sim.turnaround.quantile_ms(0.5),
         heartbeat_p99_ms: sim.turnaround.quantile_ms(0.99),
+        shuffle_lag_p50_ms: sim.shuffle_lag_ms().0,
+        shuffle_lag_max_ms: sim.shuffle_lag_ms().1,
         heartbeat_all_p50_ms: sim.beats.quantile_ms(0.5),
         heartbeat_all_p99_ms: sim.beats.quantile_ms(0.99),
         coordinator_cpu_s,
@@ -463,6 +471,18 @@ fn print_report(r: &SimReport) {
         r.heartbeat_all_p50_ms,
         r.heartbeat_all_p99_ms
     );
+    if r.reduces > 0 {
+        let _ = writeln!(
+            o,
+            "  reduces knew every map output {:.0} ms (median) and {:.0} ms (last) after the \
+             last map was reported; {} MapOutputs calls, p50 {:.1} ms, p99 {:.1} ms",
+            r.shuffle_lag_p50_ms,
+            r.shuffle_lag_max_ms,
+            r.sim.map_output_calls,
+            r.sim.map_output_rtt.quantile_ms(0.5),
+            r.sim.map_output_rtt.quantile_ms(0.99)
+        );
+    }
     let _ = writeln!(
         o,
         "  coordinator: {:.2} CPU s during the job ({:.2} in all), peak RSS {}; \

@@ -104,6 +104,17 @@ pub struct SimStats {
     /// Round trips of heartbeats that reported a finished attempt and
     /// were answered with a new one: the coordinator's turnaround.
     pub turnaround: Latency,
+    /// Round trips of simulated reduces' `MapOutputs` calls.
+    #[serde(default)]
+    pub map_output_rtt: Latency,
+    /// When the last map report was sent, in ms since the Unix epoch
+    /// (the latest across processes).
+    #[serde(default)]
+    pub last_map_sent_ms: u64,
+    /// When each simulated reduce knew every map output, in ms since the
+    /// Unix epoch.
+    #[serde(default)]
+    pub shuffle_known_ms: Vec<u64>,
     /// CPU seconds of the process (user and system).
     pub cpu_s: f64,
     /// The process's peak resident memory.
@@ -129,9 +140,35 @@ impl SimStats {
         self.silenced += o.silenced;
         self.beats.merge(&o.beats);
         self.turnaround.merge(&o.turnaround);
+        self.map_output_rtt.merge(&o.map_output_rtt);
+        self.last_map_sent_ms = self.last_map_sent_ms.max(o.last_map_sent_ms);
+        self.shuffle_known_ms.extend(&o.shuffle_known_ms);
         self.cpu_s += o.cpu_s;
         self.peak_rss_bytes = self.peak_rss_bytes.max(o.peak_rss_bytes);
     }
+}
+
+impl SimStats {
+    /// How long after the last map was reported the reduces knew every
+    /// map output: the median and the longest, in ms (0 when no reduce
+    /// waited for it).
+    pub fn shuffle_lag_ms(&self) -> (f64, f64) {
+        let mut lags: Vec<u64> = self
+            .shuffle_known_ms
+            .iter()
+            .map(|&t| t.saturating_sub(self.last_map_sent_ms))
+            .collect();
+        lags.sort_unstable();
+        let median = lags.get(lags.len() / 2).copied().unwrap_or(0);
+        (median as f64, lags.last().copied().unwrap_or(0) as f64)
+    }
+}
+
+/// Now, in ms since the Unix epoch.
+pub fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// CPU seconds process `pid` has used, all its threads (user and

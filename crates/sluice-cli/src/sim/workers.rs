@@ -317,6 +317,10 @@ async fn attempt(sim: Arc<Sim>, t: TaskAssignment) {
         report.partition_bytes = split(size, t.reducers);
     }
     counted(&sim, reduce, size);
+    if !reduce {
+        let mut s = lock(&sim.stats);
+        s.last_map_sent_ms = s.last_map_sent_ms.max(stats::epoch_ms());
+    }
     beat(&sim, vec![report], false).await;
 }
 
@@ -370,6 +374,7 @@ async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
     let (mut log, mut since) = (0, 0);
     let mut have: Vec<bool> = Vec::new();
     let mut known = 0u32;
+    let mut addrs: Vec<String> = Vec::new();
     loop {
         if sim.gone.load(Ordering::Relaxed) {
             return false;
@@ -380,16 +385,26 @@ async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
             wait_ms: 2000,
             log,
             since,
+            addr_table: true,
+            addrs_known: addrs.len() as u32,
         };
         lock(&sim.stats).map_output_calls += 1;
-        match sim.rpc.clone().map_outputs(req).await {
+        let t0 = Instant::now();
+        let answer = sim.rpc.clone().map_outputs(req).await;
+        lock(&sim.stats).map_output_rtt.add(t0.elapsed());
+        match answer {
             Ok(r) => {
                 let r = r.into_inner();
                 if r.aborted {
                     return false;
                 }
+                addrs.truncate(r.addrs_from as usize);
+                addrs.extend(r.addrs);
                 have.resize(r.maps as usize, false);
                 for o in &r.outputs {
+                    if o.addr.is_empty() && o.worker as usize >= addrs.len() {
+                        lock(&sim.stats).errors += 1;
+                    }
                     if let Some(h) = have.get_mut(o.map as usize).filter(|h| !**h) {
                         *h = true;
                         known += 1;
@@ -397,6 +412,7 @@ async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
                 }
                 (log, since) = (r.log, r.next);
                 if known >= r.maps {
+                    lock(&sim.stats).shuffle_known_ms.push(stats::epoch_ms());
                     return true;
                 }
             }

@@ -386,6 +386,7 @@ impl State {
         self.totals.add(&report);
         job.reported(serde_json::to_string_pretty(&report).expect("serializable"));
         self.ended.push((id, job.report_json().to_owned()));
+        self.outputs_moved = true;
         self.logged.push(JobEntry::Ended { job: id });
         let succeeded = *job.state() == JobState::Succeeded;
         let mut kills = Vec::new();
@@ -532,6 +533,7 @@ impl State {
         };
         if !discard {
             self.logged.extend(task_done(job, kind, t.index as usize));
+            self.outputs_moved |= kind == TaskKind::Map && job.maps_complete();
         }
         for (w, attempt) in kills {
             if let Some(ws) = self.workers.get_mut(&w) {

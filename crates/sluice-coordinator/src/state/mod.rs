@@ -213,6 +213,10 @@ pub struct Step {
     /// next attempt takes (the common case, thousands a second on a large
     /// cluster) wakes no other worker.
     pub offer: bool,
+    /// Reduces waiting for map outputs should look again: a job's last
+    /// map is done, or a job ended. (Other maps' outputs are sent when
+    /// the call has waited a while, not one by one.)
+    pub outputs: bool,
 }
 
 /// A catalog change waiting for its write: how to undo it if the write
@@ -331,6 +335,9 @@ pub struct State {
     write: Option<CatalogWrite>,
     /// The job records changed this step.
     jobs_dirty: bool,
+    /// A job's last map was done or a job ended: what reduces waiting for
+    /// map outputs are woken by ([`Step::outputs`]).
+    outputs_moved: bool,
     /// Which job a free slot is offered to first.
     policy: Box<dyn Policy>,
     /// Since when each pool has been short of its minimum share, by slot
@@ -443,6 +450,7 @@ impl State {
             inputs_unchecked: true,
             write: None,
             jobs_dirty: false,
+            outputs_moved: false,
             policy,
             starved_since: HashMap::new(),
             history: BTreeMap::new(),
@@ -537,6 +545,7 @@ impl State {
             log: std::mem::take(&mut self.logged),
             wake,
             offer: offer.unwrap_or(wake),
+            outputs: std::mem::take(&mut self.outputs_moved),
         }
     }
 }

@@ -155,7 +155,7 @@ pub fn refusal<B>(req: &http::Request<B>) -> Option<String> {
     let held = certs
         .as_ref()
         .and_then(|c| c.first())
-        .map(|c| roles(c))
+        .map(|c| known_roles(c))
         .unwrap_or_default();
     if held.contains(&Role::Worker) {
         return None;
@@ -169,6 +169,33 @@ pub fn refusal<B>(req: &http::Request<B>) -> Option<String> {
     Some(format!(
         "{path} needs a worker certificate; the peer's role is {held}"
     ))
+}
+
+/// Most certificates whose roles [`known_roles`] keeps.
+const KNOWN_CERTIFICATES: usize = 16_384;
+
+/// The roles of `cert` (DER), parsed once per certificate: a worker
+/// sends thousands of calls a second over one connection, and parsing
+/// its certificate each time was 4% of a large cluster's coordinator. A
+/// certificate's roles are a function of its bytes (the handshake checked
+/// its signature), so the bytes are the key. The table starts again when
+/// it holds [`KNOWN_CERTIFICATES`].
+fn known_roles(cert: &[u8]) -> Vec<Role> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static KNOWN: OnceLock<Mutex<HashMap<Vec<u8>, Vec<Role>>>> = OnceLock::new();
+    let known = KNOWN.get_or_init(Mutex::default);
+    let lock = || known.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(r) = lock().get(cert) {
+        return r.clone();
+    }
+    let parsed = roles(cert);
+    let mut table = lock();
+    if table.len() >= KNOWN_CERTIFICATES {
+        table.clear();
+    }
+    table.insert(cert.to_vec(), parsed.clone());
+    parsed
 }
 
 impl<S> tower::Service<http::Request<Body>> for RoleService<S>

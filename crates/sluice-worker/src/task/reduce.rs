@@ -99,13 +99,15 @@ fn not_killed(shared: &Shared, a: &TaskAssignment) -> Result<()> {
 }
 
 /// Where a reducer is in its job's list of map outputs: how many it has
-/// fetched, and the list's name and position from the last reply (so a
-/// call sends only what is new; see `MapOutputsRequest`).
+/// fetched, the list's name and position from the last reply (so a call
+/// sends only what is new; see `MapOutputsRequest`), and the job's table
+/// of the maps' addresses as far as it has been sent.
 #[derive(Debug, Default)]
 struct Cursor {
     known: u32,
     log: u64,
     since: u64,
+    addrs: Vec<String>,
 }
 
 /// The finished map outputs of `a`'s job that are new to `cursor`, as the
@@ -125,6 +127,8 @@ fn map_outputs(
         wait_ms: MAP_OUTPUTS_WAIT_MS,
         log: cursor.log,
         since: cursor.since,
+        addr_table: true,
+        addrs_known: cursor.addrs.len() as u32,
     };
     let several = shared.coordinator.list().several();
     let mut failures = 0;
@@ -158,7 +162,26 @@ fn map_outputs(
     }
     cursor.log = r.log;
     cursor.since = r.next;
-    Ok(r.outputs)
+    cursor.addrs.truncate(r.addrs_from as usize);
+    cursor.addrs.extend(r.addrs);
+    let mut outputs = r.outputs;
+    for o in &mut outputs {
+        if o.addr.is_empty() {
+            o.addr = cursor
+                .addrs
+                .get(o.worker as usize)
+                .cloned()
+                .ok_or_else(|| {
+                    ClusterError::Remote(format!(
+                        "map output {} names worker place {} of a table of {}",
+                        o.map,
+                        o.worker,
+                        cursor.addrs.len()
+                    ))
+                })?;
+        }
+    }
+    Ok(outputs)
 }
 
 /// Whom a failed fetch blames.

@@ -84,7 +84,8 @@ impl Job {
         let won = t.attempts.last().expect("just pushed").clone();
         if kind == MAP {
             self.map_outputs.count(&won, 1);
-            self.winners.push((index as u32, won.id));
+            let place = self.addrs.place(&won.addr);
+            self.winners.push((index as u32, won.id, place));
         }
         self.queues.done(kind, index);
     }

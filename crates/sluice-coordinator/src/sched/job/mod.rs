@@ -118,9 +118,12 @@ pub struct Job {
     reduce_scheduler: Option<ReduceScheduler>,
     /// What its winning maps have produced so far.
     map_outputs: MapOutputs,
-    /// Maps as they won, `(map, attempt)`, in order: what a reducer has
-    /// not been told yet is a tail of it ([`Job::outputs_since`]).
-    winners: Vec<(u32, u32)>,
+    /// Maps as they won, `(map, attempt, place of its address in
+    /// addrs)`, in order: what a reducer has not been told yet is a tail
+    /// of it ([`Job::outputs_since`]).
+    winners: Vec<(u32, u32, u32)>,
+    /// The winners' addresses.
+    addrs: AddrTable,
     /// Names `winners` for this coordinator's run of the job (random).
     winners_log: u64,
     /// Worker names and counter names its attempts share.
@@ -202,6 +205,7 @@ impl Job {
             reduce_scheduler,
             map_outputs: MapOutputs::default(),
             winners: Vec::new(),
+            addrs: AddrTable::default(),
             winners_log: rand::random::<u64>().max(1),
             names: Names::default(),
             encoded: request.encode().into(),
@@ -365,6 +369,23 @@ impl Job {
         &self.map_outputs
     }
 
+    /// The name of its list of winning maps' outputs (see
+    /// [`Job::outputs_since`]).
+    pub fn outputs_log(&self) -> u64 {
+        self.winners_log
+    }
+
+    /// Entries of its list of outputs after `since` (some may be outputs
+    /// lost since; see [`Job::outputs_since`]).
+    pub fn outputs_after(&self, since: u64) -> usize {
+        self.winners.len().saturating_sub(since as usize)
+    }
+
+    /// Whether every map has a winner.
+    pub fn maps_complete(&self) -> bool {
+        self.done(MAP) == self.maps.len()
+    }
+
     /// The winning maps' outputs listed since `since` of list `log` (from
     /// its start for a list this job does not keep), at most
     /// [`OUTPUTS_PER_REPLY`], and the list's name and how far they reach,
@@ -372,7 +393,14 @@ impl Job {
     /// map's winner, so each map comes once, and an output lost since is
     /// listed again when its map wins anew. A reducer's call costs what is
     /// new to it, not the job's maps, and no reply grows with the job.
-    pub fn outputs_since(&self, log: u64, since: u64) -> (Vec<proto::MapOutput>, u64, u64) {
+    /// With `table`, an output names its worker by its place in the job's
+    /// table of addresses ([`Job::addrs_from`]) instead of the address.
+    pub fn outputs_since(
+        &self,
+        log: u64,
+        since: u64,
+        table: bool,
+    ) -> (Vec<proto::MapOutput>, u64, u64) {
         let from = if log == self.winners_log {
             (since as usize).min(self.winners.len())
         } else {
@@ -380,7 +408,7 @@ impl Job {
         };
         let mut outputs = Vec::new();
         let mut next = from;
-        for &(m, id) in &self.winners[from..] {
+        for &(m, id, place) in &self.winners[from..] {
             if outputs.len() == OUTPUTS_PER_REPLY {
                 break;
             }
@@ -392,11 +420,28 @@ impl Job {
                 outputs.push(proto::MapOutput {
                     map: m,
                     attempt: id,
-                    addr: a.addr.to_string(),
+                    addr: if table {
+                        String::new()
+                    } else {
+                        a.addr.to_string()
+                    },
+                    worker: if table { place } else { 0 },
                 });
             }
         }
         (outputs, self.winners_log, next as u64)
+    }
+
+    /// The entries of its table of winners' addresses a caller of list
+    /// `log` that knows `known` of them lacks: where they start and what
+    /// they are (from the start for a list this job does not keep).
+    pub fn addrs_from(&self, log: u64, known: u32) -> (u32, Vec<String>) {
+        let from = if log == self.winners_log {
+            (known as usize).min(self.addrs.len())
+        } else {
+            0
+        };
+        (from as u32, self.addrs.from(from))
     }
 
     pub fn tasks(&self, kind: TaskKind) -> &[Task] {
@@ -565,7 +610,8 @@ impl Job {
             let took = micros(&t.attempts[at]);
             if kind == MAP {
                 self.map_outputs.count(&t.attempts[at], 1);
-                self.winners.push((index as u32, id));
+                let place = self.addrs.place(&t.attempts[at].addr);
+                self.winners.push((index as u32, id, place));
             }
             let mut kills = Vec::new();
             for a in &mut t.attempts {
@@ -729,8 +775,11 @@ impl Job {
 /// blocks no other worker caches before taking the first.
 pub const PREFER_SCAN: usize = 16;
 
+mod addrs;
 pub mod adopt;
 mod offer;
+
+use addrs::AddrTable;
 
 #[cfg(test)]
 mod tests;

@@ -632,24 +632,27 @@ fn a_reducer_is_told_each_map_output_once_and_again_when_it_is_recomputed() {
     let maps = |v: &[proto::MapOutput]| v.iter().map(|o| (o.map, o.attempt)).collect::<Vec<_>>();
     won(&mut j, 0, 1);
     won(&mut j, 1, 2);
-    let (all, log, next) = j.outputs_since(0, 0);
+    let (all, log, next) = j.outputs_since(0, 0, false);
     assert_eq!(maps(&all), [(0, 0), (1, 0)]);
     assert_eq!(next, 2);
-    assert!(j.outputs_since(log, next).0.is_empty(), "nothing new");
+    assert!(
+        j.outputs_since(log, next, false).0.is_empty(),
+        "nothing new"
+    );
     won(&mut j, 2, 2);
-    assert_eq!(maps(&j.outputs_since(log, next).0), [(2, 0)]);
+    assert_eq!(maps(&j.outputs_since(log, next, false).0), [(2, 0)]);
     // Map 0's output is lost with its worker: not listed until it wins
     // again, then listed with its new attempt.
     j.worker_lost(WorkerId(1), now);
-    assert!(j.outputs_since(log, 3).0.is_empty());
+    assert!(j.outputs_since(log, 3, false).0.is_empty());
     won(&mut j, 0, 2);
-    let (new, _, next) = j.outputs_since(log, 3);
+    let (new, _, next) = j.outputs_since(log, 3, false);
     assert_eq!(maps(&new), [(0, 1)]);
     assert_eq!(next, 4);
     // A list the job does not keep (another coordinator's) gets all the
     // winners now, each once.
     assert_eq!(
-        maps(&j.outputs_since(log ^ 1, 4).0),
+        maps(&j.outputs_since(log ^ 1, 4, false).0),
         [(1, 0), (2, 0), (0, 1)]
     );
 }
@@ -665,13 +668,46 @@ fn a_long_list_of_map_outputs_comes_in_pages_each_map_once() {
         let id = j.launch(chosen(MAP, m, Node, false), &asker(1, "a", &p), now);
         j.finish(MAP, m, ok(MAP, m as u32, id), &s, now);
     }
-    let (first, log, next) = j.outputs_since(0, 0);
+    let (first, log, next) = j.outputs_since(0, 0, false);
     assert_eq!(first.len(), OUTPUTS_PER_REPLY);
-    let (rest, _, end) = j.outputs_since(log, next);
+    let (rest, _, end) = j.outputs_since(log, next, false);
     assert_eq!(rest.len(), 10);
     assert_eq!(end, n as u64);
     let mut maps: Vec<u32> = first.iter().chain(&rest).map(|o| o.map).collect();
     maps.sort_unstable();
     maps.dedup();
     assert_eq!(maps.len(), n);
+}
+
+#[test]
+fn with_a_table_each_output_names_its_workers_place_and_the_table_comes_once() {
+    let mut j = job(6, 1);
+    let s = Settings::default();
+    let p = place("dc1", "r1");
+    let now = Instant::now();
+    let workers = [(1, "a"), (2, "b"), (1, "a"), (3, "c"), (2, "b"), (3, "c")];
+    for (m, (w, uid)) in workers.into_iter().enumerate() {
+        let addr = format!("{uid}:7");
+        let at = Asker {
+            addr: &addr,
+            ..asker(w, uid, &p)
+        };
+        let id = j.launch(chosen(MAP, m, Node, false), &at, now);
+        j.finish(MAP, m, ok(MAP, m as u32, id), &s, now);
+    }
+    let (plain, log, _) = j.outputs_since(0, 0, false);
+    let (coded, _, _) = j.outputs_since(0, 0, true);
+    let (from, table) = j.addrs_from(0, 0);
+    assert_eq!((from, table.len()), (0, 3), "three workers, each once");
+    assert!(coded.iter().all(|o| o.addr.is_empty()));
+    let resolved: Vec<(u32, &str)> = coded
+        .iter()
+        .map(|o| (o.map, table[o.worker as usize].as_str()))
+        .collect();
+    let expected: Vec<(u32, &str)> = plain.iter().map(|o| (o.map, o.addr.as_str())).collect();
+    assert_eq!(resolved, expected);
+    // A caller that knows two entries of this list gets the third only;
+    // one of another list gets the table from its start.
+    assert_eq!(j.addrs_from(log, 2), (2, vec![table[2].clone()]));
+    assert_eq!(j.addrs_from(log ^ 1, 2).0, 0);
 }
