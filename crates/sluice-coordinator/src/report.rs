@@ -1,6 +1,7 @@
 //! The report of a finished job, from its tasks' winning attempts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 use sluice_proto::report::{
@@ -9,7 +10,7 @@ use sluice_proto::report::{
 };
 
 use crate::input::MapInput;
-use crate::sched::{task_name, Attempt, AttemptState, Job, Kept, Locality, MAP, REDUCE};
+use crate::sched::{task_name, Attempt, AttemptState, Job, Kept, Locality, Names, MAP, REDUCE};
 use sluice_proto::ids::TaskKind;
 use sluice_proto::proto;
 
@@ -41,7 +42,11 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
     };
     let end = job.finished().unwrap_or(now);
     r.phases.total_s = end.duration_since(job.started()).as_secs_f64();
-    let mut per: BTreeMap<String, WorkerPhases> = BTreeMap::new();
+    // By worker and by interned counter name while walking the tasks
+    // (a hundred thousand of them at most a few hundred workers and
+    // names); named and ordered once at the end.
+    let mut per: HashMap<Arc<str>, WorkerPhases> = HashMap::new();
+    let (mut counters, mut user_counters) = (IdSums::default(), IdSums::default());
     let mut reduce_bytes = Vec::new();
     for kind in [MAP, REDUCE] {
         let (mut first, mut last) = (None::<Instant>, None::<Instant>);
@@ -58,13 +63,11 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
             secs.push(a.seconds(now));
             let none = Kept::default();
             let rep = a.report.as_deref().unwrap_or(&none);
-            let w = per
-                .entry(a.uid.to_string())
-                .or_insert_with(|| WorkerPhases {
-                    worker: a.uid.to_string(),
-                    addr: a.addr.to_string(),
-                    ..WorkerPhases::default()
-                });
+            let w = per.entry(a.uid.clone()).or_insert_with(|| WorkerPhases {
+                worker: a.uid.to_string(),
+                addr: a.addr.to_string(),
+                ..WorkerPhases::default()
+            });
             let start_s = a
                 .started
                 .saturating_duration_since(job.started())
@@ -76,8 +79,8 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
                 w.reduce_end_s = w.reduce_end_s.max(end_s);
                 w.fetch_end_s = w.fetch_end_s.max(start_s + rep.fetch_seconds);
             }
-            merge_counters(&mut r.counters, rep.counters(job.names()));
-            merge_counters(&mut r.user_counters, rep.user_counters(job.names()));
+            counters.add(rep.counter_ids());
+            user_counters.add(rep.user_counter_ids());
             r.task_memory_bytes = r.task_memory_bytes.max(rep.memory_bytes);
             if kind == MAP {
                 w.maps += 1;
@@ -141,7 +144,10 @@ pub fn of(job: &Job, workers: usize, places: &Places) -> ClusterReport {
     if read > 0 {
         r.cache.hit_ratio = r.cache.bytes_from_cache as f64 / read as f64;
     }
+    r.counters = counters.named(job.names());
+    r.user_counters = user_counters.named(job.names());
     r.per_worker = per.into_values().collect();
+    r.per_worker.sort_by(|a, b| a.worker.cmp(&b.worker));
     r.time_skew = TimeSkew::of(&r.per_worker);
     if !reduce_bytes.is_empty() {
         let mean = reduce_bytes.iter().sum::<u64>() as f64 / reduce_bytes.len() as f64;
@@ -388,17 +394,30 @@ fn find_stragglers(
 /// Most stragglers a report lists per phase (the slowest).
 pub const STRAGGLERS_LISTED: usize = 100;
 
-fn merge_counters<'a>(
-    into: &mut BTreeMap<String, u64>,
-    from: impl Iterator<Item = (&'a str, u64)>,
-) {
-    for (k, v) in from {
-        match into.get_mut(k) {
-            Some(n) => *n += v,
-            None => {
-                into.insert(k.to_owned(), v);
+/// Counter values summed by interned name (`None`: never reported).
+#[derive(Debug, Default)]
+struct IdSums(Vec<Option<u64>>);
+
+impl IdSums {
+    fn add(&mut self, pairs: impl Iterator<Item = (u32, u64)>) {
+        for (id, v) in pairs {
+            let i = id as usize;
+            if self.0.len() <= i {
+                self.0.resize(i + 1, None);
+            }
+            *self.0[i].get_or_insert(0) += v;
+        }
+    }
+
+    /// The sums by name, of the names some attempt reported.
+    fn named(&self, names: &Names) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for (id, v) in self.0.iter().enumerate() {
+            if let Some(v) = v {
+                *out.entry(names.name(id as u32).to_owned()).or_default() += v;
             }
         }
+        out
     }
 }
 

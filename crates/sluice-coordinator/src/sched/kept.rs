@@ -157,11 +157,16 @@ fn pack_counters(counters: &HashMap<String, u64>, names: &mut Names) -> Packed {
 
 /// The pairs of a [`pack_counters`] packing, with their names.
 fn counter_pairs<'a>(p: &'a Packed, names: &'a Names) -> impl Iterator<Item = (&'a str, u64)> + 'a {
+    id_pairs(p).map(|(id, v)| (names.name(id), v))
+}
+
+/// The `(interned name, value)` pairs of packed counters.
+fn id_pairs(p: &Packed) -> impl Iterator<Item = (u32, u64)> + '_ {
     let mut it = p.iter();
     std::iter::from_fn(move || {
         let id = it.next()?;
         let v = it.next()?;
-        Some((names.name(id as u32), v))
+        Some((id as u32, v))
     })
 }
 
@@ -223,6 +228,16 @@ impl Kept {
     /// Its task counters by name.
     pub fn counters<'a>(&'a self, names: &'a Names) -> impl Iterator<Item = (&'a str, u64)> + 'a {
         counter_pairs(&self.counters, names)
+    }
+
+    /// Its counters by interned name ([`Names`]).
+    pub fn counter_ids(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        id_pairs(&self.counters)
+    }
+
+    /// Its user counters by interned `group.name`.
+    pub fn user_counter_ids(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        id_pairs(&self.user_counters)
     }
 
     /// Its user counters by `group.name`.

@@ -204,7 +204,8 @@ pub struct Step {
     pub history: Vec<(JobId, String)>,
     /// Records for the job log, in order ([`crate::joblog`]).
     pub log: Vec<JobEntry>,
-    /// Waiting callers should look again.
+    /// Callers waiting for a job's end should look again: a job ended, or
+    /// an event other than a heartbeat changed the state.
     pub wake: bool,
     /// Held heartbeats should be offered their workers' slots again. A
     /// heartbeat's reports wake other workers' held beats only when they
@@ -492,7 +493,9 @@ impl State {
         let answer = match ev {
             Event::Register(r) => self.register(r).map(Answer::Registered),
             Event::Heartbeat(r) => {
-                wake = !r.reports.is_empty() || !r.corrupt.is_empty();
+                // Its reports wake waiting callers only when a job ended
+                // (below), not thousands of times a second.
+                wake = false;
                 let (corrupt, before) = (!r.corrupt.is_empty(), self.waiting_tasks());
                 let reply = self.heartbeat(r);
                 let started = reply.as_ref().map_or(0, |r| r.tasks.len());
@@ -537,6 +540,7 @@ impl State {
         };
         self.note_marks();
         self.settle_jobs();
+        wake |= !self.ended.is_empty();
         Step {
             answer,
             catalog: self.write.take(),
