@@ -523,7 +523,7 @@ impl Coordinator for Service {
     }
 
     /// A reduce's long poll for map outputs. New outputs are sent once
-    /// the call has waited [`OUTPUTS_SETTLE`] (so that a thousand maps
+    /// the call has waited 250 ms (so that a thousand maps
     /// ending a second make a few replies, not a reply each); at once on
     /// a first call, when a full reply waits and when the job's last map
     /// is done; and whatever there is at the call's deadline.
