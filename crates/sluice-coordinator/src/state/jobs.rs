@@ -22,6 +22,12 @@ use super::workers::node;
 
 use super::{Refusal, State, Submission, Then};
 
+/// Most ended jobs the state holds whole ([`State::retire_ended`]).
+pub const KEEP_ENDED_JOBS: usize = 100;
+
+/// Most tasks of ended jobs the state holds whole, together.
+pub const KEEP_ENDED_TASKS: usize = 200_000;
+
 impl State {
     pub(super) fn fetch_failed(&mut self, r: &proto::FetchFailedRequest) {
         self.fetch_failures += 1;
@@ -289,8 +295,42 @@ impl State {
             .filter(|j| !j.is_running() && j.report_json().is_empty())
             .map(|j| j.id())
             .collect();
+        let any_ended = !ended.is_empty();
         for id in ended {
             self.end_job(id);
+        }
+        if any_ended {
+            self.retire_ended(KEEP_ENDED_JOBS, KEEP_ENDED_TASKS);
+        }
+    }
+
+    /// Retires the oldest ended jobs while more than `jobs` ended ones,
+    /// or ended ones of more than `tasks` tasks together, are held: their
+    /// tasks leave memory and no heartbeat walks them again; their
+    /// reports stay (in the history kept in memory, as an earlier
+    /// coordinator's), and their records answer for them. A late report
+    /// of a retired job's attempt is ignored, and its output block is an
+    /// orphan like any other. Hadoop's JobTracker retired completed jobs
+    /// the same way, Spark's driver keeps `spark.ui.retainedJobs`.
+    pub(super) fn retire_ended(&mut self, jobs: usize, tasks: usize) {
+        let ended: Vec<(JobId, usize)> = self
+            .jobs
+            .values()
+            .filter(|j| !j.is_running() && !j.report_json().is_empty())
+            .map(|j| (j.id(), j.maps().len() + j.reduces().len()))
+            .collect();
+        let (mut count, mut held) = (ended.len(), ended.iter().map(|e| e.1).sum::<usize>());
+        for (id, n) in ended {
+            if count <= jobs && held <= tasks {
+                break;
+            }
+            if let Some(j) = self.jobs.remove(&id) {
+                self.history.insert(id, j.report_json().to_owned());
+            }
+            (count, held) = (count - 1, held - n);
+        }
+        while self.history.len() > self.cfg.history.max(1) {
+            self.history.pop_first();
         }
     }
 

@@ -896,6 +896,47 @@ fn a_decision_does_not_walk_past_the_tasks_running_in_a_large_cluster() {
 }
 
 #[test]
+fn ended_jobs_past_the_limit_are_retired_and_still_answer() {
+    let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+    sim.register("a", "dc1", "r1", 2);
+    sim.data("in", &[&["a"], &["a"]], 100);
+    for _ in 0..3 {
+        sim.submit("in", "p", 1);
+        let id = *sim.st.jobs.keys().last().unwrap();
+        while sim.st.jobs[&id].is_running() {
+            sim.report("a", true, false);
+        }
+        let done = sim.st.status(id).unwrap();
+        assert_eq!(done.state, "succeeded");
+    }
+    let first = *sim.st.jobs.keys().next().unwrap();
+    sim.st.retire_ended(1, usize::MAX);
+    assert_eq!(sim.st.jobs.len(), 1, "only the newest ended job is held");
+    assert!(!sim.st.jobs.contains_key(&first));
+    // A retired job still answers, from its record and its report.
+    let s = sim.st.status(first).unwrap();
+    assert_eq!(s.state, "succeeded");
+    assert!(s.report_json.contains("\"state\""), "{}", s.report_json);
+    // A late report of one of its attempts changes nothing.
+    let late = proto::TaskReport {
+        task: Some(proto::TaskId {
+            job: first.0,
+            kind: TaskKind::Map.wire(),
+            index: 0,
+            attempt: 7,
+        }),
+        ok: true,
+        ..Default::default()
+    };
+    sim.beat("a", vec![late]);
+    assert!(!sim.st.jobs.contains_key(&first));
+    assert_eq!(sim.st.status(first).unwrap().state, "succeeded");
+    // By tasks: a limit of one task retires every ended job.
+    sim.st.retire_ended(usize::MAX, 1);
+    assert!(sim.st.jobs.is_empty());
+}
+
+#[test]
 fn a_large_clusters_idle_heartbeats_are_held_longer() {
     let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
     for i in 0..3 {
