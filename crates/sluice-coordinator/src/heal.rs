@@ -108,6 +108,15 @@ impl Healing {
         busy: &HashSet<String>,
         now: Instant,
     ) {
+        if self.due(now) {
+            self.scan(catalog, live, busy, now);
+        }
+    }
+
+    /// Gives up copies not heard of in time; whether a scan is due (what
+    /// [`Healing::tick`] would scan for). A caller whose live workers cost
+    /// something to list lists them only then.
+    pub fn due(&mut self, now: Instant) -> bool {
         let before = self.copies.len();
         self.copies
             .retain(|_, c| now.duration_since(c.since) < COPY_TIMEOUT);
@@ -115,12 +124,11 @@ impl Healing {
         let due = self
             .last_scan
             .is_none_or(|t| now.duration_since(t) >= RESCAN);
-        if self.dirty || due {
-            self.scan(catalog, live, busy, now);
-        }
+        self.dirty || due
     }
 
-    fn scan(
+    /// Scans the catalog for blocks short of replicas and excess ones.
+    pub fn scan(
         &mut self,
         catalog: &Catalog,
         live: &BTreeMap<String, Live>,

@@ -223,9 +223,13 @@ impl State {
         self.inputs_unchecked |= !lost.is_empty() || gave_up;
         let mut changed = !lost.is_empty() | gave_up;
         if cfg.replication_streams > 0 {
-            let live = self.live_by_uid();
-            let busy = self.blocks_read();
-            self.heal.tick(&self.catalog, &live, &busy, now);
+            // Listing the live workers costs the cluster's size: only when
+            // a scan is due, not at every tick.
+            if self.heal.due(now) {
+                let live = self.live_by_uid();
+                let busy = self.blocks_read();
+                self.heal.scan(&self.catalog, &live, &busy, now);
+            }
             changed |= self.remove_excess();
         }
         if self.alive().next().is_some() {
