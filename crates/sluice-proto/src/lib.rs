@@ -28,6 +28,7 @@ mod error;
 pub mod follow;
 pub mod ids;
 pub mod layout;
+pub mod outputs;
 pub mod report;
 pub mod sample;
 pub mod signed;

@@ -374,7 +374,7 @@ async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
     let (mut log, mut since) = (0, 0);
     let mut have: Vec<bool> = Vec::new();
     let mut known = 0u32;
-    let mut addrs: Vec<String> = Vec::new();
+    let mut addrs = sluice_proto::outputs::OutputAddrs::default();
     loop {
         if sim.gone.load(Ordering::Relaxed) {
             return false;
@@ -386,7 +386,7 @@ async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
             log,
             since,
             addr_table: true,
-            addrs_known: addrs.len() as u32,
+            addrs_known: addrs.known(),
         };
         lock(&sim.stats).map_output_calls += 1;
         let t0 = Instant::now();
@@ -394,17 +394,18 @@ async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
         lock(&sim.stats).map_output_rtt.add(t0.elapsed());
         match answer {
             Ok(r) => {
-                let r = r.into_inner();
+                let mut r = r.into_inner();
                 if r.aborted {
                     return false;
                 }
-                addrs.truncate(r.addrs_from as usize);
-                addrs.extend(r.addrs);
+                if addrs
+                    .resolve(r.addrs_from, r.addrs, &mut r.outputs)
+                    .is_err()
+                {
+                    lock(&sim.stats).errors += 1;
+                }
                 have.resize(r.maps as usize, false);
                 for o in &r.outputs {
-                    if o.addr.is_empty() && o.worker as usize >= addrs.len() {
-                        lock(&sim.stats).errors += 1;
-                    }
                     if let Some(h) = have.get_mut(o.map as usize).filter(|h| !**h) {
                         *h = true;
                         known += 1;

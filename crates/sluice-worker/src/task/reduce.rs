@@ -107,7 +107,7 @@ struct Cursor {
     known: u32,
     log: u64,
     since: u64,
-    addrs: Vec<String>,
+    addrs: sluice_proto::outputs::OutputAddrs,
 }
 
 /// The finished map outputs of `a`'s job that are new to `cursor`, as the
@@ -128,7 +128,7 @@ fn map_outputs(
         log: cursor.log,
         since: cursor.since,
         addr_table: true,
-        addrs_known: cursor.addrs.len() as u32,
+        addrs_known: cursor.addrs.known(),
     };
     let several = shared.coordinator.list().several();
     let mut failures = 0;
@@ -162,25 +162,8 @@ fn map_outputs(
     }
     cursor.log = r.log;
     cursor.since = r.next;
-    cursor.addrs.truncate(r.addrs_from as usize);
-    cursor.addrs.extend(r.addrs);
     let mut outputs = r.outputs;
-    for o in &mut outputs {
-        if o.addr.is_empty() {
-            o.addr = cursor
-                .addrs
-                .get(o.worker as usize)
-                .cloned()
-                .ok_or_else(|| {
-                    ClusterError::Remote(format!(
-                        "map output {} names worker place {} of a table of {}",
-                        o.map,
-                        o.worker,
-                        cursor.addrs.len()
-                    ))
-                })?;
-        }
-    }
+    cursor.addrs.resolve(r.addrs_from, r.addrs, &mut outputs)?;
     Ok(outputs)
 }
 
