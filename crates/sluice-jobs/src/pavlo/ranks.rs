@@ -3,10 +3,16 @@
 //! Written here rather than taken as a `HashMap<Vec<u8>, i64>`: that map
 //! gave every URL an allocation of its own, which cost as much to build
 //! (and to free at exit) as the join's whole scan of UserVisits. Here the
-//! URLs live in one arena and the index is an open-addressing table of
-//! 24-byte slots (linear probing, a load factor of at most one half), and
-//! the rows are read by several threads, each over a piece of the files,
-//! before one pass places them.
+//! URLs stay in the arenas their readers wrote, and the index is a set
+//! of open-addressing tables of 24-byte slots (linear probing, a load
+//! factor of at most one half), one per partition of the hashes.
+//!
+//! Rows are read by several threads, each over a piece of the files,
+//! and each reader sorts its rows by partition as it goes. The
+//! partitions are then built by the threads too, one at a time each:
+//! a partition's table is a few hundred KiB, so its inserts hit the CPU's
+//! cache instead of one table of tens of MB, which missed it at every row
+//! and took a single thread as long as the whole read.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,11 +29,25 @@ use super::{decode, RANKINGS_FIELDS};
 use crate::JobError;
 
 /// Pieces smaller than this are not cut further for more threads.
-const MIN_PIECE: u64 = 4 << 20;
+const MIN_PIECE: u64 = 1 << 20;
 
-/// One URL: where its bytes are in the arena, its rank, and the high half
-/// of its hash (so most other URLs are told apart without the arena).
-/// `len` is the URL's length plus one: 0 marks an empty slot.
+/// Input bytes a partition, about: Rankings rows take 17 (Parquet) to 60
+/// (text) bytes, so a partition holds a few thousand URLs and its table
+/// (two slots a URL) a few hundred KiB.
+const PARTITION_BYTES: u64 = 64 << 10;
+
+/// Partitions at most: the table of a large input has large partitions
+/// rather than very many.
+const MAX_PARTITIONS: usize = 4096;
+
+/// Bits of a slot's `off` that hold the offset in its piece's arena; the
+/// bits above them hold the piece.
+const OFFSET_BITS: u32 = 48;
+
+/// One URL: where its bytes are (its piece, and its offset in the
+/// piece's arena), its rank, and the high half of its hash (so most
+/// other URLs are told apart without the arena). `len` is the URL's
+/// length plus one: 0 marks an empty slot.
 #[derive(Clone, Copy, Default)]
 struct Slot {
     off: u64,
@@ -36,35 +56,51 @@ struct Slot {
     len: u32,
 }
 
-impl Piece {
-    /// Adds a row; false (adding nothing) when its URL is too long to
-    /// index.
-    fn push(&mut self, url: &[u8], rank: i64) -> bool {
-        let Ok(len) = u32::try_from(url.len()) else {
-            return false;
-        };
-        self.rows
-            .push((hash(url), self.arena.len() as u64, len, rank));
-        self.arena.extend_from_slice(url);
-        true
-    }
-}
-
-/// `pageURL -> pageRank` for the fast join. A URL met twice keeps the
-/// rank of its last row in input order, as inserting into a map would.
-#[derive(Default)]
-pub struct RankTable {
-    arena: Vec<u8>,
-    slots: Vec<Slot>,
-    rows: usize,
+/// One row as its reader keeps it: the URL's hash, its offset in the
+/// piece's arena and length, and its rank.
+#[derive(Clone, Copy)]
+struct Row {
+    hash: u64,
+    off: u64,
+    len: u32,
+    rank: i64,
 }
 
 /// The rows one piece of the input gave: their URLs' bytes one after
-/// another, and per row (hash, offset in `arena`, length, rank).
-#[derive(Default)]
+/// another, and the rows by partition, each in input order.
 struct Piece {
     arena: Vec<u8>,
-    rows: Vec<(u64, u64, u32, i64)>,
+    parts: Vec<Vec<Row>>,
+}
+
+impl Piece {
+    fn new(partitions: usize) -> Piece {
+        Piece {
+            arena: Vec::new(),
+            parts: vec![Vec::new(); partitions],
+        }
+    }
+
+    /// Adds a row; false (adding nothing) when its URL is too long to
+    /// index or its piece's arena too large to address.
+    fn push(&mut self, url: &[u8], rank: i64) -> bool {
+        let (Ok(len), off) = (u32::try_from(url.len()), self.arena.len() as u64) else {
+            return false;
+        };
+        if off >> OFFSET_BITS != 0 {
+            return false;
+        }
+        let hash = hash(url);
+        let part = partition(hash, self.parts.len());
+        self.parts[part].push(Row {
+            hash,
+            off,
+            len,
+            rank,
+        });
+        self.arena.extend_from_slice(url);
+        true
+    }
 }
 
 fn hash(key: &[u8]) -> u64 {
@@ -72,18 +108,22 @@ fn hash(key: &[u8]) -> u64 {
     foldhash::fast::FixedState::with_seed(7).hash_one(key)
 }
 
-impl RankTable {
-    /// The rank of `url`, if Rankings has it.
-    pub fn get(&self, url: &[u8]) -> Option<i64> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        self.probe(hash(url), url).ok().map(|i| self.slots[i].rank)
-    }
+/// The partition of a hash among `partitions` (a power of two): its top
+/// bits, where a slot's place takes the low ones.
+fn partition(hash: u64, partitions: usize) -> usize {
+    (hash >> 52) as usize & (partitions - 1)
+}
 
+/// One partition's open-addressing table.
+#[derive(Default)]
+struct Part {
+    slots: Vec<Slot>,
+}
+
+impl Part {
     /// The slot of `key`, whose hash is `h`, or the empty slot it would
-    /// take.
-    fn probe(&self, h: u64, key: &[u8]) -> Result<usize, usize> {
+    /// take (`arenas` hold the keys of the slots).
+    fn probe(&self, arenas: &[Vec<u8>], h: u64, key: &[u8]) -> Result<usize, usize> {
         let mask = self.slots.len() - 1;
         let tag = (h >> 32) as u32;
         let mut i = h as usize & mask;
@@ -92,11 +132,70 @@ impl RankTable {
             if s.len == 0 {
                 return Err(i);
             }
-            if s.tag == tag && self.key(s) == key {
+            if s.tag == tag && key_of(arenas, s) == key {
                 return Ok(i);
             }
             i = (i + 1) & mask;
         }
+    }
+
+    /// The table of partition `p` of the pieces' rows (`rows[piece][p]`),
+    /// later pieces' rows after earlier ones'; its distinct URLs.
+    fn build(rows: &[Vec<Vec<Row>>], arenas: &[Vec<u8>], p: usize) -> (Part, usize) {
+        let count: usize = rows.iter().map(|x| x[p].len()).sum();
+        let mut part = Part {
+            slots: vec![Slot::default(); (count * 2).next_power_of_two().max(16)],
+        };
+        let mut distinct = 0;
+        for (i, piece) in rows.iter().enumerate() {
+            let base = (i as u64) << OFFSET_BITS;
+            for r in &piece[p] {
+                let key = &arenas[i][r.off as usize..r.off as usize + r.len as usize];
+                match part.probe(arenas, r.hash, key) {
+                    Ok(at) => part.slots[at].rank = r.rank,
+                    Err(at) => {
+                        part.slots[at] = Slot {
+                            off: base | r.off,
+                            rank: r.rank,
+                            tag: (r.hash >> 32) as u32,
+                            len: r.len + 1,
+                        };
+                        distinct += 1;
+                    }
+                }
+            }
+        }
+        (part, distinct)
+    }
+}
+
+/// The bytes of a slot's URL.
+fn key_of<'a>(arenas: &'a [Vec<u8>], s: &Slot) -> &'a [u8] {
+    let piece = (s.off >> OFFSET_BITS) as usize;
+    let off = (s.off & ((1 << OFFSET_BITS) - 1)) as usize;
+    &arenas[piece][off..off + s.len as usize - 1]
+}
+
+/// `pageURL -> pageRank` for the fast join. A URL met twice keeps the
+/// rank of its last row in input order, as inserting into a map would.
+#[derive(Default)]
+pub struct RankTable {
+    arenas: Vec<Vec<u8>>,
+    parts: Vec<Part>,
+    rows: usize,
+}
+
+impl RankTable {
+    /// The rank of `url`, if Rankings has it.
+    pub fn get(&self, url: &[u8]) -> Option<i64> {
+        if self.parts.is_empty() {
+            return None;
+        }
+        let h = hash(url);
+        let part = &self.parts[partition(h, self.parts.len())];
+        part.probe(&self.arenas, h, url)
+            .ok()
+            .map(|i| part.slots[i].rank)
     }
 
     /// How many distinct URLs it holds.
@@ -109,45 +208,43 @@ impl RankTable {
         self.rows == 0
     }
 
-    fn key(&self, s: &Slot) -> &[u8] {
-        &self.arena[s.off as usize..s.off as usize + s.len as usize - 1]
-    }
-
-    /// The table of the pieces' rows, later pieces' rows after earlier
-    /// ones'.
-    fn of(pieces: Vec<Piece>) -> RankTable {
-        let rows: usize = pieces.iter().map(|p| p.rows.len()).sum();
-        let mut t = RankTable {
-            arena: Vec::with_capacity(pieces.iter().map(|p| p.arena.len()).sum()),
-            slots: vec![Slot::default(); (rows * 2).next_power_of_two().max(16)],
-            rows: 0,
-        };
-        for p in pieces {
-            let base = t.arena.len() as u64;
-            t.arena.extend_from_slice(&p.arena);
-            for (h, off, len, rank) in p.rows {
-                t.place(h, base + off, len, rank);
+    /// The table of the pieces' rows, its partitions built on up to
+    /// `threads` threads.
+    fn of(pieces: Vec<Piece>, threads: usize) -> RankTable {
+        let partitions = pieces.first().map_or(1, |p| p.parts.len());
+        let (arenas, rows): (Vec<_>, Vec<_>) =
+            pieces.into_iter().map(|p| (p.arena, p.parts)).unzip();
+        let next = AtomicUsize::new(0);
+        let mut built: Vec<(usize, Part, usize)> = on_threads(threads.min(partitions), || {
+            let mut out = Vec::new();
+            loop {
+                let p = next.fetch_add(1, Ordering::Relaxed);
+                if p >= partitions {
+                    break out;
+                }
+                let (part, distinct) = Part::build(&rows, &arenas, p);
+                out.push((p, part, distinct));
             }
-        }
-        t
-    }
-
-    /// Puts one row in its slot, or overwrites the rank of its URL.
-    fn place(&mut self, h: u64, off: u64, len: u32, rank: i64) {
-        let key = off as usize..off as usize + len as usize;
-        match self.probe(h, &self.arena[key]) {
-            Ok(i) => self.slots[i].rank = rank,
-            Err(i) => {
-                self.slots[i] = Slot {
-                    off,
-                    rank,
-                    tag: (h >> 32) as u32,
-                    len: len + 1,
-                };
-                self.rows += 1;
-            }
+        });
+        built.sort_by_key(|(p, ..)| *p);
+        RankTable {
+            rows: built.iter().map(|(.., d)| d).sum(),
+            parts: built.into_iter().map(|(_, part, _)| part).collect(),
+            arenas,
         }
     }
+}
+
+/// Runs `work` on `threads` scoped threads (at least one) and gathers
+/// what each returned; a thread's panic goes on in the caller.
+fn on_threads<T: Send>(threads: usize, work: impl Fn() -> Vec<T> + Sync) -> Vec<T> {
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.max(1)).map(|_| scope.spawn(&work)).collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// Reads Rankings splits into a [`RankTable`] on up to `threads` threads,
@@ -158,33 +255,26 @@ pub fn rank_table(
     max_record: usize,
     threads: usize,
 ) -> std::result::Result<RankTable, JobError> {
-    let pieces = cut(splits, threads.max(1) * 2);
+    let pieces = cut(splits, threads.max(1) * 4);
+    let total: u64 = splits.iter().map(Split::len).sum();
+    let partitions = ((total / PARTITION_BYTES) as usize)
+        .next_power_of_two()
+        .min(MAX_PARTITIONS);
     let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, std::result::Result<Piece, FormatError>)> =
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads.clamp(1, pieces.len().max(1)))
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut out = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, Ordering::Relaxed);
-                            let Some(s) = pieces.get(i) else { break out };
-                            out.push((i, read_piece(s, max_record)));
-                        }
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
+    let mut done = on_threads(threads.clamp(1, pieces.len().max(1)), || {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(s) = pieces.get(i) else { break out };
+            out.push((i, read_piece(s, max_record, partitions)));
+        }
+    });
     done.sort_by_key(|(i, _)| *i);
     let pieces = done
         .into_iter()
         .map(|(_, p)| p)
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(RankTable::of(pieces))
+    Ok(RankTable::of(pieces, threads))
 }
 
 /// The splits cut into about `pieces` pieces of whole lines' worth of
@@ -233,8 +323,12 @@ pub fn rankings_columns() -> Projection {
 /// The Rankings rows of one piece: a Parquet piece's columns as they
 /// are, unless a batch holds what its text records would read otherwise
 /// (a null, a `|`), then that batch's records as text.
-fn read_piece(s: &Split, max_record: usize) -> std::result::Result<Piece, FormatError> {
-    let mut p = Piece::default();
+fn read_piece(
+    s: &Split,
+    max_record: usize,
+    partitions: usize,
+) -> std::result::Result<Piece, FormatError> {
+    let mut p = Piece::new(partitions);
     let mut dec = Decoder::new(b'|');
     let path = s.file.path.as_path();
     if s.file.codec == Codec::Parquet {
