@@ -43,6 +43,10 @@ pub enum TaskCounter {
     RowGroupsSkipped,
     /// Compressed bytes of the row groups skipped.
     BytesSkipped,
+    /// Rows of the row groups read that map tasks left out of the
+    /// mappers' input, the column the job filters on being outside its
+    /// range (Parquet, when the job keeps few rows of a row group).
+    RowsSkipped,
     /// Input rows a mapper read as typed columns
     /// ([`crate::columnar`]) rather than as text records.
     RowsAsColumns,
@@ -50,7 +54,7 @@ pub enum TaskCounter {
 
 impl TaskCounter {
     /// Every framework counter, in report order.
-    pub const ALL: [TaskCounter; 18] = [
+    pub const ALL: [TaskCounter; 19] = [
         TaskCounter::MapInputRecords,
         TaskCounter::MapInputBytes,
         TaskCounter::MapOutputRecords,
@@ -68,6 +72,7 @@ impl TaskCounter {
         TaskCounter::HashGroupingStopped,
         TaskCounter::RowGroupsSkipped,
         TaskCounter::BytesSkipped,
+        TaskCounter::RowsSkipped,
         TaskCounter::RowsAsColumns,
     ];
 
@@ -91,6 +96,7 @@ impl TaskCounter {
             TaskCounter::HashGroupingStopped => "HASH_GROUPING_STOPPED",
             TaskCounter::RowGroupsSkipped => "ROW_GROUPS_SKIPPED",
             TaskCounter::BytesSkipped => "BYTES_SKIPPED",
+            TaskCounter::RowsSkipped => "ROWS_SKIPPED",
             TaskCounter::RowsAsColumns => "ROWS_AS_COLUMNS",
         }
     }

@@ -251,6 +251,7 @@ impl MapPhase<'_> {
             };
             counters.add(TaskCounter::RowGroupsSkipped, read.groups_skipped);
             counters.add(TaskCounter::BytesSkipped, read.bytes_skipped);
+            counters.add(TaskCounter::RowsSkipped, read.rows_skipped);
             read.bytes
         };
         Ok((records, consumed))

@@ -9,7 +9,12 @@
 //! record is written from the arrays into one reused buffer (module
 //! `arrow_text`). A row group
 //! whose min/max statistics show no row the job keeps
-//! ([`crate::rows::KeepRange`]) is skipped unread and counted. Page
+//! ([`crate::rows::KeepRange`]) is skipped unread and counted. In a row
+//! group read, when the kept column (read alone first) shows that the
+//! job keeps at most a quarter of the rows, the other columns are
+//! decoded at those rows only (a `RowSelection`: the others' values are
+//! stepped over, and a page holding none of them is not decompressed),
+//! the rows left out counted, and each batch knows its rows' numbers. Page
 //! checksums, where the writer put them, are checked by the reader; a
 //! damaged page, a cut file or a missing column fails naming the file and
 //! the row group.
@@ -22,7 +27,9 @@ use bytes::Bytes;
 
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{ConvertedType, LogicalType};
 use parquet::errors::ParquetError;
@@ -41,6 +48,13 @@ use crate::{FormatError, Result};
 /// string's view) stay under the allocator's 128 KiB mmap threshold.
 const BATCH_ROWS: usize = 4096;
 
+/// A row group's rows are read selectively (the rest left out of every
+/// column's decoding) when the job keeps at most one in this many.
+const SELECT_AT_MOST: u64 = 4;
+
+/// Rows of the kept column decoded at a time to choose a row group's rows.
+const SELECT_BATCH_ROWS: usize = 65_536;
+
 /// What reading a split of rows did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RowsRead {
@@ -50,6 +64,9 @@ pub struct RowsRead {
     pub groups_skipped: u64,
     /// Compressed bytes of the row groups skipped.
     pub bytes_skipped: u64,
+    /// Rows of the row groups read that the reader left out: their kept
+    /// column's value lies outside the job's range.
+    pub rows_skipped: u64,
 }
 
 impl RowsRead {
@@ -98,7 +115,7 @@ where
     let mut read = RowsRead::default();
     for (g, rg) in meta.metadata().row_groups().iter().enumerate() {
         let first = group_start(rg);
-        let rows = rg.num_rows() as u64;
+        let rows = rg.num_rows().max(0) as u64;
         let size = rg.compressed_size() as u64;
         if first < split.start || first >= split.end {
             row_no += rows;
@@ -111,27 +128,42 @@ where
             continue;
         }
         let bad = |e: &dyn std::fmt::Display| bytes.failed(e, |e| group_error(path, g, first, e));
-        let batches =
+        let kept = plan.select(&bytes, &meta, g, rows).map_err(|e| bad(&e))?;
+        read.bytes += size;
+        let mut builder =
             ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
                 .with_projection(plan.mask.clone())
                 .with_row_groups(vec![g])
-                .with_batch_size(BATCH_ROWS)
-                .build()
-                .map_err(|e| bad(&e))?;
+                .with_batch_size(BATCH_ROWS);
+        if let Some(k) = &kept {
+            read.rows_skipped += rows - k.offsets.len() as u64;
+            if k.offsets.is_empty() {
+                row_no += rows;
+                continue;
+            }
+            builder = builder.with_row_selection(k.selection());
+        }
+        let batches = builder.build().map_err(|e| bad(&e))?;
+        let mut pos = 0;
         for batch in batches {
             let batch = batch.map_err(|e| bad(&e))?;
+            let n = batch.num_rows();
+            let offsets = kept.as_ref().map(|k| &k.offsets[pos..pos + n]);
             let columns = plan.columns(&batch);
             let b = Batch {
-                first_row: row_no,
-                rows: batch.num_rows(),
+                first_row: row_no
+                    + offsets.map_or(pos as u64, |o| o.first().map_or(0, |&f| u64::from(f))),
+                rows: n,
                 columns: &columns,
                 sep: proj.sep,
                 bad: &bad,
+                group_row: row_no,
+                offsets,
             };
             f(&b)?;
-            row_no += batch.num_rows() as u64;
+            pos += n;
         }
-        read.bytes += size;
+        row_no += rows;
     }
     Ok(read)
 }
@@ -147,6 +179,11 @@ pub struct Batch<'b> {
     pub columns: &'b [Option<ArrayRef>],
     sep: u8,
     bad: &'b dyn Fn(&dyn std::fmt::Display) -> FormatError,
+    /// The number of its row group's first row.
+    group_row: u64,
+    /// When the reader kept only some rows of the group, each of the
+    /// batch's rows' place in its group.
+    offsets: Option<&'b [u32]>,
 }
 
 impl Batch<'_> {
@@ -174,9 +211,52 @@ impl Batch<'_> {
                 }
                 col.push(rec, i);
             }
-            f(self.first_row + i as u64, rec)?;
+            f(self.row_number(i), rec)?;
         }
         Ok(())
+    }
+
+    /// The number in the file of the batch's row `i`.
+    pub fn row_number(&self, i: usize) -> u64 {
+        match self.offsets {
+            Some(o) => self.group_row + u64::from(o[i]),
+            None => self.first_row + i as u64,
+        }
+    }
+}
+
+/// The rows of a row group the reader keeps: their places in the group,
+/// ascending.
+struct Kept {
+    offsets: Vec<u32>,
+    rows: u64,
+}
+
+impl Kept {
+    /// The reader's selection of the kept rows.
+    fn selection(&self) -> RowSelection {
+        let mut sel = Vec::new();
+        let mut next = 0u64;
+        let mut run = 0usize;
+        for &o in &self.offsets {
+            let o = u64::from(o);
+            if o != next && run > 0 {
+                sel.push(RowSelector::select(run));
+                run = 0;
+            }
+            if o > next {
+                sel.push(RowSelector::skip((o - next) as usize));
+            }
+            run += 1;
+            next = o + 1;
+        }
+        if run > 0 {
+            sel.push(RowSelector::select(run));
+        }
+        if self.rows > next {
+            sel.push(RowSelector::skip((self.rows - next) as usize));
+        }
+        RowSelection::from(sel)
     }
 }
 
@@ -235,6 +315,45 @@ impl<'p> Plan<'p> {
         }
     }
 
+    /// The rows of row group `g` (of `rows` rows) the job keeps, read
+    /// from the kept column alone, when they are few enough that leaving
+    /// the rest out of the other columns' decoding pays: at most a
+    /// [`SELECT_AT_MOST`] of them. A null in the kept column is kept, for
+    /// the job to see and judge as it would the text. None: read every
+    /// row (no range, a column of another type, or too many kept).
+    fn select(
+        &self,
+        bytes: &FileBytes,
+        meta: &ArrowReaderMetadata,
+        g: usize,
+        rows: u64,
+    ) -> parquet::errors::Result<Option<Kept>> {
+        let Some((keep, leaf)) = self.keep else {
+            return Ok(None);
+        };
+        if rows > u64::from(u32::MAX) {
+            return Ok(None);
+        }
+        let most = rows / SELECT_AT_MOST;
+        let schema = meta.metadata().file_metadata().schema_descr();
+        let column =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
+                .with_projection(ProjectionMask::leaves(schema, [leaf]))
+                .with_row_groups(vec![g])
+                .with_batch_size(SELECT_BATCH_ROWS)
+                .build()?;
+        let mut offsets = Vec::new();
+        let mut at = 0u32;
+        for batch in column {
+            let batch = batch?;
+            if !kept_rows(batch.column(0), keep, at, &mut offsets) || offsets.len() as u64 > most {
+                return Ok(None);
+            }
+            at += batch.num_rows() as u32;
+        }
+        Ok(Some(Kept { offsets, rows }))
+    }
+
     /// The projected columns of `batch`, in the projection's order.
     fn columns(&self, batch: &RecordBatch) -> Vec<Option<ArrayRef>> {
         let cols = batch.columns();
@@ -243,6 +362,52 @@ impl<'p> Plan<'p> {
             .map(|s| s.map(|at| cols[at].clone()))
             .collect()
     }
+}
+
+/// Adds to `out` the places (from `at`) of the values of `col` that are
+/// in `keep`'s range or null; false for a column that is not of signed
+/// integers or days.
+fn kept_rows(col: &ArrayRef, keep: &KeepRange, at: u32, out: &mut Vec<u32>) -> bool {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Date32Type, Int16Type, Int32Type, Int64Type, Int8Type};
+    use arrow_array::{Array, PrimitiveArray};
+    fn push<T: arrow_array::ArrowPrimitiveType>(
+        a: &PrimitiveArray<T>,
+        keep: &KeepRange,
+        at: u32,
+        out: &mut Vec<u32>,
+    ) where
+        T::Native: Into<i64>,
+    {
+        let (lo, hi) = (keep.min.unwrap_or(i64::MIN), keep.max.unwrap_or(i64::MAX));
+        // A mask of 64 values at a time, which the compiler vectorizes;
+        // then the places of its few set bits.
+        for (c, chunk) in a.values().chunks(64).enumerate() {
+            let mut mask = 0u64;
+            for (j, v) in chunk.iter().enumerate() {
+                let v: i64 = (*v).into();
+                mask |= u64::from(lo <= v && v <= hi) << j;
+            }
+            if let Some(nulls) = a.nulls() {
+                for j in 0..chunk.len() {
+                    mask |= u64::from(nulls.is_null(c * 64 + j)) << j;
+                }
+            }
+            while mask != 0 {
+                out.push(at + (c * 64) as u32 + mask.trailing_zeros());
+                mask &= mask - 1;
+            }
+        }
+    }
+    match col.data_type() {
+        DataType::Int8 => push(col.as_primitive::<Int8Type>(), keep, at, out),
+        DataType::Int16 => push(col.as_primitive::<Int16Type>(), keep, at, out),
+        DataType::Int32 => push(col.as_primitive::<Int32Type>(), keep, at, out),
+        DataType::Int64 => push(col.as_primitive::<Int64Type>(), keep, at, out),
+        DataType::Date32 => push(col.as_primitive::<Date32Type>(), keep, at, out),
+        _ => return false,
+    }
+    true
 }
 
 /// An integer column chunk's min and max, when its statistics have both.
@@ -457,13 +622,16 @@ mod tests {
     /// Rows `url{i}|{i}|{i/2}` for `i` in `0..n`, sorted by the rank,
     /// `group` rows a row group.
     fn sorted_file(dir: &Path, n: i64, group: usize) -> Split {
+        file_of(dir, (0..n).map(Some).collect(), group)
+    }
+
+    /// Rows `url{i}|{ranks[i]}|{i/2}`, `group` rows a row group.
+    fn file_of(dir: &Path, ranks: Vec<Option<i64>>, group: usize) -> Split {
+        let n = ranks.len();
         let urls: Vec<String> = (0..n).map(|i| format!("url{i}")).collect();
         let batch = RecordBatch::try_from_iter([
             ("pageURL", Arc::new(StringArray::from(urls)) as _),
-            (
-                "pageRank",
-                Arc::new(Int64Array::from_iter_values(0..n)) as _,
-            ),
+            ("pageRank", Arc::new(Int64Array::from(ranks)) as _),
             (
                 "avgDuration",
                 Arc::new(Float64Array::from_iter_values(
@@ -472,7 +640,7 @@ mod tests {
             ),
         ])
         .unwrap();
-        let path = dir.join("sorted.parquet");
+        let path = dir.join("rows.parquet");
         let props = WriterProperties::builder()
             .set_max_row_group_size(group)
             .build();
@@ -543,6 +711,54 @@ mod tests {
             records(&split, &cols.keeping(above(-5))).1.groups_skipped,
             0
         );
+    }
+
+    #[test]
+    fn a_few_kept_rows_are_read_alone_with_their_numbers_and_nulls() {
+        let d = tempfile::tempdir().unwrap();
+        // Even ranks scattered over 0..2000, a null every 97th row.
+        let rank = |i: i64| (i % 97 != 5).then_some(i * 37 % 1_000 * 2);
+        let split = file_of(d.path(), (0..10_000).map(rank).collect(), 1_000);
+        let cols = Projection::piped(&["pageURL", "pageRank"]);
+        let read = |keep: KeepRange| {
+            let mut out = Vec::new();
+            let read = read_split::<FormatError, _>(&split, &cols.clone().keeping(keep), |n, r| {
+                out.push((n, String::from_utf8(r.to_vec()).unwrap()));
+                Ok(())
+            })
+            .unwrap();
+            (out, read)
+        };
+        let range = |min, max| KeepRange {
+            column: "pageRank".into(),
+            min: Some(min),
+            max: Some(max),
+        };
+        let kept = |min: i64, max: i64| -> Vec<(u64, String)> {
+            (0..10_000)
+                .filter(|&i| rank(i).is_none_or(|r| (min..=max).contains(&r)))
+                .map(|i| {
+                    let r = rank(i).map_or(String::new(), |r| r.to_string());
+                    (i as u64, format!("url{i}|{r}"))
+                })
+                .collect()
+        };
+        // 1% in range and 1% null: only those rows, numbered as in the file.
+        let (got, r) = read(range(20, 39));
+        let want = kept(20, 39);
+        assert!(want.len() > 100 && want.len() < 300, "{}", want.len());
+        assert_eq!(got, want);
+        assert_eq!(r.rows_skipped, 10_000 - want.len() as u64);
+        assert_eq!(r.groups_skipped, 0);
+        // Most rows in range: every row is read, the job keeps its own.
+        let (got, r) = read(range(0, 1_200));
+        assert_eq!(got.len(), 10_000);
+        assert_eq!(got[7], (7, format!("url7|{}", 7 * 37 * 2)));
+        assert_eq!(r.rows_skipped, 0);
+        // None in range, which the statistics cannot tell: the nulls alone.
+        let (got, r) = read(range(11, 11));
+        assert_eq!(got, kept(11, 11), "the nulls alone");
+        assert_eq!(r.rows_skipped + got.len() as u64, 10_000);
     }
 
     #[test]

@@ -29,7 +29,9 @@ pub struct Projection {
     /// leave them out of the file's reads and write them as empty values.
     pub unread: Vec<String>,
     /// The only rows the job keeps, when it says: a reader may skip a run
-    /// of rows (a Parquet row group) whose statistics show none is in it.
+    /// of rows (a Parquet row group) whose statistics show none is in it,
+    /// and leave out any row whose value is outside the range (not a
+    /// null: the job sees those and judges them as it would the text).
     pub keep: Option<KeepRange>,
 }
 

@@ -103,6 +103,20 @@ fn cluster_wc(
     (bytes, read_json(&report))
 }
 
+/// Data set `name` of cluster `c` got into `dir`, as [`rounded_lines`]
+/// (a data set of one file comes back as that file).
+fn fetched_lines(c: &Cluster, dir: &Path, name: &str) -> Vec<String> {
+    let got = dir.join(name);
+    get(c, name, &got);
+    if got.is_file() {
+        let part = std::fs::read(&got).unwrap();
+        std::fs::remove_file(&got).unwrap();
+        std::fs::create_dir(&got).unwrap();
+        std::fs::write(got.join("part-r-00000"), part).unwrap();
+    }
+    rounded_lines(&got)
+}
+
 /// 128 KiB blocks: row groups (about 70 KB), Avro blocks (8 KB) and
 /// SequenceFile blocks (16 KB) cross block boundaries.
 const BLOCK: &str = "128KiB";
@@ -173,19 +187,51 @@ fn files_of_rows_put_on_a_cluster_count_as_their_text_with_node_local_maps() {
     ok(c.submit(&[job, "--input", "uv", "--output", "uv-agg"])
         .output()
         .unwrap());
-    let got = d.path().join("uv-agg");
-    get(&c, "uv-agg", &got);
-    if got.is_file() {
-        let part = std::fs::read(&got).unwrap();
-        std::fs::remove_file(&got).unwrap();
-        std::fs::create_dir(&got).unwrap();
-        std::fs::write(got.join("part-r-00000"), part).unwrap();
-    }
     assert!(!answer.is_empty());
     assert!(
-        rounded_lines(&got) == answer,
+        fetched_lines(&c, d.path(), "uv-agg") == answer,
         "{job}: the cluster's answer differs"
     );
+    // The join reads both sides' columns on the workers: the text's
+    // answer, the week's rows alone handed to the mappers.
+    let rk = d.path().join("rankings.parquet");
+    let args: [&Path; 3] = [
+        &pv.join("rankings"),
+        &rk,
+        Path::new("pageURL,pageRank,avgDuration"),
+    ];
+    crate::formats::pyarrow(crate::formats::PAVLO_TO_PARQUET, &args);
+    put(&c, &rk, "rk", BLOCK, "1");
+    let job = "pavlo-join";
+    let rk_text = pv.join("rankings");
+    let rankings = ["--rankings", rk_text.to_str().unwrap()];
+    let uv_text = pv.join("uservisits");
+    let answer = crate::formats::pavlo_answer(d.path(), job, "join-text", &uv_text, &rankings);
+    let report = d.path().join("uv-join.json");
+    ok(c.submit(&[
+        job,
+        "--input",
+        "uv",
+        "--rankings",
+        "rk",
+        "--output",
+        "uv-join",
+    ])
+    .arg("--report")
+    .arg(&report)
+    .output()
+    .unwrap());
+    assert_eq!(answer.len(), 1);
+    assert!(
+        fetched_lines(&c, d.path(), "uv-join") == answer,
+        "{job}: the cluster's answer differs"
+    );
+    let r = read_json(&report);
+    let counter = |n: &str| r["counters"][n].as_u64().unwrap_or(0);
+    assert!(counter("ROWS_AS_COLUMNS") > 0, "{r}");
+    assert_eq!(counter("ROWS_AS_COLUMNS"), counter("MAP_INPUT_RECORDS"));
+    assert!(counter("ROWS_SKIPPED") > 0, "{r}");
+
     // Named by --input-format, whatever their names.
     let renamed = d.path().join("renamed");
     std::fs::create_dir(&renamed).unwrap();

@@ -38,6 +38,10 @@ pub(super) struct Clean {
 /// Buffers remembered at most: a few pages of one column.
 const CLEAN_KEPT: usize = 8;
 
+/// Unsearched buffer bytes a value of a batch above which its values are
+/// searched one by one rather than its buffers whole.
+const VALUE_SEARCH_BYTES: usize = 1024;
+
 impl Clean {
     /// The column of `a`, when it is strings with no null and no `|`.
     pub(super) fn strings<'a>(&mut self, a: Option<&'a ArrayRef>) -> Option<Strings<'a>> {
@@ -57,9 +61,20 @@ impl Clean {
         if v.views().iter().any(|&w| inline_holds_bar(w)) {
             return true;
         }
+        let unseen: usize = v
+            .data_buffers()
+            .iter()
+            .filter(|b| !self.holds_seen(b.as_slice()))
+            .map(|b| b.len())
+            .sum();
+        // A few rows taken from many pages (the rows a selective reader
+        // kept): their values are searched, not the pages.
+        if unseen > v.len().saturating_mul(VALUE_SEARCH_BYTES) {
+            return Strings::View(v).holds(b'|');
+        }
         for b in v.data_buffers() {
             let at = (b.as_ptr() as usize, b.len());
-            if self.seen.iter().any(|(p, l, _)| (*p, *l) == at) {
+            if self.holds_seen(b.as_slice()) {
                 continue;
             }
             if memchr::memchr(b'|', b.as_slice()).is_some() {
@@ -71,6 +86,12 @@ impl Clean {
             self.seen.push_back((at.0, at.1, a.clone()));
         }
         false
+    }
+
+    /// Whether buffer `b` was searched and found clean.
+    fn holds_seen(&self, b: &[u8]) -> bool {
+        let at = (b.as_ptr() as usize, b.len());
+        self.seen.iter().any(|(p, l, _)| (*p, *l) == at)
     }
 }
 
