@@ -595,11 +595,16 @@ impl Job {
         a.ended = Some(now);
         a.report = Some(kept);
         let worker = a.worker;
-        self.queues.stopped(kind, index, worker);
         let t = match kind {
             MAP => &mut self.maps[index],
             REDUCE => &mut self.reduces[index],
         };
+        if ok && t.done.is_none() {
+            // Done before its attempt stops, so that a task that has won
+            // never goes back to the waiting queues on the way out.
+            self.queues.done(kind, index);
+        }
+        self.queues.stopped(kind, index, worker);
         let at = t.slot_of(id).expect("a running attempt");
         if ok {
             t.attempts[at].state = AttemptState::Succeeded;
@@ -624,7 +629,6 @@ impl Job {
             for (w, _) in &kills {
                 self.queues.stopped(kind, index, *w);
             }
-            self.queues.done(kind, index);
             self.queues.winner(kind, took, true);
             return (kills, false);
         }
