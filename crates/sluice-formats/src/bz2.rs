@@ -38,6 +38,37 @@ const BLOCK_MAGIC: u64 = 0x3141_5926_5359;
 /// The end-of-stream magic, 48 bits (BCD of sqrt(pi)).
 const EOS_MAGIC: u64 = 0x1772_4538_5090;
 const MASK48: u64 = (1 << 48) - 1;
+
+/// The 16-bit values bytes 1 and 2 after a magic's first byte take, for
+/// either magic at any of the 8 bit offsets in that byte (its bits
+/// 8-s..24-s, all inside its 48): a set of 65,536 bits. A position whose
+/// next two bytes are not in it holds no magic, so the search looks at
+/// one 16-bit value a byte rather than 16 shifted words.
+const CANDIDATES: [u64; 1024] = candidates();
+
+const fn candidates() -> [u64; 1024] {
+    let mut set = [0u64; 1024];
+    let magics = [BLOCK_MAGIC, EOS_MAGIC];
+    let mut m = 0;
+    while m < magics.len() {
+        let mut s = 0;
+        while s < 8 {
+            let v = ((magics[m] >> (24 + s)) & 0xffff) as usize;
+            set[v / 64] |= 1 << (v % 64);
+            s += 1;
+        }
+        m += 1;
+    }
+    set
+}
+
+/// Whether bytes `i + 1` and `i + 2` of `buf` may follow the first byte
+/// of a magic at byte `i`.
+#[inline]
+fn may_start(buf: &[u8], i: usize) -> bool {
+    let v = usize::from(u16::from_be_bytes([buf[i + 1], buf[i + 2]]));
+    CANDIDATES[v / 64] & (1 << (v % 64)) != 0
+}
 /// Bit of the first block of a file: after its 4-byte stream header.
 const FIRST_BLOCK_BIT: u64 = 32;
 /// Bytes read from the file at a time.
@@ -234,6 +265,10 @@ impl Bz2Split {
         let mut i = (from / 8).saturating_sub(self.base) as usize;
         loop {
             while i + 8 <= self.buf.len() {
+                if !may_start(&self.buf, i) {
+                    i += 1;
+                    continue;
+                }
                 let w = u64::from_be_bytes(self.buf[i..i + 8].try_into().expect("8 bytes"));
                 for s in 0..8u32 {
                     let bit = (self.base + i as u64) * 8 + u64::from(s);
@@ -410,6 +445,22 @@ mod tests {
         for size in 1..=file.len() as u64 {
             assert_eq!(lines(&file, size).unwrap(), want, "split size {size}");
         }
+    }
+
+    #[test]
+    fn the_prefilter_passes_either_magic_at_every_bit_offset() {
+        for m in [BLOCK_MAGIC, EOS_MAGIC] {
+            for s in 0..8 {
+                let mut w = (m << (16 - s)).to_be_bytes();
+                // The bits of the first byte before the magic: anything.
+                w[0] |= !(0xffu8 >> s);
+                assert!(may_start(&w, 0), "{m:x} at bit {s}");
+            }
+        }
+        let passed = (0..=u16::MAX)
+            .filter(|v| may_start(&[0, (v >> 8) as u8, *v as u8], 0))
+            .count();
+        assert!(passed <= 16, "{passed} of 65,536 pass");
     }
 
     #[test]
