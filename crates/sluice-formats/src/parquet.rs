@@ -148,7 +148,14 @@ where
         for batch in batches {
             let batch = batch.map_err(|e| bad(&e))?;
             let n = batch.num_rows();
-            let offsets = kept.as_ref().map(|k| &k.offsets[pos..pos + n]);
+            let offsets = match &kept {
+                Some(k) => Some(
+                    k.offsets
+                        .get(pos..pos + n)
+                        .ok_or_else(|| bad(&"more rows than were selected"))?,
+                ),
+                None => None,
+            };
             let columns = plan.columns(&batch);
             let b = Batch {
                 first_row: row_no
