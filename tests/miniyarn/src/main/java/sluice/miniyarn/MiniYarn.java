@@ -141,6 +141,10 @@ public final class MiniYarn {
         conf.setBoolean(YarnConfiguration.YARN_MINICLUSTER_CONTROL_RESOURCE_MONITORING, true);
         conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, true);
         conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
+        // A NodeManager marks its local directories bad, and launches no
+        // container, once their disk is 90% full: a test host's disk is
+        // shared with builds, so only a truly full one fails the tests.
+        conf.setFloat("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage", 99.5f);
         conf.setInt("yarn.minicluster.yarn.nodemanager.resource.memory-mb", nmMemory);
         conf.setInt(YarnConfiguration.NM_PMEM_MB, nmMemory);
         conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 64);
