@@ -244,8 +244,8 @@ impl Bz2Split {
             magic_fed: 0,
         });
         stream.magic_fed = pad;
-        let fed = drain(&mut stream.dec, &self.synth, &mut self.out);
-        fed.map_err(|e| {
+        let drained = drain(&mut stream.dec, &self.synth, &mut self.out);
+        drained.map_err(|e| {
             self.stream = None;
             FormatError::Decompress {
                 path: self.path.clone(),

@@ -28,7 +28,7 @@ use bytes::Bytes;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
+    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection,
 };
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{ConvertedType, LogicalType};
@@ -242,28 +242,8 @@ struct Kept {
 impl Kept {
     /// The reader's selection of the kept rows.
     fn selection(&self) -> RowSelection {
-        let mut sel = Vec::new();
-        let mut next = 0u64;
-        let mut run = 0usize;
-        for &o in &self.offsets {
-            let o = u64::from(o);
-            if o != next && run > 0 {
-                sel.push(RowSelector::select(run));
-                run = 0;
-            }
-            if o > next {
-                sel.push(RowSelector::skip((o - next) as usize));
-            }
-            run += 1;
-            next = o + 1;
-        }
-        if run > 0 {
-            sel.push(RowSelector::select(run));
-        }
-        if self.rows > next {
-            sel.push(RowSelector::skip((self.rows - next) as usize));
-        }
-        RowSelection::from(sel)
+        let rows = self.offsets.iter().map(|&o| o as usize..o as usize + 1);
+        RowSelection::from_consecutive_ranges(rows, self.rows as usize)
     }
 }
 

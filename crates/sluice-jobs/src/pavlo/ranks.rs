@@ -214,37 +214,41 @@ impl RankTable {
         let partitions = pieces.first().map_or(1, |p| p.parts.len());
         let (arenas, rows): (Vec<_>, Vec<_>) =
             pieces.into_iter().map(|p| (p.arena, p.parts)).unzip();
-        let next = AtomicUsize::new(0);
-        let mut built: Vec<(usize, Part, usize)> = on_threads(threads.min(partitions), || {
-            let mut out = Vec::new();
-            loop {
-                let p = next.fetch_add(1, Ordering::Relaxed);
-                if p >= partitions {
-                    break out;
-                }
-                let (part, distinct) = Part::build(&rows, &arenas, p);
-                out.push((p, part, distinct));
-            }
-        });
-        built.sort_by_key(|(p, ..)| *p);
+        let built = each_in_parallel(partitions, threads, |p| Part::build(&rows, &arenas, p));
         RankTable {
-            rows: built.iter().map(|(.., d)| d).sum(),
-            parts: built.into_iter().map(|(_, part, _)| part).collect(),
+            rows: built.iter().map(|(_, d)| d).sum(),
+            parts: built.into_iter().map(|(part, _)| part).collect(),
             arenas,
         }
     }
 }
 
-/// Runs `work` on `threads` scoped threads (at least one) and gathers
-/// what each returned; a thread's panic goes on in the caller.
-fn on_threads<T: Send>(threads: usize, work: impl Fn() -> Vec<T> + Sync) -> Vec<T> {
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.max(1)).map(|_| scope.spawn(&work)).collect();
+/// `f(i)` for every `i` in `0..n`, on up to `threads` scoped threads
+/// (at least one), each taking the next `i` left; the results in the
+/// order of `i`. A thread's panic goes on in the caller.
+fn each_in_parallel<T: Send>(n: usize, threads: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                break out;
+            }
+            out.push((i, f(i)));
+        }
+    };
+    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.clamp(1, n.max(1)))
+            .map(|_| scope.spawn(work))
+            .collect();
         workers
             .into_iter()
             .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
-    })
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, t)| t).collect()
 }
 
 /// Reads Rankings splits into a [`RankTable`] on up to `threads` threads,
@@ -255,25 +259,16 @@ pub fn rank_table(
     max_record: usize,
     threads: usize,
 ) -> std::result::Result<RankTable, JobError> {
-    let pieces = cut(splits, threads.max(1) * 4);
+    let cuts = cut(splits, threads.max(1) * 4);
     let total: u64 = splits.iter().map(Split::len).sum();
     let partitions = ((total / PARTITION_BYTES) as usize)
         .next_power_of_two()
         .min(MAX_PARTITIONS);
-    let next = AtomicUsize::new(0);
-    let mut done = on_threads(threads.clamp(1, pieces.len().max(1)), || {
-        let mut out = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(s) = pieces.get(i) else { break out };
-            out.push((i, read_piece(s, max_record, partitions)));
-        }
-    });
-    done.sort_by_key(|(i, _)| *i);
-    let pieces = done
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let pieces = each_in_parallel(cuts.len(), threads, |i| {
+        read_piece(&cuts[i], max_record, partitions)
+    })
+    .into_iter()
+    .collect::<std::result::Result<Vec<_>, _>>()?;
     Ok(RankTable::of(pieces, threads))
 }
 
