@@ -10,7 +10,7 @@
 //! - the tasks of each kind not done (`open`), and of those the ones with
 //!   no attempt running (`waiting`), in index order;
 //! - waiting maps by the workers that hold all their blocks
-//!   (`by_holder`), and waiting maps that read nothing and are at home
+//!   (`by_holder`, listing only workers that hold some), and waiting maps that read nothing and are at home
 //!   anywhere (`anywhere`); a rack- or data-center-local map of a worker
 //!   is a waiting map of another worker in its rack or data center, found
 //!   through that worker's queue;
@@ -28,8 +28,9 @@
 //! (a task that failed there, a replica since found damaged): a decision
 //! checks each candidate and skips those, so the candidates it looks at
 //! are bounded by the few that failed on the asking worker, not by the
-//! job's size or the cluster's. [`Queues::examined`] counts them, for
-//! tests.
+//! job's size or the cluster's. [`Queues::examined`] counts them, and
+//! [`Queues::walked`] the workers a rack or data-center search looks at
+//! (those holding waiting maps, not every live worker), for tests.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
@@ -62,6 +63,8 @@ pub struct Queues {
     winners: [Median; 2],
     /// Candidates looked at by decisions so far.
     examined: std::cell::Cell<u64>,
+    /// Workers looked at by decisions' rack and data-center searches.
+    walked: std::cell::Cell<u64>,
 }
 
 fn slot(kind: TaskKind) -> usize {
@@ -109,6 +112,11 @@ impl Queues {
             for u in self.holders[i].iter().flatten() {
                 if let Some(q) = self.by_holder.get_mut(u) {
                     q.remove(&i);
+                    if q.is_empty() {
+                        // Only workers holding waiting maps stay listed:
+                        // a rack's search walks them ([`Queues::holders`]).
+                        self.by_holder.remove(u);
+                    }
                 }
             }
         }
@@ -248,6 +256,16 @@ impl Queues {
         self.by_holder.get(uid).into_iter().flatten().copied()
     }
 
+    /// The workers holding every block of some waiting map.
+    pub fn holders(&self) -> impl Iterator<Item = &str> + '_ {
+        self.by_holder.keys().map(String::as_str)
+    }
+
+    /// How many workers [`Queues::holders`] gives.
+    pub fn holder_count(&self) -> usize {
+        self.by_holder.len()
+    }
+
     /// Waiting maps that read nothing, in index order.
     pub fn anywhere(&self) -> impl Iterator<Item = usize> + '_ {
         self.anywhere.iter().copied()
@@ -266,6 +284,16 @@ impl Queues {
     /// Candidates looked at by decisions so far.
     pub fn examined(&self) -> u64 {
         self.examined.get()
+    }
+
+    /// Counts a worker looked at by a rack or data-center search.
+    pub fn walk(&self) {
+        self.walked.set(self.walked.get() + 1);
+    }
+
+    /// Workers looked at by rack and data-center searches so far.
+    pub fn walked(&self) -> u64 {
+        self.walked.get()
     }
 
     /// Open maps that may run anywhere at once.

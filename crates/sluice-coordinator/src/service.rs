@@ -32,7 +32,7 @@ use crate::config::CoordinatorConfig;
 use crate::core::{summary, Core, Wake};
 use crate::input::ExternalInput;
 use crate::metrics::Metrics;
-use crate::state::{Answer, At, Event, Refusal, State, Submission};
+use crate::state::{held_for, Answer, At, Event, Refusal, State, Submission};
 use crate::store::RecordState;
 use sluice_proto::catalog::{check_name, Access, DatasetMeta};
 use sluice_proto::ids::{JobId, WorkerId};
@@ -405,7 +405,6 @@ fn shuffle_point(reply: proto::HeartbeatReply) -> proto::HeartbeatReply {
     reply
 }
 
-/// Wakes the callers an event's change concerns.
 /// How long a reduce's call for map outputs lets new ones gather.
 const OUTPUTS_SETTLE: Duration = Duration::from_millis(250);
 
@@ -514,7 +513,7 @@ impl Coordinator for Service {
             Answer::Heartbeat(None) => {}
             a => return Err(unexpected(a)),
         }
-        let hold = self.lock().state.hold();
+        let hold = held_for(sluice_proto::now_ms(), self.lock().state.hold(), worker);
         let _ = tokio::time::timeout(hold, notified).await;
         match self.dispatch(Event::Offer(worker))? {
             Answer::Heartbeat(Some(reply)) => Ok(Response::new(shuffle_point(reply))),

@@ -124,15 +124,16 @@ impl<'c> Topology<'c> {
     pub fn near<'t>(&'t self, w: &'t Asker<'_>, level: Locality) -> impl Iterator<Item = &'t str> {
         self.places
             .iter()
-            .filter(move |(u, p)| {
-                *u != w.uid
-                    && match level {
-                        Locality::Rack => *p == w.place,
-                        Locality::Datacenter => p.datacenter == w.place.datacenter && *p != w.place,
-                        _ => false,
-                    }
-            })
+            .filter(move |(u, p)| is_near(w, u, p, level))
             .map(|(u, _)| u.as_str())
+    }
+
+    /// Whether live worker `uid` is one [`Topology::near`] gives for `w`
+    /// at `level`.
+    pub fn is_near(&self, w: &Asker<'_>, uid: &str, level: Locality) -> bool {
+        self.places
+            .get(uid)
+            .is_some_and(|p| is_near(w, uid, p, level))
     }
 
     /// Whether some live worker caches block `block`.
@@ -168,6 +169,18 @@ pub struct Asker<'a> {
     pub live: usize,
     /// Map slots of the live workers.
     pub map_slots: usize,
+}
+
+/// Whether worker `uid` at `p` is another worker than `w` in its rack
+/// ([`Locality::Rack`]), or in its data center outside its rack
+/// ([`Locality::Datacenter`]).
+fn is_near(w: &Asker<'_>, uid: &str, p: &Place, level: Locality) -> bool {
+    uid != w.uid
+        && match level {
+            Locality::Rack => p == w.place,
+            Locality::Datacenter => p.datacenter == w.place.datacenter && p != w.place,
+            _ => false,
+        }
 }
 
 /// How close `w` is to the nearest live replica of `b`.

@@ -565,6 +565,7 @@ mod users;
 mod workers;
 
 pub use refusal::{MemoryAsk, Refusal};
+pub(crate) use workers::held_for;
 
 #[cfg(test)]
 mod tests;

@@ -966,3 +966,64 @@ fn a_large_clusters_idle_heartbeats_are_held_longer() {
     }
     assert_eq!(sim.st.hold(), Duration::from_secs(1));
 }
+
+#[test]
+fn held_heartbeats_come_back_spread_through_the_hold_not_together() {
+    let hold = Duration::from_secs(2);
+    // 5,000 workers woken together (a job's start) beat again at once.
+    let now = 1_700_000_000_123;
+    let mut per_100ms = [0u32; 25];
+    for w in 0..5_000 {
+        let h = super::held_for(now, hold, WorkerId(w));
+        assert!(h >= hold / 4 && h <= hold * 5 / 4, "worker {w} held {h:?}");
+        per_100ms[(h.as_millis() / 100) as usize] += 1;
+        // Beating again as its hold ends, it is held one whole `hold`.
+        let back = now + h.as_millis() as u64;
+        assert_eq!(super::held_for(back, hold, WorkerId(w)), hold);
+        assert_eq!(
+            super::held_for(back + 1, hold, WorkerId(w)),
+            hold - Duration::from_millis(1)
+        );
+    }
+    // Evenly: 250 a tenth of a second (none before a quarter of the hold).
+    assert!(per_100ms[..5].iter().all(|&n| n == 0), "{per_100ms:?}");
+    for (i, &n) in per_100ms.iter().enumerate().skip(5) {
+        assert!(n.abs_diff(250) <= 40, "{i}: {n} of {per_100ms:?}");
+    }
+    // A hold of a millisecond or less still holds.
+    assert_eq!(
+        super::held_for(now, Duration::ZERO, WorkerId(3)),
+        Duration::ZERO
+    );
+}
+
+#[test]
+fn a_rack_search_walks_the_workers_holding_waiting_maps_not_the_cluster() {
+    // 2,000 workers in racks of 40; every block of the input is on one of
+    // w0..w3 (rack r0). Workers of other racks ask for work: each search
+    // of their rack and data center looks at those 4 holders, not at the
+    // 1,999 other live workers; once every map runs, at no worker.
+    let mut sim = Sim::new(config(settings(), None), Box::new(Fifo));
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let workers: Vec<&'static str> = (0..2_000).map(|i| leak(format!("w{i}"))).collect();
+    for (i, w) in workers.iter().enumerate() {
+        sim.register(w, "dc1", leak(format!("r{}", i / 40)), 1);
+    }
+    let holders: Vec<&[&str]> = (0..40).map(|i| &workers[i % 4..i % 4 + 1]).collect();
+    sim.data("in", &holders, 100);
+    sim.submit("in", "p", 0);
+    let id = *sim.st.jobs.keys().next().unwrap();
+    let mut worst = 0;
+    for w in &workers[40..200] {
+        let before = sim.st.jobs[&id].queues().walked();
+        sim.beat(w, Vec::new());
+        worst = worst.max(sim.st.jobs[&id].queues().walked() - before);
+    }
+    assert!(worst <= 8, "{worst} workers walked in one heartbeat");
+    assert_eq!(sim.st.jobs[&id].pending(TaskKind::Map), 0, "all 40 run");
+    let before = sim.st.jobs[&id].queues().walked();
+    for w in &workers[200..400] {
+        sim.beat(w, Vec::new());
+    }
+    assert_eq!(sim.st.jobs[&id].queues().walked(), before);
+}

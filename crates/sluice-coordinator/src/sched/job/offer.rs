@@ -228,6 +228,11 @@ impl Job {
     /// its rack, in its data center, then any open map.
     pub(super) fn best_pending(&self, w: &Asker<'_>, topo: &Topology) -> Option<(Locality, usize)> {
         let q = &self.queues;
+        if q.waiting_count(MAP) == 0 {
+            // Every candidate below is a waiting map: at a job's tail,
+            // with every map running, an offer looks no further.
+            return None;
+        }
         if let Some(i) = self.cache_local(w, topo) {
             return Some((Locality::Cache, i));
         }
@@ -239,10 +244,20 @@ impl Job {
             return Some((Locality::Node, i.1));
         }
         for level in [Locality::Rack, Locality::Datacenter] {
-            let near = topo
-                .near(w, level)
-                .filter_map(|u| self.first(q.held_by(u), w, topo, level))
-                .min();
+            let best = |u: &str| {
+                q.walk();
+                self.first(q.held_by(u), w, topo, level)
+            };
+            // The shorter list: the workers holding waiting maps, or the
+            // live workers near `w` (5,000 of them in a large cluster).
+            let near = if q.holder_count() < topo.len() {
+                q.holders()
+                    .filter(|u| topo.is_near(w, u, level))
+                    .filter_map(best)
+                    .min()
+            } else {
+                topo.near(w, level).filter_map(best).min()
+            };
             if let Some((_, i)) = near {
                 return Some((level, i));
             }
