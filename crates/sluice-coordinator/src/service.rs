@@ -437,19 +437,34 @@ fn outputs_reply(
             true => job.addrs_from(r.log, r.addrs_known),
             false => (0, Vec::new()),
         };
-        return Ok(proto::MapOutputsReply {
-            outputs,
+        let mut reply = proto::MapOutputsReply {
             maps: job.maps().len() as u32,
             aborted,
             log,
             next,
             addrs_from,
             addrs,
-        });
+            ..Default::default()
+        };
+        put_outputs(&mut reply, outputs, r.columns && r.addr_table);
+        return Ok(reply);
     }
     // Nothing new: look again a settle time from now (or when the last
     // map is done, or the job ends).
     Err((now + OUTPUTS_SETTLE).min(deadline))
+}
+
+/// Puts `outputs` in `reply`: as three columns of numbers when the caller
+/// asked for them (`MapOutputsRequest.columns`, with the address table),
+/// else as messages.
+fn put_outputs(reply: &mut proto::MapOutputsReply, outputs: Vec<proto::MapOutput>, columns: bool) {
+    if !columns {
+        reply.outputs = outputs;
+        return;
+    }
+    reply.output_maps = outputs.iter().map(|o| o.map).collect();
+    reply.output_attempts = outputs.iter().map(|o| o.attempt).collect();
+    reply.output_workers = outputs.iter().map(|o| o.worker).collect();
 }
 
 /// What callers waiting on the state wait on.
@@ -861,3 +876,32 @@ impl Coordinator for Service {
 
 /// Most data sets one `ListDatasets` page holds.
 pub const LIST_PAGE: usize = 1000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_as_columns_read_back_as_the_same_outputs() {
+        let outputs: Vec<proto::MapOutput> = (0..5)
+            .map(|i| proto::MapOutput {
+                map: 10 - i,
+                attempt: i % 2,
+                worker: i * 3,
+                addr: String::new(),
+            })
+            .collect();
+        let mut plain = proto::MapOutputsReply::default();
+        put_outputs(&mut plain, outputs.clone(), false);
+        assert_eq!((plain.outputs.len(), plain.output_maps.len()), (5, 0));
+        let mut packed = proto::MapOutputsReply::default();
+        put_outputs(&mut packed, outputs.clone(), true);
+        assert!(packed.outputs.is_empty());
+        assert_eq!(packed.output_maps, [10, 9, 8, 7, 6]);
+        assert_eq!(
+            sluice_proto::outputs::outputs(&mut packed).unwrap(),
+            outputs
+        );
+        assert_eq!(sluice_proto::outputs::outputs(&mut plain).unwrap(), outputs);
+    }
+}

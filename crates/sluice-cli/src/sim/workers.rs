@@ -387,6 +387,7 @@ async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
             since,
             addr_table: true,
             addrs_known: addrs.known(),
+            columns: true,
         };
         lock(&sim.stats).map_output_calls += 1;
         let t0 = Instant::now();
@@ -394,19 +395,22 @@ async fn all_map_outputs(sim: &Sim, job: u64) -> bool {
         lock(&sim.stats).map_output_rtt.add(t0.elapsed());
         match answer {
             Ok(r) => {
-                let mut r = r.into_inner();
+                let r = r.into_inner();
                 if r.aborted {
                     return false;
                 }
-                if addrs
-                    .resolve(r.addrs_from, r.addrs, &mut r.outputs)
-                    .is_err()
-                {
+                let columns = r.output_maps.iter().zip(&r.output_workers);
+                let listed = r.outputs.iter().map(|o| (&o.map, &o.worker));
+                let places: Vec<(u32, u32)> =
+                    columns.chain(listed).map(|(&m, &w)| (m, w)).collect();
+                let checked = sluice_proto::outputs::check_columns(&r)
+                    .and_then(|()| addrs.check(r.addrs_from, r.addrs, places.iter().copied()));
+                if checked.is_err() {
                     lock(&sim.stats).errors += 1;
                 }
                 have.resize(r.maps as usize, false);
-                for o in &r.outputs {
-                    if let Some(h) = have.get_mut(o.map as usize).filter(|h| !**h) {
+                for &(m, _) in &places {
+                    if let Some(h) = have.get_mut(m as usize).filter(|h| !**h) {
                         *h = true;
                         known += 1;
                     }

@@ -129,6 +129,7 @@ fn map_outputs(
         since: cursor.since,
         addr_table: true,
         addrs_known: cursor.addrs.known(),
+        columns: true,
     };
     let several = shared.coordinator.list().several();
     let mut failures = 0;
@@ -162,7 +163,8 @@ fn map_outputs(
     }
     cursor.log = r.log;
     cursor.since = r.next;
-    let mut outputs = r.outputs;
+    let mut r = r;
+    let mut outputs = sluice_proto::outputs::outputs(&mut r)?;
     cursor.addrs.resolve(r.addrs_from, r.addrs, &mut outputs)?;
     Ok(outputs)
 }

@@ -34,6 +34,11 @@ impl AddrTable {
         self.addrs[from..].iter().map(|a| a.to_string()).collect()
     }
 
+    /// The address at `place` (empty past the table's end).
+    pub fn addr(&self, place: u32) -> &str {
+        self.addrs.get(place as usize).map_or("", |a| a)
+    }
+
     /// Entries in the table.
     pub fn len(&self) -> usize {
         self.addrs.len()

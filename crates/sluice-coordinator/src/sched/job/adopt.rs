@@ -86,6 +86,7 @@ impl Job {
             self.map_outputs.count(&won, 1);
             let place = self.addrs.place(&won.addr);
             self.winners.push((index as u32, won.id, place));
+            self.winning[index] = won.id;
         }
         self.queues.done(kind, index);
     }

@@ -122,6 +122,12 @@ pub struct Job {
     /// addrs)`, in order: what a reducer has not been told yet is a tail
     /// of it ([`Job::outputs_since`]).
     winners: Vec<(u32, u32, u32)>,
+    /// Each map's winning attempt, [`NO_WINNER`] while it has none: what
+    /// [`Job::outputs_since`] checks an entry of `winners` against, 4
+    /// bytes a map in map order, rather than the map's attempts (a cache
+    /// miss or two each: 100 reducers starting at once over 80,000
+    /// outputs held the state's lock for a second and a half).
+    winning: Vec<u32>,
     /// The winners' addresses.
     addrs: AddrTable,
     /// Names `winners` for this coordinator's run of the job (random).
@@ -129,6 +135,9 @@ pub struct Job {
     /// Worker names and counter names its attempts share.
     names: Names,
 }
+
+/// [`Job`]'s mark of a map without a winning attempt.
+const NO_WINNER: u32 = u32::MAX;
 
 /// Most map outputs one `MapOutputs` reply lists: a reducer that starts
 /// late asks a few times instead of being sent the whole job at once.
@@ -205,6 +214,7 @@ impl Job {
             reduce_scheduler,
             map_outputs: MapOutputs::default(),
             winners: Vec::new(),
+            winning: vec![NO_WINNER; inputs.len()],
             addrs: AddrTable::default(),
             winners_log: rand::random::<u64>().max(1),
             names: Names::default(),
@@ -413,21 +423,19 @@ impl Job {
                 break;
             }
             next += 1;
-            let Some(a) = self.maps.get(m as usize).and_then(Task::winner) else {
+            if self.winning.get(m as usize) != Some(&id) {
                 continue;
-            };
-            if a.id == id {
-                outputs.push(proto::MapOutput {
-                    map: m,
-                    attempt: id,
-                    addr: if table {
-                        String::new()
-                    } else {
-                        a.addr.to_string()
-                    },
-                    worker: if table { place } else { 0 },
-                });
             }
+            let (addr, worker) = match table {
+                true => (String::new(), place),
+                false => (self.addrs.addr(place).to_string(), 0),
+            };
+            outputs.push(proto::MapOutput {
+                map: m,
+                attempt: id,
+                addr,
+                worker,
+            });
         }
         (outputs, self.winners_log, next as u64)
     }
@@ -617,6 +625,7 @@ impl Job {
                 self.map_outputs.count(&t.attempts[at], 1);
                 let place = self.addrs.place(&t.attempts[at].addr);
                 self.winners.push((index as u32, id, place));
+                self.winning[index] = id;
             }
             let mut kills = Vec::new();
             for a in &mut t.attempts {
@@ -677,6 +686,7 @@ impl Job {
         t.last_error = format!("map output unreadable: {reason}");
         self.map_outputs.count(&t.attempts[at], -1);
         t.reset(now);
+        self.winning[index] = NO_WINNER;
         let took = micros(&t.attempts[at]);
         self.queues.reopen(MAP, index);
         self.queues.winner(MAP, took, false);
@@ -699,6 +709,7 @@ impl Job {
         let map_only = self.map_only;
         let queues = &mut self.queues;
         let outputs = &mut self.map_outputs;
+        let winning = &mut self.winning;
         for (kind, tasks) in [(MAP, &mut self.maps), (REDUCE, &mut self.reduces)] {
             for (i, t) in tasks.iter_mut().enumerate() {
                 for a in t.attempts.iter_mut().filter(|a| a.worker == worker) {
@@ -714,6 +725,7 @@ impl Job {
                     let w = t.done.expect("has a winner");
                     if kind == MAP {
                         outputs.count(&t.attempts[w], -1);
+                        winning[i] = NO_WINNER;
                     }
                     t.attempts[w].state = AttemptState::Lost;
                     t.reset(now);

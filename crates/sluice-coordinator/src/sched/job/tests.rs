@@ -649,11 +649,20 @@ fn a_reducer_is_told_each_map_output_once_and_again_when_it_is_recomputed() {
     let (new, _, next) = j.outputs_since(log, 3, false);
     assert_eq!(maps(&new), [(0, 1)]);
     assert_eq!(next, 4);
+    // Map 2's output cannot be fetched: the same, without a lost worker.
+    assert!(j.fetch_failed(2, 0, "checksum", &s, now));
+    let (all, log, _) = j.outputs_since(0, 0, false);
+    assert_eq!(maps(&all), [(1, 0), (0, 1)]);
+    assert!(j.outputs_since(log, 4, false).0.is_empty());
+    won(&mut j, 2, 1);
+    let (new, _, next) = j.outputs_since(log, 4, false);
+    assert_eq!(maps(&new), [(2, 1)]);
+    assert_eq!(next, 5);
     // A list the job does not keep (another coordinator's) gets all the
     // winners now, each once.
     assert_eq!(
-        maps(&j.outputs_since(log ^ 1, 4, false).0),
-        [(1, 0), (2, 0), (0, 1)]
+        maps(&j.outputs_since(log ^ 1, 5, false).0),
+        [(1, 0), (0, 1), (2, 1)]
     );
 }
 
