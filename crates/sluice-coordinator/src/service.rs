@@ -32,7 +32,7 @@ use crate::config::CoordinatorConfig;
 use crate::core::{summary, Core, Wake};
 use crate::input::ExternalInput;
 use crate::metrics::Metrics;
-use crate::state::{held_for, Answer, At, Event, Refusal, State, Submission};
+use crate::state::{Answer, At, Event, Refusal, State, Submission};
 use crate::store::RecordState;
 use sluice_proto::catalog::{check_name, Access, DatasetMeta};
 use sluice_proto::ids::{JobId, WorkerId};
@@ -528,7 +528,7 @@ impl Coordinator for Service {
             Answer::Heartbeat(None) => {}
             a => return Err(unexpected(a)),
         }
-        let hold = held_for(sluice_proto::now_ms(), self.lock().state.hold(), worker);
+        let hold = self.lock().state.hold_for(worker, sluice_proto::now_ms());
         let _ = tokio::time::timeout(hold, notified).await;
         match self.dispatch(Event::Offer(worker))? {
             Answer::Heartbeat(Some(reply)) => Ok(Response::new(shuffle_point(reply))),

@@ -565,7 +565,8 @@ mod users;
 mod workers;
 
 pub use refusal::{MemoryAsk, Refusal};
-pub(crate) use workers::held_for;
+#[cfg(test)]
+use workers::held_for;
 
 #[cfg(test)]
 mod tests;

@@ -943,14 +943,23 @@ fn a_large_clusters_idle_heartbeats_are_held_longer() {
         let uid: &'static str = Box::leak(format!("w{i}").into_boxed_str());
         sim.register(uid, "dc1", "r1", 2);
     }
-    // A small cluster: the configured interval (500 ms).
+    // A small cluster: the configured interval (500 ms), whatever the
+    // worker's phase.
     assert_eq!(sim.st.hold(), Duration::from_millis(500));
+    for w in 0..20 {
+        let h = sim.st.hold_for(WorkerId(w), 1_700_000_000_123 + w * 37);
+        assert_eq!(h, Duration::from_millis(500));
+    }
     for i in 3..1_500 {
         let uid: &'static str = Box::leak(format!("w{i}").into_boxed_str());
         sim.register(uid, "dc1", "r1", 2);
     }
-    // 1,500 workers beat 1,000 times a second together when idle.
+    // 1,500 workers beat 1,000 times a second together when idle, each
+    // coming back at its own phase.
     assert_eq!(sim.st.hold(), Duration::from_millis(1_500));
+    let now = 1_700_000_000_000;
+    let phased: HashSet<Duration> = (0..20).map(|w| sim.st.hold_for(WorkerId(w), now)).collect();
+    assert!(phased.len() > 15, "{phased:?}");
     for i in 1_500..3_000 {
         let uid: &'static str = Box::leak(format!("w{i}").into_boxed_str());
         sim.register(uid, "dc1", "r1", 2);
