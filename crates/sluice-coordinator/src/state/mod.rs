@@ -565,8 +565,6 @@ mod users;
 mod workers;
 
 pub use refusal::{MemoryAsk, Refusal};
-#[cfg(test)]
-use workers::held_for;
 
 #[cfg(test)]
 mod tests;

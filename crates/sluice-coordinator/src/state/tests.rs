@@ -983,14 +983,14 @@ fn held_heartbeats_come_back_spread_through_the_hold_not_together() {
     let now = 1_700_000_000_123;
     let mut per_100ms = [0u32; 25];
     for w in 0..5_000 {
-        let h = super::held_for(now, hold, WorkerId(w));
+        let h = super::workers::held_for(now, hold, WorkerId(w));
         assert!(h >= hold / 4 && h <= hold * 5 / 4, "worker {w} held {h:?}");
         per_100ms[(h.as_millis() / 100) as usize] += 1;
         // Beating again as its hold ends, it is held one whole `hold`.
         let back = now + h.as_millis() as u64;
-        assert_eq!(super::held_for(back, hold, WorkerId(w)), hold);
+        assert_eq!(super::workers::held_for(back, hold, WorkerId(w)), hold);
         assert_eq!(
-            super::held_for(back + 1, hold, WorkerId(w)),
+            super::workers::held_for(back + 1, hold, WorkerId(w)),
             hold - Duration::from_millis(1)
         );
     }
@@ -1001,7 +1001,7 @@ fn held_heartbeats_come_back_spread_through_the_hold_not_together() {
     }
     // A hold of a millisecond or less still holds.
     assert_eq!(
-        super::held_for(now, Duration::ZERO, WorkerId(3)),
+        super::workers::held_for(now, Duration::ZERO, WorkerId(3)),
         Duration::ZERO
     );
 }
