@@ -35,9 +35,19 @@ rk = read("rankings", ["pageURL", "pageRank", "avgDuration"], {"pageURL": pa.str
 pq.write_table(uv, f"{dest}/uv-plain.parquet", row_group_size=500, use_dictionary=False, compression="none")
 pq.write_table(uv, f"{dest}/uv-crc.parquet", row_group_size=500, use_dictionary=False, compression="none",
                write_page_checksum=True)
-# Where to damage it: inside row group 5's first page of adRevenue.
-chunk = pq.ParquetFile(f"{dest}/uv-crc.parquet").metadata.row_group(5).column(3)
-open(f"{dest}/uv-crc.at", "w").write(str(chunk.data_page_offset + chunk.total_compressed_size // 2))
+pq.write_table(rk, f"{dest}/rk-crc.parquet", row_group_size=300, use_dictionary=False, compression="none",
+               write_page_checksum=True)
+# Where to damage them, as "offset row-group": inside a page of UserVisits'
+# adRevenue (a column the aggregation reads) and visitDate (the join's kept
+# column, read alone first), and of Rankings' pageRank (the selection's).
+def damage_at(name, col, at):
+    md = pq.ParquetFile(f"{dest}/{name}.parquet").metadata
+    g = min(5, md.num_row_groups // 2)
+    chunk = md.row_group(g).column(col)
+    open(f"{dest}/{at}", "w").write(f"{chunk.data_page_offset + chunk.total_compressed_size // 2} {g}")
+damage_at("uv-crc", 3, "uv-crc.at")
+damage_at("uv-crc", 2, "uv-crc-date.at")
+damage_at("rk-crc", 1, "rk-crc.at")
 dict_uv = uv.set_column(1, "destURL", pc.cast(uv["destURL"], pa.binary()))
 dict_uv = dict_uv.set_column(2, "visitDate", pc.strftime(uv["visitDate"], format="%Y-%m-%d"))
 pq.write_table(dict_uv, f"{dest}/uv-dict.parquet", row_group_size=700, use_dictionary=True, compression="snappy")
@@ -198,31 +208,41 @@ fn pavlo_tasks_read_parquet_as_columns_with_the_texts_answers() {
         );
     }
 
-    // A damaged page fails the task, naming the file and its row group.
-    let file = pq("uv-crc.parquet");
-    let mut bytes = std::fs::read(&file).unwrap();
-    let at: usize = std::fs::read_to_string(pq("uv-crc.at"))
-        .unwrap()
-        .parse()
-        .unwrap();
-    for b in &mut bytes[at..at + 8] {
-        *b ^= 0x5a;
+    // A damaged page fails the task, naming the file and its row group:
+    // in a column the job reads, and in the column whose range keeps rows
+    // (read alone first, the others then decoded at its rows only).
+    let damages: [(&str, &str, &str, &[&str]); 3] = [
+        ("uv-crc", "uv-crc.at", "pavlo-agg-large", &[]),
+        ("uv-crc", "uv-crc-date.at", "pavlo-join", &rk_pq),
+        ("rk-crc", "rk-crc.at", "pavlo-selection", &[]),
+    ];
+    for (file, at, job, extra) in damages {
+        let mut bytes = std::fs::read(pq(&format!("{file}.parquet"))).unwrap();
+        let at = std::fs::read_to_string(pq(at)).unwrap();
+        let (offset, group) = at.split_once(' ').unwrap();
+        let offset: usize = offset.parse().unwrap();
+        for b in &mut bytes[offset..offset + 8] {
+            *b ^= 0x5a;
+        }
+        let bad = pq(&format!("damaged-{file}.parquet"));
+        std::fs::write(&bad, &bytes).unwrap();
+        let out = d.path().join(format!("damaged-{job}"));
+        let err = fails(
+            sluice()
+                .args(["run", job, "-q"])
+                .args(extra)
+                .arg("--input")
+                .arg(&bad)
+                .arg("--output")
+                .arg(&out)
+                .output()
+                .unwrap(),
+        );
+        let name = format!("damaged-{file}.parquet");
+        assert!(
+            err.contains(&name) && err.contains(&format!("row group {group}")),
+            "{job}: {err}"
+        );
+        assert!(!out.exists(), "{job}: nothing is committed");
     }
-    let bad = pq("damaged.parquet");
-    std::fs::write(&bad, &bytes).unwrap();
-    let out = d.path().join("damaged-out");
-    let err = fails(
-        sluice()
-            .args(["run", "pavlo-agg-large", "-q", "--input"])
-            .arg(&bad)
-            .arg("--output")
-            .arg(&out)
-            .output()
-            .unwrap(),
-    );
-    assert!(
-        err.contains("damaged.parquet") && err.contains("row group 5"),
-        "{err}"
-    );
-    assert!(!out.exists(), "nothing is committed");
 }
