@@ -574,3 +574,6 @@ mod recover_tests;
 
 #[cfg(test)]
 mod cache_tests;
+
+#[cfg(test)]
+mod scale_tests;
