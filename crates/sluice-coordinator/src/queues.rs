@@ -10,10 +10,11 @@
 //! - the tasks of each kind not done (`open`), and of those the ones with
 //!   no attempt running (`waiting`), in index order;
 //! - waiting maps by the workers that hold all their blocks
-//!   (`by_holder`, listing only workers that hold some), and waiting maps that read nothing and are at home
-//!   anywhere (`anywhere`); a rack- or data-center-local map of a worker
-//!   is a waiting map of another worker in its rack or data center, found
-//!   through that worker's queue;
+//!   (`by_holder`, listing only workers that hold some), and waiting
+//!   maps that read nothing and are at home anywhere (`anywhere`); a
+//!   rack- or data-center-local map of a worker is a waiting map of
+//!   another worker in its rack or data center, found through that
+//!   worker's queue;
 //! - maps by each block they read (`by_block`), for the cache level;
 //! - maps that may run anywhere at once (`any_worker`, after a damaged
 //!   replica);
