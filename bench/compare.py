@@ -577,6 +577,7 @@ def generate(a, work, workloads):
             subprocess.run([a.sluice, "gen", "pavlo", "--scale", a.pavlo_scale, "--seed", "7", "--out", str(pavlo)],
                            check=True)
         ensure_module("duckdb")
+        ensure_module("pyarrow")
         parquet_bench.convert(pavlo, parquet)
     return {"text": text, "pavlo": pavlo, "tera": tera, "parquet": parquet, **generate_hc(a, work, workloads)}
 
