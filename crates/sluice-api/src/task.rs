@@ -36,6 +36,13 @@ pub trait Mapper: Send {
     /// line ends in `\n` except perhaps the last line of a file. The default
     /// strips each line's `\n` (and a `\r` before it) and calls
     /// [`Mapper::map`].
+    ///
+    /// A mapper that finds a malformed line may return
+    /// [`Error::BadRecord`](crate::Error::BadRecord), but only before it
+    /// emitted anything for the block: the engine then gives it the
+    /// block's lines one at a time through [`Mapper::map`], so each
+    /// malformed line meets the job's bad-record policy with its own
+    /// offset.
     fn map_lines(&mut self, offset: u64, block: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
         let mut at = offset;
         for line in block.split_inclusive(|&b| b == b'\n') {

@@ -2,8 +2,10 @@
 //!
 //! A job writes into a staging directory beside its output,
 //! `PARENT/.NAME.sluice-JOBID` (JOBID = `PID-NANOS`). Each task attempt
-//! writes `STAGE/_temporary/ATTEMPT/FILE`; committing the task hard-links
-//! that file to `STAGE/FILE`, which fails if a file is already there, so the
+//! writes `STAGE/_temporary/ATTEMPT.FILE` (a `/` in `FILE` written `%`: no
+//! directory a task, whose creation and removal cost more than the task's
+//! own file on a small job); committing the task hard-links that file to
+//! `STAGE/FILE`, which fails if a file is already there, so the
 //! first attempt to commit wins and a second never overwrites it. Committing
 //! the job removes `_temporary`, writes `_SUCCESS`, and renames the staging
 //! directory to the output path in one `rename(2)`. Until then nothing
@@ -73,15 +75,11 @@ impl Committer {
         &self.stage
     }
 
-    /// Creates the attempt directory and returns the path an attempt of the
-    /// task producing `file` (e.g. `part-r-00003`) writes to.
+    /// The path an attempt of the task producing `file` (e.g.
+    /// `part-r-00003`, or `_bad_records/part-m-00000`) writes to.
     pub fn attempt_path(&self, file: &str, attempt: u32) -> Result<PathBuf> {
-        let dir = self
-            .stage
-            .join("_temporary")
-            .join(format!("attempt_{file}_{attempt}"));
-        io(std::fs::create_dir_all(&dir), "creating", &dir)?;
-        Ok(dir.join(file.rsplit('/').next().unwrap_or(file)))
+        let name = format!("{attempt}.{}", file.replace('/', "%"));
+        Ok(self.stage.join("_temporary").join(name))
     }
 
     /// Commits an attempt's file as `file` in the staging directory. Returns

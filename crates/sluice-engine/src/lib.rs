@@ -72,7 +72,7 @@ pub fn run_job_on(
     cfg.validate()?;
     let t0 = Instant::now();
     let committer = Committer::create(output, cfg.overwrite)?;
-    let spill = SpillDir::create(cfg, &committer)?;
+    let spill = SpillDir::create(cfg, &committer, !job.is_map_only())?;
     let total: u64 = splits.iter().map(input::Split::len).sum();
     let mut files: Vec<&std::path::Path> = splits.iter().map(|s| s.file.path.as_path()).collect();
     files.dedup();
@@ -190,7 +190,14 @@ struct SpillDir {
 }
 
 impl SpillDir {
-    fn create(cfg: &EngineConfig, committer: &Committer) -> Result<Self, EngineError> {
+    /// The job's spill directory, created only when `needed`: a map-only
+    /// job writes no spill, and a directory made and removed for nothing
+    /// was a tenth of a millisecond or more of a 15 ms job.
+    fn create(
+        cfg: &EngineConfig,
+        committer: &Committer,
+        needed: bool,
+    ) -> Result<Self, EngineError> {
         let path = match &cfg.spill_dir {
             Some(base) => {
                 let nanos = SystemTime::now()
@@ -200,8 +207,10 @@ impl SpillDir {
             }
             None => committer.stage().join("_temporary").join("_spill"),
         };
-        std::fs::create_dir_all(&path)
-            .map_err(|e| EngineError::io("creating spill directory", &path, e))?;
+        if needed {
+            std::fs::create_dir_all(&path)
+                .map_err(|e| EngineError::io("creating spill directory", &path, e))?;
+        }
         Ok(SpillDir { path })
     }
 }

@@ -187,7 +187,6 @@ impl MapPhase<'_> {
         counters: &mut Counters,
         bad: &mut BadRecords<'_>,
     ) -> Result<(u64, u64)> {
-        let path = &split.file.path;
         let opts = ReadOptions {
             buffer_size: 1 << 20,
             max_record: self.cfg.max_record,
@@ -195,42 +194,32 @@ impl MapPhase<'_> {
         let stored = self.as_stored(split);
         let split = stored.as_ref().unwrap_or(split);
         let mut records = 0u64;
+        let blocks = self.cfg.format == RecordFormat::Lines
+            && mapper.wants_line_blocks()
+            && !split.file.codec.has_rows();
+        let mut m = Mapping {
+            phase: self,
+            split,
+            task,
+            mapper,
+            sink,
+            counters: &mut *counters,
+            bad,
+        };
         let consumed = if split.is_synthetic() {
             0
-        } else if self.cfg.format == RecordFormat::Lines
-            && mapper.wants_line_blocks()
-            && !split.file.codec.has_rows()
-        {
+        } else if blocks {
             read_line_blocks(split, &opts, |off, block| {
                 records += count_lines(block);
                 if queue.aborted() {
                     return Err(EngineError::Cancelled);
                 }
-                match mapper.map_lines(
-                    off,
-                    block,
-                    &mut MapContext::new(sink, counters)
-                        .for_task(task)
-                        .with_cancel(&self.cfg.cancel)
-                        .with_input(path, split.start, split.len()),
-                ) {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(user_error(sink, e, "map", Some((path.clone(), off)))),
-                }
+                m.block(off, block)
             })?
         } else {
             let columnar = split.file.codec == Codec::Parquet
                 && !self.cfg.rows.json
-                && mapper.columnar().is_some();
-            let mut m = Mapping {
-                phase: self,
-                split,
-                task,
-                mapper,
-                sink,
-                counters: &mut *counters,
-                bad,
-            };
+                && m.mapper.columnar().is_some();
             let read = if columnar {
                 let mut rec = Vec::new();
                 read_batches(split, &self.cfg.rows, |b| {
@@ -249,9 +238,11 @@ impl MapPhase<'_> {
                     m.record(off, rec)
                 })?
             };
-            counters.add(TaskCounter::RowGroupsSkipped, read.groups_skipped);
-            counters.add(TaskCounter::BytesSkipped, read.bytes_skipped);
-            counters.add(TaskCounter::RowsSkipped, read.rows_skipped);
+            m.counters
+                .add(TaskCounter::RowGroupsSkipped, read.groups_skipped);
+            m.counters
+                .add(TaskCounter::BytesSkipped, read.bytes_skipped);
+            m.counters.add(TaskCounter::RowsSkipped, read.rows_skipped);
             read.bytes
         };
         Ok((records, consumed))
@@ -279,6 +270,29 @@ impl Mapping<'_, '_, '_> {
         match self.mapper.map(off, rec, &mut ctx) {
             Ok(()) => Ok(()),
             Err(ApiError::BadRecord(msg)) => self.bad.handle(path, off, rec, msg, self.counters),
+            Err(e) => Err(user_error(self.sink, e, "map", Some((path.clone(), off)))),
+        }
+    }
+
+    /// A block of whole lines through the mapper's block entry. A block
+    /// the mapper refuses as malformed ([`ApiError::BadRecord`], before it
+    /// emitted anything for it, as [`Mapper::map_lines`] promises) goes
+    /// again one line at a time, so each malformed line meets the
+    /// bad-record policy with its own offset.
+    fn block(&mut self, off: u64, block: &[u8]) -> Result<()> {
+        let path = &self.split.file.path;
+        let mut ctx = context(self.phase, self.split, self.task, self.sink, self.counters);
+        match self.mapper.map_lines(off, block, &mut ctx) {
+            Ok(()) => Ok(()),
+            Err(ApiError::BadRecord(_)) => {
+                let mut at = off;
+                for line in block.split_inclusive(|&b| b == b'\n') {
+                    let body = line.strip_suffix(b"\n").unwrap_or(line);
+                    self.record(at, body.strip_suffix(b"\r").unwrap_or(body))?;
+                    at += line.len() as u64;
+                }
+                Ok(())
+            }
             Err(e) => Err(user_error(self.sink, e, "map", Some((path.clone(), off)))),
         }
     }

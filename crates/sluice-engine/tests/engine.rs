@@ -399,12 +399,55 @@ impl Mapper for PipeMapper {
     }
 }
 
+/// [`PipeMapper`] taking blocks of lines: a block with a malformed line is
+/// refused whole, before anything is emitted.
+struct BlockPipeMapper(PipeMapper);
+
+impl Mapper for BlockPipeMapper {
+    fn map(&mut self, off: u64, line: &[u8], ctx: &mut MapContext<'_>) -> sluice_api::Result<()> {
+        self.0.map(off, line, ctx)
+    }
+
+    fn wants_line_blocks(&self) -> bool {
+        true
+    }
+
+    fn map_lines(
+        &mut self,
+        off: u64,
+        block: &[u8],
+        ctx: &mut MapContext<'_>,
+    ) -> sluice_api::Result<()> {
+        let lines = || block.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+        let well_formed = |l: &&[u8]| {
+            let mut f = l.split(|&b| b == b'|');
+            f.next().is_some() && f.next().is_some_and(|n| n.iter().all(u8::is_ascii_digit))
+        };
+        if !lines().all(|l| well_formed(&l)) {
+            return Err(ApiError::bad_record("a malformed line in the block"));
+        }
+        lines().try_for_each(|l| self.map(off, l, ctx))
+    }
+}
+
 #[test]
 fn malformed_records_fail_with_file_and_offset_or_are_skipped_and_kept() {
+    malformed_records_meet_the_policy(JobSpec::new("pipe", || PipeMapper));
+}
+
+/// A block the mapper refuses is mapped again line by line: the error
+/// names the malformed line's own offset, and skipping keeps every good
+/// line of the block exactly once.
+#[test]
+fn malformed_records_in_a_refused_block_meet_the_policy_line_by_line() {
+    malformed_records_meet_the_policy(JobSpec::new("pipe", || BlockPipeMapper(PipeMapper)));
+}
+
+fn malformed_records_meet_the_policy(job: JobSpec) {
     let d = tempfile::tempdir().unwrap();
     let input = d.path().join("rows.txt");
     std::fs::write(&input, b"a|1\nb|x\nc|3\njunk\na|4\n").unwrap();
-    let job = JobSpec::new("pipe", || PipeMapper)
+    let job = job
         .reducer(sluice_jobs::SumReducer::output)
         .aggregator(sluice_api::SumU64);
     let out = d.path().join("out");

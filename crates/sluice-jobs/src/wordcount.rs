@@ -81,6 +81,17 @@ impl Mapper for WordCountMapper {
     fn map(&mut self, _offset: u64, line: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
         for_each_word(line, |word| ctx.emit(word, &ONE))
     }
+
+    fn wants_line_blocks(&self) -> bool {
+        true
+    }
+
+    /// A newline is a delimiter, so the words of a block of lines are the
+    /// words of its lines: the block is tokenized whole, with no search
+    /// for line ends and no call a line.
+    fn map_lines(&mut self, _offset: u64, block: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
+        for_each_word(block, |word| ctx.emit(word, &ONE))
+    }
 }
 
 /// Sums 8-byte counts; as a reducer writes the decimal total, as a combiner
@@ -183,5 +194,35 @@ mod tests {
                 assert_eq!(words(&line), want, "{line:?}");
             }
         }
+    }
+
+    struct Keys(Vec<Vec<u8>>);
+
+    impl sluice_api::Sink for Keys {
+        fn emit(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+            assert_eq!(value, ONE);
+            self.0.push(key.to_vec());
+            Ok(())
+        }
+    }
+
+    /// A block of lines gives the words its lines give one by one (with
+    /// `\r\n` line ends, and a last line without its newline).
+    #[test]
+    fn a_block_of_lines_gives_the_words_of_its_lines() {
+        let block = b"the cat\r\n  sat\ton the\n\nmat\x0cof\r\nthe cat";
+        let mut counters = sluice_api::Counters::default();
+        let (mut by_block, mut by_line) = (Keys(Vec::new()), Keys(Vec::new()));
+        let mut m = WordCountMapper;
+        m.map_lines(0, block, &mut MapContext::new(&mut by_block, &mut counters))
+            .unwrap();
+        for line in block.split_inclusive(|&b| b == b'\n') {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            let body = body.strip_suffix(b"\r").unwrap_or(body);
+            m.map(0, body, &mut MapContext::new(&mut by_line, &mut counters))
+                .unwrap();
+        }
+        assert_eq!(by_block.0, by_line.0);
+        assert_eq!(by_block.0.len(), 9);
     }
 }
