@@ -475,17 +475,31 @@ pub(crate) fn open(bytes: &FileBytes) -> Result<ArrowReaderMetadata> {
 /// checksums. The first failure of a source is kept, so a damaged
 /// block's error ([`FormatError::Damaged`], blaming the copy) is what the
 /// reader returns, not the text arrow-rs makes of it.
+///
+/// A plain local file (no checksums, not cached, not remote) is opened
+/// once and read with positioned reads: arrow-rs asks for every page twice
+/// (its header, then its bytes), and opening, seeking and zero-filling a
+/// buffer for each was a tenth of a small selection's time.
 #[derive(Clone)]
 pub(crate) struct FileBytes {
     file: Arc<InputFile>,
     failure: Arc<Mutex<Option<FormatError>>>,
+    local: Option<Arc<std::fs::File>>,
 }
 
 impl FileBytes {
     pub(crate) fn new(file: Arc<InputFile>) -> FileBytes {
+        let plain = file.resident.is_none() && file.checks.is_none() && file.remote.is_none();
+        // A file that does not open goes the general way, whose error
+        // names it.
+        let local = plain
+            .then(|| std::fs::File::open(&file.path).ok())
+            .flatten()
+            .map(Arc::new);
         FileBytes {
             file,
             failure: Arc::default(),
+            local,
         }
     }
 
@@ -532,18 +546,31 @@ impl ChunkReader for FileBytes {
     type T = FailureKept;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<FailureKept> {
-        let source = self.source_at(start, start..start)?;
+        let source: Box<dyn crate::positioned::Source> = match &self.local {
+            Some(f) => Box::new(At {
+                file: f.clone(),
+                pos: start,
+            }),
+            None => self.source_at(start, start..start)?,
+        };
         Ok(FailureKept {
-            r: std::io::BufReader::new(source),
+            // Most reads from here are a page header of a few dozen bytes.
+            r: std::io::BufReader::with_capacity(PAGE_HEADER_BUFFER, source),
             of: self.clone(),
         })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         let end = start + length as u64;
-        let mut r = self.source_at(start, start..end)?;
-        let mut buf = vec![0u8; length];
-        r.read_exact(&mut buf).map_err(|e| {
+        let read = match &self.local {
+            Some(f) => read_at(f, start, length),
+            None => {
+                let mut buf = vec![0u8; length];
+                let mut r = self.source_at(start, start..end)?;
+                r.read_exact(&mut buf).map(|()| buf)
+            }
+        };
+        let buf = read.map_err(|e| {
             let path = self.file.path.as_path();
             let e = match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => FormatError::Truncated {
@@ -556,6 +583,59 @@ impl ChunkReader for FileBytes {
             self.keep(e)
         })?;
         Ok(buf.into())
+    }
+}
+
+/// What a page header's reader buffers.
+const PAGE_HEADER_BUFFER: usize = 4096;
+
+/// Reads `length` bytes of `file` at `start`, straight into a vector's
+/// spare capacity (no zero-fill first); `UnexpectedEof` if the file ends
+/// before.
+fn read_at(file: &std::fs::File, start: u64, length: usize) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(length);
+    while buf.len() < length {
+        let before = buf.len();
+        // Fills the spare capacity, which may run past `length`: the
+        // bytes after it are dropped below.
+        match rustix::io::pread(
+            file,
+            rustix::buffer::spare_capacity(&mut buf),
+            start + before as u64,
+        ) {
+            Ok(_) if buf.len() == before => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    buf.truncate(length);
+    Ok(buf)
+}
+
+/// A local file read from `pos` on with positioned reads: no open and no
+/// seek of its own.
+struct At {
+    file: Arc<std::fs::File>,
+    pos: u64,
+}
+
+impl Read for At {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = std::os::unix::fs::FileExt::read_at(&*self.file, buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for At {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let pos = match to {
+            SeekFrom::Start(p) => Some(p),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            SeekFrom::End(d) => self.file.metadata()?.len().checked_add_signed(d),
+        };
+        self.pos = pos.ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        Ok(self.pos)
     }
 }
 
