@@ -260,10 +260,24 @@ impl EngineConfig {
     }
 
     /// The split size to use for `total` input bytes: about eight splits per
-    /// thread, between 8 MiB (`MIN_SPLIT`) and 64 MiB.
+    /// thread, between 8 MiB (`MIN_SPLIT`) and 64 MiB. An input of fewer
+    /// than that many least splits is cut into a multiple of the threads
+    /// of equal splits instead, none under 4 MiB: 26 MB on 2 threads was
+    /// three splits of 8 MiB and one of 2, and one thread read 16 MiB while
+    /// the other read 10 (pavlo-grep's map took a quarter longer than even
+    /// splits).
     pub fn split_size_for(&self, total: u64) -> u64 {
-        self.split_size
-            .unwrap_or_else(|| (total / (self.threads as u64 * 8)).clamp(MIN_SPLIT, 64 << 20))
+        if let Some(size) = self.split_size {
+            return size;
+        }
+        let threads = self.threads.max(1) as u64;
+        let size = (total / (threads * 8)).clamp(MIN_SPLIT, 64 << 20);
+        if size > MIN_SPLIT || total == 0 {
+            return size;
+        }
+        // Not below half the least split: a small input stays one split.
+        let splits = total.div_ceil(MIN_SPLIT).next_multiple_of(threads);
+        total.div_ceil(splits).max(MIN_SPLIT / 2)
     }
 }
 
@@ -284,6 +298,45 @@ mod tests {
         assert_eq!(cfg(1 << 30, 1).row_group_bytes(), 128 << 20);
         assert_eq!(cfg(1 << 30, 8).row_group_bytes(), 32 << 20);
         assert_eq!(cfg(16 << 20, 8).row_group_bytes(), 1 << 20);
+    }
+
+    /// Large inputs get eight splits a thread; small ones equal splits, a
+    /// multiple of the threads, none over `MIN_SPLIT` nor under half of it
+    /// (a small input stays one split); a given size wins.
+    #[test]
+    fn small_inputs_are_cut_into_even_splits_for_the_threads() {
+        let cfg = |threads| EngineConfig {
+            threads,
+            ..EngineConfig::default()
+        };
+        const MIB: u64 = 1 << 20;
+        let splits = |threads, total: u64| total.div_ceil(cfg(threads).split_size_for(total));
+        assert_eq!(cfg(2).split_size_for(800 * MIB), 50 * MIB);
+        assert_eq!(cfg(2).split_size_for(4000 * MIB), 64 * MIB);
+        let pavlo_grep = 27_026_940;
+        assert_eq!(splits(2, pavlo_grep), 4);
+        assert_eq!(cfg(2).split_size_for(pavlo_grep), pavlo_grep.div_ceil(4));
+        assert_eq!(splits(1, pavlo_grep), 4);
+        assert_eq!(splits(3, 20 * MIB), 3);
+        assert_eq!(splits(2, 100 * MIB), 14);
+        for (threads, total) in [(2, 9 * MIB + 1), (4, 130 * MIB), (2, 128 * MIB - 1)] {
+            let size = cfg(threads).split_size_for(total);
+            assert!(size <= MIN_SPLIT && size > 0, "{threads} {total}: {size}");
+            assert_eq!(
+                splits(threads, total) % threads as u64,
+                0,
+                "{threads} {total}"
+            );
+        }
+        assert_eq!(splits(8, 3), 1);
+        assert_eq!(splits(2, 4 * MIB), 1);
+        assert_eq!(splits(2, 6 * MIB), 2);
+        assert_eq!(cfg(2).split_size_for(0), MIN_SPLIT);
+        let given = EngineConfig {
+            split_size: Some(3),
+            ..cfg(2)
+        };
+        assert_eq!(given.split_size_for(100), 3);
     }
 
     /// The sort buffer is a thread's share of the L3, from 8 to 32 MiB;
