@@ -629,12 +629,11 @@ impl Read for At {
 
 impl Seek for At {
     fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
-        let pos = match to {
-            SeekFrom::Start(p) => Some(p),
-            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-            SeekFrom::End(d) => self.file.metadata()?.len().checked_add_signed(d),
+        let len = match to {
+            SeekFrom::End(_) => self.file.metadata()?.len(),
+            _ => 0,
         };
-        self.pos = pos.ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        self.pos = crate::positioned::seek_target(self.pos, len, to)?;
         Ok(self.pos)
     }
 }
@@ -681,6 +680,32 @@ pub(crate) fn group_error(
 mod tests {
     use super::*;
     use std::fs::File;
+
+    /// Positioned reads give exactly the bytes asked for, a read past the
+    /// end is `UnexpectedEof`, and a page header's reader reads on from
+    /// its own offset.
+    #[test]
+    fn local_reads_are_positioned_and_exact() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let f = File::open(&path).unwrap();
+        assert_eq!(read_at(&f, 7, 70_000).unwrap(), bytes[7..70_007]);
+        assert_eq!(read_at(&f, 99_999, 1).unwrap(), [bytes[99_999]]);
+        assert!(read_at(&f, 0, 0).unwrap().is_empty());
+        let e = read_at(&f, 99_000, 1_001).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+        let mut at = At {
+            file: Arc::new(f),
+            pos: 5,
+        };
+        let mut got = [0u8; 3];
+        at.read_exact(&mut got).unwrap();
+        assert_eq!(got, bytes[5..8]);
+        assert_eq!(at.seek(SeekFrom::End(-1)).unwrap(), 99_999);
+        assert!(at.seek(SeekFrom::Current(-100_000)).is_err());
+    }
 
     use arrow_array::{Float64Array, Int64Array, StringArray};
     use parquet::arrow::ArrowWriter;

@@ -292,16 +292,22 @@ impl Read for RemoteSeek {
 
 impl Seek for RemoteSeek {
     fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
-        let target = match to {
-            SeekFrom::Start(n) => Some(n),
-            SeekFrom::End(d) => self.len.checked_add_signed(d),
-            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
-        };
-        self.pos = target.ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the file")
-        })?;
+        self.pos = seek_target(self.pos, self.len, to)?;
         Ok(self.pos)
     }
+}
+
+/// Where a seek `to` lands from `pos` in a file of `len` bytes; an error
+/// before the file's start.
+pub(crate) fn seek_target(pos: u64, len: u64, to: SeekFrom) -> std::io::Result<u64> {
+    let target = match to {
+        SeekFrom::Start(n) => Some(n),
+        SeekFrom::End(d) => len.checked_add_signed(d),
+        SeekFrom::Current(d) => pos.checked_add_signed(d),
+    };
+    target.ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the file")
+    })
 }
 
 #[cfg(test)]
