@@ -28,7 +28,7 @@ pub use counters::{Counters, TaskCounter};
 pub use error::Error;
 pub use job::{JobSpec, KeyOrder};
 pub use partition::{hadoop_hash, HashPartitioner, Partitioner, RangePartitioner};
-pub use task::{Mapper, MapperFactory, Reducer, ReducerFactory};
+pub use task::{block_lines, Mapper, MapperFactory, Reducer, ReducerFactory};
 
 /// Result type of user code.
 pub type Result<T> = std::result::Result<T, Error>;

@@ -44,11 +44,8 @@ pub trait Mapper: Send {
     /// malformed line meets the job's bad-record policy with its own
     /// offset.
     fn map_lines(&mut self, offset: u64, block: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
-        let mut at = offset;
-        for line in block.split_inclusive(|&b| b == b'\n') {
-            let body = line.strip_suffix(b"\n").unwrap_or(line);
-            self.map(at, body.strip_suffix(b"\r").unwrap_or(body), ctx)?;
-            at += line.len() as u64;
+        for (at, line) in block_lines(block) {
+            self.map(offset + at, line, ctx)?;
         }
         Ok(())
     }
@@ -86,3 +83,29 @@ pub trait Reducer: Send {
 pub type MapperFactory = Arc<dyn Fn() -> Box<dyn Mapper> + Send + Sync>;
 /// A factory for reducers and combiners.
 pub type ReducerFactory = Arc<dyn Fn() -> Box<dyn Reducer> + Send + Sync>;
+
+/// The lines of a block of whole lines, as [`Mapper::map_lines`] splits
+/// it: each line's offset in the block and its text without its `\n` (and
+/// a `\r` before it). A block ending in `\n` has no empty line after it.
+pub fn block_lines(block: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
+    let mut at = 0u64;
+    block.split_inclusive(|&b| b == b'\n').map(move |line| {
+        let start = at;
+        at += line.len() as u64;
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        (start, body.strip_suffix(b"\r").unwrap_or(body))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::block_lines;
+
+    #[test]
+    fn a_blocks_lines_carry_their_offsets_without_their_ends() {
+        let got: Vec<_> = block_lines(b"ab\r\n\ncd\nlast").collect();
+        assert_eq!(got, [(0, &b"ab"[..]), (4, b""), (5, b"cd"), (8, b"last")]);
+        assert_eq!(block_lines(b"x\n").count(), 1);
+        assert_eq!(block_lines(b"").count(), 0);
+    }
+}

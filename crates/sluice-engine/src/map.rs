@@ -285,11 +285,8 @@ impl Mapping<'_, '_, '_> {
         match self.mapper.map_lines(off, block, &mut ctx) {
             Ok(()) => Ok(()),
             Err(ApiError::BadRecord(_)) => {
-                let mut at = off;
-                for line in block.split_inclusive(|&b| b == b'\n') {
-                    let body = line.strip_suffix(b"\n").unwrap_or(line);
-                    self.record(at, body.strip_suffix(b"\r").unwrap_or(body))?;
-                    at += line.len() as u64;
+                for (at, line) in sluice_api::block_lines(block) {
+                    self.record(off + at, line)?;
                 }
                 Ok(())
             }

@@ -25,9 +25,8 @@ impl Mapper for GrepMapper {
 
     fn map_lines(&mut self, _offset: u64, block: &[u8], ctx: &mut MapContext<'_>) -> Result<()> {
         let Some(multi) = &self.block else {
-            for line in block.split_inclusive(|&b| b == b'\n') {
-                let body = line.strip_suffix(b"\n").unwrap_or(line);
-                self.map(0, body.strip_suffix(b"\r").unwrap_or(body), ctx)?;
+            for (_, line) in sluice_api::block_lines(block) {
+                self.map(0, line, ctx)?;
             }
             return Ok(());
         };
@@ -97,10 +96,8 @@ mod tests {
         let mut m = (job.mapper)();
         m.map_lines(0, text, &mut MapContext::new(&mut a, &mut counters))
             .unwrap();
-        for line in text.split_inclusive(|&c| c == b'\n') {
-            let body = line.strip_suffix(b"\n").unwrap_or(line);
-            let body = body.strip_suffix(b"\r").unwrap_or(body);
-            m.map(0, body, &mut MapContext::new(&mut b, &mut counters))
+        for (_, line) in sluice_api::block_lines(text) {
+            m.map(0, line, &mut MapContext::new(&mut b, &mut counters))
                 .unwrap();
         }
         (a.0, b.0)

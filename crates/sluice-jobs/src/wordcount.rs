@@ -216,10 +216,8 @@ mod tests {
         let mut m = WordCountMapper;
         m.map_lines(0, block, &mut MapContext::new(&mut by_block, &mut counters))
             .unwrap();
-        for line in block.split_inclusive(|&b| b == b'\n') {
-            let body = line.strip_suffix(b"\n").unwrap_or(line);
-            let body = body.strip_suffix(b"\r").unwrap_or(body);
-            m.map(0, body, &mut MapContext::new(&mut by_line, &mut counters))
+        for (_, line) in sluice_api::block_lines(block) {
+            m.map(0, line, &mut MapContext::new(&mut by_line, &mut counters))
                 .unwrap();
         }
         assert_eq!(by_block.0, by_line.0);

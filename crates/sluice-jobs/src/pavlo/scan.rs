@@ -170,13 +170,8 @@ mod tests {
             .map_lines(7, text, &mut MapContext::new(&mut a, &mut counters))
             .map(|()| a.0);
         let mut b = Rows(Vec::new());
-        let line = text
-            .split_inclusive(|&c| c == b'\n')
-            .try_for_each(|line| {
-                let body = line.strip_suffix(b"\n").unwrap_or(line);
-                let body = body.strip_suffix(b"\r").unwrap_or(body);
-                m.map(0, body, &mut MapContext::new(&mut b, &mut counters))
-            })
+        let line = sluice_api::block_lines(text)
+            .try_for_each(|(_, line)| m.map(0, line, &mut MapContext::new(&mut b, &mut counters)))
             .map(|()| b.0);
         (block, line)
     }
